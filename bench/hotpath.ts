@@ -1,0 +1,115 @@
+// Hot-path throughput: ns per loop-step, WASM beside the TypeScript reference in the same run,
+// and the fixed cost of one step() call on an empty bank.
+import * as L from "../hotpath-as/assembly/layout.js";
+import { loadBank, writeSample, type BankSpec } from "../hotpath-as/bank-config.js";
+import { ReferenceHotPath } from "../hotpath-as/reference.js";
+import type { HotPath } from "../hotpath-as/views.js";
+import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
+import { fmt, median } from "./stats.js";
+
+export interface HotpathRow {
+  profile: string;
+  loops: number;
+  wasmNs: number;
+  referenceNs: number;
+  speedup: number;
+}
+
+export interface HotpathResult {
+  rows: HotpathRow[];
+  emptyTickNs: { wasm: number; reference: number };
+}
+
+const PROFILES = {
+  // what podwarden runs per rack: PI on return temperature, feed-forward from rack power, slew limit
+  "rack PI+FF": { kff: 0.6, outRate: 50 },
+  // every feature on at once: derivative with filter, setpoint ramp, deadband
+  "all features": { kd: 0.1, tf: 0.05, kff: 0.6, outRate: 50, spRamp: 1, deadband: 0.05 },
+} as const;
+type Profile = keyof typeof PROFILES;
+
+/** Every loop has its own PV point and feed-forward point, with every input check enabled (none tripping). */
+function bankSpec(loops: number, profile: Profile): BankSpec {
+  const points = [];
+  const loopSpecs = [];
+  const check = { rateMax: 1e6, staleMs: 1e12, stuckEps: 1e-9, stuckMs: 1e12, debounceFault: 3, debounceClear: 3 };
+  for (let i = 0; i < loops; i++) {
+    points.push({ min: -50, max: 150, ...check }, { min: 0, max: 200, ...check });
+    loopSpecs.push({
+      pvPoint: 2 * i,
+      ffPoint: 2 * i + 1,
+      action: "direct" as const,
+      kp: 3,
+      ki: 0.5,
+      outMin: 0,
+      outMax: 100,
+      safeOnLeak: "closed" as const,
+      safeOnSensorFault: "open" as const,
+      sp: 40,
+      ...PROFILES[profile],
+    });
+  }
+  return { points, loops: loopSpecs, racks: [] };
+}
+
+function prepare(hp: HotPath, loops: number, profile: Profile): void {
+  loadBank(hp, bankSpec(loops, profile));
+  for (let i = 0; i < loops; i++) {
+    writeSample(hp.views, 2 * i, 38 + (i % 7), 0);
+    writeSample(hp.views, 2 * i + 1, 20 + (i % 13), 0);
+  }
+}
+
+/** Median ns per step() over `rounds` rounds of `ticks` ticks each. */
+function timeSteps(hp: HotPath, ticks: number, rounds: number): number {
+  const step = hp.step.bind(hp);
+  let now = 1;
+  const samples: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const t0 = process.hrtime.bigint();
+    for (let k = 0; k < ticks; k++) {
+      now += 1;
+      step(now, 0.001);
+    }
+    samples.push(Number(process.hrtime.bigint() - t0) / ticks);
+  }
+  return median(samples);
+}
+
+export function runHotpathBench(quick = false): HotpathResult {
+  const rows: HotpathRow[] = [];
+  for (const profile of Object.keys(PROFILES) as Profile[]) for (const loops of [1, 10, 100, 1000]) {
+    const wasm = loadWasmHotPath("release");
+    const ref = new ReferenceHotPath();
+    prepare(wasm, loops, profile);
+    prepare(ref, loops, profile);
+    const ticks = Math.max(200, Math.round((quick ? 2e5 : 2e6) / loops));
+    // warm-up: let both reach their top JIT tier before measuring
+    timeSteps(wasm, ticks, 3);
+    timeSteps(ref, ticks, 3);
+    const wasmNs = timeSteps(wasm, ticks, quick ? 5 : 15) / loops;
+    const referenceNs = timeSteps(ref, ticks, quick ? 5 : 15) / loops;
+    if ((wasm.views.loopI.status[0] & L.LS_AUTOMATIC) === 0) throw new Error("bench bank is not running in automatic");
+    rows.push({ profile, loops, wasmNs, referenceNs, speedup: referenceNs / wasmNs });
+  }
+  const emptyWasm = loadWasmHotPath("release");
+  const emptyRef = new ReferenceHotPath();
+  emptyWasm.configure(0, 0, 0);
+  emptyRef.configure(0, 0, 0);
+  timeSteps(emptyWasm, 1e5, 3);
+  timeSteps(emptyRef, 1e5, 3);
+  return {
+    rows,
+    emptyTickNs: { wasm: timeSteps(emptyWasm, 1e6, 9), reference: timeSteps(emptyRef, 1e6, 9) },
+  };
+}
+
+export function printHotpath(r: HotpathResult): void {
+  console.log("\n## hot path: ns per loop-step (each loop validates its own PV and feed-forward points)");
+  console.log("| profile | loops | WASM ns/loop-step | reference ns/loop-step | WASM speed-up |");
+  console.log("|---|---:|---:|---:|---:|");
+  for (const row of r.rows) {
+    console.log(`| ${row.profile} | ${row.loops} | ${fmt(row.wasmNs)} | ${fmt(row.referenceNs)} | ${fmt(row.speedup)}x |`);
+  }
+  console.log(`\nper-tick call overhead (empty bank): WASM ${fmt(r.emptyTickNs.wasm, 1)} ns, reference ${fmt(r.emptyTickNs.reference, 1)} ns`);
+}

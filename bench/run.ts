@@ -1,0 +1,18 @@
+// `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
+//   --only <name>   run one group (hotpath, control)
+//   --quick         fewer rounds, for a smoke run
+import { parseArgs } from "node:util";
+import { cpus, totalmem } from "node:os";
+import { printControl, runControlBench } from "./control.js";
+import { printHotpath, runHotpathBench } from "./hotpath.js";
+
+const { values } = parseArgs({
+  options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
+});
+const wants = (name: string): boolean => values.only === undefined || values.only === name;
+
+console.log(`# podwarden benchmarks, ${new Date().toISOString()}`);
+console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`);
+
+if (wants("hotpath")) printHotpath(runHotpathBench(values.quick));
+if (wants("control")) printControl(runControlBench());

@@ -1,0 +1,491 @@
+// podwarden control hot path.
+//
+// One exported call per tick: step(nowMs, dtS) validates every input point, runs every
+// rack's leak-isolation state machine, then every control loop through the interlock
+// priority (leak > fail-safe > manual/override > automatic).
+//
+// Rules this file keeps, because the reference model in ../reference.ts must match it bit
+// for bit and because the step must have deterministic timing:
+//  - no allocation and no imported call inside step(): all state is static memory.data;
+//  - f64 arithmetic only, no transcendental functions (their last bit differs between
+//    engines), and every expression written in the same order as the reference;
+//  - comparisons are written so that NaN falls on the safe side.
+import * as L from "./layout";
+
+// ---- static bank ------------------------------------------------------------------------
+const LOOP_F64_STRIDE: i32 = L.MAX_LOOPS * 8 + L.FIELD_PAD_BYTES;
+const LOOP_I32_STRIDE: i32 = L.MAX_LOOPS * 4 + L.FIELD_PAD_BYTES;
+const POINT_F64_STRIDE: i32 = L.MAX_POINTS * 8 + L.FIELD_PAD_BYTES;
+const POINT_I32_STRIDE: i32 = L.MAX_POINTS * 4 + L.FIELD_PAD_BYTES;
+const RACK_F64_STRIDE: i32 = L.MAX_RACKS * 8 + L.FIELD_PAD_BYTES;
+const RACK_I32_STRIDE: i32 = L.MAX_RACKS * 4 + L.FIELD_PAD_BYTES;
+
+const LOOP_F64: usize = memory.data(L.LOOP_F64_FIELDS * LOOP_F64_STRIDE, 64);
+const LOOP_I32: usize = memory.data(L.LOOP_I32_FIELDS * LOOP_I32_STRIDE, 64);
+const POINT_F64: usize = memory.data(L.POINT_F64_FIELDS * POINT_F64_STRIDE, 64);
+const POINT_I32: usize = memory.data(L.POINT_I32_FIELDS * POINT_I32_STRIDE, 64);
+const RACK_F64: usize = memory.data(L.RACK_F64_FIELDS * RACK_F64_STRIDE, 64);
+const RACK_I32: usize = memory.data(L.RACK_I32_FIELDS * RACK_I32_STRIDE, 64);
+
+let loopCount: i32 = 0;
+let pointCount: i32 = 0;
+let rackCount: i32 = 0;
+
+const COUNT_CAP: i32 = 0x3fffffff; // debounce counters saturate here instead of wrapping
+
+// field base addresses
+@inline function lf(field: i32): usize { return LOOP_F64 + <usize>(field * LOOP_F64_STRIDE); }
+@inline function li(field: i32): usize { return LOOP_I32 + <usize>(field * LOOP_I32_STRIDE); }
+@inline function pf(field: i32): usize { return POINT_F64 + <usize>(field * POINT_F64_STRIDE); }
+@inline function pi(field: i32): usize { return POINT_I32 + <usize>(field * POINT_I32_STRIDE); }
+@inline function rf(field: i32): usize { return RACK_F64 + <usize>(field * RACK_F64_STRIDE); }
+@inline function ri(field: i32): usize { return RACK_I32 + <usize>(field * RACK_I32_STRIDE); }
+
+// element access
+@inline function gf(base: usize, i: i32): f64 { return load<f64>(base + (<usize>i << 3)); }
+@inline function sf(base: usize, i: i32, v: f64): void { store<f64>(base + (<usize>i << 3), v); }
+@inline function gi(base: usize, i: i32): i32 { return load<i32>(base + (<usize>i << 2)); }
+@inline function si(base: usize, i: i32, v: i32): void { store<i32>(base + (<usize>i << 2), v); }
+
+@inline function isFinite(x: f64): bool { return x - x == 0; }
+@inline function absf(x: f64): f64 { return x < 0 ? -x : x; }
+// NaN clamps to lo: an undefined command never escapes the envelope.
+@inline function clampf(x: f64, lo: f64, hi: f64): f64 { return !(x >= lo) ? lo : (x > hi ? hi : x); }
+@inline function incSat(n: i32): i32 { return n < COUNT_CAP ? n + 1 : n; }
+
+// ---- host API (never called per tick except step) -----------------------------------------
+export function regionPtr(region: i32): usize {
+  switch (region) {
+    case L.REGION_LOOP_F64: return LOOP_F64;
+    case L.REGION_LOOP_I32: return LOOP_I32;
+    case L.REGION_POINT_F64: return POINT_F64;
+    case L.REGION_POINT_I32: return POINT_I32;
+    case L.REGION_RACK_F64: return RACK_F64;
+    case L.REGION_RACK_I32: return RACK_I32;
+    default: return 0;
+  }
+}
+
+/** Sets how many slots of each kind step() processes. Returns STEP_BAD_COUNTS and changes nothing if out of capacity. */
+export function configure(loops: i32, points: i32, racks: i32): i32 {
+  if (loops < 0 || loops > L.MAX_LOOPS || points < 0 || points > L.MAX_POINTS || racks < 0 || racks > L.MAX_RACKS) {
+    return L.STEP_BAD_COUNTS;
+  }
+  loopCount = loops;
+  pointCount = points;
+  rackCount = racks;
+  return L.STEP_OK;
+}
+
+/**
+ * Puts every slot's run-time state back to "nothing known yet": no sample accepted, every point
+ * Q_NEVER, racks not isolated, loops at their fixed sensor-fault output. Config fields are kept.
+ * The host calls it once after writing config, before the first tick.
+ */
+export function resetState(): void {
+  for (let i = 0; i < L.MAX_POINTS; i++) {
+    sf(pf(L.PF_VALUE), i, NaN);
+    sf(pf(L.PF_TS), i, -Infinity);
+    sf(pf(L.PF_HELD), i, NaN);
+    sf(pf(L.PF_PREV_VALUE), i, NaN);
+    sf(pf(L.PF_PREV_TS), i, -Infinity);
+    sf(pf(L.PF_STUCK_REF), i, NaN);
+    sf(pf(L.PF_STUCK_SINCE), i, 0);
+    sf(pf(L.PF_QUIET_UNTIL), i, -Infinity);
+    si(pi(L.PI_RAW), i, L.Q_NEVER);
+    si(pi(L.PI_QUALITY), i, L.Q_NEVER);
+    si(pi(L.PI_FAULT_COUNT), i, 0);
+    si(pi(L.PI_CLEAR_COUNT), i, 0);
+    si(pi(L.PI_RATE_FAULT), i, 0);
+    si(pi(L.PI_WET_COUNT), i, 0);
+    si(pi(L.PI_DRY_COUNT), i, 0);
+    si(pi(L.PI_WET), i, 0);
+  }
+  for (let r = 0; r < L.MAX_RACKS; r++) {
+    sf(rf(L.RF_ISOLATED_SINCE), r, 0);
+    sf(rf(L.RF_FLOW), r, NaN);
+    si(ri(L.RI_RESET), r, 0);
+    si(ri(L.RI_STATE), r, L.RACK_NORMAL);
+    si(ri(L.RI_STATUS), r, 0);
+    si(ri(L.RI_SUPPLY_OPEN), r, 1);
+    si(ri(L.RI_RETURN_OPEN), r, 1);
+    si(ri(L.RI_RESET_RESULT), r, L.RESET_NONE);
+    si(ri(L.RI_WET), r, 0);
+    si(ri(L.RI_LEAK_FAULT), r, 0);
+  }
+  for (let i = 0; i < L.MAX_LOOPS; i++) {
+    const out = clampf(gf(lf(L.LF_SAFE_FIXED_SENSOR), i), gf(lf(L.LF_OUT_MIN), i), gf(lf(L.LF_OUT_MAX), i));
+    sf(lf(L.LF_OUT), i, out);
+    sf(lf(L.LF_MANUAL), i, out);
+    sf(lf(L.LF_OVERRIDE), i, out);
+    sf(lf(L.LF_SP_RAMPED), i, gf(lf(L.LF_SP), i));
+    sf(lf(L.LF_INTEGRAL), i, 0);
+    sf(lf(L.LF_DFILT), i, 0);
+    sf(lf(L.LF_PV_PREV), i, NaN);
+    sf(lf(L.LF_PV), i, NaN);
+    sf(lf(L.LF_ERROR), i, 0);
+    si(li(L.LI_STATUS), i, 0);
+    si(li(L.LI_BRANCH), i, L.BRANCH_NONE);
+  }
+}
+
+// ---- the tick ---------------------------------------------------------------------------
+
+/** Advances the whole bank by one tick. nowMs: monotonic time of this tick; dtS: seconds since the last. */
+export function step(nowMs: f64, dtS: f64): i32 {
+  if (!(dtS > 0) || !isFinite(dtS) || !isFinite(nowMs)) return L.STEP_BAD_DT;
+  for (let r = 0; r < rackCount; r++) {
+    si(ri(L.RI_WET), r, 0);
+    si(ri(L.RI_LEAK_FAULT), r, 0);
+  }
+  stepPoints(nowMs);
+  stepRacks(nowMs);
+  stepLoops(dtS, 1.0 / dtS);
+  return L.STEP_OK;
+}
+
+function stepPoints(now: f64): void {
+  for (let i = 0; i < pointCount; i++) {
+    const v = gf(pf(L.PF_VALUE), i);
+    const ts = gf(pf(L.PF_TS), i);
+    // Fast path: the same sample as last tick, settled debounce, no timer due. (A NaN sample
+    // never compares equal, so it always takes the full path.)
+    if (ts == gf(pf(L.PF_PREV_TS), i) && v == gf(pf(L.PF_PREV_VALUE), i) && now < gf(pf(L.PF_QUIET_UNTIL), i)) continue;
+    const kind = gi(pi(L.PI_KIND), i);
+    let raw: i32 = 0;
+    if (!isFinite(v)) {
+      raw |= L.Q_NOT_FINITE;
+    } else {
+      if (v < gf(pf(L.PF_MIN), i) || v > gf(pf(L.PF_MAX), i)) raw |= L.Q_RANGE;
+      if (kind == L.KIND_LEAK) {
+        if (v == <f64>L.LEAK_CABLE_FAULT) raw |= L.Q_CABLE_FAULT;
+        else if (v != <f64>L.LEAK_DRY && v != <f64>L.LEAK_WET) raw |= L.Q_RANGE;
+      }
+      // The rate check runs once per new sample: a held sample must not re-fail every tick.
+      const prevTs = gf(pf(L.PF_PREV_TS), i);
+      if (ts != prevTs) {
+        let rateFault: i32 = 0;
+        const rateMax = gf(pf(L.PF_RATE_MAX), i);
+        if (rateMax > 0 && ts > prevTs && isFinite(prevTs)) {
+          const gapS = (ts - prevTs) * 0.001;
+          if (absf(v - gf(pf(L.PF_PREV_VALUE), i)) > rateMax * gapS) rateFault = 1;
+        }
+        si(pi(L.PI_RATE_FAULT), i, rateFault);
+        sf(pf(L.PF_PREV_VALUE), i, v);
+        sf(pf(L.PF_PREV_TS), i, ts);
+      }
+      if (gi(pi(L.PI_RATE_FAULT), i) != 0) raw |= L.Q_RATE;
+      const stuckMs = gf(pf(L.PF_STUCK_MS), i);
+      if (stuckMs > 0) {
+        if (!(absf(v - gf(pf(L.PF_STUCK_REF), i)) <= gf(pf(L.PF_STUCK_EPS), i))) {
+          sf(pf(L.PF_STUCK_REF), i, v);
+          sf(pf(L.PF_STUCK_SINCE), i, now);
+        } else if (now - gf(pf(L.PF_STUCK_SINCE), i) >= stuckMs) {
+          raw |= L.Q_STUCK;
+        }
+      }
+    }
+    const staleMs = gf(pf(L.PF_STALE_MS), i);
+    if (staleMs > 0 && !(now - ts <= staleMs)) raw |= L.Q_STALE;
+
+    si(pi(L.PI_RAW), i, raw);
+    let settled = false;
+    if (raw != 0) {
+      const n = incSat(gi(pi(L.PI_FAULT_COUNT), i));
+      si(pi(L.PI_FAULT_COUNT), i, n);
+      si(pi(L.PI_CLEAR_COUNT), i, 0);
+      if (n >= gi(pi(L.PI_DEBOUNCE_FAULT), i)) {
+        si(pi(L.PI_QUALITY), i, raw);
+        settled = true;
+      }
+    } else {
+      // Only a sample that passed every raw check is ever handed to a loop.
+      sf(pf(L.PF_HELD), i, v);
+      const n = incSat(gi(pi(L.PI_CLEAR_COUNT), i));
+      si(pi(L.PI_CLEAR_COUNT), i, n);
+      si(pi(L.PI_FAULT_COUNT), i, 0);
+      if (n >= gi(pi(L.PI_DEBOUNCE_CLEAR), i)) {
+        si(pi(L.PI_QUALITY), i, 0);
+        settled = true;
+      }
+    }
+
+    // How long this verdict holds if no new sample arrives: until the next timer check could
+    // add a bit. Leak points are never skipped (their wet/dry counters run every tick).
+    let quiet: f64 = -Infinity;
+    if (settled && kind != L.KIND_LEAK) {
+      quiet = Infinity;
+      if (staleMs > 0 && (raw & L.Q_STALE) == 0) quiet = ts + staleMs;
+      const stuckMs = gf(pf(L.PF_STUCK_MS), i);
+      if (stuckMs > 0 && (raw & (L.Q_STUCK | L.Q_NOT_FINITE)) == 0) {
+        const due = gf(pf(L.PF_STUCK_SINCE), i) + stuckMs;
+        if (due < quiet) quiet = due;
+      }
+    }
+    sf(pf(L.PF_QUIET_UNTIL), i, quiet);
+
+    if (kind == L.KIND_LEAK) {
+      // Wet ticks accumulate until a full clear-debounce of dry ticks: a chattering leak
+      // signal therefore still isolates, while a single-tick glitch does not.
+      if (raw == 0 && v == <f64>L.LEAK_WET) {
+        si(pi(L.PI_WET_COUNT), i, incSat(gi(pi(L.PI_WET_COUNT), i)));
+        si(pi(L.PI_DRY_COUNT), i, 0);
+      } else {
+        const dry = incSat(gi(pi(L.PI_DRY_COUNT), i));
+        si(pi(L.PI_DRY_COUNT), i, dry);
+        if (dry >= gi(pi(L.PI_DEBOUNCE_CLEAR), i)) si(pi(L.PI_WET_COUNT), i, 0);
+      }
+      const wet: i32 = gi(pi(L.PI_WET_COUNT), i) >= gi(pi(L.PI_DEBOUNCE_FAULT), i) ? 1 : 0;
+      si(pi(L.PI_WET), i, wet);
+      const r = gi(pi(L.PI_RACK), i);
+      if (r >= 0 && r < rackCount) {
+        if (wet != 0) si(ri(L.RI_WET), r, 1);
+        if (gi(pi(L.PI_QUALITY), i) != 0) si(ri(L.RI_LEAK_FAULT), r, 1);
+      }
+    }
+  }
+}
+
+function stepRacks(now: f64): void {
+  for (let r = 0; r < rackCount; r++) {
+    const wet = gi(ri(L.RI_WET), r);
+    const leakFault = gi(ri(L.RI_LEAK_FAULT), r);
+    const tripOnFault = leakFault != 0 && gi(ri(L.RI_SENSOR_FAULT_ACTION), r) == L.LEAK_FAULT_ISOLATE;
+    let state = gi(ri(L.RI_STATE), r);
+
+    // The proof must come from a clean sample taken after isolation began, never a held one.
+    const fp = gi(ri(L.RI_FLOW_POINT), r);
+    let flow: f64 = NaN;
+    let flowGood = false;
+    let flowFresh = false;
+    if (fp >= 0 && fp < pointCount) {
+      flow = gf(pf(L.PF_HELD), fp);
+      flowGood = gi(pi(L.PI_QUALITY), fp) == 0 && gi(pi(L.PI_RAW), fp) == 0;
+      flowFresh = flowGood && gf(pf(L.PF_TS), fp) >= gf(rf(L.RF_ISOLATED_SINCE), r);
+    }
+    sf(rf(L.RF_FLOW), r, flow);
+
+    if (gi(ri(L.RI_RESET), r) != 0) {
+      if (wet != 0 || tripOnFault) {
+        si(ri(L.RI_RESET_RESULT), r, L.RESET_REFUSED_WET);
+      } else {
+        state = L.RACK_NORMAL;
+        si(ri(L.RI_RESET_RESULT), r, L.RESET_ACCEPTED);
+      }
+      si(ri(L.RI_RESET), r, 0);
+    }
+
+    if (state == L.RACK_NORMAL && (wet != 0 || tripOnFault)) {
+      state = L.RACK_ISOLATING;
+      sf(rf(L.RF_ISOLATED_SINCE), r, now);
+      flowFresh = false; // a sample from before this instant proves nothing
+    }
+    const threshold = gf(rf(L.RF_ISOLATED_FLOW_MAX), r);
+    if (state == L.RACK_ISOLATING) {
+      if (flowFresh && flow < threshold) {
+        state = L.RACK_ISOLATED;
+      } else if (!(now - gf(rf(L.RF_ISOLATED_SINCE), r) < gf(rf(L.RF_ISOLATION_DEADLINE_MS), r))) {
+        state = L.RACK_ESCALATED;
+      }
+    } else if (state == L.RACK_ISOLATED) {
+      if (flowGood && !(flow < threshold)) state = L.RACK_ESCALATED;
+    }
+    si(ri(L.RI_STATE), r, state);
+
+    const manual = gi(ri(L.RI_MANUAL_ISOLATE), r) != 0;
+    const closed = state != L.RACK_NORMAL || manual;
+    si(ri(L.RI_SUPPLY_OPEN), r, closed ? 0 : 1);
+    si(ri(L.RI_RETURN_OPEN), r, closed ? 0 : 1);
+
+    let status: i32 = 0;
+    if (wet != 0) status |= L.RS_LEAK_WET;
+    if (state != L.RACK_NORMAL) status |= L.RS_LATCHED;
+    if (state == L.RACK_ISOLATED) status |= L.RS_PROVEN;
+    if (state == L.RACK_ESCALATED) status |= L.RS_ESCALATE;
+    if (leakFault != 0) status |= L.RS_LEAK_SENSOR_FAULT;
+    if (!flowGood) status |= L.RS_FLOW_BAD;
+    if (manual) status |= L.RS_MANUAL_ISOLATE;
+    if (closed) status |= L.RS_VALVES_CLOSED;
+    si(ri(L.RI_STATUS), r, status);
+  }
+}
+
+@inline function safeOutput(action: i32, fixed: f64, prev: f64, lo: f64, hi: f64): f64 {
+  if (action == L.SAFE_OPEN) return hi;
+  if (action == L.SAFE_CLOSED) return lo;
+  if (action == L.SAFE_HOLD && isFinite(prev)) return clampf(prev, lo, hi);
+  return clampf(fixed, lo, hi);
+}
+
+function stepLoops(dt: f64, invDt: f64): void {
+  for (let i = 0; i < loopCount; i++) {
+    const prev = gf(lf(L.LF_OUT), i);
+    const lo = gf(lf(L.LF_OUT_MIN), i);
+    const hi = gf(lf(L.LF_OUT_MAX), i);
+    const lastBranch = gi(li(L.LI_BRANCH), i);
+    const mode = gi(li(L.LI_MODE), i);
+
+    const pvIdx = gi(li(L.LI_PV_POINT), i);
+    let pvBad = true;
+    let pv: f64 = NaN;
+    if (pvIdx >= 0 && pvIdx < pointCount) {
+      pv = gf(pf(L.PF_HELD), pvIdx);
+      pvBad = gi(pi(L.PI_QUALITY), pvIdx) != 0;
+    }
+    const ffIdx = gi(li(L.LI_FF_POINT), i);
+    let ffBad = false;
+    let ff: f64 = 0;
+    if (ffIdx >= 0) {
+      if (ffIdx < pointCount) {
+        ff = gf(pf(L.PF_HELD), ffIdx);
+        ffBad = gi(pi(L.PI_QUALITY), ffIdx) != 0;
+      } else {
+        ffBad = true;
+      }
+    }
+    const sp = gf(lf(L.LF_SP), i);
+    const rack = gi(li(L.LI_RACK), i);
+
+    let status: i32 = 0;
+    let branch: i32 = L.BRANCH_NONE;
+    let out: f64 = prev;
+    let err: f64 = 0;
+
+    let isolated = false;
+    if (rack >= 0 && rack < rackCount) {
+      const latched = gi(ri(L.RI_STATE), rack) != L.RACK_NORMAL;
+      const manualIsolate = gi(ri(L.RI_MANUAL_ISOLATE), rack) != 0;
+      isolated = latched || manualIsolate;
+      if (!latched && manualIsolate) status |= L.LS_MANUAL_ISOLATE;
+    }
+
+    if (isolated) {
+      branch = L.BRANCH_LEAK;
+      status |= L.LS_INTERLOCK_LEAK;
+      out = safeOutput(gi(li(L.LI_SAFE_LEAK), i), gf(lf(L.LF_SAFE_FIXED_LEAK), i), prev, lo, hi);
+    } else {
+      let reasons: i32 = 0;
+      if (pvBad) reasons |= L.LS_PV_BAD;
+      if (ffBad) reasons |= L.LS_FF_BAD;
+      if (!isFinite(sp)) reasons |= L.LS_SP_INVALID;
+      if (mode == L.MODE_MANUAL) {
+        if (!isFinite(gf(lf(L.LF_MANUAL), i))) reasons |= L.LS_CMD_INVALID;
+      } else if (mode == L.MODE_OVERRIDE) {
+        if (!isFinite(gf(lf(L.LF_OVERRIDE), i))) reasons |= L.LS_CMD_INVALID;
+      } else if (mode != L.MODE_AUTOMATIC && mode != L.MODE_DISABLED) {
+        reasons |= L.LS_CMD_INVALID;
+      }
+
+      if (reasons != 0) {
+        branch = L.BRANCH_FAILSAFE;
+        status |= L.LS_INTERLOCK_FAILSAFE | reasons;
+        out = safeOutput(gi(li(L.LI_SAFE_SENSOR), i), gf(lf(L.LF_SAFE_FIXED_SENSOR), i), prev, lo, hi);
+      } else if (mode == L.MODE_DISABLED) {
+        branch = L.BRANCH_DISABLED;
+        status |= L.LS_DISABLED;
+        out = clampf(prev, lo, hi);
+      } else {
+        let target: f64;
+        if (mode == L.MODE_MANUAL) {
+          branch = L.BRANCH_MANUAL;
+          status |= L.LS_MANUAL;
+          target = gf(lf(L.LF_MANUAL), i);
+        } else if (mode == L.MODE_OVERRIDE) {
+          branch = L.BRANCH_OVERRIDE;
+          status |= L.LS_OVERRIDE;
+          target = gf(lf(L.LF_OVERRIDE), i);
+        } else {
+          branch = L.BRANCH_AUTOMATIC;
+          status |= L.LS_AUTOMATIC;
+          const entering = lastBranch != L.BRANCH_AUTOMATIC;
+
+          // setpoint ramp; on entry the ramp starts from the PV so the error starts at zero
+          const spRate = gf(lf(L.LF_SP_RAMP), i);
+          let spr: f64;
+          if (spRate > 0) {
+            spr = entering ? pv : gf(lf(L.LF_SP_RAMPED), i);
+            const spStep = spRate * dt;
+            if (sp > spr + spStep) spr = spr + spStep;
+            else if (sp < spr - spStep) spr = spr - spStep;
+            else spr = sp;
+          } else {
+            spr = sp;
+          }
+          sf(lf(L.LF_SP_RAMPED), i, spr);
+
+          const act: f64 = gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE ? -1.0 : 1.0;
+          err = act * (pv - spr);
+          if (absf(err) <= gf(lf(L.LF_DEADBAND), i)) err = 0;
+
+          // derivative on measurement through a first-order filter: no setpoint kick
+          // (skipped entirely for PI loops: it holds the only division in the loop)
+          const kd = gf(lf(L.LF_KD), i);
+          let dTerm: f64 = 0;
+          if (kd != 0) {
+            const pvPrev = entering ? pv : gf(lf(L.LF_PV_PREV), i);
+            const alpha = dt / (gf(lf(L.LF_TF), i) + dt);
+            let dFilt = entering ? 0.0 : gf(lf(L.LF_DFILT), i);
+            dFilt = dFilt + alpha * ((pv - pvPrev) * invDt - dFilt);
+            if (!isFinite(dFilt)) dFilt = 0;
+            sf(lf(L.LF_DFILT), i, dFilt);
+            dTerm = kd * (act * dFilt);
+          }
+
+          const pTerm = gf(lf(L.LF_KP), i) * err;
+          const ffTerm = ffIdx >= 0 ? gf(lf(L.LF_KFF), i) * (ff - gf(lf(L.LF_FF_BIAS), i)) : 0.0;
+          let integral = gf(lf(L.LF_INTEGRAL), i);
+          // bumpless: on entry choose the integral that reproduces the current output
+          if (entering) integral = isFinite(prev) ? prev - pTerm - dTerm - ffTerm : 0.0;
+
+          // conditional integration: do not integrate further into a clamp or slew limit
+          const rate = gf(lf(L.LF_OUT_RATE), i);
+          let hiLim = hi;
+          let loLim = lo;
+          if (rate > 0 && isFinite(prev)) {
+            const maxStep = rate * dt;
+            if (prev + maxStep < hiLim) hiLim = prev + maxStep;
+            if (prev - maxStep > loLim) loLim = prev - maxStep;
+          }
+          const iDelta = gf(lf(L.LF_KI), i) * err * dt;
+          const candidate = integral + iDelta;
+          const uTry = pTerm + candidate + dTerm + ffTerm;
+          if ((uTry > hiLim && iDelta > 0) || (uTry < loLim && iDelta < 0)) {
+            status |= L.LS_INTEGRATOR_HELD;
+          } else {
+            integral = candidate;
+          }
+          if (!isFinite(integral)) integral = 0;
+          sf(lf(L.LF_INTEGRAL), i, integral);
+          target = pTerm + integral + dTerm + ffTerm;
+        }
+
+        // manual, override and automatic share the envelope clamp and the slew limit
+        out = clampf(target, lo, hi);
+        if (!(target <= hi)) status |= L.LS_SAT_HIGH;
+        if (!(target >= lo)) status |= L.LS_SAT_LOW;
+        const rate = gf(lf(L.LF_OUT_RATE), i);
+        if (rate > 0 && isFinite(prev)) {
+          const maxStep = rate * dt;
+          if (out > prev + maxStep) {
+            out = prev + maxStep;
+            status |= L.LS_RATE_LIMITED;
+          } else if (out < prev - maxStep) {
+            out = prev - maxStep;
+            status |= L.LS_RATE_LIMITED;
+          }
+        }
+      }
+    }
+
+    if (!pvBad) sf(lf(L.LF_PV_PREV), i, pv);
+    sf(lf(L.LF_PV), i, pv);
+    sf(lf(L.LF_ERROR), i, err);
+    sf(lf(L.LF_OUT), i, out);
+    // Manual and override values track the output while not in use, so switching into
+    // either mode without a new value is bumpless.
+    if (branch != L.BRANCH_MANUAL) sf(lf(L.LF_MANUAL), i, out);
+    if (branch != L.BRANCH_OVERRIDE) sf(lf(L.LF_OVERRIDE), i, out);
+    si(li(L.LI_BRANCH), i, branch);
+    si(li(L.LI_STATUS), i, status);
+  }
+}

@@ -1,0 +1,148 @@
+// Writes typed loop, point and rack specs into a hot-path bank.
+//
+// This is the only place that knows how a spec maps onto bank fields; config loading, tests
+// and benchmarks all go through it. It runs when config loads or reloads, never per tick.
+import * as L from "./assembly/layout.js";
+import type { HotPath, BankViews } from "./views.js";
+
+export type SafeAction = "open" | "closed" | "hold" | { fixed: number };
+export type LoopMode = "Automatic" | "Manual" | "Override" | "Disabled";
+
+export interface PointSpec {
+  kind?: "analog" | "leak";
+  /** leak points: the rack index they guard */
+  rack?: number;
+  min: number;
+  max: number;
+  /** units per second; 0 disables */
+  rateMax?: number;
+  /** ms; 0 disables */
+  staleMs?: number;
+  stuckEps?: number;
+  /** ms; 0 disables */
+  stuckMs?: number;
+  debounceFault?: number;
+  debounceClear?: number;
+}
+
+export interface LoopSpec {
+  pvPoint: number;
+  ffPoint?: number;
+  rack?: number;
+  action: "direct" | "reverse";
+  kp: number;
+  ki: number;
+  kd?: number;
+  /** derivative filter time constant, s */
+  tf?: number;
+  kff?: number;
+  ffBias?: number;
+  outMin: number;
+  outMax: number;
+  /** output units per s; 0 = unlimited */
+  outRate?: number;
+  /** PV units per s; 0 = step */
+  spRamp?: number;
+  deadband?: number;
+  safeOnLeak: SafeAction;
+  safeOnSensorFault: SafeAction;
+  sp: number;
+  mode?: LoopMode;
+}
+
+export interface RackSpec {
+  flowPoint?: number;
+  isolatedFlowMaxLpm: number;
+  isolationDeadlineMs: number;
+  leakSensorFault?: "hold" | "isolate";
+}
+
+export interface BankSpec {
+  points: readonly PointSpec[];
+  loops: readonly LoopSpec[];
+  racks: readonly RackSpec[];
+}
+
+export const MODE_CODE: Readonly<Record<LoopMode, number>> = {
+  Automatic: L.MODE_AUTOMATIC,
+  Manual: L.MODE_MANUAL,
+  Override: L.MODE_OVERRIDE,
+  Disabled: L.MODE_DISABLED,
+};
+
+function safeCode(a: SafeAction): { code: number; fixed: number } {
+  if (a === "open") return { code: L.SAFE_OPEN, fixed: 0 };
+  if (a === "closed") return { code: L.SAFE_CLOSED, fixed: 0 };
+  if (a === "hold") return { code: L.SAFE_HOLD, fixed: 0 };
+  return { code: L.SAFE_FIXED, fixed: a.fixed };
+}
+
+export function writePoint(v: BankViews, i: number, s: PointSpec): void {
+  v.pointI.kind[i] = s.kind === "leak" ? L.KIND_LEAK : L.KIND_ANALOG;
+  v.pointI.rack[i] = s.rack ?? -1;
+  v.pointF.min[i] = s.min;
+  v.pointF.max[i] = s.max;
+  v.pointF.rateMax[i] = s.rateMax ?? 0;
+  v.pointF.staleMs[i] = s.staleMs ?? 0;
+  v.pointF.stuckEps[i] = s.stuckEps ?? 0;
+  v.pointF.stuckMs[i] = s.stuckMs ?? 0;
+  v.pointI.debounceFault[i] = Math.max(1, s.debounceFault ?? 1);
+  v.pointI.debounceClear[i] = Math.max(1, s.debounceClear ?? 1);
+  v.pointF.quietUntil[i] = -Infinity; // new limits: evaluate the point in full next tick
+}
+
+export function writeLoop(v: BankViews, i: number, s: LoopSpec): void {
+  const { loopF: f, loopI: n } = v;
+  n.pvPoint[i] = s.pvPoint;
+  n.ffPoint[i] = s.ffPoint ?? -1;
+  n.rack[i] = s.rack ?? -1;
+  n.action[i] = s.action === "reverse" ? L.ACTION_REVERSE : L.ACTION_DIRECT;
+  f.kp[i] = s.kp;
+  f.ki[i] = s.ki;
+  f.kd[i] = s.kd ?? 0;
+  f.tf[i] = s.tf ?? 0;
+  f.kff[i] = s.kff ?? 0;
+  f.ffBias[i] = s.ffBias ?? 0;
+  f.outMin[i] = s.outMin;
+  f.outMax[i] = s.outMax;
+  f.outRate[i] = s.outRate ?? 0;
+  f.spRamp[i] = s.spRamp ?? 0;
+  f.deadband[i] = s.deadband ?? 0;
+  const leak = safeCode(s.safeOnLeak);
+  const sensor = safeCode(s.safeOnSensorFault);
+  n.safeLeak[i] = leak.code;
+  f.safeFixedLeak[i] = leak.fixed;
+  n.safeSensor[i] = sensor.code;
+  f.safeFixedSensor[i] = sensor.fixed;
+  f.sp[i] = s.sp;
+  n.mode[i] = MODE_CODE[s.mode ?? "Automatic"];
+}
+
+export function writeRack(v: BankViews, r: number, s: RackSpec): void {
+  v.rackI.flowPoint[r] = s.flowPoint ?? -1;
+  v.rackF.isolatedFlowMax[r] = s.isolatedFlowMaxLpm;
+  v.rackF.isolationDeadlineMs[r] = s.isolationDeadlineMs;
+  v.rackI.sensorFaultAction[r] = s.leakSensorFault === "isolate" ? L.LEAK_FAULT_ISOLATE : L.LEAK_FAULT_HOLD;
+  v.rackI.manualIsolate[r] = 0;
+}
+
+/** Writes a whole bank spec, sets the counts and clears run-time state. Throws if it does not fit. */
+export function loadBank(hp: HotPath, spec: BankSpec): void {
+  const rc = hp.configure(spec.loops.length, spec.points.length, spec.racks.length);
+  if (rc !== L.STEP_OK) {
+    throw new Error(
+      `bank does not fit: ${spec.loops.length}/${L.MAX_LOOPS} loops, ` +
+        `${spec.points.length}/${L.MAX_POINTS} points, ${spec.racks.length}/${L.MAX_RACKS} racks`,
+    );
+  }
+  spec.points.forEach((s, i) => writePoint(hp.views, i, s));
+  spec.loops.forEach((s, i) => writeLoop(hp.views, i, s));
+  spec.racks.forEach((s, r) => writeRack(hp.views, r, s));
+  hp.resetState();
+}
+
+/** Hands one sample to the bank: the value and its source time on the monotonic clock (ms). */
+export function writeSample(v: BankViews, point: number, value: number, sourceTimeMs: number): void {
+  v.pointF.value[point] = value;
+  v.pointF.ts[point] = sourceTimeMs;
+}

@@ -1,0 +1,425 @@
+// TypeScript reference model of the hot path.
+//
+// It is the executable specification of assembly/index.ts: the same algorithm, the same
+// expression order, the same NaN handling, so that both produce bit-identical outputs and
+// status (test/hotpath-equivalence.test.ts drives them side by side). Change both together.
+import * as L from "./assembly/layout.js";
+import { createViews, REGION_BYTES, type BankViews, type HotPath } from "./views.js";
+
+const COUNT_CAP = 0x3fffffff;
+
+const isFinite = (x: number): boolean => x - x === 0;
+const absf = (x: number): number => (x < 0 ? -x : x);
+const clampf = (x: number, lo: number, hi: number): number => (!(x >= lo) ? lo : x > hi ? hi : x);
+const incSat = (n: number): number => (n < COUNT_CAP ? n + 1 : n);
+
+function safeOutput(action: number, fixed: number, prev: number, lo: number, hi: number): number {
+  if (action === L.SAFE_OPEN) return hi;
+  if (action === L.SAFE_CLOSED) return lo;
+  if (action === L.SAFE_HOLD && isFinite(prev)) return clampf(prev, lo, hi);
+  return clampf(fixed, lo, hi);
+}
+
+export class ReferenceHotPath implements HotPath {
+  readonly views: BankViews;
+  private loopCount = 0;
+  private pointCount = 0;
+  private rackCount = 0;
+
+  constructor() {
+    let total = 0;
+    const base: number[] = [];
+    for (const bytes of REGION_BYTES) {
+      base.push(total);
+      total += bytes;
+    }
+    this.views = createViews(new ArrayBuffer(total), base);
+  }
+
+  configure(loops: number, points: number, racks: number): number {
+    if (loops < 0 || loops > L.MAX_LOOPS || points < 0 || points > L.MAX_POINTS || racks < 0 || racks > L.MAX_RACKS) {
+      return L.STEP_BAD_COUNTS;
+    }
+    this.loopCount = loops;
+    this.pointCount = points;
+    this.rackCount = racks;
+    return L.STEP_OK;
+  }
+
+  resetState(): void {
+    const { pointF: p, pointI: q, rackF: rf, rackI: ri, loopF: lf, loopI: li } = this.views;
+    p.value.fill(NaN);
+    p.ts.fill(-Infinity);
+    p.held.fill(NaN);
+    p.prevValue.fill(NaN);
+    p.prevTs.fill(-Infinity);
+    p.stuckRef.fill(NaN);
+    p.stuckSince.fill(0);
+    p.quietUntil.fill(-Infinity);
+    q.raw.fill(L.Q_NEVER);
+    q.quality.fill(L.Q_NEVER);
+    for (const a of [q.faultCount, q.clearCount, q.rateFault, q.wetCount, q.dryCount, q.wet]) a.fill(0);
+    rf.isolatedSince.fill(0);
+    rf.flow.fill(NaN);
+    ri.reset.fill(0);
+    ri.state.fill(L.RACK_NORMAL);
+    ri.status.fill(0);
+    ri.supplyOpen.fill(1);
+    ri.returnOpen.fill(1);
+    ri.resetResult.fill(L.RESET_NONE);
+    ri.wet.fill(0);
+    ri.leakFault.fill(0);
+    for (let i = 0; i < L.MAX_LOOPS; i++) {
+      const out = clampf(lf.safeFixedSensor[i], lf.outMin[i], lf.outMax[i]);
+      lf.out[i] = out;
+      lf.manual[i] = out;
+      lf.override[i] = out;
+      lf.spRamped[i] = lf.sp[i];
+    }
+    lf.integral.fill(0);
+    lf.dFilt.fill(0);
+    lf.pvPrev.fill(NaN);
+    lf.pv.fill(NaN);
+    lf.error.fill(0);
+    li.status.fill(0);
+    li.branch.fill(L.BRANCH_NONE);
+  }
+
+  step(nowMs: number, dtS: number): number {
+    if (!(dtS > 0) || !isFinite(dtS) || !isFinite(nowMs)) return L.STEP_BAD_DT;
+    const ri = this.views.rackI;
+    for (let r = 0; r < this.rackCount; r++) {
+      ri.wet[r] = 0;
+      ri.leakFault[r] = 0;
+    }
+    this.stepPoints(nowMs);
+    this.stepRacks(nowMs);
+    this.stepLoops(dtS, 1.0 / dtS);
+    return L.STEP_OK;
+  }
+
+  private stepPoints(now: number): void {
+    const { pointF: p, pointI: q, rackI: ri } = this.views;
+    for (let i = 0; i < this.pointCount; i++) {
+      const v = p.value[i];
+      const ts = p.ts[i];
+      if (ts === p.prevTs[i] && v === p.prevValue[i] && now < p.quietUntil[i]) continue;
+      const kind = q.kind[i];
+      let raw = 0;
+      if (!isFinite(v)) {
+        raw |= L.Q_NOT_FINITE;
+      } else {
+        if (v < p.min[i] || v > p.max[i]) raw |= L.Q_RANGE;
+        if (kind === L.KIND_LEAK) {
+          if (v === L.LEAK_CABLE_FAULT) raw |= L.Q_CABLE_FAULT;
+          else if (v !== L.LEAK_DRY && v !== L.LEAK_WET) raw |= L.Q_RANGE;
+        }
+        const prevTs = p.prevTs[i];
+        if (ts !== prevTs) {
+          let rateFault = 0;
+          const rateMax = p.rateMax[i];
+          if (rateMax > 0 && ts > prevTs && isFinite(prevTs)) {
+            const gapS = (ts - prevTs) * 0.001;
+            if (absf(v - p.prevValue[i]) > rateMax * gapS) rateFault = 1;
+          }
+          q.rateFault[i] = rateFault;
+          p.prevValue[i] = v;
+          p.prevTs[i] = ts;
+        }
+        if (q.rateFault[i] !== 0) raw |= L.Q_RATE;
+        const stuckMs = p.stuckMs[i];
+        if (stuckMs > 0) {
+          if (!(absf(v - p.stuckRef[i]) <= p.stuckEps[i])) {
+            p.stuckRef[i] = v;
+            p.stuckSince[i] = now;
+          } else if (now - p.stuckSince[i] >= stuckMs) {
+            raw |= L.Q_STUCK;
+          }
+        }
+      }
+      const staleMs = p.staleMs[i];
+      if (staleMs > 0 && !(now - ts <= staleMs)) raw |= L.Q_STALE;
+
+      q.raw[i] = raw;
+      let settled = false;
+      if (raw !== 0) {
+        const n = incSat(q.faultCount[i]);
+        q.faultCount[i] = n;
+        q.clearCount[i] = 0;
+        if (n >= q.debounceFault[i]) {
+          q.quality[i] = raw;
+          settled = true;
+        }
+      } else {
+        p.held[i] = v;
+        const n = incSat(q.clearCount[i]);
+        q.clearCount[i] = n;
+        q.faultCount[i] = 0;
+        if (n >= q.debounceClear[i]) {
+          q.quality[i] = 0;
+          settled = true;
+        }
+      }
+
+      let quiet = -Infinity;
+      if (settled && kind !== L.KIND_LEAK) {
+        quiet = Infinity;
+        if (staleMs > 0 && (raw & L.Q_STALE) === 0) quiet = ts + staleMs;
+        const stuckMs = p.stuckMs[i];
+        if (stuckMs > 0 && (raw & (L.Q_STUCK | L.Q_NOT_FINITE)) === 0) {
+          const due = p.stuckSince[i] + stuckMs;
+          if (due < quiet) quiet = due;
+        }
+      }
+      p.quietUntil[i] = quiet;
+
+      if (kind === L.KIND_LEAK) {
+        if (raw === 0 && v === L.LEAK_WET) {
+          q.wetCount[i] = incSat(q.wetCount[i]);
+          q.dryCount[i] = 0;
+        } else {
+          const dry = incSat(q.dryCount[i]);
+          q.dryCount[i] = dry;
+          if (dry >= q.debounceClear[i]) q.wetCount[i] = 0;
+        }
+        const wet = q.wetCount[i] >= q.debounceFault[i] ? 1 : 0;
+        q.wet[i] = wet;
+        const r = q.rack[i];
+        if (r >= 0 && r < this.rackCount) {
+          if (wet !== 0) ri.wet[r] = 1;
+          if (q.quality[i] !== 0) ri.leakFault[r] = 1;
+        }
+      }
+    }
+  }
+
+  private stepRacks(now: number): void {
+    const { pointF: p, pointI: q, rackF: rf, rackI: ri } = this.views;
+    for (let r = 0; r < this.rackCount; r++) {
+      const wet = ri.wet[r];
+      const leakFault = ri.leakFault[r];
+      const tripOnFault = leakFault !== 0 && ri.sensorFaultAction[r] === L.LEAK_FAULT_ISOLATE;
+      let state = ri.state[r];
+
+      const fp = ri.flowPoint[r];
+      let flow = NaN;
+      let flowGood = false;
+      let flowFresh = false;
+      if (fp >= 0 && fp < this.pointCount) {
+        flow = p.held[fp];
+        flowGood = q.quality[fp] === 0 && q.raw[fp] === 0;
+        flowFresh = flowGood && p.ts[fp] >= rf.isolatedSince[r];
+      }
+      rf.flow[r] = flow;
+
+      if (ri.reset[r] !== 0) {
+        if (wet !== 0 || tripOnFault) {
+          ri.resetResult[r] = L.RESET_REFUSED_WET;
+        } else {
+          state = L.RACK_NORMAL;
+          ri.resetResult[r] = L.RESET_ACCEPTED;
+        }
+        ri.reset[r] = 0;
+      }
+
+      if (state === L.RACK_NORMAL && (wet !== 0 || tripOnFault)) {
+        state = L.RACK_ISOLATING;
+        rf.isolatedSince[r] = now;
+        flowFresh = false;
+      }
+      const threshold = rf.isolatedFlowMax[r];
+      if (state === L.RACK_ISOLATING) {
+        if (flowFresh && flow < threshold) {
+          state = L.RACK_ISOLATED;
+        } else if (!(now - rf.isolatedSince[r] < rf.isolationDeadlineMs[r])) {
+          state = L.RACK_ESCALATED;
+        }
+      } else if (state === L.RACK_ISOLATED) {
+        if (flowGood && !(flow < threshold)) state = L.RACK_ESCALATED;
+      }
+      ri.state[r] = state;
+
+      const manual = ri.manualIsolate[r] !== 0;
+      const closed = state !== L.RACK_NORMAL || manual;
+      ri.supplyOpen[r] = closed ? 0 : 1;
+      ri.returnOpen[r] = closed ? 0 : 1;
+
+      let status = 0;
+      if (wet !== 0) status |= L.RS_LEAK_WET;
+      if (state !== L.RACK_NORMAL) status |= L.RS_LATCHED;
+      if (state === L.RACK_ISOLATED) status |= L.RS_PROVEN;
+      if (state === L.RACK_ESCALATED) status |= L.RS_ESCALATE;
+      if (leakFault !== 0) status |= L.RS_LEAK_SENSOR_FAULT;
+      if (!flowGood) status |= L.RS_FLOW_BAD;
+      if (manual) status |= L.RS_MANUAL_ISOLATE;
+      if (closed) status |= L.RS_VALVES_CLOSED;
+      ri.status[r] = status;
+    }
+  }
+
+  private stepLoops(dt: number, invDt: number): void {
+    const { loopF: lf, loopI: li, pointF: p, pointI: q, rackI: ri } = this.views;
+    for (let i = 0; i < this.loopCount; i++) {
+      const prev = lf.out[i];
+      const lo = lf.outMin[i];
+      const hi = lf.outMax[i];
+      const lastBranch = li.branch[i];
+      const mode = li.mode[i];
+
+      const pvIdx = li.pvPoint[i];
+      let pvBad = true;
+      let pv = NaN;
+      if (pvIdx >= 0 && pvIdx < this.pointCount) {
+        pv = p.held[pvIdx];
+        pvBad = q.quality[pvIdx] !== 0;
+      }
+      const ffIdx = li.ffPoint[i];
+      let ffBad = false;
+      let ff = 0;
+      if (ffIdx >= 0) {
+        if (ffIdx < this.pointCount) {
+          ff = p.held[ffIdx];
+          ffBad = q.quality[ffIdx] !== 0;
+        } else {
+          ffBad = true;
+        }
+      }
+      const sp = lf.sp[i];
+      const rack = li.rack[i];
+
+      let status = 0;
+      let branch: number;
+      let out: number;
+      let err = 0;
+
+      let isolated = false;
+      if (rack >= 0 && rack < this.rackCount) {
+        const latched = ri.state[rack] !== L.RACK_NORMAL;
+        const manualIsolate = ri.manualIsolate[rack] !== 0;
+        isolated = latched || manualIsolate;
+        if (!latched && manualIsolate) status |= L.LS_MANUAL_ISOLATE;
+      }
+
+      if (isolated) {
+        branch = L.BRANCH_LEAK;
+        status |= L.LS_INTERLOCK_LEAK;
+        out = safeOutput(li.safeLeak[i], lf.safeFixedLeak[i], prev, lo, hi);
+      } else {
+        let reasons = 0;
+        if (pvBad) reasons |= L.LS_PV_BAD;
+        if (ffBad) reasons |= L.LS_FF_BAD;
+        if (!isFinite(sp)) reasons |= L.LS_SP_INVALID;
+        if (mode === L.MODE_MANUAL) {
+          if (!isFinite(lf.manual[i])) reasons |= L.LS_CMD_INVALID;
+        } else if (mode === L.MODE_OVERRIDE) {
+          if (!isFinite(lf.override[i])) reasons |= L.LS_CMD_INVALID;
+        } else if (mode !== L.MODE_AUTOMATIC && mode !== L.MODE_DISABLED) {
+          reasons |= L.LS_CMD_INVALID;
+        }
+
+        if (reasons !== 0) {
+          branch = L.BRANCH_FAILSAFE;
+          status |= L.LS_INTERLOCK_FAILSAFE | reasons;
+          out = safeOutput(li.safeSensor[i], lf.safeFixedSensor[i], prev, lo, hi);
+        } else if (mode === L.MODE_DISABLED) {
+          branch = L.BRANCH_DISABLED;
+          status |= L.LS_DISABLED;
+          out = clampf(prev, lo, hi);
+        } else {
+          let target: number;
+          if (mode === L.MODE_MANUAL) {
+            branch = L.BRANCH_MANUAL;
+            status |= L.LS_MANUAL;
+            target = lf.manual[i];
+          } else if (mode === L.MODE_OVERRIDE) {
+            branch = L.BRANCH_OVERRIDE;
+            status |= L.LS_OVERRIDE;
+            target = lf.override[i];
+          } else {
+            branch = L.BRANCH_AUTOMATIC;
+            status |= L.LS_AUTOMATIC;
+            const entering = lastBranch !== L.BRANCH_AUTOMATIC;
+
+            const spRate = lf.spRamp[i];
+            let spr: number;
+            if (spRate > 0) {
+              spr = entering ? pv : lf.spRamped[i];
+              const spStep = spRate * dt;
+              if (sp > spr + spStep) spr = spr + spStep;
+              else if (sp < spr - spStep) spr = spr - spStep;
+              else spr = sp;
+            } else {
+              spr = sp;
+            }
+            lf.spRamped[i] = spr;
+
+            const act = li.action[i] === L.ACTION_REVERSE ? -1.0 : 1.0;
+            err = act * (pv - spr);
+            if (absf(err) <= lf.deadband[i]) err = 0;
+
+            const kd = lf.kd[i];
+            let dTerm = 0;
+            if (kd !== 0) {
+              const pvPrev = entering ? pv : lf.pvPrev[i];
+              const alpha = dt / (lf.tf[i] + dt);
+              let dFilt = entering ? 0.0 : lf.dFilt[i];
+              dFilt = dFilt + alpha * ((pv - pvPrev) * invDt - dFilt);
+              if (!isFinite(dFilt)) dFilt = 0;
+              lf.dFilt[i] = dFilt;
+              dTerm = kd * (act * dFilt);
+            }
+
+            const pTerm = lf.kp[i] * err;
+            const ffTerm = ffIdx >= 0 ? lf.kff[i] * (ff - lf.ffBias[i]) : 0.0;
+            let integral = lf.integral[i];
+            if (entering) integral = isFinite(prev) ? prev - pTerm - dTerm - ffTerm : 0.0;
+
+            const rate = lf.outRate[i];
+            let hiLim = hi;
+            let loLim = lo;
+            if (rate > 0 && isFinite(prev)) {
+              const maxStep = rate * dt;
+              if (prev + maxStep < hiLim) hiLim = prev + maxStep;
+              if (prev - maxStep > loLim) loLim = prev - maxStep;
+            }
+            const iDelta = lf.ki[i] * err * dt;
+            const candidate = integral + iDelta;
+            const uTry = pTerm + candidate + dTerm + ffTerm;
+            if ((uTry > hiLim && iDelta > 0) || (uTry < loLim && iDelta < 0)) {
+              status |= L.LS_INTEGRATOR_HELD;
+            } else {
+              integral = candidate;
+            }
+            if (!isFinite(integral)) integral = 0;
+            lf.integral[i] = integral;
+            target = pTerm + integral + dTerm + ffTerm;
+          }
+
+          out = clampf(target, lo, hi);
+          if (!(target <= hi)) status |= L.LS_SAT_HIGH;
+          if (!(target >= lo)) status |= L.LS_SAT_LOW;
+          const rate = lf.outRate[i];
+          if (rate > 0 && isFinite(prev)) {
+            const maxStep = rate * dt;
+            if (out > prev + maxStep) {
+              out = prev + maxStep;
+              status |= L.LS_RATE_LIMITED;
+            } else if (out < prev - maxStep) {
+              out = prev - maxStep;
+              status |= L.LS_RATE_LIMITED;
+            }
+          }
+        }
+      }
+
+      if (!pvBad) lf.pvPrev[i] = pv;
+      lf.pv[i] = pv;
+      lf.error[i] = err;
+      lf.out[i] = out;
+      if (branch !== L.BRANCH_MANUAL) lf.manual[i] = out;
+      if (branch !== L.BRANCH_OVERRIDE) lf.override[i] = out;
+      li.branch[i] = branch;
+      li.status[i] = status;
+    }
+  }
+}
