@@ -1,10 +1,11 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control)
+//   --only <name>   run one group (hotpath, control, sim)
 //   --quick         fewer rounds, for a smoke run
 import { parseArgs } from "node:util";
 import { cpus, totalmem } from "node:os";
 import { printControl, runControlBench } from "./control.js";
 import { printHotpath, runHotpathBench } from "./hotpath.js";
+import { printSim, runSimBench } from "./sim.js";
 
 const { values } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
@@ -16,3 +17,4 @@ console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "unknown CPU"}, $
 
 if (wants("hotpath")) printHotpath(runHotpathBench(values.quick));
 if (wants("control")) printControl(runControlBench());
+if (wants("sim")) printSim(await runSimBench(values.quick));

@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// podwarden command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or invalid config.
+import { parseArgs } from "node:util";
+import { ConfigError } from "../lib/config-file.js";
+import { simCommand } from "./sim-command.js";
+import { packageVersion } from "./version.js";
+
+const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
+
+usage:
+  podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
+  podwarden --version
+  podwarden --help
+
+options:
+  -c, --config <file>     config file (YAML)
+      --scenario <file>   scenario to play (overrides the config's scenario key)
+  -h, --help              this text
+  -v, --version           print the version
+`;
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: "string", short: "c" },
+        scenario: { type: "string" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "v" },
+      },
+    });
+  } catch (err) {
+    process.stderr.write(`podwarden: ${(err as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.version === true) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  const command = positionals[0];
+  if (values.help === true || command === undefined) {
+    process.stdout.write(HELP);
+    return command === undefined && values.help !== true ? 2 : 0;
+  }
+  const log = (line: string): void => void process.stdout.write(`${line}\n`);
+  try {
+    switch (command) {
+      case "sim":
+        if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");
+        await simCommand(values.config, values.scenario, log);
+        return 0;
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof UsageError) {
+      process.stderr.write(`podwarden: ${err.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`podwarden: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  }
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (err: unknown) => {
+    process.stderr.write(`podwarden: ${String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,57 @@
+// `podwarden sim -c <sim.yaml>`: runs the simulated pod in real time until SIGINT/SIGTERM.
+import { dirname, resolve } from "node:path";
+import { loadSimConfig } from "../sim/config.js";
+import { SimControlApi } from "../sim/control-api.js";
+import { PodSim } from "../sim/pod-sim.js";
+import { loadScenario } from "../sim/scenario.js";
+
+export interface RunningSim {
+  sim: PodSim;
+  api: SimControlApi;
+  controlPort: number;
+  stop(): Promise<void>;
+}
+
+export async function startSim(configPath: string, scenarioPath?: string): Promise<RunningSim> {
+  const config = loadSimConfig(configPath);
+  const scenarioFile = scenarioPath ?? (config.scenario !== undefined ? resolve(dirname(configPath), config.scenario) : undefined);
+  const scenario = scenarioFile !== undefined ? loadScenario(scenarioFile) : undefined;
+  const sim = new PodSim(config, scenario);
+  await sim.start();
+  const api = new SimControlApi(sim);
+  let controlPort: number;
+  try {
+    controlPort = await api.listen(config.control.port, config.control.host);
+  } catch (err) {
+    await sim.stop();
+    throw err;
+  }
+  return {
+    sim,
+    api,
+    controlPort,
+    stop: async () => {
+      await api.close();
+      await sim.stop();
+    },
+  };
+}
+
+export async function simCommand(configPath: string, scenarioPath: string | undefined, log: (line: string) => void): Promise<void> {
+  const running = await startSim(configPath, scenarioPath);
+  const { sim, controlPort } = running;
+  const host = sim.config.devices.host;
+  log(`podwarden sim: ${sim.plant.racks.length} racks, seed ${sim.config.seed}`);
+  for (const d of sim.devices.all) log(`  ${d.name.padEnd(8)} modbus tcp ${host}:${sim.portOf(d.name) ?? "?"} unit ${d.unitId}`);
+  if (sim.config.devices.rtu !== undefined) log(`  rtu bus   ${sim.config.devices.rtu.path} @ ${sim.config.devices.rtu.baudRate} baud, every unit id`);
+  log(`  control   http://${sim.config.control.host}:${controlPort}/truth  (POST /fault, POST /clear)`);
+  await new Promise<void>((done) => {
+    const stop = (): void => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      running.stop().then(done, done);
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+}

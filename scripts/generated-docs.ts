@@ -1,0 +1,17 @@
+// Which generated sections each doc has, and their content from the code.
+import { schemaTable } from "../lib/schema-doc.js";
+import { SIM_SCHEMA } from "../sim/config.js";
+import { FAULT_ACTION_SCHEMA } from "../sim/faults.js";
+import { registerMapDocs } from "../sim/devices/register-doc.js";
+
+export function generatedDocs(): Record<string, Record<string, string>> {
+  const maps = registerMapDocs();
+  return {
+    "docs/simulator.md": {
+      "sim-config": schemaTable(SIM_SCHEMA),
+      "fault-actions": schemaTable(FAULT_ACTION_SCHEMA),
+      "cdu-registers": maps.cdu,
+      "rack-registers": maps.rack,
+    },
+  };
+}

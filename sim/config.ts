@@ -1,0 +1,203 @@
+// Simulator config: `podwarden sim -c configs/sim-pod.yaml`. Documented in docs/simulator.md.
+import { loadYamlFile, validator } from "../lib/config-file.js";
+import type { LoadProfile } from "./plant/load.js";
+import type { PlantParams } from "./plant/pod-plant.js";
+
+const num = (minimum: number, maximum: number, def: number, description: string): object => ({
+  type: "number",
+  minimum,
+  maximum,
+  default: def,
+  description,
+});
+const int = (minimum: number, maximum: number, def: number, description: string): object => ({
+  type: "integer",
+  minimum,
+  maximum,
+  default: def,
+  description,
+});
+const obj = (properties: Record<string, object>, description: string): object => ({
+  type: "object",
+  additionalProperties: false,
+  default: {},
+  properties,
+  description,
+});
+
+// Defaults cannot apply inside oneOf, so every key of the chosen profile is required.
+const range = (minimum: number, maximum: number, description: string): object => ({ type: "number", minimum, maximum, description });
+
+export const LOAD_PROFILE_SCHEMA = {
+  description: "rack IT load profile",
+  type: "object",
+  required: ["profile"],
+  properties: { profile: { enum: ["idle", "training", "inference", "scripted"] } },
+  discriminator: { propertyName: "profile" },
+  oneOf: [
+    {
+      type: "object",
+      additionalProperties: false,
+      required: ["profile", "pct"],
+      properties: { profile: { const: "idle" }, pct: range(0, 100, "demand, % of rated power") },
+    },
+    {
+      type: "object",
+      additionalProperties: false,
+      required: ["profile", "lowPct", "highPct", "periodS"],
+      properties: {
+        profile: { const: "training" },
+        lowPct: range(0, 100, "demand between steps, %"),
+        highPct: range(0, 100, "demand during a step, %"),
+        periodS: range(0.1, 86400, "step period, s (all racks step together)"),
+      },
+    },
+    {
+      type: "object",
+      additionalProperties: false,
+      required: ["profile", "basePct", "burstPct", "meanBurstS", "meanGapS"],
+      properties: {
+        profile: { const: "inference" },
+        basePct: range(0, 100, "demand between bursts, %"),
+        burstPct: range(0, 100, "demand during a burst, %"),
+        meanBurstS: range(0.01, 86400, "mean burst length, s"),
+        meanGapS: range(0.01, 86400, "mean gap between bursts, s"),
+      },
+    },
+    {
+      type: "object",
+      additionalProperties: false,
+      required: ["profile", "pct"],
+      properties: { profile: { const: "scripted" }, pct: range(0, 100, "demand, % (changed by scenario load steps)") },
+    },
+  ],
+  default: { profile: "idle", pct: 60 },
+};
+
+export const SIM_SCHEMA = {
+  $id: "podwarden-sim",
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    seed: int(0, 2 ** 31 - 1, 1, "seed for every random draw (noise, inference bursts)"),
+    plant: obj(
+      {
+        dtS: num(0.0005, 0.1, 0.01, "plant integration step, s"),
+        racks: int(1, 64, 8, "number of racks"),
+        rackRatedKw: num(1, 1000, 120, "rated IT power per rack, kW"),
+        primarySupplyTempC: num(5, 45, 32, "facility (primary) supply temperature, °C"),
+        pump: obj(
+          {
+            shutoffKpa: num(10, 1000, 250, "pump head at 100 % speed and zero flow, kPa"),
+            resistanceKpaPerLpm2: num(1e-7, 1, 5e-5, "pump curve droop, kPa per (L/min)²"),
+            rampPctPerS: num(0.1, 100, 20, "pump speed ramp, %/s"),
+            initialSpeedPct: num(0, 100, 70, "pump speed at start, %"),
+          },
+          "CDU pump",
+        ),
+        hx: obj(
+          {
+            effectiveness: num(0.05, 1, 0.85, "heat exchanger effectiveness"),
+            timeConstantS: num(0.1, 3600, 20, "heat exchanger thermal time constant, s"),
+          },
+          "CDU heat exchanger",
+        ),
+        valve: obj(
+          {
+            characteristic: { enum: ["linear", "equal-percentage"], default: "equal-percentage", description: "control valve characteristic" },
+            strokeTimeS: num(0.1, 600, 20, "control valve full-stroke time, s"),
+            kvMax: num(0.1, 1000, 16, "rack branch conductance fully open, (L/min)/√kPa"),
+            initialPct: num(0, 100, 70, "control valve position at start, %"),
+          },
+          "rack control valves",
+        ),
+        isolationValve: obj({ strokeTimeS: num(0.1, 600, 4, "isolation valve full-stroke time, s") }, "rack isolation valves"),
+        rack: obj(
+          {
+            thermalMassKjPerK: num(0.1, 100000, 60, "rack coolant and cold-plate thermal mass, kJ/K"),
+            pipeVolumeL: num(0.01, 10000, 15, "pipe volume CDU to rack (transport delay), L"),
+            gpuThermalResistanceKPerKw: num(0, 10, 0.25, "GPU temperature rise over return per kW, K/kW"),
+            gpuThrottleC: num(30, 120, 85, "GPU temperature where clocks throttle, °C"),
+          },
+          "rack thermal model",
+        ),
+        bypassKv: num(0, 1000, 1, "CDU bypass conductance, (L/min)/√kPa"),
+        reservoir: obj(
+          {
+            volumeL: num(1, 100000, 200, "coolant reservoir volume, L"),
+            staticPressureKpa: num(1, 1000, 150, "loop static pressure when full, kPa"),
+          },
+          "coolant reservoir",
+        ),
+        leakRateLpm: num(0, 1000, 6, "coolant lost through an unisolated leak, L/min"),
+        load: LOAD_PROFILE_SCHEMA,
+      },
+      "the thermal-hydraulic model",
+    ),
+    devices: obj(
+      {
+        host: { type: "string", default: "127.0.0.1", description: "address the Modbus TCP servers bind" },
+        basePort: int(0, 65535, 15020, "CDU on basePort, rack N on basePort + N; 0 = ephemeral ports"),
+        leaseMs: int(0, 65535, 3000, "comms-loss lease at power-up, ms (0 disables)"),
+        failValvePct: num(0, 100, 100, "control valve fail position, %"),
+        failPumpPct: num(0, 100, 80, "pump fail speed, %"),
+        failIsolationOpen: { type: "boolean", default: false, description: "isolation valves open when the lease expires (default: hold)" },
+        rtu: {
+          type: "object",
+          additionalProperties: false,
+          required: ["path"],
+          properties: {
+            path: { type: "string", description: "serial device the RTU bus front opens" },
+            baudRate: int(1200, 921600, 115200, "baud rate"),
+          },
+          description: "optional Modbus RTU front serving every device by unit id",
+        },
+      },
+      "the Modbus field devices",
+    ),
+    control: obj(
+      {
+        host: { type: "string", default: "127.0.0.1", description: "address the control interface binds" },
+        port: int(0, 65535, 8502, "HTTP control interface port; 0 = ephemeral"),
+      },
+      "the live control interface (HTTP JSON)",
+    ),
+    scenario: { type: "string", description: "scenario file to play (path relative to this config)" },
+  },
+};
+
+export interface SimConfig {
+  seed: number;
+  plant: PlantParams;
+  devices: {
+    host: string;
+    basePort: number;
+    leaseMs: number;
+    failValvePct: number;
+    failPumpPct: number;
+    failIsolationOpen: boolean;
+    rtu?: { path: string; baudRate: number };
+  };
+  control: { host: string; port: number };
+  scenario?: string;
+}
+
+export const validateSimConfig = validator<SimConfig>(SIM_SCHEMA);
+
+export function loadSimConfig(path: string): SimConfig {
+  return loadYamlFile(path, validateSimConfig);
+}
+
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
+
+export interface SimOverrides {
+  seed?: number;
+  plant?: DeepPartial<Omit<PlantParams, "load">> & { load?: LoadProfile };
+  devices?: Partial<SimConfig["devices"]>;
+  control?: Partial<SimConfig["control"]>;
+}
+
+/** A fully defaulted config, with overrides (tests use it with ephemeral ports). */
+export function simConfig(overrides: SimOverrides = {}): SimConfig {
+  return validateSimConfig(structuredClone(overrides));
+}

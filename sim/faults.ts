@@ -1,0 +1,135 @@
+// Fault actions: the one vocabulary that scenario files and the live control interface share.
+import { validator } from "../lib/config-file.js";
+import type { PodPlant } from "./plant/pod-plant.js";
+import type { PodDevices } from "./devices/pod-devices.js";
+import type { SensorFault } from "./devices/field-device.js";
+
+export type FaultAction =
+  | { leak: string; state?: "wet" | "dry" | "cable-fault" }
+  | { sensor: string; fault: "stuck" | "drift" | "noise" | "nan" | "value" | "clear"; value?: number; ratePerS?: number; sigma?: number }
+  | { device: string; offline?: boolean; slowMs?: number; exception?: { code: number; functions?: number[] } | null }
+  | { valveStuck: string; stuck?: boolean }
+  | { pumpTrip: boolean }
+  | { load: string; pct: number }
+  | { primarySupplyTempC: number }
+  | { clear: "all" };
+
+const finite = { type: "number" };
+export const FAULT_ACTION_PROPERTIES = {
+  leak: { type: "string", description: "rack name (rack-N): set its leak state" },
+  state: { enum: ["wet", "dry", "cable-fault"], description: "with leak: the new state (default wet)" },
+  sensor: { type: "string", description: "device.value, e.g. rack-3.returnTempC" },
+  fault: { enum: ["stuck", "drift", "noise", "nan", "value", "clear"], description: "with sensor: the fault" },
+  value: { ...finite, description: "with fault: value — the value reported" },
+  ratePerS: { ...finite, description: "with fault: drift — units per second" },
+  sigma: { ...finite, minimum: 0, description: "with fault: noise — standard deviation" },
+  device: { type: "string", description: "device name (cdu, rack-N)" },
+  offline: { type: "boolean", description: "with device: stop answering" },
+  slowMs: { type: "integer", minimum: 0, maximum: 60000, description: "with device: answer this much later" },
+  exception: {
+    description: "with device: answer with this Modbus exception code (null clears)",
+    oneOf: [
+      { type: "null" },
+      {
+        type: "object",
+        additionalProperties: false,
+        required: ["code"],
+        properties: {
+          code: { type: "integer", minimum: 1, maximum: 255 },
+          functions: { type: "array", items: { type: "integer", minimum: 1, maximum: 127 } },
+        },
+      },
+    ],
+  },
+  valveStuck: { type: "string", description: "rack name: freeze its control valve" },
+  stuck: { type: "boolean", description: "with valveStuck: false releases it" },
+  pumpTrip: { type: "boolean", description: "trip (true) or reset (false) the CDU pump" },
+  load: { type: "string", description: "rack name, or all: set demand" },
+  pct: { ...finite, minimum: 0, maximum: 100, description: "with load: demand, %" },
+  primarySupplyTempC: { ...finite, minimum: 5, maximum: 45, description: "facility supply temperature, °C" },
+  clear: { const: "all", description: "clear every injected fault" },
+};
+
+export const ACTION_KEYS = ["leak", "sensor", "device", "valveStuck", "pumpTrip", "load", "primarySupplyTempC", "clear"] as const;
+
+export const FAULT_ACTION_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  properties: FAULT_ACTION_PROPERTIES,
+};
+
+/** Exactly one action key per action, and the keys that go with it. */
+export function actionProblems(a: Record<string, unknown>, at: string): string[] {
+  const keys = ACTION_KEYS.filter((k) => k in a);
+  if (keys.length !== 1) return [`${at}: needs exactly one of ${ACTION_KEYS.join(", ")} (has ${keys.length === 0 ? "none" : keys.join(", ")})`];
+  const need = (k: string): string[] => (k in a ? [] : [`${at}.${k}: required with ${keys[0]}`]);
+  if (keys[0] === "sensor") return need("fault");
+  if (keys[0] === "load") return need("pct");
+  return [];
+}
+
+export const validateFaultAction = validator<FaultAction>(FAULT_ACTION_SCHEMA, (a) => actionProblems(a, "action"));
+
+export class FaultTarget {
+  constructor(
+    private readonly plant: PodPlant,
+    private readonly devices: PodDevices,
+  ) {}
+
+  private rack(name: string): number {
+    const m = /^rack-(\d+)$/.exec(name);
+    const r = m === null ? -1 : Number(m[1]) - 1;
+    if (r < 0 || r >= this.plant.racks.length) throw new Error(`no rack "${name}" (rack-1 .. rack-${this.plant.racks.length})`);
+    return r;
+  }
+
+  private device(name: string): PodDevices["all"][number] {
+    const d = this.devices.all.find((x) => x.name === name);
+    if (d === undefined) throw new Error(`no device "${name}"`);
+    return d;
+  }
+
+  /** Applies one action. Throws an Error with a clear message on an unknown rack, device or value. */
+  apply(a: FaultAction): void {
+    if ("leak" in a) {
+      this.plant.racks[this.rack(a.leak)].leak = a.state ?? "wet";
+    } else if ("sensor" in a) {
+      const dot = a.sensor.indexOf(".");
+      if (dot < 0) throw new Error(`sensor "${a.sensor}" must be device.value`);
+      const dev = this.device(a.sensor.slice(0, dot));
+      const value = a.sensor.slice(dot + 1);
+      const f: SensorFault | null =
+        a.fault === "clear"
+          ? null
+          : a.fault === "drift"
+            ? { kind: "drift", ratePerS: a.ratePerS ?? 0.1 }
+            : a.fault === "noise"
+              ? { kind: "noise", sigma: a.sigma ?? 0.5 }
+              : a.fault === "value"
+                ? { kind: "value", value: a.value ?? 0 }
+                : { kind: a.fault };
+      dev.setSensorFault(value, f);
+    } else if ("device" in a) {
+      const dev = this.device(a.device);
+      if (a.offline !== undefined) dev.faults.offline = a.offline;
+      if (a.slowMs !== undefined) dev.faults.slowMs = a.slowMs;
+      if (a.exception !== undefined) dev.faults.exception = a.exception ?? undefined;
+    } else if ("valveStuck" in a) {
+      this.plant.racks[this.rack(a.valveStuck)].controlValve.stuck = a.stuck ?? true;
+    } else if ("pumpTrip" in a) {
+      this.plant.cdu.pumpTripped = a.pumpTrip;
+    } else if ("load" in a) {
+      const racks = a.load === "all" ? this.plant.racks : [this.plant.racks[this.rack(a.load)]];
+      for (const r of racks) r.load.setScripted(a.pct);
+    } else if ("primarySupplyTempC" in a) {
+      this.plant.cdu.primarySupplyTempC = a.primarySupplyTempC;
+    } else {
+      for (const d of this.devices.all) d.clearFaults();
+      for (const r of this.plant.racks) {
+        r.leak = "dry";
+        r.controlValve.stuck = false;
+      }
+      this.plant.cdu.pumpTripped = false;
+    }
+  }
+}

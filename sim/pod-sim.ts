@@ -1,0 +1,212 @@
+// The simulated pod in real time: plant model, field devices on real Modbus servers, scenario
+// playback and the live control interface. `podwarden sim -c configs/sim-pod.yaml` runs one.
+import type { SimConfig } from "./config.js";
+import { ModbusRtuFront } from "./devices/rtu-front.js";
+import { ModbusTcpFront } from "./devices/tcp-front.js";
+import { createPodDevices, type PodDevices } from "./devices/pod-devices.js";
+import { FaultTarget, type FaultAction } from "./faults.js";
+import { PodPlant } from "./plant/pod-plant.js";
+import { Prng } from "./prng.js";
+import { ScenarioPlayer, type Scenario } from "./scenario.js";
+
+export interface DeviceTruth {
+  name: string;
+  unitId: number;
+  port: number | null;
+  requests: number;
+  lastWriteAtMs: number | null;
+  leaseMs: number;
+  lastHeartbeatAtMs: number | null;
+  leaseExpired: boolean;
+  offline: boolean;
+  slowMs: number;
+  exception: { code: number; functions?: number[] } | null;
+}
+
+export interface GroundTruth {
+  timeS: number;
+  cdu: {
+    pumpSpeedPct: number;
+    pumpSpeedCmdPct: number;
+    pumpEnabled: boolean;
+    pumpTripped: boolean;
+    dpKpa: number;
+    totalFlowLpm: number;
+    supplyTempC: number;
+    returnTempC: number;
+    primarySupplyTempC: number;
+    hxDutyKw: number;
+    reservoirL: number;
+    loopPressureKpa: number;
+  };
+  racks: {
+    name: string;
+    valvePct: number;
+    valveCommandPct: number;
+    valveStuck: boolean;
+    supplyIsolationPct: number;
+    returnIsolationPct: number;
+    flowLpm: number;
+    supplyTempC: number;
+    returnTempC: number;
+    powerKw: number;
+    demandPct: number;
+    powerCapKw: number | null;
+    powerOff: boolean;
+    gpuTempC: number;
+    throttlePct: number;
+    leak: string;
+    coolantLostL: number;
+  }[];
+  rackHeatKw: number;
+  coolantLostL: number;
+  devices: DeviceTruth[];
+}
+
+const finiteOrNull = (x: number): number | null => (Number.isFinite(x) ? x : null);
+
+export class PodSim {
+  readonly plant: PodPlant;
+  readonly devices: PodDevices;
+  readonly faults: FaultTarget;
+  private readonly player: ScenarioPlayer | null;
+  private readonly tcp: ModbusTcpFront[] = [];
+  private readonly ports = new Map<string, number>();
+  private rtu: ModbusRtuFront | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private startedAt = 0;
+  /** errors from scenario steps that could not be applied (a step never stops the sim) */
+  readonly scenarioErrors: string[] = [];
+
+  constructor(
+    readonly config: SimConfig,
+    scenario?: Scenario,
+  ) {
+    const seed = scenario?.seed ?? config.seed;
+    this.plant = new PodPlant(config.plant, seed);
+    this.devices = createPodDevices(this.plant, config.devices, () => this.nowMs(), new Prng(seed ^ 0x5eed));
+    this.faults = new FaultTarget(this.plant, this.devices);
+    this.player = scenario === undefined ? null : new ScenarioPlayer(scenario);
+  }
+
+  /** Plant time in ms: the clock the devices' watchdogs run on. */
+  nowMs(): number {
+    return this.plant.timeS * 1000;
+  }
+
+  /** One plant step: scenario actions due, device commands (or fail positions), physics. */
+  step(): void {
+    if (this.player !== null) {
+      for (const action of this.player.due(this.plant.timeS)) {
+        try {
+          this.faults.apply(action);
+        } catch (err) {
+          this.scenarioErrors.push(`${this.plant.timeS.toFixed(3)} s: ${(err as Error).message}`);
+        }
+      }
+    }
+    this.devices.apply();
+    this.plant.step();
+  }
+
+  inject(action: FaultAction): void {
+    this.faults.apply(action);
+  }
+
+  portOf(device: string): number | undefined {
+    return this.ports.get(device);
+  }
+
+  /** Starts the Modbus servers and the real-time stepping. */
+  async start(): Promise<void> {
+    const d = this.config.devices;
+    for (const [k, dev] of this.devices.all.entries()) {
+      const front = new ModbusTcpFront([dev]);
+      this.tcp.push(front);
+      this.ports.set(dev.name, await front.listen(d.basePort === 0 ? 0 : d.basePort + k, d.host));
+    }
+    if (d.rtu !== undefined) {
+      this.rtu = new ModbusRtuFront(this.devices.all);
+      await this.rtu.open(d.rtu.path, d.rtu.baudRate);
+    }
+    // Plant time follows the monotonic clock in fixed steps, catching up after a stall
+    // (at most 10 s of plant time per timer turn, so a long stall cannot freeze the loop).
+    this.startedAt = performance.now() - this.nowMs();
+    const dtMs = this.config.plant.dtS * 1000;
+    this.timer = setInterval(() => {
+      const target = performance.now() - this.startedAt;
+      let budget = Math.ceil(10_000 / dtMs);
+      while (this.nowMs() + dtMs <= target && budget-- > 0) this.step();
+    }, Math.max(1, Math.min(10, dtMs)));
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    await Promise.all(this.tcp.map((f) => f.close()));
+    this.tcp.length = 0;
+    await this.rtu?.close();
+    this.rtu = null;
+  }
+
+  /** Drops every Modbus TCP connection, as a device reboot would. */
+  dropConnections(): void {
+    for (const f of this.tcp) f.dropConnections();
+  }
+
+  truth(): GroundTruth {
+    const p = this.plant;
+    const now = this.nowMs();
+    return {
+      timeS: p.timeS,
+      cdu: {
+        pumpSpeedPct: p.cdu.pumpSpeedPct,
+        pumpSpeedCmdPct: p.cdu.pumpSpeedCmdPct,
+        pumpEnabled: p.cdu.pumpEnabled,
+        pumpTripped: p.cdu.pumpTripped,
+        dpKpa: p.cdu.dpKpa,
+        totalFlowLpm: p.cdu.totalFlowLpm,
+        supplyTempC: p.cdu.supplyTempC,
+        returnTempC: p.cdu.returnTempC,
+        primarySupplyTempC: p.cdu.primarySupplyTempC,
+        hxDutyKw: p.cdu.hxDutyKw,
+        reservoirL: p.cdu.reservoirL,
+        loopPressureKpa: p.cdu.loopPressureKpa,
+      },
+      racks: p.racks.map((r) => ({
+        name: `rack-${r.index + 1}`,
+        valvePct: r.controlValve.position,
+        valveCommandPct: r.controlValve.command,
+        valveStuck: r.controlValve.stuck,
+        supplyIsolationPct: r.supplyIso.position,
+        returnIsolationPct: r.returnIso.position,
+        flowLpm: r.flowLpm,
+        supplyTempC: r.inletTempC,
+        returnTempC: r.returnTempC,
+        powerKw: r.powerKw,
+        demandPct: r.demandPct,
+        powerCapKw: finiteOrNull(r.powerCapKw),
+        powerOff: r.powerOff,
+        gpuTempC: r.gpuTempC,
+        throttlePct: r.throttle * 100,
+        leak: r.leak,
+        coolantLostL: r.coolantLostL,
+      })),
+      rackHeatKw: p.rackHeatKw,
+      coolantLostL: p.racks.reduce((a, r) => a + r.coolantLostL, 0),
+      devices: this.devices.all.map((d) => ({
+        name: d.name,
+        unitId: d.unitId,
+        port: this.ports.get(d.name) ?? null,
+        requests: d.requests,
+        lastWriteAtMs: finiteOrNull(d.lastWriteAtMs),
+        leaseMs: d.ctx.wd.leaseMs,
+        lastHeartbeatAtMs: finiteOrNull(d.ctx.wd.lastBeatMs),
+        leaseExpired: d.ctx.wd.expired(now),
+        offline: d.faults.offline,
+        slowMs: d.faults.slowMs,
+        exception: d.faults.exception ?? null,
+      })),
+    };
+  }
+}

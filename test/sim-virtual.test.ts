@@ -1,0 +1,130 @@
+// Virtual time, scenarios, config validation and the `podwarden sim` command.
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import * as L from "../hotpath-as/assembly/layout.js";
+import { DEFAULT_POD_CONTROL } from "../agent/pod-bank.js";
+import { ConfigError } from "../lib/config-file.js";
+import { simConfig, loadSimConfig } from "../sim/config.js";
+import { parseScenario, parseDuration, type Scenario } from "../sim/scenario.js";
+import { VirtualPod } from "../sim/virtual-pod.js";
+import { run, stopProcess, waitFor } from "./helpers/processes.js";
+
+const INFERENCE = { profile: "inference" as const, basePct: 30, burstPct: 95, meanBurstS: 4, meanGapS: 10 };
+const SCENARIO: Scenario = parseScenario({
+  steps: [
+    { at: "20s", load: "rack-2", pct: 100 },
+    { at: "40s", leak: "rack-3" },
+    { at: "50s", sensor: "rack-5.returnTempC", fault: "noise", sigma: 0.3 },
+    { at: "70s", device: "rack-6", offline: true },
+  ],
+});
+
+describe("virtual time", () => {
+  it("replays a scenario identically from its seed, and differently from another seed", () => {
+    const traceFor = (seed: number): string => {
+      const vp = new VirtualPod(simConfig({ seed, plant: { load: INFERENCE } }), DEFAULT_POD_CONTROL, SCENARIO);
+      vp.run(90);
+      return JSON.stringify(vp.trace);
+    };
+    const a = traceFor(5);
+    expect(traceFor(5)).toBe(a);
+    expect(traceFor(6)).not.toBe(a);
+  });
+
+  it("runs the real hot path against the plant: leak isolated and proved, other racks keep control", () => {
+    const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), DEFAULT_POD_CONTROL, parseScenario({ steps: [{ at: "300s", leak: "rack-3" }] }));
+    vp.run(300);
+    for (const r of vp.sim.plant.racks) expect(Math.abs(r.returnTempC - 45)).toBeLessThan(0.5);
+    vp.run(30);
+    expect(vp.hp.views.rackI.state[2]).toBe(L.RACK_ISOLATED);
+    expect(vp.sim.plant.racks[2].flowLpm).toBe(0);
+    const lost = vp.sim.plant.racks[2].coolantLostL;
+    vp.run(30);
+    expect(vp.sim.plant.racks[2].coolantLostL).toBe(lost); // isolation stopped the loss
+    for (const r of vp.sim.plant.racks) if (r.index !== 2) expect(Math.abs(r.returnTempC - 45)).toBeLessThan(0.5);
+  });
+
+  it("refuses a plant step that is not a whole number of ticks", () => {
+    expect(() => new VirtualPod(simConfig({ plant: { dtS: 0.0015 } }), DEFAULT_POD_CONTROL)).toThrow(/whole number/);
+  });
+});
+
+describe("scenario files", () => {
+  it("parses durations", () => {
+    expect(parseDuration("5s")).toBe(5);
+    expect(parseDuration("500ms")).toBe(0.5);
+    expect(parseDuration("2m")).toBe(120);
+    expect(parseDuration(7)).toBe(7);
+  });
+
+  it("orders steps by time, keeping file order at equal times", () => {
+    const s = parseScenario({ steps: [{ at: "10s", leak: "rack-1" }, { at: "1s", pumpTrip: true }, { at: "10s", leak: "rack-2" }] });
+    expect(s.steps.map((x) => x.atS)).toEqual([1, 10, 10]);
+    expect(s.steps[1].action).toEqual({ leak: "rack-1" });
+  });
+
+  it.each([
+    [{ steps: [{ at: "soon", leak: "rack-1" }] }, /steps\[0\]\.at/],
+    [{ steps: [{ at: "1s" }] }, /steps\[0\]: needs exactly one/],
+    [{ steps: [{ at: "1s", leak: "rack-1", pumpTrip: true }] }, /has leak, pumpTrip/],
+    [{ steps: [{ at: "1s", explode: "rack-1" }] }, /steps\[0\]\.explode: unknown key/],
+    [{ steps: [{ at: -1, leak: "rack-1" }] }, /steps\[0\]\.at/],
+    [{ steps: [{ at: "1s", load: "rack-1" }] }, /steps\[0\]\.pct: required with load/],
+    [{ stepz: [] }, /stepz: unknown key/],
+  ])("rejects an invalid scenario with the key path (%#)", (data, reason) => {
+    expect(() => parseScenario(data)).toThrow(ConfigError);
+    expect(() => parseScenario(data)).toThrow(reason);
+  });
+});
+
+describe("simulator config", () => {
+  const write = (text: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), "podwarden-simcfg-"));
+    const f = join(dir, "sim.yaml");
+    writeFileSync(f, text);
+    return f;
+  };
+
+  it("loads the shipped demo config", () => {
+    expect(loadSimConfig("configs/sim-pod.yaml").plant.racks).toBe(8);
+  });
+
+  it.each([
+    ["plant:\n  racks: 0\n", /plant\.racks: must be >= 1/],
+    ["plant:\n  primarySupplyTempC: 60\n", /plant\.primarySupplyTempC: must be <= 45/],
+    ["plant:\n  rackRatedKw: .nan\n", /plant\.rackRatedKw: must be number \(finite\)/],
+    ["plant:\n  hx:\n    effectivness: 0.8\n", /plant\.hx\.effectivness: unknown key/],
+    ["devices:\n  basePort: 70000\n", /devices\.basePort: must be <= 65535/],
+    ["seed: 1\nseed: 2\n", /unique/i],
+    ["plant: [\n", /.+/],
+  ])("rejects %j with the key path and reason", (text, reason) => {
+    expect(() => loadSimConfig(write(text))).toThrow(reason);
+  });
+
+  it("exits 2 from the CLI on a bad config, naming the key", async () => {
+    const r = await run("node", ["dist/agent/cli.js", "sim", "-c", write("plant:\n  racks: 100\n")]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/plant\.racks: must be <= 64/);
+  });
+
+  it("runs `podwarden sim` and stops cleanly on SIGTERM", async () => {
+    const cfg = write("devices:\n  basePort: 0\ncontrol:\n  port: 0\n");
+    const child = spawn("node", ["dist/agent/cli.js", "sim", "-c", cfg], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    try {
+      await waitFor(() => /control\s+http:\/\/127\.0\.0\.1:(\d+)/.test(out), "sim banner");
+      const port = /control\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1];
+      const truth = (await (await fetch(`http://127.0.0.1:${port}/truth`)).json()) as { racks: unknown[] };
+      expect(truth.racks).toHaveLength(8);
+      const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      await stopProcess(child, "SIGKILL");
+    }
+  });
+});
