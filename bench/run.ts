@@ -1,9 +1,10 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim)
+//   --only <name>   run one group (hotpath, control, sim, drivers)
 //   --quick         fewer rounds, for a smoke run
 import { parseArgs } from "node:util";
 import { cpus, totalmem } from "node:os";
 import { printControl, runControlBench } from "./control.js";
+import { printDrivers, runDriverBench } from "./drivers.js";
 import { printHotpath, runHotpathBench } from "./hotpath.js";
 import { printSim, runSimBench } from "./sim.js";
 
@@ -18,3 +19,4 @@ console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "unknown CPU"}, $
 if (wants("hotpath")) printHotpath(runHotpathBench(values.quick));
 if (wants("control")) printControl(runControlBench());
 if (wants("sim")) printSim(await runSimBench(values.quick));
+if (wants("drivers")) printDrivers(await runDriverBench(values.quick));

@@ -1,4 +1,6 @@
 // Which generated sections each doc has, and their content from the code.
+import { MODBUS_SCHEMA } from "../drivers/modbus/config.js";
+import { MQTT_INGEST_POINT_SCHEMA } from "../drivers/mqtt-ingest.js";
 import { schemaTable } from "../lib/schema-doc.js";
 import { SIM_SCHEMA } from "../sim/config.js";
 import { FAULT_ACTION_SCHEMA } from "../sim/faults.js";
@@ -7,6 +9,10 @@ import { registerMapDocs } from "../sim/devices/register-doc.js";
 export function generatedDocs(): Record<string, Record<string, string>> {
   const maps = registerMapDocs();
   return {
+    "docs/drivers.md": {
+      "modbus-config": schemaTable(MODBUS_SCHEMA),
+      "mqtt-ingest-point": schemaTable(MQTT_INGEST_POINT_SCHEMA),
+    },
     "docs/simulator.md": {
       "sim-config": schemaTable(SIM_SCHEMA),
       "fault-actions": schemaTable(FAULT_ACTION_SCHEMA),

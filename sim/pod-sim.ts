@@ -149,6 +149,11 @@ export class PodSim {
     this.rtu = null;
   }
 
+  /** Open Modbus TCP connections, over all devices. */
+  connections(): number {
+    return this.tcp.reduce((n, f) => n + f.connections, 0);
+  }
+
   /** Drops every Modbus TCP connection, as a device reboot would. */
   dropConnections(): void {
     for (const f of this.tcp) f.dropConnections();

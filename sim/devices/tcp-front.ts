@@ -89,6 +89,10 @@ export class ModbusTcpFront {
     }
   }
 
+  get connections(): number {
+    return this.sockets.size;
+  }
+
   /** Drops every open connection (a device reboot, as far as masters can tell). */
   dropConnections(): void {
     for (const s of this.sockets) s.destroy();

@@ -1,0 +1,189 @@
+// Per-bus transaction scheduler: a priority queue in front of one transport.
+//
+// - An RS-485 bus carries one transaction at a time; a TCP device as many as it allows.
+// - Lower priority numbers go first: leak and safety polls and writes before control polls,
+//   control before telemetry.
+// - A device whose circuit breaker is open gets no bus time: its jobs finish at once as
+//   "offline", so a dead or slow device never stalls the others on its bus.
+// - Bus time is accounted over a sliding second; past the budget, jobs marked sheddable
+//   (telemetry) are skipped and counted as overruns.
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
+import { monoMs } from "../../lib/clock.js";
+import type { CircuitBreaker } from "./breaker.js";
+import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type ModbusTransport } from "./types.js";
+
+export interface BusDevice {
+  name: string;
+  unitId: number;
+  timeoutMs: number;
+  retries: number;
+  retryDelayMs: number;
+  breaker: CircuitBreaker;
+  stats: DeviceStats;
+}
+
+export interface DeviceStats {
+  requests: number;
+  ok: number;
+  timeouts: number;
+  exceptions: number;
+  corrupt: number;
+  disconnected: number;
+  offlineSkips: number;
+  retries: number;
+  /** request duration, ns */
+  latency: RecordableHistogram;
+}
+
+export const newDeviceStats = (): DeviceStats => ({
+  requests: 0,
+  ok: 0,
+  timeouts: 0,
+  exceptions: 0,
+  corrupt: 0,
+  disconnected: 0,
+  offlineSkips: 0,
+  retries: 0,
+  latency: createHistogram(),
+});
+
+export interface Job {
+  device: BusDevice;
+  request: ModbusRequest;
+  priority: number;
+  /** may be skipped when the bus is over its time budget */
+  sheddable: boolean;
+  done(outcome: ModbusOutcome): void;
+}
+
+interface Queued extends Job {
+  attemptsLeft: number;
+}
+
+export class Bus {
+  private readonly queues: Queued[][] = Array.from({ length: 10 }, () => []);
+  private inFlight = 0;
+  private readonly busyLog: [number, number][] = []; // [end time, busy ms]
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private stopped = false;
+  budgetOverruns = 0;
+  private probing = new Set<BusDevice>();
+
+  constructor(
+    readonly name: string,
+    readonly transport: ModbusTransport,
+    private readonly budget: number,
+  ) {}
+
+  /** Share of the last second the bus spent in transactions. */
+  utilization(): number {
+    const now = monoMs();
+    while (this.busyLog.length > 0 && this.busyLog[0][0] < now - 1000) this.busyLog.shift();
+    let busy = 0;
+    for (const [, ms] of this.busyLog) busy += ms;
+    return busy / 1000 / this.transport.maxInFlight;
+  }
+
+  submit(job: Job): void {
+    if (this.stopped) return job.done({ ok: false, kind: "disconnected", message: "bus stopped" });
+    if (job.sheddable && this.utilization() > this.budget) {
+      this.budgetOverruns++;
+      return job.done({ ok: false, kind: "error", message: "bus over its time budget: skipped" });
+    }
+    this.queues[Math.min(Math.max(job.priority, 0), 9)].push({ ...job, attemptsLeft: job.device.retries });
+    this.pump();
+  }
+
+  private next(): Queued | undefined {
+    for (const q of this.queues) if (q.length > 0) return q.shift();
+    return undefined;
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.transport.maxInFlight) {
+      const job = this.next();
+      if (job === undefined) return;
+      const d = job.device;
+      if (!d.breaker.allow() || this.probing.has(d)) {
+        d.stats.offlineSkips++;
+        job.done({ ok: false, kind: "disconnected", message: `${d.name} circuit breaker open` });
+        continue;
+      }
+      if (d.breaker.state === "half-open") this.probing.add(d);
+      this.run(job);
+    }
+  }
+
+  private run(job: Queued): void {
+    const d = job.device;
+    this.inFlight++;
+    d.stats.requests++;
+    const t0 = process.hrtime.bigint();
+    const start = monoMs();
+    void this.transport.request(d.unitId, job.request, d.timeoutMs).then((o) => {
+      this.inFlight--;
+      this.probing.delete(d);
+      const end = monoMs();
+      this.busyLog.push([end, end - start]);
+      d.stats.latency.record(Math.max(1, Number(process.hrtime.bigint() - t0)));
+      this.account(job, o);
+      this.pump();
+    });
+  }
+
+  private account(job: Queued, o: ModbusOutcome): void {
+    const d = job.device;
+    let retry = false;
+    if (o.ok) {
+      d.stats.ok++;
+      d.breaker.success();
+    } else {
+      switch (o.kind) {
+        case "timeout":
+          d.stats.timeouts++;
+          d.breaker.failure();
+          retry = true;
+          break;
+        case "corrupt":
+          d.stats.corrupt++;
+          d.breaker.failure();
+          retry = true;
+          break;
+        case "exception": {
+          d.stats.exceptions++;
+          const policy = exceptionPolicy(o.code ?? 0);
+          if (policy.breaker) d.breaker.failure();
+          else d.breaker.success(); // the device is alive and answering
+          retry = policy.retry;
+          break;
+        }
+        case "disconnected":
+          d.stats.disconnected++;
+          break;
+        case "error":
+          break;
+      }
+    }
+    if (retry && job.attemptsLeft > 0 && !this.stopped && d.breaker.allow()) {
+      d.stats.retries++;
+      const again: Queued = { ...job, attemptsLeft: job.attemptsLeft - 1 };
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        if (this.stopped) return again.done(o);
+        this.queues[Math.min(Math.max(again.priority, 0), 9)].unshift(again);
+        this.pump();
+      }, d.retryDelayMs);
+      this.timers.add(t);
+      return;
+    }
+    job.done(o);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    for (const q of this.queues) for (const job of q.splice(0)) job.done({ ok: false, kind: "disconnected", message: "bus stopped" });
+    await this.transport.stop();
+  }
+}

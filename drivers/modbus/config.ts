@@ -1,0 +1,280 @@
+// Modbus driver config: buses, devices, their points and outputs, polling groups.
+// The JSON Schema here is embedded in the agent's config schema and documented from it.
+import { validator } from "../../lib/config-file.js";
+import { DATA_TYPES, WORD_ORDERS, registerCount, type DataType, type WordOrder } from "./codec.js";
+import { MAX_READ_BITS, MAX_READ_REGISTERS } from "./protocol.js";
+
+export type ReadTable = "coil" | "discrete" | "holding" | "input";
+export type WriteTable = "coil" | "holding";
+
+export interface PointConfig {
+  name: string;
+  table: ReadTable;
+  address: number;
+  type: DataType;
+  order: WordOrder;
+  bit?: number;
+  scale: number;
+  offset: number;
+  unit?: string;
+  group: string;
+  /** a raw value the device uses for "no valid reading" (e.g. -32768) */
+  invalidRaw?: number;
+}
+
+export interface OutputConfig {
+  name: string;
+  table: WriteTable;
+  address: number;
+  type: DataType;
+  order: WordOrder;
+  scale: number;
+  offset: number;
+  unit?: string;
+  /** rewrite the last value this often even if unchanged, ms (0 = only on change) */
+  refreshMs: number;
+  /** read back after each write and compare */
+  verify: boolean;
+  /** allowed |read-back − written| in engineering units */
+  tolerance: number;
+}
+
+export interface DeviceConfig {
+  name: string;
+  bus?: string;
+  tcp?: { host: string; port: number; maxInFlight: number };
+  unitId: number;
+  timeoutMs: number;
+  retries: number;
+  retryDelayMs: number;
+  maxGapRegisters: number;
+  maxRequestRegisters: number;
+  maxRequestBits: number;
+  breaker: { failures: number; openMs: number; maxOpenMs: number };
+  lease?: { address: number; periodMs: number };
+  points: PointConfig[];
+  outputs: OutputConfig[];
+}
+
+export interface BusConfig {
+  name: string;
+  path: string;
+  baudRate: number;
+  guardMs: number;
+  interFrameMs: number;
+  /** fraction of wall time polling may keep the bus busy; beyond it low-priority polls are skipped */
+  budget: number;
+}
+
+export interface GroupConfig {
+  name: string;
+  periodMs: number;
+  /** 0 is served first (leak and safety), higher numbers later */
+  priority: number;
+}
+
+export interface ModbusConfig {
+  groups: GroupConfig[];
+  buses: BusConfig[];
+  devices: DeviceConfig[];
+  reconnect: { baseMs: number; maxMs: number; connectTimeoutMs: number };
+}
+
+const name = { type: "string", pattern: "^[A-Za-z][A-Za-z0-9_-]*$", description: "identifier" };
+const addr = { type: "integer", minimum: 0, maximum: 65535, description: "zero-based protocol address" };
+
+const encoding = {
+  type: { enum: [...DATA_TYPES], default: "u16", description: "data type" },
+  order: { enum: [...WORD_ORDERS], default: "ABCD", description: "byte/word order of multi-register values (docs/drivers.md)" },
+  scale: { type: "number", default: 1, not: { const: 0 }, description: "engineering = raw × scale + offset" },
+  offset: { type: "number", default: 0, description: "engineering = raw × scale + offset" },
+  unit: { type: "string", description: "engineering unit, for people and telemetry" },
+};
+
+export const MODBUS_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  description: "Modbus field devices",
+  properties: {
+    groups: {
+      type: "array",
+      description: "polling groups",
+      default: [
+        { name: "safety", periodMs: 100, priority: 0 },
+        { name: "control", periodMs: 200, priority: 1 },
+        { name: "telemetry", periodMs: 2000, priority: 2 },
+      ],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "periodMs"],
+        properties: {
+          name,
+          periodMs: { type: "integer", minimum: 10, maximum: 3_600_000, description: "poll period, ms" },
+          priority: { type: "integer", minimum: 0, maximum: 9, default: 1, description: "0 first" },
+        },
+      },
+    },
+    buses: {
+      type: "array",
+      default: [],
+      description: "RS-485 buses (Modbus RTU)",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "path"],
+        properties: {
+          name,
+          path: { type: "string", minLength: 1, description: "serial device, e.g. /dev/ttyUSB0" },
+          baudRate: { type: "integer", minimum: 1200, maximum: 921600, default: 19200, description: "baud" },
+          guardMs: { type: "integer", minimum: 0, maximum: 10000, default: 100, description: "silence after a timeout or bad frame, ms" },
+          interFrameMs: { type: "integer", minimum: 1, maximum: 1000, default: 20, description: "silence that ends a truncated frame, ms" },
+          budget: { type: "number", exclusiveMinimum: 0, maximum: 1, default: 0.85, description: "share of bus time polling may use" },
+        },
+      },
+    },
+    reconnect: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      description: "reconnect backoff (exponential with jitter, forever)",
+      properties: {
+        baseMs: { type: "integer", minimum: 10, maximum: 60000, default: 200, description: "first retry, ms" },
+        maxMs: { type: "integer", minimum: 10, maximum: 600000, default: 10000, description: "longest wait, ms" },
+        connectTimeoutMs: { type: "integer", minimum: 10, maximum: 60000, default: 2000, description: "TCP connect timeout, ms" },
+      },
+    },
+    devices: {
+      type: "array",
+      default: [],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "unitId"],
+        properties: {
+          name,
+          bus: { type: "string", description: "RTU bus name (or give tcp)" },
+          tcp: {
+            type: "object",
+            additionalProperties: false,
+            required: ["port"],
+            properties: {
+              host: { type: "string", default: "127.0.0.1", description: "device address" },
+              port: { type: "integer", minimum: 1, maximum: 65535, description: "device port" },
+              maxInFlight: { type: "integer", minimum: 1, maximum: 16, default: 1, description: "pipelined requests" },
+            },
+            description: "Modbus TCP device (or give bus)",
+          },
+          unitId: { type: "integer", minimum: 0, maximum: 255, description: "unit id" },
+          timeoutMs: { type: "integer", minimum: 5, maximum: 60000, default: 200, description: "per request, ms" },
+          retries: { type: "integer", minimum: 0, maximum: 10, default: 1, description: "retries of a failed request" },
+          retryDelayMs: { type: "integer", minimum: 0, maximum: 60000, default: 20, description: "before a retry, ms" },
+          maxGapRegisters: { type: "integer", minimum: 0, maximum: 125, default: 8, description: "coalesce reads across gaps up to this" },
+          maxRequestRegisters: { type: "integer", minimum: 1, maximum: MAX_READ_REGISTERS, default: MAX_READ_REGISTERS, description: "per read" },
+          maxRequestBits: { type: "integer", minimum: 1, maximum: MAX_READ_BITS, default: MAX_READ_BITS, description: "per read of coils or inputs" },
+          breaker: {
+            type: "object",
+            additionalProperties: false,
+            default: {},
+            description: "circuit breaker",
+            properties: {
+              failures: { type: "integer", minimum: 1, maximum: 100, default: 3, description: "consecutive failures that open it" },
+              openMs: { type: "integer", minimum: 10, maximum: 600000, default: 1000, description: "first open period, ms" },
+              maxOpenMs: { type: "integer", minimum: 10, maximum: 3600000, default: 30000, description: "longest open period, ms" },
+            },
+          },
+          lease: {
+            type: "object",
+            additionalProperties: false,
+            required: ["address"],
+            description: "heartbeat register written while the control loop is healthy",
+            properties: {
+              address: addr,
+              periodMs: { type: "integer", minimum: 10, maximum: 60000, default: 500, description: "heartbeat period, ms" },
+            },
+          },
+          points: {
+            type: "array",
+            default: [],
+            items: {
+              type: "object",
+              additionalProperties: false,
+              required: ["name", "table", "address"],
+              properties: {
+                name,
+                table: { enum: ["coil", "discrete", "holding", "input"], description: "Modbus table" },
+                address: addr,
+                ...encoding,
+                bit: { type: "integer", minimum: 0, maximum: 15, description: "for type bit" },
+                group: { type: "string", default: "control", description: "polling group" },
+                invalidRaw: { type: "number", description: "raw value meaning no valid reading" },
+              },
+            },
+          },
+          outputs: {
+            type: "array",
+            default: [],
+            items: {
+              type: "object",
+              additionalProperties: false,
+              required: ["name", "table", "address"],
+              properties: {
+                name,
+                table: { enum: ["coil", "holding"], description: "Modbus table" },
+                address: addr,
+                ...encoding,
+                refreshMs: { type: "integer", minimum: 0, maximum: 3600000, default: 1000, description: "rewrite period, ms (0 = on change only)" },
+                verify: { type: "boolean", default: true, description: "read back after writing" },
+                tolerance: { type: "number", minimum: 0, default: 0.01, description: "read-back tolerance" },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
+/** Cross-field rules JSON Schema cannot say; problems in "path: reason" form. */
+export function modbusProblems(c: ModbusConfig, at = "modbus"): string[] {
+  const out: string[] = [];
+  const groups = new Set(c.groups.map((g) => g.name));
+  const buses = new Set(c.buses.map((b) => b.name));
+  const dup = (names: string[], where: string): void => {
+    const seen = new Set<string>();
+    for (const n of names) {
+      if (seen.has(n)) out.push(`${where}: duplicate name "${n}"`);
+      seen.add(n);
+    }
+  };
+  dup(c.groups.map((g) => g.name), `${at}.groups`);
+  dup(c.buses.map((b) => b.name), `${at}.buses`);
+  dup(c.devices.map((d) => d.name), `${at}.devices`);
+  c.devices.forEach((d, i) => {
+    const p = `${at}.devices[${i}]`;
+    if ((d.bus === undefined) === (d.tcp === undefined)) out.push(`${p}: give exactly one of bus and tcp`);
+    if (d.bus !== undefined && !buses.has(d.bus)) out.push(`${p}.bus: no bus named "${d.bus}"`);
+    dup([...d.points.map((x) => x.name), ...d.outputs.map((x) => x.name)], `${p}.points/outputs`);
+    d.points.forEach((pt, k) => {
+      const pp = `${p}.points[${k}]`;
+      if (!groups.has(pt.group)) out.push(`${pp}.group: no polling group named "${pt.group}"`);
+      const bits = pt.table === "coil" || pt.table === "discrete";
+      if (bits && pt.type !== "bool") out.push(`${pp}.type: ${pt.table} points are bool`);
+      if (!bits && pt.type === "bool") out.push(`${pp}.type: use bit (with bit:) for a bit of a register`);
+      if ((pt.type === "bit") !== (pt.bit !== undefined)) out.push(`${pp}.bit: required with type bit, and only with it`);
+      if (pt.address + (bits ? 1 : registerCount(pt.type)) > 65536) out.push(`${pp}.address: runs past 65535`);
+    });
+    d.outputs.forEach((o, k) => {
+      const op = `${p}.outputs[${k}]`;
+      if (o.table === "coil" && o.type !== "bool") out.push(`${op}.type: coil outputs are bool`);
+      if (o.table === "holding" && (o.type === "bool" || o.type === "bit")) out.push(`${op}.type: holding outputs are numeric`);
+      if (o.address + (o.table === "coil" ? 1 : registerCount(o.type)) > 65536) out.push(`${op}.address: runs past 65535`);
+    });
+    if (d.breaker.maxOpenMs < d.breaker.openMs) out.push(`${p}.breaker.maxOpenMs: must be >= openMs`);
+  });
+  if (c.reconnect.maxMs < c.reconnect.baseMs) out.push(`${at}.reconnect.maxMs: must be >= baseMs`);
+  return out;
+}
+
+/** Validates a standalone Modbus config (the agent embeds MODBUS_SCHEMA in its own). */
+export const validateModbusConfig = validator<ModbusConfig>(MODBUS_SCHEMA, (c) => modbusProblems(c));

@@ -1,0 +1,342 @@
+// The Modbus driver: turns configured devices into points, and actuator commands into writes.
+//
+// Reads: each (device, polling group) is polled every period; a poll whose previous cycle has
+// not finished is skipped and counted (never queued up behind itself). Writes: on change, and
+// refreshed periodically; optionally read back and compared. The device lease heartbeat is
+// written only while the caller's health gate says the control loop is healthy: the driver
+// exposes the mechanism, the agent decides.
+import { monoMs } from "../../lib/clock.js";
+import { PointStore, type Point, type Quality } from "../points.js";
+import { CircuitBreaker } from "./breaker.js";
+import { Bus, newDeviceStats, type BusDevice, type DeviceStats } from "./bus.js";
+import { decodeValue, encodeValue, registerCount } from "./codec.js";
+import type { DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
+import { planReads, type ReadBlock } from "./plan.js";
+import { FC } from "./protocol.js";
+import { RtuTransport } from "./rtu-transport.js";
+import { TcpTransport } from "./tcp-transport.js";
+import { exceptionPolicy, type ModbusOutcome, type ModbusRequest } from "./types.js";
+
+interface DeviceRuntime extends BusDevice {
+  config: DeviceConfig;
+  bus: Bus;
+  leaseCounter: number;
+}
+
+interface GroupPoll {
+  device: DeviceRuntime;
+  blocks: ReadBlock[];
+  priority: number;
+  periodMs: number;
+  pending: number;
+  overruns: number;
+  polls: number;
+}
+
+export interface OutputState {
+  id: string;
+  /** last value asked for (engineering units) */
+  value: number | null;
+  /** last value the device acknowledged */
+  written: number | null;
+  writtenAtMs: number | null;
+  quality: Quality;
+  writes: number;
+  failures: number;
+}
+
+interface OutputRuntime {
+  device: DeviceRuntime;
+  config: OutputConfig;
+  state: OutputState;
+  raw: number[] | null;
+  lastSentRaw: number[] | null;
+  writing: boolean;
+  dirty: boolean;
+}
+
+function outcomeQuality(o: Extract<ModbusOutcome, { ok: false }>): Quality {
+  switch (o.kind) {
+    case "timeout":
+      return "timeout";
+    case "corrupt":
+      return "corrupt";
+    case "exception":
+      return exceptionPolicy(o.code ?? 0).quality;
+    case "disconnected":
+      return "disconnected";
+    case "error":
+      return "disconnected";
+  }
+}
+
+const sameWords = (a: number[] | null, b: number[] | null): boolean => a !== null && b !== null && a.length === b.length && a.every((x, i) => x === b[i]);
+
+export class ModbusDriver {
+  readonly points = new PointStore();
+  private readonly buses = new Map<string, Bus>();
+  private readonly devices = new Map<string, DeviceRuntime>();
+  private readonly polls: GroupPoll[] = [];
+  private readonly outputs = new Map<string, OutputRuntime>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private healthy: () => boolean = () => false;
+  private running = false;
+
+  constructor(private readonly config: ModbusConfig) {
+    const rtu = new Map(config.buses.map((b) => [b.name, b]));
+    const groups = new Map(config.groups.map((g) => [g.name, g]));
+    for (const dc of config.devices) {
+      let bus: Bus;
+      if (dc.tcp !== undefined) {
+        const t = new TcpTransport({ host: dc.tcp.host, port: dc.tcp.port, maxInFlight: dc.tcp.maxInFlight, connectTimeoutMs: config.reconnect.connectTimeoutMs, reconnect: config.reconnect });
+        bus = new Bus(`tcp:${dc.name}`, t, 1);
+        this.buses.set(bus.name, bus);
+      } else {
+        const name = `rtu:${dc.bus ?? ""}`;
+        const existing = this.buses.get(name);
+        if (existing !== undefined) bus = existing;
+        else {
+          const b = rtu.get(dc.bus ?? "");
+          if (b === undefined) throw new Error(`device ${dc.name}: no bus ${dc.bus ?? "(none)"}`);
+          bus = new Bus(name, new RtuTransport({ path: b.path, baudRate: b.baudRate, guardMs: b.guardMs, interFrameMs: b.interFrameMs, reconnect: config.reconnect }), b.budget);
+          this.buses.set(name, bus);
+        }
+      }
+      const device: DeviceRuntime = {
+        name: dc.name,
+        unitId: dc.unitId,
+        timeoutMs: dc.timeoutMs,
+        retries: dc.retries,
+        retryDelayMs: dc.retryDelayMs,
+        breaker: new CircuitBreaker(dc.breaker.failures, { baseMs: dc.breaker.openMs, maxMs: dc.breaker.maxOpenMs }, monoMs),
+        stats: newDeviceStats(),
+        config: dc,
+        bus,
+        leaseCounter: 0,
+      };
+      this.devices.set(dc.name, device);
+      for (const [gname, g] of groups) {
+        const blocks = planReads(dc, dc.points.filter((p) => p.group === gname));
+        if (blocks.length > 0) this.polls.push({ device, blocks, priority: g.priority, periodMs: g.periodMs, pending: 0, overruns: 0, polls: 0 });
+      }
+      for (const oc of dc.outputs) {
+        const id = `${dc.name}.${oc.name}`;
+        this.outputs.set(id, {
+          device,
+          config: oc,
+          raw: null,
+          lastSentRaw: null,
+          writing: false,
+          dirty: false,
+          state: { id, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 },
+        });
+      }
+    }
+  }
+
+  /** The gate for lease heartbeats: called before every heartbeat write. */
+  setHealthGate(gate: () => boolean): void {
+    this.healthy = gate;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (const bus of this.buses.values()) {
+      bus.transport.onConnectionChange((up) => {
+        if (!up) this.markDisconnected(bus);
+      });
+      bus.transport.start();
+    }
+    for (const poll of this.polls) {
+      this.timers.push(setInterval(() => this.poll(poll), poll.periodMs));
+      queueMicrotask(() => this.poll(poll));
+    }
+    for (const out of this.outputs.values()) {
+      if (out.config.refreshMs > 0) this.timers.push(setInterval(() => this.refresh(out), out.config.refreshMs));
+    }
+    for (const d of this.devices.values()) {
+      const lease = d.config.lease;
+      if (lease !== undefined) this.timers.push(setInterval(() => this.heartbeat(d, lease.address), lease.periodMs));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    for (const t of this.timers) clearInterval(t);
+    this.timers.length = 0;
+    await Promise.all([...this.buses.values()].map((b) => b.stop()));
+  }
+
+  private publishFailure(device: DeviceRuntime, block: ReadBlock, quality: Quality, code?: number): void {
+    for (const { point } of block.points) {
+      const id = `${device.name}.${point.name}`;
+      const prev = this.points.get(id);
+      // the value and source time stay those of the last good read: never passed on as fresh
+      this.points.publish({ id, value: prev?.value ?? NaN, sourceTimeMs: prev?.sourceTimeMs ?? -Infinity, quality, unit: point.unit, exceptionCode: code });
+    }
+  }
+
+  private markDisconnected(bus: Bus): void {
+    for (const poll of this.polls) if (poll.device.bus === bus) for (const b of poll.blocks) this.publishFailure(poll.device, b, "disconnected");
+    for (const out of this.outputs.values()) if (out.device.bus === bus) out.state.quality = "disconnected";
+  }
+
+  private poll(poll: GroupPoll): void {
+    if (!this.running) return;
+    if (poll.pending > 0) {
+      poll.overruns++; // the last cycle is still running: skip rather than pile up
+      return;
+    }
+    poll.polls++;
+    const d = poll.device;
+    for (const block of poll.blocks) {
+      poll.pending++;
+      d.bus.submit({
+        device: d,
+        request: block.request,
+        priority: poll.priority,
+        sheddable: poll.priority >= 2,
+        done: (o) => {
+          poll.pending--;
+          this.onRead(d, block, o);
+        },
+      });
+    }
+  }
+
+  private onRead(d: DeviceRuntime, block: ReadBlock, o: ModbusOutcome): void {
+    if (!o.ok) {
+      const offline = !d.breaker.allow() || d.breaker.state !== "closed";
+      this.publishFailure(d, block, offline && o.kind !== "exception" ? "offline" : outcomeQuality(o), o.ok ? undefined : o.code);
+      return;
+    }
+    const now = monoMs();
+    for (const { point, offset } of block.points) {
+      let quality: Quality = "good";
+      let value: number;
+      try {
+        const raw = decodeValue(o.data, offset, point.table === "coil" || point.table === "discrete" ? "bool" : point.type, point.order, point.bit ?? 0);
+        value = raw * point.scale + point.offset;
+        if (!Number.isFinite(value) || (point.invalidRaw !== undefined && raw === point.invalidRaw)) quality = "invalid";
+      } catch {
+        value = NaN;
+        quality = "corrupt";
+      }
+      this.points.publish({ id: `${d.name}.${point.name}`, value, sourceTimeMs: now, quality, unit: point.unit });
+    }
+  }
+
+  /** Sets an actuator output (engineering units). Written now if it changed; throws on a bad value. */
+  setOutput(id: string, value: number): void {
+    const out = this.outputs.get(id);
+    if (out === undefined) throw new Error(`no output "${id}"`);
+    if (!Number.isFinite(value)) throw new RangeError(`${id}: ${value} is not a finite number`);
+    const c = out.config;
+    const raw = c.table === "coil" ? [value !== 0 ? 1 : 0] : encodeValue((value - c.offset) / c.scale, c.type, c.order);
+    out.state.value = value;
+    out.raw = raw;
+    if (!sameWords(raw, out.lastSentRaw)) this.write(out);
+  }
+
+  outputState(id: string): OutputState | undefined {
+    return this.outputs.get(id)?.state;
+  }
+
+  private refresh(out: OutputRuntime): void {
+    if (this.running && out.raw !== null) this.write(out);
+  }
+
+  private write(out: OutputRuntime): void {
+    if (!this.running || out.raw === null) return;
+    if (out.writing) {
+      out.dirty = true; // one write in flight per output; the newest value follows it
+      return;
+    }
+    out.writing = true;
+    const raw = out.raw;
+    const value = out.state.value;
+    const c = out.config;
+    const req: ModbusRequest =
+      c.table === "coil"
+        ? { fc: FC.WRITE_SINGLE_COIL, address: c.address, value: raw[0] }
+        : raw.length === 1
+          ? { fc: FC.WRITE_SINGLE_REGISTER, address: c.address, value: raw[0] }
+          : { fc: FC.WRITE_MULTIPLE_REGISTERS, address: c.address, values: raw };
+    const d = out.device;
+    d.bus.submit({
+      device: d,
+      request: req,
+      priority: 0,
+      sheddable: false,
+      done: (o) => {
+        out.writing = false;
+        out.state.writes++;
+        if (!o.ok) {
+          out.state.failures++;
+          out.state.quality = outcomeQuality(o);
+        } else {
+          out.lastSentRaw = raw;
+          out.state.written = value;
+          out.state.writtenAtMs = monoMs();
+          if (c.verify) this.verify(out, raw);
+          else out.state.quality = "good";
+        }
+        if (out.dirty) {
+          out.dirty = false;
+          if (!sameWords(out.raw, out.lastSentRaw)) this.write(out);
+        }
+      },
+    });
+  }
+
+  private verify(out: OutputRuntime, raw: number[]): void {
+    const c = out.config;
+    const d = out.device;
+    const req: ModbusRequest =
+      c.table === "coil" ? { fc: FC.READ_COILS, address: c.address, count: 1 } : { fc: FC.READ_HOLDING_REGISTERS, address: c.address, count: registerCount(c.type) };
+    d.bus.submit({
+      device: d,
+      request: req,
+      priority: 0,
+      sheddable: false,
+      done: (o) => {
+        if (!o.ok) {
+          out.state.quality = outcomeQuality(o);
+          return;
+        }
+        const decode = (words: number[]): number => (c.table === "coil" ? words[0] : decodeValue(words, 0, c.type, c.order) * c.scale + c.offset);
+        const read = decode(o.data);
+        const sent = decode(raw);
+        out.state.quality = Math.abs(read - sent) <= c.tolerance ? "good" : "mismatch";
+        this.points.publish({ id: out.state.id, value: read, sourceTimeMs: monoMs(), quality: out.state.quality, unit: c.unit });
+      },
+    });
+  }
+
+  private heartbeat(d: DeviceRuntime, address: number): void {
+    if (!this.running || !this.healthy()) return;
+    d.leaseCounter = (d.leaseCounter + 1) & 0xffff;
+    d.bus.submit({ device: d, request: { fc: FC.WRITE_SINGLE_REGISTER, address, value: d.leaseCounter }, priority: 0, sheddable: false, done: () => undefined });
+  }
+
+  /** Per-device and per-bus counters, for metrics and tests. */
+  stats(): {
+    devices: { name: string; breaker: string; trips: number; stats: DeviceStats }[];
+    buses: { name: string; connected: boolean; utilization: number; budgetOverruns: number }[];
+    polls: { device: string; priority: number; polls: number; overruns: number }[];
+  } {
+    return {
+      devices: [...this.devices.values()].map((d) => ({ name: d.name, breaker: d.breaker.state, trips: d.breaker.trips, stats: d.stats })),
+      buses: [...this.buses.values()].map((b) => ({ name: b.name, connected: b.transport.connected, utilization: b.utilization(), budgetOverruns: b.budgetOverruns })),
+      polls: this.polls.map((p) => ({ device: p.device.name, priority: p.priority, polls: p.polls, overruns: p.overruns })),
+    };
+  }
+
+  /** The transport of a device (tests drop connections through it). */
+  transportOf(device: string): TcpTransport | RtuTransport | undefined {
+    return this.devices.get(device)?.bus.transport as TcpTransport | RtuTransport | undefined;
+  }
+}
+
+export type { Point };

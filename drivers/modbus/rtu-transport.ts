@@ -1,0 +1,192 @@
+// Modbus RTU master on a serial port (serialport), one request at a time per bus.
+//
+// RTU has no transaction id, so the only protection against a late answer being taken for the
+// next request is time: after a timeout or a bad frame the bus stays quiet for `guardMs`
+// (bytes arriving then are discarded) before the next request, and the receive buffer is
+// flushed before every request. A frame is accepted only if it starts at the first byte after
+// the request, comes from the addressed unit, answers the function code sent, has exactly the
+// expected length and a good CRC. modbus-serial's buffered RTU port scans its buffer for any
+// matching unit and function code instead, which can pick up a stale or misaligned frame; that
+// is why this transport is our own.
+import { SerialPort } from "serialport";
+import { monoMs } from "../../lib/clock.js";
+import { Backoff } from "../backoff.js";
+import { encodeRequest, parseResponse, responseLength } from "./master-pdu.js";
+import { crcOk, withCrc } from "./protocol.js";
+import type { ModbusOutcome, ModbusRequest, ModbusTransport } from "./types.js";
+
+export interface RtuTransportOptions {
+  path: string;
+  baudRate: number;
+  /** silence after a timeout or a bad frame before the next request, ms */
+  guardMs: number;
+  /** a partial frame followed by this much silence is a truncated frame, ms */
+  interFrameMs: number;
+  reconnect: { baseMs: number; maxMs: number };
+}
+
+interface Exchange {
+  unit: number;
+  req: ModbusRequest;
+  settle(o: ModbusOutcome): void;
+}
+
+export class RtuTransport implements ModbusTransport {
+  readonly maxInFlight = 1;
+  private port: SerialPort | null = null;
+  private connected_ = false;
+  private stopped = true;
+  private buf: Buffer = Buffer.alloc(0);
+  private current: Exchange | null = null;
+  private quietUntil = 0;
+  private chain: Promise<unknown> = Promise.resolve();
+  private reopenTimer: NodeJS.Timeout | null = null;
+  private gapTimer: NodeJS.Timeout | null = null;
+  private readonly backoff: Backoff;
+  private readonly listeners: ((c: boolean) => void)[] = [];
+  corruptFrames = 0;
+  strayBytes = 0;
+
+  constructor(private readonly o: RtuTransportOptions) {
+    this.backoff = new Backoff(o.reconnect);
+  }
+
+  get connected(): boolean {
+    return this.connected_;
+  }
+
+  onConnectionChange(cb: (connected: boolean) => void): void {
+    this.listeners.push(cb);
+  }
+
+  private setConnected(c: boolean): void {
+    if (c === this.connected_) return;
+    this.connected_ = c;
+    for (const l of this.listeners) l(c);
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.open();
+  }
+
+  private open(): void {
+    const port = new SerialPort({ path: this.o.path, baudRate: this.o.baudRate, autoOpen: false });
+    this.port = port;
+    port.on("data", (chunk: Buffer) => this.onData(chunk));
+    port.on("error", () => undefined);
+    port.on("close", () => {
+      if (this.port === port) this.lost();
+    });
+    port.open((err) => {
+      if (this.port !== port) return;
+      if (err) {
+        this.lost();
+        return;
+      }
+      this.backoff.reset();
+      this.setConnected(true);
+    });
+  }
+
+  private lost(): void {
+    const port = this.port;
+    this.port = null;
+    if (port?.isOpen === true) port.close(() => undefined);
+    this.setConnected(false);
+    this.finish({ ok: false, kind: "disconnected", message: "serial port closed" });
+    if (this.stopped || this.reopenTimer !== null) return;
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = null;
+      if (!this.stopped) this.open();
+    }, this.backoff.next());
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.current === null || monoMs() < this.quietUntil) {
+      this.strayBytes += chunk.length; // nobody asked: a late answer or line noise
+      return;
+    }
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    this.tryFrame();
+  }
+
+  private tryFrame(): void {
+    const ex = this.current;
+    if (ex === null) return;
+    const b = this.buf;
+    if (b.length >= 1 && b[0] !== ex.unit) return this.corrupt(`unit ${b[0]} answered for ${ex.unit}`);
+    if (b.length >= 2) {
+      const isException = b[1] === (ex.req.fc | 0x80);
+      if (!isException && b[1] !== ex.req.fc) return this.corrupt(`function code ${b[1]}`);
+      const want = 1 + (isException ? 2 : responseLength(ex.req)) + 2;
+      if (b.length >= want) {
+        if (b.length > want) return this.corrupt("trailing bytes after the frame");
+        if (!crcOk(b)) return this.corrupt("CRC error");
+        this.finish(parseResponse(ex.req, b.subarray(1, want - 2)));
+        return;
+      }
+    }
+    // incomplete: a silence now means the frame was truncated
+    if (this.gapTimer !== null) clearTimeout(this.gapTimer);
+    this.gapTimer = setTimeout(() => {
+      this.gapTimer = null;
+      if (this.current === ex && this.buf.length > 0) this.corrupt("truncated frame");
+    }, this.o.interFrameMs);
+  }
+
+  private corrupt(why: string): void {
+    this.corruptFrames++;
+    this.quietUntil = monoMs() + this.o.guardMs;
+    this.finish({ ok: false, kind: "corrupt", message: why });
+  }
+
+  private finish(o: ModbusOutcome): void {
+    if (this.gapTimer !== null) clearTimeout(this.gapTimer);
+    this.gapTimer = null;
+    this.buf = Buffer.alloc(0);
+    const ex = this.current;
+    this.current = null;
+    ex?.settle(o);
+  }
+
+  request(unitId: number, req: ModbusRequest, timeoutMs: number): Promise<ModbusOutcome> {
+    // one exchange at a time, even if a caller forgets: requests queue behind each other
+    const result = this.chain.then(() => this.exchange(unitId, req, timeoutMs));
+    this.chain = result;
+    return result;
+  }
+
+  private async exchange(unit: number, req: ModbusRequest, timeoutMs: number): Promise<ModbusOutcome> {
+    const wait = this.quietUntil - monoMs();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const port = this.port;
+    if (port === null || !this.connected_) return { ok: false, kind: "disconnected", message: "serial port not open" };
+    return new Promise<ModbusOutcome>((resolve) => {
+      const timer = setTimeout(() => {
+        if (this.current?.settle !== settle) return;
+        this.quietUntil = monoMs() + this.o.guardMs;
+        this.finish({ ok: false, kind: "timeout", message: "timed out" });
+      }, timeoutMs);
+      const settle = (o: ModbusOutcome): void => {
+        clearTimeout(timer);
+        resolve(o);
+      };
+      this.buf = Buffer.alloc(0);
+      this.current = { unit, req, settle };
+      port.write(withCrc(Buffer.concat([Buffer.from([unit]), encodeRequest(req)])));
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.reopenTimer !== null) clearTimeout(this.reopenTimer);
+    this.reopenTimer = null;
+    this.finish({ ok: false, kind: "disconnected", message: "stopped" });
+    const port = this.port;
+    this.port = null;
+    this.setConnected(false);
+    if (port?.isOpen === true) await new Promise<void>((r) => port.close(() => r()));
+  }
+}

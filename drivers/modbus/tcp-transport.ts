@@ -1,0 +1,200 @@
+// Modbus TCP master transport on modbus-serial's client.
+//
+// modbus-serial matches responses to requests by MBAP transaction id and ignores a response
+// whose transaction already timed out, so a late answer can never satisfy a later request; it
+// also allows several requests in flight on one connection (pipelining). This class adds what
+// it lacks: reconnect with backoff and jitter forever, a connect timeout, one fresh client per
+// connection (the old one destroyed, its timers gone), and outcomes instead of exceptions.
+import { Socket } from "node:net";
+import { Backoff } from "../backoff.js";
+import { ModbusClient } from "./modbus-serial.js";
+import { FC } from "./protocol.js";
+import type { ModbusOutcome, ModbusRequest, ModbusTransport } from "./types.js";
+
+export interface TcpTransportOptions {
+  host: string;
+  port: number;
+  maxInFlight: number;
+  connectTimeoutMs: number;
+  reconnect: { baseMs: number; maxMs: number };
+}
+
+interface ModbusError {
+  modbusCode?: number;
+  errno?: string;
+  message?: string;
+  name?: string;
+}
+
+function failure(err: unknown): ModbusOutcome {
+  const e = (err ?? {}) as ModbusError;
+  if (typeof e.modbusCode === "number") return { ok: false, kind: "exception", code: e.modbusCode, message: e.message ?? "exception" };
+  if (e.name === "TransactionTimedOutError" || e.errno === "ETIMEDOUT") return { ok: false, kind: "timeout", message: "timed out" };
+  if (e.name === "PortNotOpenError" || e.errno === "ECONNREFUSED") return { ok: false, kind: "disconnected", message: e.message ?? "not connected" };
+  const message = e.message ?? String(err);
+  if (/CRC|length|Unexpected data|wrong/i.test(message)) return { ok: false, kind: "corrupt", message };
+  return { ok: false, kind: "error", message };
+}
+
+export class TcpTransport implements ModbusTransport {
+  readonly maxInFlight: number;
+  private client: ModbusClient | null = null;
+  private socket: Socket | null = null;
+  private connected_ = false;
+  private stopped = true;
+  private generation = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly backoff: Backoff;
+  private readonly listeners: ((c: boolean) => void)[] = [];
+  /** resolvers of requests in flight: settled as "disconnected" when the connection drops */
+  private readonly inFlight = new Set<(o: ModbusOutcome) => void>();
+  connects = 0;
+
+  constructor(private readonly o: TcpTransportOptions) {
+    this.maxInFlight = o.maxInFlight;
+    this.backoff = new Backoff(o.reconnect);
+  }
+
+  get connected(): boolean {
+    return this.connected_;
+  }
+
+  onConnectionChange(cb: (connected: boolean) => void): void {
+    this.listeners.push(cb);
+  }
+
+  private setConnected(c: boolean): void {
+    if (c === this.connected_) return;
+    this.connected_ = c;
+    for (const l of this.listeners) l(c);
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.connect();
+  }
+
+  private connect(): void {
+    const gen = ++this.generation;
+    // We own the socket and hand it to modbus-serial connected. Its own TCP port reports a
+    // close only if no socket error came first, so a reset connection (ECONNRESET, then close)
+    // would otherwise go unnoticed and the client would never reconnect.
+    const socket = new Socket();
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 5000);
+    socket.on("error", () => undefined); // followed by "close"
+    socket.once("close", () => {
+      if (gen === this.generation) this.lost();
+    });
+    const giveUp = setTimeout(() => {
+      if (gen === this.generation && !this.connected_) this.lost();
+    }, this.o.connectTimeoutMs);
+    socket.connect({ host: this.o.host, port: this.o.port }, () => {
+      clearTimeout(giveUp);
+      if (gen !== this.generation || this.stopped) return;
+      const client = new ModbusClient();
+      this.client = client;
+      client.on("error", () => undefined);
+      client.connectTCP(this.o.host, { port: this.o.port, socket }).then(
+        () => {
+          if (gen !== this.generation || this.stopped) return;
+          this.connects++;
+          this.backoff.reset();
+          this.setConnected(true);
+        },
+        () => {
+          if (gen === this.generation) this.lost();
+        },
+      );
+    });
+    socket.once("close", () => clearTimeout(giveUp));
+  }
+
+  /** The connection is gone (or never came): settle what is in flight, retry after a backoff. */
+  private lost(): void {
+    this.generation++; // late events from the old client are ignored from here on
+    this.dispose();
+    this.setConnected(false);
+    for (const settle of [...this.inFlight]) settle({ ok: false, kind: "disconnected", message: "connection lost" });
+    if (this.stopped || this.timer !== null) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (!this.stopped) this.connect();
+    }, this.backoff.next());
+  }
+
+  private dispose(): void {
+    const c = this.client;
+    this.client = null;
+    if (c !== null) {
+      try {
+        c.destroy(() => undefined); // cancels its pending transaction timers
+      } catch {
+        // already closed
+      }
+    }
+    this.socket?.destroy();
+    this.socket = null;
+  }
+
+  /** Drops the connection now (tests; the device "rebooted"); it reconnects after a backoff. */
+  drop(): void {
+    if (this.socket !== null) this.lost();
+  }
+
+  request(unitId: number, req: ModbusRequest, timeoutMs: number): Promise<ModbusOutcome> {
+    const client = this.client;
+    if (client === null || !this.connected_) return Promise.resolve({ ok: false, kind: "disconnected", message: "not connected" });
+    return new Promise((resolve) => {
+      let done = false;
+      const settle = (o: ModbusOutcome): void => {
+        if (done) return;
+        done = true;
+        this.inFlight.delete(settle);
+        resolve(o);
+      };
+      this.inFlight.add(settle);
+      client.setID(unitId);
+      client.setTimeout(timeoutMs);
+      this.issue(client, req).then((data) => settle({ ok: true, data }), (err: unknown) => settle(failure(err)));
+    });
+  }
+
+  private async issue(c: ModbusClient, r: ModbusRequest): Promise<number[]> {
+    switch (r.fc) {
+      case FC.READ_COILS:
+        return (await c.readCoils(r.address, r.count)).data.slice(0, r.count).map(Number);
+      case FC.READ_DISCRETE_INPUTS:
+        return (await c.readDiscreteInputs(r.address, r.count)).data.slice(0, r.count).map(Number);
+      case FC.READ_HOLDING_REGISTERS:
+        return (await c.readHoldingRegisters(r.address, r.count)).data;
+      case FC.READ_INPUT_REGISTERS:
+        return (await c.readInputRegisters(r.address, r.count)).data;
+      case FC.WRITE_SINGLE_COIL:
+        await c.writeCoil(r.address, r.value !== 0);
+        return [];
+      case FC.WRITE_SINGLE_REGISTER:
+        await c.writeRegister(r.address, r.value);
+        return [];
+      case FC.WRITE_MULTIPLE_COILS:
+        await c.writeCoils(r.address, r.values.map((v) => v !== 0));
+        return [];
+      case FC.WRITE_MULTIPLE_REGISTERS:
+        await c.writeRegisters(r.address, r.values);
+        return [];
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.generation++;
+    this.dispose();
+    this.setConnected(false);
+    for (const settle of [...this.inFlight]) settle({ ok: false, kind: "disconnected", message: "stopped" });
+    await new Promise((r) => setImmediate(r));
+  }
+}

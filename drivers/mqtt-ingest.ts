@@ -1,0 +1,143 @@
+// MQTT sensor ingest: points from subscribed topics. Each point names a topic filter, a path
+// into the JSON payload (or none for a bare number), a unit and a staleness window. A message
+// that does not yield a finite number makes the point "invalid"; no message within staleMs
+// makes it "stale" — in both cases the last value keeps its original source time.
+import mqtt, { type MqttClient } from "mqtt";
+import { monoMs } from "../lib/clock.js";
+import { PointStore, type Quality } from "./points.js";
+
+export interface IngestPointConfig {
+  id: string;
+  topic: string;
+  /** dotted path into the JSON payload, with [n] for array items; empty = the payload is the number */
+  path: string;
+  unit?: string;
+  staleMs: number;
+  scale: number;
+  offset: number;
+}
+
+export interface IngestConfig {
+  url: string;
+  clientId: string;
+  username?: string;
+  password?: string;
+  points: IngestPointConfig[];
+}
+
+export const MQTT_INGEST_POINT_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["id", "topic"],
+  properties: {
+    id: { type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: "point id" },
+    topic: { type: "string", minLength: 1, description: "topic filter (+ and # allowed)" },
+    path: { type: "string", default: "", description: "JSON path: a.b[0].c; empty = bare number payload" },
+    unit: { type: "string", description: "engineering unit" },
+    staleMs: { type: "integer", minimum: 10, maximum: 86_400_000, default: 5000, description: "stale after this long without a message, ms" },
+    scale: { type: "number", default: 1, description: "engineering = value × scale + offset" },
+    offset: { type: "number", default: 0, description: "engineering = value × scale + offset" },
+  },
+};
+
+/** True if an MQTT topic matches a filter with + and # wildcards. */
+export function topicMatches(filter: string, topic: string): boolean {
+  const f = filter.split("/");
+  const t = topic.split("/");
+  for (let i = 0; i < f.length; i++) {
+    if (f[i] === "#") return true;
+    if (i >= t.length) return false;
+    if (f[i] !== "+" && f[i] !== t[i]) return false;
+  }
+  return f.length === t.length;
+}
+
+/** Follows a.b[0].c into a parsed JSON value. */
+export function jsonPath(value: unknown, path: string): unknown {
+  if (path === "") return value;
+  let cur: unknown = value;
+  for (const part of path.split(".")) {
+    const m = /^([^[\]]*)((?:\[\d+\])*)$/.exec(part);
+    if (m === null) return undefined;
+    if (m[1] !== "") cur = typeof cur === "object" && cur !== null ? (cur as Record<string, unknown>)[m[1]] : undefined;
+    for (const idx of m[2].match(/\d+/g) ?? []) cur = Array.isArray(cur) ? (cur as unknown[])[Number(idx)] : undefined;
+  }
+  return cur;
+}
+
+export class MqttIngest {
+  readonly points = new PointStore();
+  private client: MqttClient | null = null;
+  private staleTimer: NodeJS.Timeout | null = null;
+  messages = 0;
+  rejected = 0;
+
+  constructor(private readonly c: IngestConfig) {}
+
+  start(): void {
+    const client = mqtt.connect(this.c.url, {
+      clientId: this.c.clientId,
+      username: this.c.username,
+      password: this.c.password,
+      reconnectPeriod: 1000,
+      connectTimeout: 5000,
+      clean: true,
+      resubscribe: true,
+    });
+    this.client = client;
+    client.on("connect", () => {
+      const stream = (client as unknown as { stream?: { setNoDelay?: (b: boolean) => void } }).stream;
+      stream?.setNoDelay?.(true);
+      const filters = [...new Set(this.c.points.map((p) => p.topic))];
+      client.subscribe(filters, { qos: 1 });
+    });
+    client.on("error", () => undefined); // reconnects on its own
+    client.on("message", (topic, payload) => this.onMessage(topic, payload));
+    const period = Math.max(10, Math.min(...this.c.points.map((p) => p.staleMs), 1000) / 4);
+    this.staleTimer = setInterval(() => this.checkStale(), period);
+  }
+
+  private publish(p: IngestPointConfig, value: number, sourceTimeMs: number, quality: Quality): void {
+    this.points.publish({ id: p.id, value, sourceTimeMs, quality, unit: p.unit });
+  }
+
+  private onMessage(topic: string, payload: Buffer): void {
+    this.messages++;
+    const now = monoMs();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(payload.toString("utf8"));
+    } catch {
+      parsed = undefined;
+    }
+    for (const p of this.c.points) {
+      if (!topicMatches(p.topic, topic)) continue;
+      const raw = jsonPath(parsed, p.path);
+      const v = typeof raw === "number" ? raw * p.scale + p.offset : NaN;
+      if (Number.isFinite(v)) {
+        this.publish(p, v, now, "good");
+      } else {
+        this.rejected++;
+        const prev = this.points.get(p.id);
+        this.publish(p, prev?.value ?? NaN, prev?.sourceTimeMs ?? -Infinity, "invalid");
+      }
+    }
+  }
+
+  private checkStale(): void {
+    const now = monoMs();
+    for (const p of this.c.points) {
+      const prev = this.points.get(p.id);
+      const last = prev?.sourceTimeMs ?? -Infinity;
+      if (now - last > p.staleMs && prev?.quality !== "stale") this.publish(p, prev?.value ?? NaN, last, "stale");
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.staleTimer !== null) clearInterval(this.staleTimer);
+    this.staleTimer = null;
+    const c = this.client;
+    this.client = null;
+    if (c !== null) await c.endAsync(true);
+  }
+}

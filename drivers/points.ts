@@ -1,0 +1,53 @@
+// Points: what the drivers publish. A point is a value, its source time on the monotonic clock
+// (lib/clock.ts) and a quality. The drivers know nothing about racks or PID.
+
+export const QUALITIES = [
+  "good",
+  "timeout", // no answer within the request timeout
+  "disconnected", // no connection to the device or bus
+  "offline", // the device's circuit breaker is open: not polled until it recovers
+  "exception", // the device answered with a Modbus exception (see exceptionCode)
+  "corrupt", // a malformed or CRC-failing frame
+  "invalid", // decoded, but not a usable number (NaN, the device's invalid sentinel)
+  "stale", // MQTT: no message within the point's staleness window
+  "mismatch", // write read-back did not match what was written
+  "config", // the device rejected the request as addressed (exception 1, 2 or 3): a map error
+] as const;
+export type Quality = (typeof QUALITIES)[number];
+
+export interface Point {
+  id: string;
+  value: number;
+  /** monotonic ms when the value was read (or the failure observed) */
+  sourceTimeMs: number;
+  quality: Quality;
+  unit?: string;
+  /** the Modbus exception code, for quality "exception" and "config" */
+  exceptionCode?: number;
+}
+
+export type PointListener = (p: Point) => void;
+
+/** The latest value of every point, with change listeners. */
+export class PointStore {
+  private readonly points = new Map<string, Point>();
+  private readonly listeners = new Set<PointListener>();
+
+  publish(p: Point): void {
+    this.points.set(p.id, p);
+    for (const l of this.listeners) l(p);
+  }
+
+  get(id: string): Point | undefined {
+    return this.points.get(id);
+  }
+
+  all(): IterableIterator<Point> {
+    return this.points.values();
+  }
+
+  subscribe(l: PointListener): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+}
