@@ -2,12 +2,16 @@
 // podwarden command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or invalid config.
 import { parseArgs } from "node:util";
 import { ConfigError } from "../lib/config-file.js";
+import { loadAgentConfig } from "./config/load.js";
+import { runDaemon } from "./daemon.js";
 import { simCommand } from "./sim-command.js";
 import { packageVersion } from "./version.js";
 
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
 
 usage:
+  podwarden run -c <config.yaml>                         run the pod controller (the daemon)
+  podwarden check-config -c <config.yaml>                validate a config and exit (0 valid, 2 invalid)
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden --version
   podwarden --help
@@ -49,6 +53,15 @@ async function main(argv: string[]): Promise<number> {
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
   try {
     switch (command) {
+      case "run":
+        if (values.config === undefined) throw new UsageError("run needs -c <config.yaml>");
+        return await runDaemon(values.config);
+      case "check-config": {
+        if (values.config === undefined) throw new UsageError("check-config needs -c <config.yaml>");
+        const l = loadAgentConfig(values.config);
+        log(`${values.config}: valid (site ${l.config.site}, pod ${l.config.pod}, ${l.config.racks.length} racks, ${l.config.modbus.devices.length} Modbus devices, sha256 ${l.hash.slice(0, 12)})`);
+        return 0;
+      }
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");
         await simCommand(values.config, values.scenario, log);

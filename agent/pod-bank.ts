@@ -3,13 +3,6 @@
 // simulator's virtual-time mode uses the same mapping, so both run the same control.
 import type { BankSpec, LoopSpec, PointSpec, RackSpec, SafeAction } from "../hotpath-as/bank-config.js";
 
-/** Points per rack, in this order, starting at rack * RACK_POINTS. */
-export const RACK_POINT = { returnTempC: 0, supplyTempC: 1, flowLpm: 2, powerKw: 3, leak: 4 } as const;
-export const RACK_POINTS = 5;
-/** CDU points come after the racks'. */
-export const CDU_POINT = { dpKpa: 0, supplyTempC: 1 } as const;
-export const CDU_POINTS = 2;
-
 export interface LoopTuning {
   kp: number;
   ki: number;
@@ -39,6 +32,8 @@ export interface PointChecks {
 
 export interface PodControl {
   racks: number;
+  /** leak sensors per rack (default 1 each) */
+  leakSensors?: number[];
   /** return-temperature setpoint, °C */
   returnTempSetpointC: number;
   /** loop differential-pressure setpoint, kPa */
@@ -61,7 +56,7 @@ export const DEFAULT_POD_CONTROL: PodControl = {
   dpSetpointKpa: 120,
   rackLoop: {
     kp: 4,
-    ki: 0.15,
+    ki: 0.4,
     kd: 0,
     tf: 0,
     kff: 0.4,
@@ -99,39 +94,54 @@ export const DEFAULT_POD_CONTROL: PodControl = {
   isolation: { isolatedFlowMaxLpm: 2, deadlineMs: 15000, leakSensorFault: "hold" },
 };
 
-export const rackPoint = (rack: number, which: keyof typeof RACK_POINT): number => rack * RACK_POINTS + RACK_POINT[which];
-export const cduPoint = (racks: number, which: keyof typeof CDU_POINT): number => racks * RACK_POINTS + CDU_POINT[which];
-/** Loop r (< racks) is rack r's valve loop; loop `racks` is the pump loop. */
-export const pumpLoopIndex = (racks: number): number => racks;
-
-function loopSpec(t: LoopTuning, base: Pick<LoopSpec, "pvPoint" | "ffPoint" | "rack" | "action" | "sp">): LoopSpec {
-  return { ...base, ...t };
+/** Where each pod signal lives in the bank. */
+export interface PodLayout {
+  racks: { returnTempC: number; supplyTempC: number; flowLpm: number; powerKw: number; leaks: number[] }[];
+  cdu: { dpKpa: number; supplyTempC: number };
+  /** loop index of each rack's valve loop */
+  rackLoops: number[];
+  pumpLoop: number;
+  points: number;
 }
 
-export function podBankSpec(c: PodControl): BankSpec {
-  const points: PointSpec[] = [];
+export function podLayout(c: PodControl): PodLayout {
+  let next = 0;
+  const racks = Array.from({ length: c.racks }, (_, r) => {
+    const base = { returnTempC: next++, supplyTempC: next++, flowLpm: next++, powerKw: next++ };
+    const leaks = Array.from({ length: c.leakSensors?.[r] ?? 1 }, () => next++);
+    return { ...base, leaks };
+  });
+  const cdu = { dpKpa: next++, supplyTempC: next++ };
+  return { racks, cdu, rackLoops: racks.map((_, r) => r), pumpLoop: c.racks, points: next };
+}
+
+export function podBankSpec(c: PodControl, layout: PodLayout = podLayout(c)): BankSpec {
+  const points: PointSpec[] = new Array<PointSpec>(layout.points);
   const loops: LoopSpec[] = [];
   const racks: RackSpec[] = [];
-  for (let r = 0; r < c.racks; r++) {
-    points.push({ ...c.points.temperature }, { ...c.points.temperature }, { ...c.points.flow }, { ...c.points.power });
-    points.push({ kind: "leak", rack: r, min: 0, max: 2, ...c.points.leak });
-    loops.push(
-      loopSpec(c.rackLoop, {
-        pvPoint: rackPoint(r, "returnTempC"),
-        ffPoint: c.rackLoop.kff !== 0 ? rackPoint(r, "powerKw") : undefined,
-        rack: r,
-        action: "direct",
-        sp: c.returnTempSetpointC,
-      }),
-    );
+  layout.racks.forEach((rp, r) => {
+    points[rp.returnTempC] = { ...c.points.temperature };
+    points[rp.supplyTempC] = { ...c.points.temperature };
+    points[rp.flowLpm] = { ...c.points.flow };
+    points[rp.powerKw] = { ...c.points.power };
+    for (const l of rp.leaks) points[l] = { kind: "leak", rack: r, min: 0, max: 2, ...c.points.leak };
+    loops[layout.rackLoops[r]] = {
+      ...c.rackLoop,
+      pvPoint: rp.returnTempC,
+      ffPoint: c.rackLoop.kff !== 0 ? rp.powerKw : undefined,
+      rack: r,
+      action: "direct",
+      sp: c.returnTempSetpointC,
+    };
     racks.push({
-      flowPoint: rackPoint(r, "flowLpm"),
+      flowPoint: rp.flowLpm,
       isolatedFlowMaxLpm: c.isolation.isolatedFlowMaxLpm,
       isolationDeadlineMs: c.isolation.deadlineMs,
       leakSensorFault: c.isolation.leakSensorFault,
     });
-  }
-  points.push({ ...c.points.pressure }, { ...c.points.temperature });
-  loops.push(loopSpec(c.pumpLoop, { pvPoint: cduPoint(c.racks, "dpKpa"), action: "reverse", sp: c.dpSetpointKpa }));
+  });
+  points[layout.cdu.dpKpa] = { ...c.points.pressure };
+  points[layout.cdu.supplyTempC] = { ...c.points.temperature };
+  loops[layout.pumpLoop] = { ...c.pumpLoop, pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };
   return { points, loops, racks };
 }

@@ -42,8 +42,10 @@ export class WasmHotPath implements HotPath {
   readonly step: (nowMs: number, dtS: number) => number;
   private readonly exports: HotPathExports;
 
-  constructor(bytes: ArrayBufferView | ArrayBuffer) {
-    const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), {});
+  /** From the module bytes, or from an already compiled module (instances of one module share V8's optimised code). */
+  constructor(source: ArrayBufferView | ArrayBuffer | WebAssembly.Module) {
+    const module = source instanceof WebAssembly.Module ? source : new WebAssembly.Module(source);
+    const instance = new WebAssembly.Instance(module, {});
     const exports = instance.exports;
     if (!isExports(exports)) throw new Error("hot path module does not export the expected API");
     this.exports = exports;

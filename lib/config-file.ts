@@ -69,7 +69,7 @@ export function validator<T>(schema: object, check?: (data: T) => string[]): Val
 
 /** Parses YAML text; syntax errors and duplicate keys become ConfigErrors with line numbers. */
 export function parseYaml(text: string, file: string): unknown {
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true, merge: true });
   if (doc.errors.length > 0) throw new ConfigError(file, doc.errors.map((e) => e.message.split("\n")[0]));
   return doc.toJS() as unknown;
 }

@@ -8,7 +8,7 @@ import * as L from "../hotpath-as/assembly/layout.js";
 import { loadBank, writeSample } from "../hotpath-as/bank-config.js";
 import type { HotPath } from "../hotpath-as/views.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
-import { cduPoint, podBankSpec, pumpLoopIndex, rackPoint, type PodControl } from "../agent/pod-bank.js";
+import { podBankSpec, podLayout, type PodControl, type PodLayout } from "../agent/pod-bank.js";
 import type { SimConfig } from "./config.js";
 import type { FieldDevice } from "./devices/field-device.js";
 
@@ -40,6 +40,7 @@ export class VirtualPod {
   readonly sim: PodSim;
   readonly hp: HotPath;
   readonly trace: TraceRow[] = [];
+  readonly layout: PodLayout;
   private readonly opts: VirtualOptions;
   private readonly plantEvery: number;
   private tick = 0;
@@ -62,7 +63,8 @@ export class VirtualPod {
     }
     this.sim = new PodSim(config, scenario);
     this.hp = hp;
-    loadBank(hp, podBankSpec(control));
+    this.layout = podLayout(control);
+    loadBank(hp, podBankSpec(control, this.layout));
   }
 
   get timeMs(): number {
@@ -77,19 +79,20 @@ export class VirtualPod {
 
   private sampleAll(now: number, analog: boolean, leak: boolean): void {
     const { racks, cdu } = this.sim.devices;
-    const n = this.control.racks;
+    const lay = this.layout;
     racks.forEach((dev, r) => {
+      const p = lay.racks[r];
       if (analog) {
-        this.sample(dev, "returnTempC", rackPoint(r, "returnTempC"), now);
-        this.sample(dev, "supplyTempC", rackPoint(r, "supplyTempC"), now);
-        this.sample(dev, "flowLpm", rackPoint(r, "flowLpm"), now);
-        this.sample(dev, "powerKw", rackPoint(r, "powerKw"), now);
+        this.sample(dev, "returnTempC", p.returnTempC, now);
+        this.sample(dev, "supplyTempC", p.supplyTempC, now);
+        this.sample(dev, "flowLpm", p.flowLpm, now);
+        this.sample(dev, "powerKw", p.powerKw, now);
       }
-      if (leak) this.sample(dev, "leakState", rackPoint(r, "leak"), now);
+      if (leak) for (const l of p.leaks) this.sample(dev, "leakState", l, now);
     });
     if (analog) {
-      this.sample(cdu, "dpKpa", cduPoint(n, "dpKpa"), now);
-      this.sample(cdu, "supplyTempC", cduPoint(n, "supplyTempC"), now);
+      this.sample(cdu, "dpKpa", lay.cdu.dpKpa, now);
+      this.sample(cdu, "supplyTempC", lay.cdu.supplyTempC, now);
     }
   }
 
@@ -98,12 +101,12 @@ export class VirtualPod {
     const v = this.hp.views;
     const { racks, cdu } = this.sim.devices;
     racks.forEach((dev, r) => {
-      dev.ctx.valveCmdPct = v.loopF.out[r];
+      dev.ctx.valveCmdPct = v.loopF.out[this.layout.rackLoops[r]];
       dev.ctx.supplyIsoOpen = v.rackI.supplyOpen[r] === 1;
       dev.ctx.returnIsoOpen = v.rackI.returnOpen[r] === 1;
       dev.ctx.wd.beat(now);
     });
-    cdu.ctx.speedCmdPct = v.loopF.out[pumpLoopIndex(this.control.racks)];
+    cdu.ctx.speedCmdPct = v.loopF.out[this.layout.pumpLoop];
     cdu.ctx.wd.beat(now);
   }
 

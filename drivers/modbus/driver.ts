@@ -322,12 +322,12 @@ export class ModbusDriver {
 
   /** Per-device and per-bus counters, for metrics and tests. */
   stats(): {
-    devices: { name: string; breaker: string; trips: number; stats: DeviceStats }[];
+    devices: { name: string; connected: boolean; breaker: string; trips: number; stats: DeviceStats }[];
     buses: { name: string; connected: boolean; utilization: number; budgetOverruns: number }[];
     polls: { device: string; priority: number; polls: number; overruns: number }[];
   } {
     return {
-      devices: [...this.devices.values()].map((d) => ({ name: d.name, breaker: d.breaker.state, trips: d.breaker.trips, stats: d.stats })),
+      devices: [...this.devices.values()].map((d) => ({ name: d.name, connected: d.bus.transport.connected, breaker: d.breaker.state, trips: d.breaker.trips, stats: d.stats })),
       buses: [...this.buses.values()].map((b) => ({ name: b.name, connected: b.transport.connected, utilization: b.utilization(), budgetOverruns: b.budgetOverruns })),
       polls: this.polls.map((p) => ({ device: p.device.name, priority: p.priority, polls: p.polls, overruns: p.overruns })),
     };

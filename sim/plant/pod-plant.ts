@@ -7,8 +7,7 @@ import { operatingPoint } from "./hydraulics.js";
 import { LoadGenerator, type LoadProfile } from "./load.js";
 import { StrokedValve, relativeKv, type ValveCharacteristic } from "./valve.js";
 
-/** Volumetric heat capacity of the coolant (PG25: cp 3.95 kJ/kg K, rho 1.03 kg/L), kJ/(L K). */
-export const COOLANT_KJ_PER_L_K = 4.07;
+import { COOLANT_KJ_PER_L_K } from "../../lib/coolant.js";
 
 export interface PlantParams {
   dtS: number;

@@ -1,14 +1,5 @@
 // Motorised valves: the position follows the command at a finite stroke rate.
-
-export type ValveCharacteristic = "linear" | "equal-percentage";
-
-/** Relative flow coefficient (0..1) at opening x (0..100 %). */
-export function relativeKv(characteristic: ValveCharacteristic, openingPct: number, rangeability = 50): number {
-  const x = Math.min(Math.max(openingPct, 0), 100) / 100;
-  if (characteristic === "linear") return x;
-  // modified equal-percentage: exact 0 when shut, 1 when fully open
-  return (Math.pow(rangeability, x) - 1) / (rangeability - 1);
-}
+export { relativeKv, type ValveCharacteristic } from "../../lib/coolant.js";
 
 export class StrokedValve {
   /** actual position, 0..100 % */

@@ -1,0 +1,416 @@
+// The agent: wires config, drivers, the control worker and the supervisor into one pod
+// controller, and owns its lifecycle (start safe, keep leases only while healthy, stop safe).
+import * as L from "../hotpath-as/assembly/layout.js";
+import type { LoopMode, SafeAction } from "../hotpath-as/bank-config.js";
+import { ModbusDriver } from "../drivers/modbus/driver.js";
+import { MqttIngest } from "../drivers/mqtt-ingest.js";
+import type { Point } from "../drivers/points.js";
+import { monoMs } from "../lib/clock.js";
+import type { AgentConfig, LoadedConfig } from "./config/load.js";
+import { ControlThread, type ControlOutputs } from "./control/control-thread.js";
+import type { Logger, Logs } from "./log.js";
+import { podBankSpec, podLayout, type PodControl, type PodLayout } from "./pod-bank.js";
+import { SetpointLeases } from "./supervisor/setpoints.js";
+import { Supervisor, type PodMode, type Reading, type SupervisorDecisions, type SupervisorEvent } from "./supervisor/supervisor.js";
+
+export function podControlFromConfig(c: AgentConfig): PodControl {
+  return {
+    racks: c.racks.length,
+    leakSensors: c.racks.map((r) => r.points.leak.length),
+    returnTempSetpointC: c.control.returnTempSetpointC,
+    dpSetpointKpa: c.control.dpSetpointKpa,
+    rackLoop: c.control.rackLoop,
+    pumpLoop: c.control.pumpLoop,
+    points: c.control.points,
+    isolation: c.control.isolation,
+  };
+}
+
+/** The value a loop's actuator takes for a declared safe action, for a shutdown. */
+function safeValue(a: SafeAction, outMin: number, outMax: number, current: number): number {
+  if (a === "open") return outMax;
+  if (a === "closed") return outMin;
+  if (a === "hold") return Number.isFinite(current) ? current : outMax;
+  return Math.min(Math.max(a.fixed, outMin), outMax);
+}
+
+/** Same devices, points, racks and wiring: a reload can patch tuning in place. */
+export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
+  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.control.periodMs]);
+  return shape(a) === shape(b);
+}
+
+export type AgentEvent = SupervisorEvent | { type: "setpoint.expired"; loop: string; value: number } | { type: "agent.started" } | { type: "agent.stopping"; reason: string };
+
+export interface RackStatus {
+  name: string;
+  returnTempC: number;
+  supplyTempC: number;
+  flowLpm: number;
+  powerKw: number;
+  powerCapKw: number;
+  valvePct: number;
+  supplyIsolationOpen: boolean;
+  returnIsolationOpen: boolean;
+  isolation: "Normal" | "Isolating" | "Isolated" | "Escalated";
+  leak: "OK" | "Warning" | "Critical";
+  loopStatus: number;
+  setpointC: number;
+}
+
+export interface PodStatus {
+  mode: PodMode;
+  racks: RackStatus[];
+  pump: { speedCmdPct: number; dpKpa: number; enabled: boolean; loopStatus: number; setpointKpa: number };
+  control: { ticks: number; overruns: number; p50Us: number; p99Us: number; p999Us: number; maxUs: number; schedFifo: string };
+}
+
+const ISOLATION = ["Normal", "Isolating", "Isolated", "Escalated"] as const;
+
+export class Agent {
+  readonly config: AgentConfig;
+  readonly configHash: string;
+  readonly layout: PodLayout;
+  readonly driver: ModbusDriver;
+  readonly ingest: MqttIngest | null;
+  readonly supervisor: Supervisor;
+  readonly leases = new SetpointLeases();
+  control!: ControlThread;
+  private readonly log: Logger;
+  private readonly routes = new Map<string, number[]>();
+  private readonly listeners: ((e: AgentEvent) => void)[] = [];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private decisions: SupervisorDecisions;
+  private outputs: ControlOutputs | undefined;
+  private lastOverruns = 0;
+  private running = false;
+  private stopping = false;
+  private readonly spDefault: number[];
+  private readonly loopSp: number[];
+
+  constructor(
+    loaded: LoadedConfig,
+    private readonly logs: Logs,
+  ) {
+    this.config = loaded.config;
+    this.configHash = loaded.hash;
+    const c = this.config;
+    this.log = logs.module("agent");
+    this.layout = podLayout(podControlFromConfig(c));
+    const lay = this.layout;
+    c.racks.forEach((r, i) => {
+      const p = lay.racks[i];
+      this.route(r.points.returnTempC, p.returnTempC);
+      this.route(r.points.supplyTempC, p.supplyTempC);
+      this.route(r.points.flowLpm, p.flowLpm);
+      this.route(r.points.powerKw, p.powerKw);
+      r.points.leak.forEach((id, k) => this.route(id, p.leaks[k]));
+    });
+    this.route(c.cdu.points.dpKpa, lay.cdu.dpKpa);
+    this.route(c.cdu.points.supplyTempC, lay.cdu.supplyTempC);
+    this.driver = new ModbusDriver(c.modbus);
+    this.ingest =
+      c.mqttIngest === undefined
+        ? null
+        : new MqttIngest({ url: c.mqttIngest.url, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest`, username: c.mqttIngest.username, password: c.mqttIngest.password, points: c.mqttIngest.points });
+    this.supervisor = new Supervisor(c, (e) => this.emit(e), monoMs);
+    this.decisions = { pumpEnable: true, rackPowerOff: c.racks.map(() => false), powerCapsKw: c.racks.map((r) => r.ratedKw) };
+    this.spDefault = [...c.racks.map(() => c.control.returnTempSetpointC), c.control.dpSetpointKpa];
+    this.loopSp = [...this.spDefault];
+  }
+
+  private route(pointId: string, bankIndex: number): void {
+    const list = this.routes.get(pointId) ?? [];
+    list.push(bankIndex);
+    this.routes.set(pointId, list);
+  }
+
+  onEvent(l: (e: AgentEvent) => void): void {
+    this.listeners.push(l);
+  }
+
+  private emit(e: AgentEvent): void {
+    const level = e.type === "alarm.raised" && e.alarm.severity === "Critical" ? "warn" : "info";
+    this.log[level]({ event: e }, e.type);
+    for (const l of this.listeners) l(e);
+  }
+
+  /** Open while the control loop is healthy: the drivers refresh device leases only then. */
+  healthy(): boolean {
+    const maxAge = Math.max(50, 20 * this.config.control.periodMs);
+    return this.running && !this.stopping && this.control.healthy(maxAge) && this.supervisor.mode !== "Failsafe";
+  }
+
+  async start(): Promise<void> {
+    const c = this.config;
+    const spec = podBankSpec(podControlFromConfig(c), this.layout);
+    this.control = new ControlThread(spec, {
+      periodMs: c.control.periodMs,
+      schedFifo: c.control.schedFifo,
+      schedPriority: c.control.schedPriority,
+      warmupTicks: c.control.warmupTicks,
+      onLog: (level, message) => this.logs.module("control")[level](message),
+    });
+    await this.control.start();
+    const ctlLog = this.logs.module("control");
+    if (this.control.schedFifo === "on") ctlLog.info("control thread running SCHED_FIFO");
+    this.running = true;
+    // Until inputs arrive every loop is in fail-safe: the first writes put every actuator in its
+    // declared safe state before any valid data exists.
+    this.driver.setHealthGate(() => this.healthy());
+    this.driver.points.subscribe((p) => this.onPoint(p));
+    this.ingest?.points.subscribe((p) => this.onPoint(p));
+    this.driver.start();
+    this.ingest?.start();
+    this.writeActuators();
+    this.timers.push(setInterval(() => this.supervise(), c.supervisor.periodMs));
+    this.timers.push(setInterval(() => this.writeActuators(), 50));
+    void this.interlockWatch();
+    this.emit({ type: "agent.started" });
+  }
+
+  private onPoint(p: Point): void {
+    const idx = this.routes.get(p.id);
+    if (idx === undefined) return;
+    // good: the sample; invalid: NaN now (rejected by the hot path); a communication failure:
+    // nothing, so the sample ages and the hot path's stale check fails the loop safe in time
+    if (p.quality === "good") for (const i of idx) this.control.writeSample(i, p.value, p.sourceTimeMs);
+    else if (p.quality === "invalid") for (const i of idx) this.control.writeSample(i, NaN, monoMs());
+  }
+
+  /** Wakes on every interlock change the worker signals and writes the actuators at once. */
+  private async interlockWatch(): Promise<void> {
+    while (this.running && !this.stopping) {
+      await this.control.outputsChanged(1000);
+      if (this.running && !this.stopping) this.writeActuators();
+    }
+  }
+
+  private writeActuators(): void {
+    if (!this.running) return;
+    const o = this.control.outputs();
+    if (o === undefined) return;
+    this.outputs = o;
+    if (this.stopping) return;
+    const c = this.config;
+    const lay = this.layout;
+    const d = this.decisions;
+    const set = (id: string | undefined, v: number): void => {
+      if (id === undefined || !Number.isFinite(v)) return;
+      try {
+        this.driver.setOutput(id, v);
+      } catch (err) {
+        this.log.error({ err }, `cannot write ${id}`);
+      }
+    };
+    c.racks.forEach((r, i) => {
+      set(r.outputs.valve, Math.round(o.loopOut[lay.rackLoops[i]] * 10) / 10);
+      set(r.outputs.supplyIsolation, o.rackSupplyOpen[i]);
+      set(r.outputs.returnIsolation, o.rackReturnOpen[i]);
+      set(r.outputs.powerOff, d.rackPowerOff[i] ? 1 : 0);
+      if (c.supervisor.powerBudget.writeCaps) set(r.outputs.powerCap, Math.round(d.powerCapsKw[i] * 10) / 10);
+    });
+    set(c.cdu.outputs.pumpSpeed, Math.round(o.loopOut[lay.pumpLoop] * 10) / 10);
+    set(c.cdu.outputs.pumpEnable, d.pumpEnable ? 1 : 0);
+  }
+
+  private reading(bankIndex: number, pointId: string, o: ControlOutputs | undefined): Reading {
+    const p = this.driver.points.get(pointId) ?? this.ingest?.points.get(pointId);
+    return { value: p?.value ?? NaN, good: o !== undefined && o.pointQuality[bankIndex] === 0 && p !== undefined };
+  }
+
+  private supervise(): void {
+    if (!this.running || this.stopping) return;
+    const c = this.config;
+    const now = monoMs();
+    for (const l of this.leases.expire(now)) {
+      this.loopSp[l.loop] = this.spDefault[l.loop];
+      this.control.setSetpoint(l.loop, this.spDefault[l.loop]);
+      this.emit({ type: "setpoint.expired", loop: this.loopName(l.loop), value: this.spDefault[l.loop] });
+    }
+    const o = this.control.outputs() ?? this.outputs;
+    const overruns = this.control.overruns;
+    const stats = this.driver.stats();
+    const lay = this.layout;
+    this.decisions = this.supervisor.evaluate({
+      nowMs: now,
+      controlHealthy: this.control.healthy(Math.max(50, 20 * c.control.periodMs)),
+      overrunsDelta: overruns - this.lastOverruns,
+      loopStatus: o?.loopStatus ?? [],
+      loopOut: o?.loopOut ?? [],
+      rackState: o?.rackState ?? [],
+      rackStatus: o?.rackStatus ?? [],
+      racks: c.racks.map((r, i) => ({
+        returnTempC: this.reading(lay.racks[i].returnTempC, r.points.returnTempC, o),
+        supplyTempC: this.reading(lay.racks[i].supplyTempC, r.points.supplyTempC, o),
+        flowLpm: this.reading(lay.racks[i].flowLpm, r.points.flowLpm, o),
+        powerKw: this.reading(lay.racks[i].powerKw, r.points.powerKw, o),
+        manualIsolate: this.control.frames.rackManualIsolate[i] === 1,
+      })),
+      cduSupplyTempC: this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
+      devices: stats.devices.map((d) => ({
+        name: d.name,
+        ok: d.connected && d.breaker === "closed",
+        why: !d.connected ? "disconnected" : `not answering (circuit breaker ${d.breaker})`,
+      })),
+    });
+    this.lastOverruns = overruns;
+  }
+
+  loopName(loop: number): string {
+    return loop < this.config.racks.length ? `${this.config.racks[loop].name}.valve` : "cdu.pump";
+  }
+
+  // ---- operations the uplink's commands map onto -----------------------------------------------
+
+  rackIndex(name: string): number {
+    const i = this.config.racks.findIndex((r) => r.name === name);
+    if (i < 0) throw new Error(`no rack "${name}"`);
+    return i;
+  }
+
+  /** Sets a loop's setpoint for leaseMs (clamped to the configured envelope by the caller's validation). */
+  setSetpoint(loop: number, value: number, leaseMs: number, by: string): void {
+    this.leases.set(loop, value, leaseMs, monoMs(), by);
+    this.loopSp[loop] = value;
+    this.control.setSetpoint(loop, value);
+  }
+
+  setLoopMode(loop: number, mode: LoopMode, value?: number): void {
+    this.control.setMode(loop, mode, value);
+  }
+
+  isolateRack(rack: number, isolate: boolean): void {
+    this.control.setManualIsolate(rack, isolate);
+  }
+
+  /** Requests a leak-latch reset; resolves with the hot path's verdict. */
+  async resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout"> {
+    this.control.requestReset(rack);
+    const deadline = monoMs() + 1000;
+    const ticks0 = this.control.ticks;
+    while (monoMs() < deadline) {
+      await new Promise((r) => setTimeout(r, 5));
+      if (this.control.ticks > ticks0 + 2) {
+        const res = this.control.outputs()?.rackResetResult[rack];
+        if (res === L.RESET_ACCEPTED) {
+          this.supervisor.alarms.reset(`leak:${this.config.racks[rack].name}`);
+          return "accepted";
+        }
+        if (res === L.RESET_REFUSED_WET) return "refused-wet";
+      }
+    }
+    return "timeout";
+  }
+
+  setMaintenance(on: boolean): void {
+    this.supervisor.setMaintenance(on);
+  }
+
+  status(): PodStatus {
+    const o = this.outputs ?? this.control.outputs();
+    const c = this.config;
+    const lay = this.layout;
+    const val = (id: string): number => this.driver.points.get(id)?.value ?? this.ingest?.points.get(id)?.value ?? NaN;
+    const ct = this.control;
+    return {
+      mode: this.supervisor.mode,
+      racks: c.racks.map((r, i) => {
+        const state = o?.rackState[i] ?? 0;
+        const rs = o?.rackStatus[i] ?? 0;
+        return {
+          name: r.name,
+          returnTempC: val(r.points.returnTempC),
+          supplyTempC: val(r.points.supplyTempC),
+          flowLpm: val(r.points.flowLpm),
+          powerKw: val(r.points.powerKw),
+          powerCapKw: this.decisions.powerCapsKw[i],
+          valvePct: o?.loopOut[lay.rackLoops[i]] ?? NaN,
+          supplyIsolationOpen: o?.rackSupplyOpen[i] === 1,
+          returnIsolationOpen: o?.rackReturnOpen[i] === 1,
+          isolation: ISOLATION[state] ?? "Normal",
+          leak: state !== L.RACK_NORMAL || rs & L.RS_LEAK_WET ? "Critical" : rs & L.RS_LEAK_SENSOR_FAULT ? "Warning" : "OK",
+          loopStatus: o?.loopStatus[lay.rackLoops[i]] ?? 0,
+          setpointC: this.loopSp[i],
+        };
+      }),
+      pump: {
+        speedCmdPct: o?.loopOut[lay.pumpLoop] ?? NaN,
+        dpKpa: val(c.cdu.points.dpKpa),
+        enabled: this.decisions.pumpEnable,
+        loopStatus: o?.loopStatus[lay.pumpLoop] ?? 0,
+        setpointKpa: this.loopSp[lay.pumpLoop],
+      },
+      control: {
+        ticks: ct.ticks,
+        overruns: ct.overruns,
+        p50Us: ct.latenessUs(0.5),
+        p99Us: ct.latenessUs(0.99),
+        p999Us: ct.latenessUs(0.999),
+        maxUs: ct.maxLatenessUs,
+        schedFifo: ct.schedFifo,
+      },
+    };
+  }
+
+  /** New tuning in place (same structure): gains, limits, checks, thresholds, setpoint defaults. */
+  applyTuning(next: AgentConfig): void {
+    if (!sameStructure(this.config, next)) throw new Error("structure changed: a restart is needed");
+    this.control.patch(podBankSpec(podControlFromConfig(next), this.layout));
+    this.supervisor.reconfigure(next);
+    Object.assign(this.config, { control: next.control, supervisor: next.supervisor, log: next.log });
+    const defaults = [...next.racks.map(() => next.control.returnTempSetpointC), next.control.dpSetpointKpa];
+    defaults.forEach((sp, loop) => {
+      this.spDefault[loop] = sp;
+      if (this.leases.get(loop) === undefined) {
+        this.loopSp[loop] = sp;
+        this.control.setSetpoint(loop, sp);
+      }
+    });
+  }
+
+  /**
+   * Stops the agent. With driveSafe, every control actuator is first written to its declared
+   * sensor-fault safe value (isolation valves stay as they are: an isolated rack stays
+   * isolated), and the heartbeat stops, so the devices' own leases take over from there.
+   */
+  async stop(opts: { driveSafe: boolean; reason: string; timeoutMs?: number }): Promise<void> {
+    if (!this.running) return;
+    this.emit({ type: "agent.stopping", reason: opts.reason });
+    this.stopping = true; // closes the health gate: no more lease heartbeats
+    for (const t of this.timers) clearInterval(t);
+    this.timers.length = 0;
+    if (opts.driveSafe) await this.driveSafe(opts.timeoutMs ?? 2000);
+    this.running = false;
+    await this.control.stop();
+    await this.ingest?.stop();
+    await this.driver.stop();
+  }
+
+  private async driveSafe(timeoutMs: number): Promise<void> {
+    const c = this.config;
+    const o = this.control.outputs() ?? this.outputs;
+    const rl = c.control.rackLoop;
+    const pl = c.control.pumpLoop;
+    const writes: string[] = [];
+    const set = (id: string | undefined, v: number): void => {
+      if (id === undefined) return;
+      try {
+        this.driver.setOutput(id, Math.round(v * 10) / 10);
+        writes.push(id);
+      } catch (err) {
+        this.log.error({ err }, `cannot write ${id} safe`);
+      }
+    };
+    c.racks.forEach((r, i) => set(r.outputs.valve, safeValue(rl.safeOnSensorFault, rl.outMin, rl.outMax, o?.loopOut[this.layout.rackLoops[i]] ?? NaN)));
+    set(c.cdu.outputs.pumpSpeed, safeValue(pl.safeOnSensorFault, pl.outMin, pl.outMax, o?.loopOut[this.layout.pumpLoop] ?? NaN));
+    const t0 = monoMs();
+    const done = (): boolean =>
+      writes.every((id) => {
+        const s = this.driver.outputState(id);
+        return s !== undefined && s.writtenAtMs !== null && s.writtenAtMs >= t0 && s.written === s.value;
+      });
+    while (!done() && monoMs() - t0 < timeoutMs) await new Promise((r) => setTimeout(r, 10));
+    if (!done()) this.log.warn("not every actuator confirmed its safe value before shutdown; device leases will take over");
+  }
+}

@@ -1,0 +1,171 @@
+// Loading the agent config: YAML, ${ENV} substitution for secrets, JSON Schema validation with
+// defaults, then the rules a schema cannot say (min < max, references that must resolve).
+// The operator's file is only ever read.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
+import { modbusProblems, type ModbusConfig } from "../../drivers/modbus/config.js";
+import type { IngestPointConfig } from "../../drivers/mqtt-ingest.js";
+import type { LoopTuning, PointChecks } from "../pod-bank.js";
+import { AGENT_SCHEMA } from "./schema.js";
+
+export interface RackConfig {
+  name: string;
+  ratedKw: number;
+  minPowerKw: number;
+  priority: number;
+  points: { returnTempC: string; supplyTempC: string; flowLpm: string; powerKw: string; leak: string[] };
+  outputs: { valve: string; supplyIsolation: string; returnIsolation: string; powerCap?: string; powerOff?: string };
+}
+
+export interface AgentConfig {
+  site: string;
+  pod: string;
+  control: {
+    periodMs: number;
+    schedFifo: boolean;
+    schedPriority: number;
+    warmupTicks: number;
+    returnTempSetpointC: number;
+    returnTempSetpointMinC: number;
+    returnTempSetpointMaxC: number;
+    dpSetpointKpa: number;
+    dpSetpointMinKpa: number;
+    dpSetpointMaxKpa: number;
+    setpointLeaseMaxMs: number;
+    rackLoop: LoopTuning;
+    pumpLoop: LoopTuning;
+    points: {
+      temperature: PointChecks;
+      flow: PointChecks;
+      power: PointChecks;
+      pressure: PointChecks;
+      leak: { staleMs: number; debounceFault: number; debounceClear: number };
+    };
+    isolation: { isolatedFlowMaxLpm: number; deadlineMs: number; leakSensorFault: "hold" | "isolate" };
+  };
+  racks: RackConfig[];
+  cdu: {
+    points: { dpKpa: string; supplyTempC: string };
+    outputs: { pumpSpeed: string; pumpEnable?: string };
+  };
+  supervisor: {
+    periodMs: number;
+    alarmClearDwellMs: number;
+    overTemp: { warningC: number; criticalC: number; hysteresisC: number };
+    lossOfFlow: { minLpm: number; delayMs: number };
+    heatBalance: { enabled: boolean; tolerancePct: number; minPowerKw: number; dwellMs: number; supplyToleranceC: number; flowPeerTolerancePct: number };
+    escalation: { pumpStop: boolean; rackPowerOff: boolean };
+    powerBudget: { podKw: number; writeCaps: boolean; headroomPct: number };
+  };
+  modbus: ModbusConfig;
+  mqttIngest?: { url: string; clientId?: string; username?: string; password?: string; points: IngestPointConfig[] };
+  log: { level: string; modules: Record<string, string> };
+}
+
+/** Replaces ${NAME} in every string with the environment variable; a missing one is an error. */
+export function substituteEnv(data: unknown, env: NodeJS.ProcessEnv, path = "", problems: string[] = []): unknown {
+  if (typeof data === "string") {
+    return data.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+      const v = env[name];
+      if (v === undefined) {
+        problems.push(`${path || "(top level)"}: environment variable ${name} is not set`);
+        return "";
+      }
+      return v;
+    });
+  }
+  if (Array.isArray(data)) return data.map((x, i) => substituteEnv(x, env, `${path}[${i}]`, problems));
+  if (typeof data === "object" && data !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(data)) out[k] = substituteEnv(v, env, path === "" ? k : `${path}.${k}`, problems);
+    return out;
+  }
+  return data;
+}
+
+function crossChecks(c: AgentConfig): string[] {
+  const out: string[] = [];
+  const ordered = (lo: number, hi: number, at: string, what: string): void => {
+    if (!(lo <= hi)) out.push(`${at}: ${what}`);
+  };
+  const k = c.control;
+  ordered(k.returnTempSetpointMinC, k.returnTempSetpointMaxC, "control.returnTempSetpointMinC", "must be <= returnTempSetpointMaxC");
+  ordered(k.returnTempSetpointMinC, k.returnTempSetpointC, "control.returnTempSetpointC", "must be within [returnTempSetpointMinC, returnTempSetpointMaxC]");
+  ordered(k.returnTempSetpointC, k.returnTempSetpointMaxC, "control.returnTempSetpointC", "must be within [returnTempSetpointMinC, returnTempSetpointMaxC]");
+  ordered(k.dpSetpointMinKpa, k.dpSetpointMaxKpa, "control.dpSetpointMinKpa", "must be <= dpSetpointMaxKpa");
+  ordered(k.dpSetpointMinKpa, k.dpSetpointKpa, "control.dpSetpointKpa", "must be within [dpSetpointMinKpa, dpSetpointMaxKpa]");
+  ordered(k.dpSetpointKpa, k.dpSetpointMaxKpa, "control.dpSetpointKpa", "must be within [dpSetpointMinKpa, dpSetpointMaxKpa]");
+  for (const loop of ["rackLoop", "pumpLoop"] as const) {
+    const t = k[loop];
+    ordered(t.outMin, t.outMax, `control.${loop}.outMin`, "must be <= outMax");
+    for (const safe of ["safeOnLeak", "safeOnSensorFault"] as const) {
+      const a = t[safe];
+      if (typeof a === "object" && (a.fixed < t.outMin || a.fixed > t.outMax)) out.push(`control.${loop}.${safe}.fixed: must be within [outMin, outMax]`);
+    }
+  }
+  for (const kind of ["temperature", "flow", "power", "pressure"] as const) ordered(k.points[kind].min, k.points[kind].max, `control.points.${kind}.min`, "must be <= max");
+  const s = c.supervisor;
+  ordered(s.overTemp.warningC, s.overTemp.criticalC, "supervisor.overTemp.warningC", "must be <= criticalC");
+
+  // every reference must resolve
+  const points = new Set<string>();
+  const outputs = new Set<string>();
+  for (const d of c.modbus.devices) {
+    for (const p of d.points) points.add(`${d.name}.${p.name}`);
+    for (const o of d.outputs) outputs.add(`${d.name}.${o.name}`);
+  }
+  for (const p of c.mqttIngest?.points ?? []) {
+    if (points.has(p.id)) out.push(`mqttIngest.points: id "${p.id}" is also a Modbus point`);
+    points.add(p.id);
+  }
+  const point = (id: string, at: string): void => {
+    if (!points.has(id)) out.push(`${at}: no point "${id}" (define it under modbus.devices[].points or mqttIngest.points)`);
+  };
+  const output = (id: string | undefined, at: string): void => {
+    if (id !== undefined && !outputs.has(id)) out.push(`${at}: no output "${id}" (define it under modbus.devices[].outputs)`);
+  };
+  const names = new Set<string>();
+  c.racks.forEach((r, i) => {
+    const at = `racks[${i}]`;
+    if (names.has(r.name)) out.push(`${at}.name: duplicate rack name "${r.name}"`);
+    names.add(r.name);
+    ordered(r.minPowerKw, r.ratedKw, `${at}.minPowerKw`, "must be <= ratedKw");
+    for (const key of ["returnTempC", "supplyTempC", "flowLpm", "powerKw"] as const) point(r.points[key], `${at}.points.${key}`);
+    r.points.leak.forEach((l, j) => point(l, `${at}.points.leak[${j}]`));
+    for (const key of ["valve", "supplyIsolation", "returnIsolation", "powerCap", "powerOff"] as const) output(r.outputs[key], `${at}.outputs.${key}`);
+  });
+  point(c.cdu.points.dpKpa, "cdu.points.dpKpa");
+  point(c.cdu.points.supplyTempC, "cdu.points.supplyTempC");
+  output(c.cdu.outputs.pumpSpeed, "cdu.outputs.pumpSpeed");
+  output(c.cdu.outputs.pumpEnable, "cdu.outputs.pumpEnable");
+  const minSum = c.racks.reduce((a, r) => a + r.minPowerKw, 0);
+  if (minSum > s.powerBudget.podKw) out.push(`supervisor.powerBudget.podKw: ${s.powerBudget.podKw} kW is below the racks' minimums (${minSum} kW)`);
+  return [...out, ...modbusProblems(c.modbus)];
+}
+
+export const validateAgentConfig = validator<AgentConfig>(AGENT_SCHEMA, crossChecks);
+
+export interface LoadedConfig {
+  config: AgentConfig;
+  /** sha256 of the file as read: published in `info` so mission control sees which config runs */
+  hash: string;
+  path: string;
+}
+
+export function parseAgentConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  const problems: string[] = [];
+  const data = substituteEnv(parseYaml(text, file) ?? {}, env, "", problems);
+  if (problems.length > 0) throw new ConfigError(file, problems);
+  return validateAgentConfig(data, file);
+}
+
+export function loadAgentConfig(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ConfigError(path, [`cannot read: ${(err as Error).message}`]);
+  }
+  return { config: parseAgentConfig(text, path, env), hash: createHash("sha256").update(text).digest("hex"), path };
+}

@@ -1,0 +1,234 @@
+// Main-thread handle on the control worker: starts it, feeds samples and commands into the
+// shared frames, reads outputs, reports lateness and health, stops it.
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+
+import { MODE_CODE, type BankSpec, type LoopMode } from "../../hotpath-as/bank-config.js";
+import { wasmPath } from "../../hotpath-as/wasm-bank.js";
+import { monoMs } from "../../lib/clock.js";
+import { LogHistogram } from "../../lib/log-histogram.js";
+import { CTRL, CTRL_F64, Frames, PATCH_BYTES } from "./frames.js";
+import type { WorkerInput } from "./worker.js";
+
+export interface ControlOptions {
+  periodMs: number;
+  schedFifo: boolean;
+  schedPriority: number;
+  warmupTicks: number;
+  onLog?: (level: "warn" | "error", message: string) => void;
+}
+
+export interface ControlOutputs {
+  loopOut: number[];
+  loopPv: number[];
+  loopStatus: number[];
+  rackState: number[];
+  rackStatus: number[];
+  rackSupplyOpen: number[];
+  rackReturnOpen: number[];
+  rackResetResult: number[];
+  pointQuality: number[];
+  tickMs: number;
+}
+
+/** The compiled worker: dist/agent/control/worker.js (tests run from source, so look there too). */
+function workerPath(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const beside = join(here, "worker.js");
+  if (existsSync(beside)) return beside;
+  let dir = here;
+  for (let depth = 0; depth < 4; depth++) {
+    const candidate = join(dir, "dist", "agent", "control", "worker.js");
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error('control worker not built: run "npm run build" first');
+}
+
+export class ControlThread {
+  readonly frames: Frames;
+  private worker: Worker | null = null;
+  private exited: Promise<number> | null = null;
+  private readonly hist: LogHistogram;
+
+  constructor(
+    private spec: BankSpec,
+    private readonly o: ControlOptions,
+  ) {
+    this.frames = new Frames({ points: spec.points.length, loops: spec.loops.length, racks: spec.racks.length });
+    this.hist = new LogHistogram(this.frames.lateness);
+    const f = this.frames;
+    spec.loops.forEach((l, i) => {
+      f.loopSp[i] = l.sp;
+      f.loopMode[i] = MODE_CODE[l.mode ?? "Automatic"];
+      f.loopManual[i] = NaN;
+      f.loopOverride[i] = NaN;
+    });
+    f.pointValue.fill(NaN);
+    f.pointTs.fill(-Infinity);
+  }
+
+  /** Starts the worker; resolves after its first tick (warm-up done), rejects if it fails. */
+  async start(): Promise<void> {
+    const input: WorkerInput = {
+      wasmPath: wasmPath("release"),
+      spec: this.spec,
+      sizes: this.frames.sizes,
+      buffers: this.frames.buffers,
+      periodMs: this.o.periodMs,
+      schedFifo: this.o.schedFifo,
+      schedPriority: this.o.schedPriority,
+      warmupTicks: this.o.warmupTicks,
+    };
+    const worker = new Worker(workerPath(), { workerData: input });
+    this.worker = worker;
+    let failure: string | null = null;
+    worker.on("message", (m: { kind: "warn" | "error"; message: string }) => {
+      if (m.kind === "error") failure = m.message;
+      this.o.onLog?.(m.kind, m.message);
+    });
+    worker.on("error", (err) => {
+      failure = err.message;
+      this.o.onLog?.("error", `control worker: ${err.message}`);
+    });
+    this.exited = new Promise((resolve) => worker.once("exit", resolve));
+    const ready = Atomics.waitAsync(this.frames.ctrl, CTRL.READY, 0, 60_000);
+    const outcome = await Promise.race([ready.async ? ready.value : Promise.resolve(ready.value), this.exited.then(() => "exited" as const)]);
+    if (outcome !== "ok" && outcome !== "not-equal") throw new Error(`control worker did not start: ${failure ?? outcome}`);
+  }
+
+  async stop(): Promise<void> {
+    const w = this.worker;
+    this.worker = null;
+    if (w === null) return;
+    Atomics.store(this.frames.ctrl, CTRL.STOP, 1);
+    Atomics.notify(this.frames.ctrl, CTRL.WAKE);
+    const exited = this.exited ?? Promise.resolve(0);
+    const timer = setTimeout(() => void w.terminate(), 2000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  // ---- inputs and commands -----------------------------------------------------------------
+
+  writeSample(point: number, value: number, sourceTimeMs: number): void {
+    this.frames.writeSample(point, value, sourceTimeMs);
+  }
+
+  setSetpoint(loop: number, sp: number): void {
+    this.frames.loopSp[loop] = sp;
+    this.frames.commit();
+  }
+
+  setMode(loop: number, mode: LoopMode, value?: number): void {
+    const f = this.frames;
+    f.loopMode[loop] = MODE_CODE[mode];
+    if (mode === "Manual") f.loopManual[loop] = value ?? f.loopOut[loop];
+    if (mode === "Override") f.loopOverride[loop] = value ?? f.loopOut[loop];
+    f.commit();
+  }
+
+  setManualIsolate(rack: number, isolate: boolean): void {
+    this.frames.rackManualIsolate[rack] = isolate ? 1 : 0;
+    this.frames.commit();
+  }
+
+  /** Requests a leak-latch reset; the worker consumes it at its next tick (see rackResetResult). */
+  requestReset(rack: number): void {
+    this.frames.rackResetCount[rack]++;
+    this.frames.commit();
+  }
+
+  /** Replaces the bank's config (gains, limits, checks) in place, keeping run-time state. */
+  patch(spec: BankSpec): void {
+    const bytes = Buffer.from(JSON.stringify(spec), "utf8");
+    if (bytes.length > PATCH_BYTES) throw new Error(`bank config of ${bytes.length} bytes exceeds the ${PATCH_BYTES}-byte patch region`);
+    if (spec.loops.length !== this.spec.loops.length || spec.points.length !== this.spec.points.length || spec.racks.length !== this.spec.racks.length) {
+      throw new Error("a patch cannot change the number of loops, points or racks");
+    }
+    this.frames.patch.set(bytes);
+    Atomics.store(this.frames.ctrl, CTRL.PATCH_LEN, bytes.length);
+    Atomics.add(this.frames.ctrl, CTRL.PATCH_GEN, 1);
+    this.spec = spec;
+  }
+
+  patchApplied(): boolean {
+    return Atomics.load(this.frames.ctrl, CTRL.PATCH_APPLIED) === Atomics.load(this.frames.ctrl, CTRL.PATCH_GEN);
+  }
+
+  // ---- outputs and health ------------------------------------------------------------------
+
+  outputs(): ControlOutputs | undefined {
+    return this.frames.readOutputs((f) => ({
+      loopOut: Array.from(f.loopOut),
+      loopPv: Array.from(f.loopPv),
+      loopStatus: Array.from(f.loopStatus),
+      rackState: Array.from(f.rackState),
+      rackStatus: Array.from(f.rackStatus),
+      rackSupplyOpen: Array.from(f.rackSupplyOpen),
+      rackReturnOpen: Array.from(f.rackReturnOpen),
+      rackResetResult: Array.from(f.rackResetResult),
+      pointQuality: Array.from(f.pointQuality),
+      tickMs: f.ctrlF[CTRL_F64.LAST_TICK_MS],
+    }));
+  }
+
+  /** Resolves when the worker signals an interlock change (or after timeoutMs). */
+  async outputsChanged(timeoutMs: number): Promise<void> {
+    const seen = Atomics.load(this.frames.ctrl, CTRL.OUT_CHANGED);
+    const w = Atomics.waitAsync(this.frames.ctrl, CTRL.OUT_CHANGED, seen, timeoutMs);
+    if (w.async) await w.value;
+  }
+
+  get ticks(): number {
+    return Atomics.load(this.frames.ctrl, CTRL.TICKS) >>> 0;
+  }
+
+  get overruns(): number {
+    return Atomics.load(this.frames.ctrl, CTRL.OVERRUNS);
+  }
+
+  get skipped(): number {
+    return Atomics.load(this.frames.ctrl, CTRL.SKIPPED);
+  }
+
+  get schedFifo(): "on" | "refused" | "off" {
+    const s = Atomics.load(this.frames.ctrl, CTRL.SCHED);
+    return s === 1 ? "on" : s === -1 ? "refused" : "off";
+  }
+
+  get error(): number {
+    return Atomics.load(this.frames.ctrl, CTRL.ERROR);
+  }
+
+  /** Age of the last completed tick, ms (Infinity before the first). */
+  tickAgeMs(): number {
+    const last = this.frames.ctrlF[CTRL_F64.LAST_TICK_MS];
+    return last > 0 ? monoMs() - last : Infinity;
+  }
+
+  /** Healthy: the worker runs, ticked recently, and stopped on no error. */
+  healthy(maxTickAgeMs: number): boolean {
+    return this.worker !== null && this.error === 0 && this.tickAgeMs() <= maxTickAgeMs;
+  }
+
+  /** Tick lateness in µs at quantile q, from the worker's histogram. */
+  latenessUs(q: number): number {
+    return this.hist.percentile(q);
+  }
+
+  get maxLatenessUs(): number {
+    return this.frames.ctrlF[CTRL_F64.MAX_LATE_US];
+  }
+
+  latenessHistogram(): LogHistogram {
+    return this.hist;
+  }
+
+  statusOf(loop: number): number {
+    return this.frames.loopStatus[loop];
+  }
+}
+

@@ -1,0 +1,148 @@
+// The SharedArrayBuffer frames between the main thread and the control worker.
+//
+// A synchronous worker loop never processes postMessage, so everything crosses through shared
+// memory and Atomics:
+//   sensor frame   main -> worker   per-point value + source time, each behind its own seqlock
+//   command frame  main -> worker   setpoints, modes, manual/override values, isolate, reset;
+//                                   applied when the command sequence number changes
+//   output frame   worker -> main   loop outputs and status, rack isolation state, point quality,
+//                                   behind one seqlock; Atomics.notify when an interlock changed
+//   control words  both             stop, wake, ready, tick counter, lateness histogram
+import { LOG_HISTOGRAM_BUCKETS } from "../../lib/log-histogram.js";
+
+export const CTRL = {
+  STOP: 0,
+  WAKE: 1,
+  OUT_SEQ: 2,
+  CMD_SEQ: 3,
+  TICKS: 4,
+  READY: 5,
+  OUT_CHANGED: 6,
+  SCHED: 7, // 0 not tried, 1 SCHED_FIFO, -1 refused
+  OVERRUNS: 8, // ticks that started more than one period late
+  SKIPPED: 9, // periods skipped to catch up after a long stall
+  ERROR: 10, // non-zero: the worker stopped on an error
+  PATCH_GEN: 11, // bank config patch generation (SIGHUP reload)
+  PATCH_LEN: 12,
+  PATCH_APPLIED: 13,
+  COUNT: 16,
+} as const;
+
+export const CTRL_F64 = {
+  LAST_TICK_MS: 0, // monotonic ms of the last completed tick
+  MAX_LATE_US: 1,
+  STEP_NS_LAST: 2,
+  COUNT: 4,
+} as const;
+
+export const PATCH_BYTES = 256 * 1024;
+
+export interface FrameSizes {
+  points: number;
+  loops: number;
+  racks: number;
+}
+
+type AnyBuffer = SharedArrayBuffer;
+
+/** Typed views over the shared frames; both threads construct the same views from the buffers. */
+export class Frames {
+  readonly ctrl: Int32Array;
+  readonly ctrlF: Float64Array;
+  readonly lateness: Int32Array;
+  // sensor frame
+  readonly pointValue: Float64Array;
+  readonly pointTs: Float64Array;
+  readonly pointSeq: Int32Array;
+  // command frame
+  readonly loopSp: Float64Array;
+  readonly loopManual: Float64Array;
+  readonly loopOverride: Float64Array;
+  readonly loopMode: Int32Array;
+  readonly rackManualIsolate: Int32Array;
+  readonly rackResetCount: Int32Array;
+  // output frame
+  readonly loopOut: Float64Array;
+  readonly loopPv: Float64Array;
+  readonly loopStatus: Int32Array;
+  readonly rackState: Int32Array;
+  readonly rackStatus: Int32Array;
+  readonly rackSupplyOpen: Int32Array;
+  readonly rackReturnOpen: Int32Array;
+  readonly rackResetResult: Int32Array;
+  readonly pointQuality: Int32Array;
+  readonly patch: Uint8Array;
+
+  constructor(
+    readonly sizes: FrameSizes,
+    readonly buffers: { ctrl: AnyBuffer; data: AnyBuffer } = Frames.allocate(sizes),
+  ) {
+    const { points: P, loops: L, racks: R } = sizes;
+    this.ctrl = new Int32Array(buffers.ctrl, 0, CTRL.COUNT);
+    this.ctrlF = new Float64Array(buffers.ctrl, CTRL.COUNT * 4, CTRL_F64.COUNT);
+    this.lateness = new Int32Array(buffers.ctrl, CTRL.COUNT * 4 + CTRL_F64.COUNT * 8, LOG_HISTOGRAM_BUCKETS);
+    let off = 0;
+    const f64 = (n: number): Float64Array => {
+      const a = new Float64Array(buffers.data, off, n);
+      off += n * 8;
+      return a;
+    };
+    const i32 = (n: number): Int32Array => {
+      const a = new Int32Array(buffers.data, off, n);
+      off += Math.ceil((n * 4) / 8) * 8;
+      return a;
+    };
+    this.pointValue = f64(P);
+    this.pointTs = f64(P);
+    this.loopSp = f64(L);
+    this.loopManual = f64(L);
+    this.loopOverride = f64(L);
+    this.loopOut = f64(L);
+    this.loopPv = f64(L);
+    this.pointSeq = i32(P);
+    this.loopMode = i32(L);
+    this.rackManualIsolate = i32(R);
+    this.rackResetCount = i32(R);
+    this.loopStatus = i32(L);
+    this.rackState = i32(R);
+    this.rackStatus = i32(R);
+    this.rackSupplyOpen = i32(R);
+    this.rackReturnOpen = i32(R);
+    this.rackResetResult = i32(R);
+    this.pointQuality = i32(P);
+    this.patch = new Uint8Array(buffers.data, off, PATCH_BYTES);
+  }
+
+  static allocate(s: FrameSizes): { ctrl: AnyBuffer; data: AnyBuffer } {
+    const ctrlBytes = CTRL.COUNT * 4 + CTRL_F64.COUNT * 8 + LOG_HISTOGRAM_BUCKETS * 4;
+    const i32Bytes = (n: number): number => Math.ceil((n * 4) / 8) * 8; // keeps the next array 8-aligned
+    const dataBytes = (2 * s.points + 5 * s.loops) * 8 + 2 * i32Bytes(s.points) + 2 * i32Bytes(s.loops) + 7 * i32Bytes(s.racks) + PATCH_BYTES;
+    return { ctrl: new SharedArrayBuffer(ctrlBytes), data: new SharedArrayBuffer(dataBytes) };
+  }
+
+  // ---- main side ---------------------------------------------------------------------------
+
+  /** Writes one sample behind the point's seqlock (odd while writing). */
+  writeSample(point: number, value: number, ts: number): void {
+    Atomics.add(this.pointSeq, point, 1);
+    this.pointValue[point] = value;
+    this.pointTs[point] = ts;
+    Atomics.add(this.pointSeq, point, 1);
+  }
+
+  /** Publishes the command frame: the worker applies it at its next tick. */
+  commit(): void {
+    Atomics.add(this.ctrl, CTRL.CMD_SEQ, 1);
+  }
+
+  /** Reads the output frame consistently (retries while the worker is writing it). */
+  readOutputs<T>(read: (f: Frames) => T): T | undefined {
+    for (let tries = 0; tries < 100; tries++) {
+      const s1 = Atomics.load(this.ctrl, CTRL.OUT_SEQ);
+      if (s1 & 1) continue;
+      const v = read(this);
+      if (Atomics.load(this.ctrl, CTRL.OUT_SEQ) === s1) return v;
+    }
+    return undefined;
+  }
+}

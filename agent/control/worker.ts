@@ -1,0 +1,205 @@
+// The control worker: owns the WASM hot path and ticks it on absolute deadlines.
+//
+// It runs a synchronous loop (Atomics.wait to the next deadline), so it never processes
+// postMessage: all traffic is in the shared frames (frames.ts). A blocked or busy main thread
+// therefore cannot delay a tick. Only this thread is raised to SCHED_FIFO, where permitted.
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { parentPort, workerData } from "node:worker_threads";
+import * as L from "../../hotpath-as/assembly/layout.js";
+import { loadBank, writeLoop, writePoint, writeRack, writeSample, type BankSpec } from "../../hotpath-as/bank-config.js";
+import { WasmHotPath } from "../../hotpath-as/wasm-bank.js";
+import { monoMs } from "../../lib/clock.js";
+import { LogHistogram } from "../../lib/log-histogram.js";
+import { CTRL, CTRL_F64, Frames, type FrameSizes } from "./frames.js";
+import { warmupSamples, warmupSpec } from "./warmup.js";
+
+export interface WorkerInput {
+  wasmPath: string;
+  spec: BankSpec;
+  sizes: FrameSizes;
+  buffers: { ctrl: SharedArrayBuffer; data: SharedArrayBuffer };
+  periodMs: number;
+  schedFifo: boolean;
+  schedPriority: number;
+  warmupTicks: number;
+}
+
+function post(kind: string, message: string): void {
+  parentPort?.postMessage({ kind, message });
+}
+
+/** SCHED_FIFO for this thread only: chrt on our own tid (needs CAP_SYS_NICE or root). */
+function raisePriority(priority: number): boolean {
+  try {
+    const tid = readFileSync("/proc/thread-self/stat", "utf8").split(" ")[0];
+    const r = spawnSync("chrt", ["-f", "-p", String(priority), tid], { encoding: "utf8", timeout: 2000 });
+    if (r.status === 0) return true;
+    post("warn", `SCHED_FIFO refused (${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}); running at normal priority`);
+  } catch (err) {
+    post("warn", `SCHED_FIFO not available (${(err as Error).message}); running at normal priority`);
+  }
+  return false;
+}
+
+function run(input: WorkerInput): void {
+  const f = new Frames(input.sizes, input.buffers);
+  const bytes = readFileSync(input.wasmPath);
+  const module = new WebAssembly.Module(bytes);
+  // Warm-up on a scratch instance of the same module: V8 tiers up the shared code, so the real
+  // bank's first ticks are not run by the baseline compiler.
+  const scratch = new WasmHotPath(module);
+  loadBank(scratch, warmupSpec(input.spec.loops.length, input.spec.points.length));
+  warmupSamples(scratch, input.spec.points.length);
+  for (let k = 1; k <= input.warmupTicks; k++) scratch.step(k, 0.001);
+  const hp = new WasmHotPath(module);
+  loadBank(hp, input.spec);
+  const v = hp.views;
+
+  try {
+    // timer slack is per thread: 1 ns for this one, so Atomics.wait wakes on time
+    writeFileSync("/proc/thread-self/timerslack_ns", "1");
+  } catch {
+    // not on Linux, or not permitted: keep the default slack
+  }
+  Atomics.store(f.ctrl, CTRL.SCHED, input.schedFifo ? (raisePriority(input.schedPriority) ? 1 : -1) : 0);
+
+  const P = input.sizes.points;
+  const Lc = input.sizes.loops;
+  const R = input.sizes.racks;
+  const hist = new LogHistogram(f.lateness);
+  const periodMs = input.periodMs;
+  const lastReset = new Int32Array(R);
+  const lastIso = new Int32Array(R * 2).fill(1);
+  const lastBranch = new Int32Array(Lc);
+  let cmdSeq = -1;
+  let patchGen = Atomics.load(f.ctrl, CTRL.PATCH_GEN);
+  const t0 = monoMs();
+  let k = 0;
+  let last = t0;
+
+  const applyCommands = (): void => {
+    for (let i = 0; i < Lc; i++) {
+      v.loopF.sp[i] = f.loopSp[i];
+      v.loopI.mode[i] = f.loopMode[i];
+      if (f.loopMode[i] === L.MODE_MANUAL) v.loopF.manual[i] = f.loopManual[i];
+      if (f.loopMode[i] === L.MODE_OVERRIDE) v.loopF.override[i] = f.loopOverride[i];
+    }
+    for (let r = 0; r < R; r++) {
+      v.rackI.manualIsolate[r] = f.rackManualIsolate[r];
+      const resets = f.rackResetCount[r];
+      if (resets !== lastReset[r]) {
+        lastReset[r] = resets;
+        v.rackI.reset[r] = 1;
+      }
+    }
+  };
+
+  const applyPatch = (): void => {
+    const len = Atomics.load(f.ctrl, CTRL.PATCH_LEN);
+    const spec = JSON.parse(Buffer.from(f.patch.subarray(0, len)).toString("utf8")) as BankSpec;
+    // config fields only: run-time state (integrals, latches, quality) carries on
+    spec.points.forEach((s, i) => writePoint(v, i, s));
+    spec.loops.forEach((s, i) => {
+      const sp = v.loopF.sp[i];
+      const mode = v.loopI.mode[i];
+      writeLoop(v, i, s);
+      v.loopF.sp[i] = sp;
+      v.loopI.mode[i] = mode;
+    });
+    spec.racks.forEach((s, r) => {
+      const iso = v.rackI.manualIsolate[r];
+      writeRack(v, r, s);
+      v.rackI.manualIsolate[r] = iso;
+    });
+    Atomics.store(f.ctrl, CTRL.PATCH_APPLIED, patchGen);
+  };
+
+  while (Atomics.load(f.ctrl, CTRL.STOP) === 0) {
+    const deadline = t0 + k * periodMs;
+    const wait = deadline - monoMs();
+    if (wait > 0) Atomics.wait(f.ctrl, CTRL.WAKE, 0, wait);
+    const now = monoMs();
+    const lateMs = now - deadline;
+    hist.record(lateMs * 1000);
+    if (lateMs * 1000 > f.ctrlF[CTRL_F64.MAX_LATE_US]) f.ctrlF[CTRL_F64.MAX_LATE_US] = lateMs * 1000;
+    if (lateMs > periodMs) Atomics.add(f.ctrl, CTRL.OVERRUNS, 1);
+    // After a long stall, skip the missed periods instead of running them back to back.
+    if (lateMs > 10 * periodMs) {
+      const behind = Math.floor(lateMs / periodMs);
+      Atomics.add(f.ctrl, CTRL.SKIPPED, behind);
+      k += behind;
+    }
+
+    for (let i = 0; i < P; i++) {
+      const s1 = Atomics.load(f.pointSeq, i);
+      if (s1 & 1) continue; // being written: keep last tick's sample
+      const value = f.pointValue[i];
+      const ts = f.pointTs[i];
+      if (Atomics.load(f.pointSeq, i) === s1) writeSample(v, i, value, ts);
+    }
+    const seq = Atomics.load(f.ctrl, CTRL.CMD_SEQ);
+    if (seq !== cmdSeq) {
+      cmdSeq = seq;
+      applyCommands();
+    }
+    const gen = Atomics.load(f.ctrl, CTRL.PATCH_GEN);
+    if (gen !== patchGen) {
+      patchGen = gen;
+      applyPatch();
+    }
+
+    // dt is the time actually elapsed, bounded so a stall does not become one huge integration step
+    const dtS = Math.min(Math.max(now - last, periodMs * 0.5), periodMs * 5) / 1000;
+    last = now;
+    const s0 = process.hrtime.bigint();
+    const rc = hp.step(now, dtS);
+    f.ctrlF[CTRL_F64.STEP_NS_LAST] = Number(process.hrtime.bigint() - s0);
+    if (rc !== L.STEP_OK) {
+      Atomics.store(f.ctrl, CTRL.ERROR, rc);
+      break;
+    }
+
+    Atomics.add(f.ctrl, CTRL.OUT_SEQ, 1);
+    let interlockChanged = false;
+    for (let i = 0; i < Lc; i++) {
+      f.loopOut[i] = v.loopF.out[i];
+      f.loopPv[i] = v.loopF.pv[i];
+      f.loopStatus[i] = v.loopI.status[i];
+      const b = v.loopI.branch[i];
+      if (b !== lastBranch[i] && (b === L.BRANCH_LEAK || lastBranch[i] === L.BRANCH_LEAK)) interlockChanged = true;
+      lastBranch[i] = b;
+    }
+    for (let r = 0; r < R; r++) {
+      f.rackState[r] = v.rackI.state[r];
+      f.rackStatus[r] = v.rackI.status[r];
+      f.rackSupplyOpen[r] = v.rackI.supplyOpen[r];
+      f.rackReturnOpen[r] = v.rackI.returnOpen[r];
+      f.rackResetResult[r] = v.rackI.resetResult[r];
+      if (v.rackI.supplyOpen[r] !== lastIso[2 * r] || v.rackI.returnOpen[r] !== lastIso[2 * r + 1]) interlockChanged = true;
+      lastIso[2 * r] = v.rackI.supplyOpen[r];
+      lastIso[2 * r + 1] = v.rackI.returnOpen[r];
+    }
+    for (let i = 0; i < P; i++) f.pointQuality[i] = v.pointI.quality[i];
+    f.ctrlF[CTRL_F64.LAST_TICK_MS] = now;
+    Atomics.add(f.ctrl, CTRL.OUT_SEQ, 1);
+    Atomics.add(f.ctrl, CTRL.TICKS, 1);
+    if (Atomics.load(f.ctrl, CTRL.READY) === 0) {
+      Atomics.store(f.ctrl, CTRL.READY, 1);
+      Atomics.notify(f.ctrl, CTRL.READY);
+    }
+    if (interlockChanged) {
+      // an isolation valve must move now, not at the main thread's next actuator pass
+      Atomics.add(f.ctrl, CTRL.OUT_CHANGED, 1);
+      Atomics.notify(f.ctrl, CTRL.OUT_CHANGED);
+    }
+    k++;
+  }
+}
+
+try {
+  run(workerData as WorkerInput);
+} catch (err) {
+  post("error", (err as Error).stack ?? String(err));
+  process.exitCode = 1;
+}

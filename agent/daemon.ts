@@ -1,0 +1,99 @@
+// `podwarden run -c <config.yaml>`: the daemon. Starts the agent, then:
+//   SIGTERM/SIGINT  drive actuators safe, stop, exit 0 within 5 s
+//   SIGHUP          reload: the new file is validated first; a bad one is rejected and the
+//                   running config stays; tuning changes apply in place, structural ones restart
+//                   the agent's internals (device leases hold the actuators meanwhile)
+import { ConfigError } from "../lib/config-file.js";
+import { Agent, sameStructure } from "./agent.js";
+import { loadAgentConfig, type LoadedConfig } from "./config/load.js";
+import { Logs } from "./log.js";
+import { packageVersion } from "./version.js";
+
+export interface DaemonHooks {
+  /** called once the agent runs (systemd READY=1, the uplink, ...) */
+  started?(agent: Agent): void | Promise<void>;
+  /** called before the agent stops (publish offline, ...) */
+  stopping?(agent: Agent): void | Promise<void>;
+  /** called after a reload replaced the agent */
+  replaced?(agent: Agent): void | Promise<void>;
+}
+
+export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Promise<number> {
+  const loaded = loadAgentConfig(configPath); // throws ConfigError: the CLI exits 2
+  const logs = new Logs(loaded.config.log, { site: loaded.config.site, pod: loaded.config.pod });
+  const log = logs.module("daemon");
+  log.info({ version: packageVersion(), config: configPath, hash: loaded.hash }, "podwarden starting");
+  let agent = new Agent(loaded, logs);
+  await agent.start();
+  await hooks.started?.(agent);
+  log.info({ mode: agent.supervisor.mode }, "podwarden running");
+
+  let busy: Promise<void> = Promise.resolve();
+  const reload = async (): Promise<void> => {
+    let next: LoadedConfig;
+    try {
+      next = loadAgentConfig(configPath);
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+      log.error({ problems }, "reload rejected: the new config is invalid; the running config stays");
+      return;
+    }
+    if (next.hash === agent.configHash) {
+      log.info("reload: config unchanged");
+      return;
+    }
+    if (sameStructure(agent.config, next.config)) {
+      agent.applyTuning(next.config);
+      log.info({ hash: next.hash }, "reload: tuning applied in place");
+      return;
+    }
+    log.warn({ hash: next.hash }, "reload: devices or wiring changed, restarting the agent's internals");
+    await agent.stop({ driveSafe: false, reason: "reload" });
+    agent = new Agent(next, logs);
+    await agent.start();
+    await hooks.replaced?.(agent);
+  };
+
+  return await new Promise<number>((resolve) => {
+    const onHup = (): void => {
+      busy = busy.then(reload, reload);
+    };
+    const onStop = (signal: string) => (): void => {
+      process.off("SIGHUP", onHup);
+      process.off("SIGTERM", onTerm);
+      process.off("SIGINT", onInt);
+      log.info({ signal }, "stopping");
+      // exit within 5 s whatever happens: devices hold their leases and then fail safe alone
+      const hard = setTimeout(() => {
+        log.error("stop took too long; exiting");
+        logs.flush();
+        resolve(1);
+      }, 4500);
+      hard.unref();
+      void busy
+        .then(async () => {
+          await hooks.stopping?.(agent);
+          await agent.stop({ driveSafe: true, reason: signal, timeoutMs: 2500 });
+        })
+        .then(
+          () => {
+            clearTimeout(hard);
+            log.info("stopped");
+            logs.flush();
+            resolve(0);
+          },
+          (err: unknown) => {
+            clearTimeout(hard);
+            log.error({ err }, "error while stopping");
+            logs.flush();
+            resolve(1);
+          },
+        );
+    };
+    const onTerm = onStop("SIGTERM");
+    const onInt = onStop("SIGINT");
+    process.on("SIGHUP", onHup);
+    process.on("SIGTERM", onTerm);
+    process.on("SIGINT", onInt);
+  });
+}

@@ -1,0 +1,34 @@
+// Logging: pino, JSON lines on stdout, a child logger per module with its own level.
+// Read it with `journalctl -u podwarden -o cat | npx pino-pretty` (docs/operations.md).
+import { pino, type Logger, type DestinationStream } from "pino";
+
+export type { Logger };
+
+export interface LogConfig {
+  level: string;
+  modules: Record<string, string>;
+}
+
+export class Logs {
+  readonly root: Logger;
+
+  constructor(
+    private readonly cfg: LogConfig,
+    base: Record<string, string>,
+    destination?: DestinationStream,
+  ) {
+    this.root = pino({ level: cfg.level, base, timestamp: pino.stdTimeFunctions.isoTime }, destination ?? pino.destination({ dest: 1, sync: false }));
+  }
+
+  /** The logger of one module (agent, control, drivers, supervisor, uplink, ...). */
+  module(name: string): Logger {
+    const child = this.root.child({ module: name });
+    const level = this.cfg.modules[name];
+    if (level !== undefined) child.level = level;
+    return child;
+  }
+
+  flush(): void {
+    this.root.flush();
+  }
+}

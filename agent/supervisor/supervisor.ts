@@ -1,0 +1,239 @@
+// The pod supervisor: modes, alarms, leak escalation, over-temperature, loss of flow, the
+// heat-balance cross-check and the power budget. It runs on the main thread every
+// supervisor.periodMs, on the control worker's outputs and the drivers' points; the fast
+// safety decisions themselves are the hot path's.
+import * as L from "../../hotpath-as/assembly/layout.js";
+import type { AgentConfig } from "../config/load.js";
+import { AlarmManager, type AlarmEvent } from "./alarms.js";
+import { heatBalance } from "./heat-balance.js";
+import { allocatePower } from "./power-budget.js";
+
+export type PodMode = "Starting" | "Running" | "Degraded" | "Failsafe" | "Maintenance";
+
+export interface Reading {
+  value: number;
+  /** the hot path's debounced quality is good */
+  good: boolean;
+}
+
+export interface SupervisorInputs {
+  nowMs: number;
+  controlHealthy: boolean;
+  overrunsDelta: number;
+  loopStatus: readonly number[];
+  loopOut: readonly number[];
+  rackState: readonly number[];
+  rackStatus: readonly number[];
+  racks: readonly { returnTempC: Reading; supplyTempC: Reading; flowLpm: Reading; powerKw: Reading; manualIsolate: boolean }[];
+  cduSupplyTempC: Reading;
+  devices: readonly { name: string; ok: boolean; why: string }[];
+}
+
+export interface SupervisorDecisions {
+  pumpEnable: boolean;
+  rackPowerOff: boolean[];
+  powerCapsKw: number[];
+}
+
+export type SupervisorEvent = AlarmEvent | { type: "mode.changed"; from: PodMode; to: PodMode; reason: string } | { type: "leak.escalated"; rack: string; actions: string[] } | { type: "isolation.proven"; rack: string };
+
+const REASONS: [number, string][] = [
+  [L.LS_PV_BAD, "PV input bad"],
+  [L.LS_FF_BAD, "feed-forward input bad"],
+  [L.LS_SP_INVALID, "setpoint invalid"],
+  [L.LS_CMD_INVALID, "command invalid"],
+];
+
+export function failsafeReasons(status: number): string {
+  return REASONS.filter(([bit]) => status & bit)
+    .map(([, s]) => s)
+    .join(", ");
+}
+
+export class Supervisor {
+  readonly alarms: AlarmManager;
+  private mode_: PodMode = "Starting";
+  private maintenance = false;
+  private readonly startedAtMs: number;
+  private readonly overTier: number[];
+  private readonly lowFlowSince: (number | null)[];
+  private readonly heatSince: (number | null)[];
+  private readonly proven: boolean[];
+  private readonly escalated: boolean[];
+  private lastCaps: number[];
+  private everRunning = false;
+
+  constructor(
+    private c: AgentConfig,
+    private readonly emit: (e: SupervisorEvent) => void,
+    now: () => number,
+  ) {
+    this.alarms = new AlarmManager(c.supervisor.alarmClearDwellMs, emit, now);
+    this.startedAtMs = now();
+    const n = c.racks.length;
+    this.overTier = new Array<number>(n).fill(0);
+    this.lowFlowSince = new Array<number | null>(n).fill(null);
+    this.heatSince = new Array<number | null>(n).fill(null);
+    this.proven = new Array<boolean>(n).fill(false);
+    this.escalated = new Array<boolean>(n).fill(false);
+    this.lastCaps = c.racks.map((r) => r.ratedKw);
+  }
+
+  get mode(): PodMode {
+    return this.mode_;
+  }
+
+  /** New tuning (SIGHUP): same racks, new thresholds. */
+  reconfigure(c: AgentConfig): void {
+    this.c = c;
+  }
+
+  setMaintenance(on: boolean): void {
+    this.maintenance = on;
+  }
+
+  private setMode(to: PodMode, reason: string): void {
+    if (to === this.mode_) return;
+    const from = this.mode_;
+    this.mode_ = to;
+    this.emit({ type: "mode.changed", from, to, reason });
+  }
+
+  evaluate(i: SupervisorInputs): SupervisorDecisions {
+    const c = this.c;
+    const s = c.supervisor;
+    const a = this.alarms;
+    const now = i.nowMs;
+    const nRacks = c.racks.length;
+
+    // ---- control health ------------------------------------------------------------------
+    a.update("control:stalled", !i.controlHealthy, { severity: "Critical", source: "control", message: "control loop not ticking: devices will fall back to their fail positions" });
+    a.update("control:overrun", i.overrunsDelta > 0, { severity: "Warning", source: "control", message: `control ticks missed their deadline (${i.overrunsDelta} in the last pass)` });
+
+    // ---- devices ---------------------------------------------------------------------------
+    for (const d of i.devices) a.update(`device:${d.name}`, !d.ok, { severity: "Warning", source: d.name, message: `device ${d.name} ${d.why}` });
+
+    // ---- loops -----------------------------------------------------------------------------
+    const loopNames = [...c.racks.map((r) => `${r.name}.valve`), "cdu.pump"];
+    let anyFailsafe = false;
+    let allLive = true;
+    loopNames.forEach((name, idx) => {
+      const st = i.loopStatus[idx] ?? 0;
+      const fs = (st & L.LS_INTERLOCK_FAILSAFE) !== 0;
+      if (fs) anyFailsafe = true;
+      if (fs || st === 0) allLive = false;
+      a.update(`failsafe:${name}`, fs, { severity: "Warning", source: name, message: `${name} in fail-safe: ${failsafeReasons(st)}` });
+    });
+
+    // ---- racks -----------------------------------------------------------------------------
+    const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.lastCaps };
+    c.racks.forEach((rack, r) => {
+      const state = i.rackState[r] ?? L.RACK_NORMAL;
+      const status = i.rackStatus[r] ?? 0;
+      const x = i.racks[r];
+      a.update(`leak:${rack.name}`, state !== L.RACK_NORMAL, { severity: "Critical", source: rack.name, latch: false, message: `leak at ${rack.name}: rack isolated, latched until an authorised reset` });
+      a.update(`leak-sensor:${rack.name}`, (status & L.RS_LEAK_SENSOR_FAULT) !== 0, { severity: "Warning", source: rack.name, message: `leak sensor fault at ${rack.name} (cable fault or no valid reading): leak detection impaired` });
+      const isProven = state === L.RACK_ISOLATED;
+      if (isProven && !this.proven[r]) this.emit({ type: "isolation.proven", rack: rack.name });
+      this.proven[r] = isProven;
+
+      const escalate = state === L.RACK_ESCALATED;
+      const actions: string[] = [];
+      if (escalate) {
+        if (s.escalation.rackPowerOff && rack.outputs.powerOff !== undefined) {
+          decisions.rackPowerOff[r] = true;
+          actions.push("rack power-off requested");
+        }
+        if (s.escalation.pumpStop && c.cdu.outputs.pumpEnable !== undefined) {
+          decisions.pumpEnable = false;
+          actions.push("pump stopped");
+        }
+      }
+      if (escalate && !this.escalated[r]) this.emit({ type: "leak.escalated", rack: rack.name, actions });
+      this.escalated[r] = escalate;
+      a.update(`isolation-failed:${rack.name}`, escalate, {
+        severity: "Critical",
+        source: rack.name,
+        message: `isolation of ${rack.name} not proven: flow has not stopped${actions.length > 0 ? `; ${actions.join(", ")}` : "; no escalation output configured"}`,
+      });
+
+      // over-temperature tiers with hysteresis
+      const t = x.returnTempC;
+      const o = s.overTemp;
+      let tier = this.overTier[r];
+      if (t.good) {
+        const want = t.value >= o.criticalC ? 2 : t.value >= o.warningC ? 1 : 0;
+        if (want > tier) tier = want;
+        else if (tier === 2 && t.value < o.criticalC - o.hysteresisC) tier = t.value >= o.warningC ? 1 : 0;
+        else if (tier === 1 && t.value < o.warningC - o.hysteresisC) tier = 0;
+      }
+      this.overTier[r] = tier;
+      a.update(`overtemp:${rack.name}`, tier > 0, {
+        severity: tier === 2 ? "Critical" : "Warning",
+        source: rack.name,
+        message: `${rack.name} return temperature ${t.value.toFixed(1)} °C above ${tier === 2 ? o.criticalC : o.warningC} °C`,
+      });
+
+      // loss of flow while in service
+      const inService = state === L.RACK_NORMAL && !x.manualIsolate;
+      const low = inService && x.flowLpm.good && x.flowLpm.value < s.lossOfFlow.minLpm;
+      this.lowFlowSince[r] = low ? (this.lowFlowSince[r] ?? now) : null;
+      a.update(`flow:${rack.name}`, low && now - (this.lowFlowSince[r] ?? now) >= s.lossOfFlow.delayMs, {
+        severity: "Critical",
+        source: rack.name,
+        message: `loss of flow at ${rack.name}: ${x.flowLpm.value.toFixed(1)} L/min with the rack in service`,
+      });
+    });
+
+    // ---- heat balance ----------------------------------------------------------------------
+    if (s.heatBalance.enabled && i.cduSupplyTempC.good) {
+      const usable = i.racks.map((x) => x.returnTempC.good && x.supplyTempC.good && x.flowLpm.good && x.powerKw.good);
+      const results = heatBalance(
+        i.racks.map((x, r) => ({
+          powerKw: x.powerKw.value,
+          flowLpm: x.flowLpm.value,
+          supplyTempC: x.supplyTempC.value,
+          returnTempC: x.returnTempC.value,
+          valvePct: i.loopOut[r] ?? 0,
+          inService: usable[r] && (i.rackState[r] ?? 0) === L.RACK_NORMAL && !x.manualIsolate,
+        })),
+        i.cduSupplyTempC.value,
+        s.heatBalance,
+      );
+      results.forEach((res, r) => {
+        const name = c.racks[r].name;
+        this.heatSince[r] = res.disagrees ? (this.heatSince[r] ?? now) : null;
+        a.update(`heat-balance:${name}`, res.disagrees && now - (this.heatSince[r] ?? now) >= s.heatBalance.dwellMs, {
+          severity: "Warning",
+          source: name,
+          message: `${name}: flow × ΔT carries ${res.carriedKw.toFixed(1)} kW but the power meter reads ${i.racks[r].powerKw.value.toFixed(1)} kW; suspect sensor: ${res.suspect ?? "?"}`,
+        });
+      });
+    }
+
+    // ---- power budget ----------------------------------------------------------------------
+    const pb = s.powerBudget;
+    const demands = c.racks.map((rack, r) => {
+      const p = i.racks[r].powerKw;
+      const cap = this.lastCaps[r];
+      // a rack drawing at its cap may want more than it can show: ask for headroom above the cap
+      const draw = p.good ? p.value : rack.ratedKw;
+      const demand = draw >= 0.95 * cap ? cap * (1 + pb.headroomPct / 100) : draw * (1 + pb.headroomPct / 100);
+      return { name: rack.name, priority: rack.priority, minKw: rack.minPowerKw, maxKw: rack.ratedKw, demandKw: demand };
+    });
+    const alloc = allocatePower(pb.podKw, demands);
+    this.lastCaps = alloc.caps;
+    decisions.powerCapsKw = alloc.caps;
+    a.update("power:budget", alloc.constrained, { severity: "Warning", source: "pod", message: `pod power budget ${pb.podKw} kW constrains rack caps` });
+
+    // ---- mode ------------------------------------------------------------------------------
+    const problems = a.active().filter((x) => x.conditionActive || x.latched);
+    if (!i.controlHealthy && (this.everRunning || now - this.startedAtMs > 10_000)) this.setMode("Failsafe", "control loop unhealthy");
+    else if (this.maintenance) this.setMode("Maintenance", "operator");
+    else if (this.mode_ === "Starting" && !allLive && now - this.startedAtMs < 30_000) this.setMode("Starting", "waiting for valid inputs");
+    else if (anyFailsafe || problems.length > 0) this.setMode("Degraded", problems.map((p) => p.id).join(", ") || "loop in fail-safe");
+    else this.setMode("Running", "all loops in control, no alarms");
+    if (this.mode_ === "Running" || this.mode_ === "Degraded") this.everRunning = true;
+    return decisions;
+  }
+}

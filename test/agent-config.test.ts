@@ -1,0 +1,78 @@
+// Agent config: the shipped configs load, bad ones fail with the key path and reason, secrets
+// come from the environment, and check-config exits non-zero.
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadAgentConfig, parseAgentConfig } from "../agent/config/load.js";
+import { ConfigError } from "../lib/config-file.js";
+import { run } from "./helpers/processes.js";
+
+const demo = readFileSync("configs/demo-pod.yaml", "utf8");
+const write = (text: string): string => {
+  const f = join(mkdtempSync(join(tmpdir(), "podwarden-cfg-")), "agent.yaml");
+  writeFileSync(f, text);
+  return f;
+};
+
+describe("agent config", () => {
+  it("loads the demo config and the hardware template, with defaults applied", () => {
+    const d = loadAgentConfig("configs/demo-pod.yaml").config;
+    expect(d.racks).toHaveLength(8);
+    expect(d.control.rackLoop.safeOnSensorFault).toBe("open");
+    expect(d.control.points.leak.debounceFault).toBe(2);
+    const t = loadAgentConfig("configs/pod-template.yaml", { MQTT_PASSWORD: "x" }).config;
+    expect(t.modbus.buses.length).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ["an unknown key", (s: string) => s.replace("pod: pod-a", "pod: pod-a\npdo: typo"), /pdo: unknown key/],
+    ["a wrong type", (s: string) => s.replace("returnTempSetpointC: 45", "returnTempSetpointC: warm"), /control\.returnTempSetpointC: must be number/],
+    ["a non-finite number", (s: string) => s.replace("returnTempSetpointC: 45", "returnTempSetpointC: .inf"), /control\.returnTempSetpointC: must be number \(finite\)/],
+    ["NaN", (s: string) => s.replace("dpSetpointKpa: 120", "dpSetpointKpa: .nan"), /control\.dpSetpointKpa: must be number \(finite\)/],
+    ["a number out of range", (s: string) => s.replace("periodMs: 1\n", "periodMs: 1000\n"), /control\.periodMs: must be <= 100/],
+    ["min > max", (s: string) => s.replace("control:\n", "control:\n  returnTempSetpointMinC: 60\n"), /returnTempSetpointMinC: must be <= returnTempSetpointMaxC/],
+    ["a dangling point reference", (s: string) => s.replace("returnTempC: rack-3.returnTempC", "returnTempC: rack-3.returnTemp"), /racks\[2\]\.points\.returnTempC: no point "rack-3\.returnTemp"/],
+    ["a dangling output reference", (s: string) => s.replace("valve: rack-2.valveCommandPct", "valve: rack-9.valveCommandPct"), /racks\[1\]\.outputs\.valve: no output "rack-9\.valveCommandPct"/],
+    ["a missing required key", (s: string) => s.replace("site: demo\n", ""), /site: required key is missing/],
+    ["a duplicate rack", (s: string) => s.replace("- name: rack-2\n    priority", "- name: rack-1\n    priority"), /duplicate rack name "rack-1"/],
+    ["a budget below the minimums", (s: string) => s.replace("podKw: 900", "podKw: 0").replace("priority: 0\n", "priority: 0\n    minPowerKw: 10\n"), /podKw: 0 kW is below the racks' minimums/],
+    ["a safe value outside the envelope", (s: string) => s.replace("control:\n", "control:\n  pumpLoop:\n    safeOnSensorFault: { fixed: 20 }\n"), /pumpLoop\.safeOnSensorFault\.fixed: must be within \[outMin, outMax\]/],
+    ["a YAML syntax error", (s: string) => s.replace("site: demo", "site: [demo"), /.+/],
+    ["a duplicate key", (s: string) => s.replace("site: demo", "site: demo\nsite: other"), /unique/i],
+  ])("rejects %s, naming the key", (_what, mutate, reason) => {
+    const text = mutate(demo);
+    expect(text).not.toBe(demo);
+    expect(() => parseAgentConfig(text, "agent.yaml")).toThrow(ConfigError);
+    expect(() => parseAgentConfig(text, "agent.yaml")).toThrow(reason);
+  });
+
+  it("takes secrets from the environment, and fails clearly when one is missing", () => {
+    const text = `${demo}\nmqttIngest:\n  url: mqtt://127.0.0.1:1\n  password: \${INGEST_PW}\n  points: []\n`;
+    expect(parseAgentConfig(text, "a.yaml", { INGEST_PW: "s3cret" }).mqttIngest?.password).toBe("s3cret");
+    expect(() => parseAgentConfig(text, "a.yaml", {})).toThrow(/mqttIngest\.password: environment variable INGEST_PW is not set/);
+  });
+
+  it("never writes the operator's file", () => {
+    const f = write(demo);
+    const before = statSync(f);
+    loadAgentConfig(f);
+    const after = statSync(f);
+    expect(after.mtimeMs).toBe(before.mtimeMs);
+    expect(readFileSync(f, "utf8")).toBe(demo);
+  });
+
+  it("check-config exits 0 on a valid file and 2 with the key path on an invalid one", async () => {
+    const ok = await run("node", ["dist/agent/cli.js", "check-config", "-c", "configs/demo-pod.yaml"]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/valid/);
+    const bad = await run("node", ["dist/agent/cli.js", "check-config", "-c", write(demo.replace("dpSetpointKpa: 120", "dpSetpointKpa: -5"))]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/control\.dpSetpointKpa: must be >= 0/);
+    const missing = await run("node", ["dist/agent/cli.js", "run", "-c", "/no/such/file.yaml"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read/);
+    const usage = await run("node", ["dist/agent/cli.js", "frobnicate"]);
+    expect(usage.code).toBe(2);
+  });
+});

@@ -1,0 +1,112 @@
+// `podwarden run` as a real process against the simulator: signals and what the devices do.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { demoConfigFor } from "./helpers/agent.js";
+import { stopProcess, waitFor } from "./helpers/processes.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+interface Daemon {
+  child: ChildProcess;
+  lines: Record<string, unknown>[];
+  exit: Promise<number | null>;
+}
+
+function startDaemon(configFile: string): Daemon {
+  const child = spawn("node", ["dist/agent/cli.js", "run", "-c", configFile], { stdio: ["ignore", "pipe", "pipe"] });
+  const lines: Record<string, unknown>[] = [];
+  let buf = "";
+  child.stdout.on("data", (d: Buffer) => {
+    buf += d.toString();
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        lines.push({ raw: line });
+      }
+    }
+  });
+  const exit = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  return { child, lines, exit };
+}
+
+describe("podwarden run (daemon process)", () => {
+  let t: TestSim;
+  let dir: string;
+  const daemons: Daemon[] = [];
+  const configFile = (patch?: (c: Record<string, unknown>) => void): string => {
+    const f = join(dir, `agent-${daemons.length}-${Math.random().toString(16).slice(2)}.yaml`);
+    writeFileSync(f, stringify(demoConfigFor(t.sim, patch)));
+    return f;
+  };
+  const running = async (d: Daemon): Promise<void> => waitFor(() => d.lines.some((l) => l.msg === "podwarden running"), "daemon running", 30_000);
+  const leases = (): boolean[] => t.sim.truth().devices.map((x) => x.leaseExpired);
+
+  beforeAll(async () => {
+    t = await startTestSim({ devices: { leaseMs: 1500 } });
+    dir = mkdtempSync(join(tmpdir(), "podwarden-daemon-"));
+  });
+  afterEach(async () => {
+    await Promise.all(daemons.splice(0).map((d) => stopProcess(d.child, "SIGKILL")));
+    t.sim.inject({ clear: "all" });
+  });
+  afterAll(async () => {
+    await t.stop();
+  });
+
+  it("on SIGTERM drives actuators safe, stops its heartbeats and exits 0 by itself", async () => {
+    const d = startDaemon(configFile());
+    daemons.push(d);
+    await running(d);
+    await waitFor(() => leases().every((x) => !x), "leases held");
+    d.child.kill("SIGTERM");
+    expect(await d.exit).toBe(0);
+    expect(d.lines.some((l) => l.msg === "stopped")).toBe(true);
+    // valves were written to their declared safe value (open) before exit
+    expect(t.sim.truth().racks.every((r) => r.valveCommandPct === 100)).toBe(true);
+    // and with the heartbeat gone, the devices' own leases expire
+    await waitFor(() => leases().every((x) => x), "leases expired", 10_000);
+  }, 60_000);
+
+  it("on SIGKILL the devices' leases expire and every valve reaches its fail position", async () => {
+    const d = startDaemon(configFile());
+    daemons.push(d);
+    await running(d);
+    // let the loops take the valves away from their fail position first
+    await waitFor(() => t.sim.truth().racks.some((r) => r.valveCommandPct < 99), "valves under control", 60_000, 100);
+    d.child.kill("SIGKILL");
+    await d.exit;
+    await waitFor(() => leases().every((x) => x), "leases expired", 10_000);
+    await waitFor(() => t.sim.truth().racks.every((r) => r.valveCommandPct === 100 && r.valvePct === 100), "valves fully open", 60_000, 100);
+    expect(t.sim.truth().cdu.pumpSpeedCmdPct).toBe(80); // the pump's fail speed
+  }, 120_000);
+
+  it("on SIGHUP rejects an invalid config and keeps running; applies a valid tuning change", async () => {
+    const file = configFile();
+    const before = statSync(file).mtimeMs;
+    const d = startDaemon(file);
+    daemons.push(d);
+    await running(d);
+    await waitFor(() => leases().every((x) => !x), "leases held");
+    const original = readFileSync(file, "utf8");
+    writeFileSync(file, original.replace("returnTempSetpointC: 45", "returnTempSetpointC: .nan"));
+    d.child.kill("SIGHUP");
+    await waitFor(() => d.lines.some((l) => String(l.msg).startsWith("reload rejected")), "reload rejected");
+    const rejected = d.lines.find((l) => String(l.msg).startsWith("reload rejected"))!;
+    expect(JSON.stringify(rejected.problems)).toMatch(/control\.returnTempSetpointC/);
+    expect(d.child.exitCode).toBeNull();
+    writeFileSync(file, original.replace("returnTempSetpointC: 45", "returnTempSetpointC: 44"));
+    d.child.kill("SIGHUP");
+    await waitFor(() => d.lines.some((l) => l.msg === "reload: tuning applied in place"), "tuning applied");
+    expect(t.sim.truth().devices.every((x) => !x.leaseExpired)).toBe(true); // control never stopped
+    d.child.kill("SIGTERM");
+    expect(await d.exit).toBe(0);
+    expect(statSync(file).mtimeMs).toBeGreaterThanOrEqual(before); // only we wrote it; the daemon never does
+  }, 60_000);
+});

@@ -1,0 +1,34 @@
+// An in-process agent wired to a test simulator over real Modbus TCP.
+import { readFileSync } from "node:fs";
+import { Writable } from "node:stream";
+import { Agent } from "../../agent/agent.js";
+import { validateAgentConfig, type AgentConfig, type LoadedConfig } from "../../agent/config/load.js";
+import { Logs } from "../../agent/log.js";
+import { parseYaml } from "../../lib/config-file.js";
+import type { PodSim } from "../../sim/pod-sim.js";
+
+/** The demo config as plain data, with every device pointed at the test simulator's ports. */
+export function demoConfigFor(sim: PodSim, patch: (c: Record<string, unknown>) => void = () => undefined): unknown {
+  const data = parseYaml(readFileSync("configs/demo-pod.yaml", "utf8"), "configs/demo-pod.yaml") as { modbus: { devices: { name: string; tcp: { port: number } }[] } };
+  for (const d of data.modbus.devices) d.tcp.port = sim.portOf(d.name)!;
+  patch(data);
+  return data;
+}
+
+export function agentConfig(data: unknown): AgentConfig {
+  return validateAgentConfig(structuredClone(data), "test agent config");
+}
+
+export class LogCapture extends Writable {
+  readonly lines: Record<string, unknown>[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    for (const line of chunk.toString("utf8").split("\n")) if (line.trim() !== "") this.lines.push(JSON.parse(line) as Record<string, unknown>);
+    done();
+  }
+}
+
+export function testAgent(config: AgentConfig): { agent: Agent; logs: LogCapture } {
+  const capture = new LogCapture();
+  const loaded: LoadedConfig = { config, hash: "test", path: "test" };
+  return { agent: new Agent(loaded, new Logs(config.log, { site: config.site, pod: config.pod }, capture)), logs: capture };
+}
