@@ -186,6 +186,15 @@ export class Agent {
     }
   }
 
+  private setOutput(id: string | undefined, v: number): void {
+    if (id === undefined || !Number.isFinite(v)) return;
+    try {
+      this.driver.setOutput(id, v);
+    } catch (err) {
+      this.log.error({ err }, `cannot write ${id}`);
+    }
+  }
+
   private writeActuators(): void {
     if (!this.running) return;
     const o = this.control.outputs();
@@ -195,18 +204,14 @@ export class Agent {
     const c = this.config;
     const lay = this.layout;
     const d = this.decisions;
-    const set = (id: string | undefined, v: number): void => {
-      if (id === undefined || !Number.isFinite(v)) return;
-      try {
-        this.driver.setOutput(id, v);
-      } catch (err) {
-        this.log.error({ err }, `cannot write ${id}`);
-      }
-    };
+    const set = (id: string | undefined, v: number): void => this.setOutput(id, v);
+    // isolation valves first: on a leak they must not queue behind the rack's valve write
     c.racks.forEach((r, i) => {
-      set(r.outputs.valve, Math.round(o.loopOut[lay.rackLoops[i]] * 10) / 10);
       set(r.outputs.supplyIsolation, o.rackSupplyOpen[i]);
       set(r.outputs.returnIsolation, o.rackReturnOpen[i]);
+    });
+    c.racks.forEach((r, i) => {
+      set(r.outputs.valve, Math.round(o.loopOut[lay.rackLoops[i]] * 10) / 10);
       set(r.outputs.powerOff, d.rackPowerOff[i] ? 1 : 0);
       if (c.supervisor.powerBudget.writeCaps) set(r.outputs.powerCap, Math.round(d.powerCapsKw[i] * 10) / 10);
     });

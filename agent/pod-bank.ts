@@ -63,7 +63,7 @@ export const DEFAULT_POD_CONTROL: PodControl = {
     ffBias: 0,
     outMin: 10,
     outMax: 100,
-    outRate: 10,
+    outRate: 20,
     spRamp: 0,
     deadband: 0.05,
     safeOnLeak: "closed",

@@ -1,8 +1,9 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers)
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent)
 //   --quick         fewer rounds, for a smoke run
 import { parseArgs } from "node:util";
 import { cpus, totalmem } from "node:os";
+import { printAgent, runAgentBench } from "./agent.js";
 import { printControl, runControlBench } from "./control.js";
 import { printDrivers, runDriverBench } from "./drivers.js";
 import { printHotpath, runHotpathBench } from "./hotpath.js";
@@ -20,3 +21,4 @@ if (wants("hotpath")) printHotpath(runHotpathBench(values.quick));
 if (wants("control")) printControl(runControlBench());
 if (wants("sim")) printSim(await runSimBench(values.quick));
 if (wants("drivers")) printDrivers(await runDriverBench(values.quick));
+if (wants("agent")) printAgent(await runAgentBench(values.quick));

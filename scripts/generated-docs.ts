@@ -1,4 +1,5 @@
 // Which generated sections each doc has, and their content from the code.
+import { AGENT_SCHEMA } from "../agent/config/schema.js";
 import { MODBUS_SCHEMA } from "../drivers/modbus/config.js";
 import { MQTT_INGEST_POINT_SCHEMA } from "../drivers/mqtt-ingest.js";
 import { schemaTable } from "../lib/schema-doc.js";
@@ -9,6 +10,7 @@ import { registerMapDocs } from "../sim/devices/register-doc.js";
 export function generatedDocs(): Record<string, Record<string, string>> {
   const maps = registerMapDocs();
   return {
+    "docs/configuration.md": { "agent-config": schemaTable(AGENT_SCHEMA) },
     "docs/drivers.md": {
       "modbus-config": schemaTable(MODBUS_SCHEMA),
       "mqtt-ingest-point": schemaTable(MQTT_INGEST_POINT_SCHEMA),

@@ -105,7 +105,7 @@ export const SIM_SCHEMA = {
         valve: obj(
           {
             characteristic: { enum: ["linear", "equal-percentage"], default: "equal-percentage", description: "control valve characteristic" },
-            strokeTimeS: num(0.1, 600, 20, "control valve full-stroke time, s"),
+            strokeTimeS: num(0.1, 600, 10, "control valve full-stroke time, s"),
             kvMax: num(0.1, 1000, 16, "rack branch conductance fully open, (L/min)/√kPa"),
             initialPct: num(0, 100, 70, "control valve position at start, %"),
           },

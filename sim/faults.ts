@@ -1,4 +1,5 @@
 // Fault actions: the one vocabulary that scenario files and the live control interface share.
+import { monoMs } from "../lib/clock.js";
 import { validator } from "../lib/config-file.js";
 import type { PodPlant } from "./plant/pod-plant.js";
 import type { PodDevices } from "./devices/pod-devices.js";
@@ -92,7 +93,9 @@ export class FaultTarget {
   /** Applies one action. Throws an Error with a clear message on an unknown rack, device or value. */
   apply(a: FaultAction): void {
     if ("leak" in a) {
-      this.plant.racks[this.rack(a.leak)].leak = a.state ?? "wet";
+      const rack = this.plant.racks[this.rack(a.leak)];
+      rack.leak = a.state ?? "wet";
+      rack.leakChangedAtMs = monoMs();
     } else if ("sensor" in a) {
       const dot = a.sensor.indexOf(".");
       if (dot < 0) throw new Error(`sensor "${a.sensor}" must be device.value`);

@@ -57,6 +57,10 @@ export interface GroundTruth {
     throttlePct: number;
     leak: string;
     coolantLostL: number;
+    /** from the last leak state change to the supply isolation close command arriving, ms */
+    leakToIsolationMs: number | null;
+    /** from the last leak state change to the first read of the leak register, ms */
+    leakToReadMs: number | null;
   }[];
   rackHeatKw: number;
   coolantLostL: number;
@@ -196,6 +200,14 @@ export class PodSim {
         throttlePct: r.throttle * 100,
         leak: r.leak,
         coolantLostL: r.coolantLostL,
+        leakToIsolationMs: ((): number | null => {
+          const closedAt = this.devices.racks[r.index].ctx.isolationCloseCmdAtMs;
+          return closedAt >= r.leakChangedAtMs && Number.isFinite(r.leakChangedAtMs) ? closedAt - r.leakChangedAtMs : null;
+        })(),
+        leakToReadMs: ((): number | null => {
+          const readAt = this.devices.racks[r.index].ctx.leakReadAtMs;
+          return readAt >= r.leakChangedAtMs && Number.isFinite(r.leakChangedAtMs) ? readAt - r.leakChangedAtMs : null;
+        })(),
       })),
       rackHeatKw: p.rackHeatKw,
       coolantLostL: p.racks.reduce((a, r) => a + r.coolantLostL, 0),

@@ -145,8 +145,9 @@ describe("Modbus RTU bus sharing", () => {
     const good0 = fastGood;
     await new Promise((r) => setTimeout(r, 2000));
     const polls = driver.stats().polls.find((p) => p.device === "fast")!.polls - polls0;
-    // the fast device answered (nearly) every poll it was due, and was due about every 50 ms
-    expect(fastGood - good0).toBeGreaterThanOrEqual(polls - 1);
+    // the fast device answered nearly every poll it was due (a breaker probe of the slow device
+    // costs the bus one timeout now and then), and was due about every 50 ms
+    expect(fastGood - good0).toBeGreaterThanOrEqual(Math.floor(polls * 0.9));
     expect(polls).toBeGreaterThan(10);
     expect(driver.stats().devices.find((d) => d.name === "slow")!.trips).toBeGreaterThan(0);
   });

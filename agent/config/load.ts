@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems, type ModbusConfig } from "../../drivers/modbus/config.js";
 import type { IngestPointConfig } from "../../drivers/mqtt-ingest.js";
-import type { LoopTuning, PointChecks } from "../pod-bank.js";
+import type { LoopTuning, PodControl } from "../pod-bank.js";
 import { AGENT_SCHEMA } from "./schema.js";
 
 export interface RackConfig {
@@ -35,14 +35,8 @@ export interface AgentConfig {
     setpointLeaseMaxMs: number;
     rackLoop: LoopTuning;
     pumpLoop: LoopTuning;
-    points: {
-      temperature: PointChecks;
-      flow: PointChecks;
-      power: PointChecks;
-      pressure: PointChecks;
-      leak: { staleMs: number; debounceFault: number; debounceClear: number };
-    };
-    isolation: { isolatedFlowMaxLpm: number; deadlineMs: number; leakSensorFault: "hold" | "isolate" };
+    points: PodControl["points"];
+    isolation: PodControl["isolation"];
   };
   racks: RackConfig[];
   cdu: {

@@ -82,7 +82,8 @@ export class ControlThread {
       schedPriority: this.o.schedPriority,
       warmupTicks: this.o.warmupTicks,
     };
-    const worker = new Worker(workerPath(), { workerData: input });
+    // The worker allocates almost nothing per tick: a small young generation keeps its RSS small.
+    const worker = new Worker(workerPath(), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 } });
     this.worker = worker;
     let failure: string | null = null;
     worker.on("message", (m: { kind: "warn" | "error"; message: string }) => {

@@ -110,7 +110,7 @@ export const MODBUS_SCHEMA = {
         required: ["name", "periodMs"],
         properties: {
           name,
-          periodMs: { type: "integer", minimum: 10, maximum: 3_600_000, description: "poll period, ms" },
+          periodMs: { type: "integer", minimum: 1, maximum: 3_600_000, description: "poll period, ms" },
           priority: { type: "integer", minimum: 0, maximum: 9, default: 1, description: "0 first" },
         },
       },

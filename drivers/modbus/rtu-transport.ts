@@ -11,6 +11,7 @@
 import { SerialPort } from "serialport";
 import { monoMs } from "../../lib/clock.js";
 import { Backoff } from "../backoff.js";
+import { ConnectionState } from "./connection-state.js";
 import { encodeRequest, parseResponse, responseLength } from "./master-pdu.js";
 import { crcOk, withCrc } from "./protocol.js";
 import type { ModbusOutcome, ModbusRequest, ModbusTransport } from "./types.js";
@@ -31,10 +32,9 @@ interface Exchange {
   settle(o: ModbusOutcome): void;
 }
 
-export class RtuTransport implements ModbusTransport {
+export class RtuTransport extends ConnectionState implements ModbusTransport {
   readonly maxInFlight = 1;
   private port: SerialPort | null = null;
-  private connected_ = false;
   private stopped = true;
   private buf: Buffer = Buffer.alloc(0);
   private current: Exchange | null = null;
@@ -43,26 +43,12 @@ export class RtuTransport implements ModbusTransport {
   private reopenTimer: NodeJS.Timeout | null = null;
   private gapTimer: NodeJS.Timeout | null = null;
   private readonly backoff: Backoff;
-  private readonly listeners: ((c: boolean) => void)[] = [];
   corruptFrames = 0;
   strayBytes = 0;
 
   constructor(private readonly o: RtuTransportOptions) {
+    super();
     this.backoff = new Backoff(o.reconnect);
-  }
-
-  get connected(): boolean {
-    return this.connected_;
-  }
-
-  onConnectionChange(cb: (connected: boolean) => void): void {
-    this.listeners.push(cb);
-  }
-
-  private setConnected(c: boolean): void {
-    if (c === this.connected_) return;
-    this.connected_ = c;
-    for (const l of this.listeners) l(c);
   }
 
   start(): void {
@@ -162,7 +148,7 @@ export class RtuTransport implements ModbusTransport {
     const wait = this.quietUntil - monoMs();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const port = this.port;
-    if (port === null || !this.connected_) return { ok: false, kind: "disconnected", message: "serial port not open" };
+    if (port === null || !this.connected) return { ok: false, kind: "disconnected", message: "serial port not open" };
     return new Promise<ModbusOutcome>((resolve) => {
       const timer = setTimeout(() => {
         if (this.current?.settle !== settle) return;

@@ -7,6 +7,7 @@
 // connection (the old one destroyed, its timers gone), and outcomes instead of exceptions.
 import { Socket } from "node:net";
 import { Backoff } from "../backoff.js";
+import { ConnectionState } from "./connection-state.js";
 import { ModbusClient } from "./modbus-serial.js";
 import { FC } from "./protocol.js";
 import type { ModbusOutcome, ModbusRequest, ModbusTransport } from "./types.js";
@@ -36,37 +37,22 @@ function failure(err: unknown): ModbusOutcome {
   return { ok: false, kind: "error", message };
 }
 
-export class TcpTransport implements ModbusTransport {
+export class TcpTransport extends ConnectionState implements ModbusTransport {
   readonly maxInFlight: number;
   private client: ModbusClient | null = null;
   private socket: Socket | null = null;
-  private connected_ = false;
   private stopped = true;
   private generation = 0;
   private timer: NodeJS.Timeout | null = null;
   private readonly backoff: Backoff;
-  private readonly listeners: ((c: boolean) => void)[] = [];
   /** resolvers of requests in flight: settled as "disconnected" when the connection drops */
   private readonly inFlight = new Set<(o: ModbusOutcome) => void>();
   connects = 0;
 
   constructor(private readonly o: TcpTransportOptions) {
+    super();
     this.maxInFlight = o.maxInFlight;
     this.backoff = new Backoff(o.reconnect);
-  }
-
-  get connected(): boolean {
-    return this.connected_;
-  }
-
-  onConnectionChange(cb: (connected: boolean) => void): void {
-    this.listeners.push(cb);
-  }
-
-  private setConnected(c: boolean): void {
-    if (c === this.connected_) return;
-    this.connected_ = c;
-    for (const l of this.listeners) l(c);
   }
 
   start(): void {
@@ -89,7 +75,7 @@ export class TcpTransport implements ModbusTransport {
       if (gen === this.generation) this.lost();
     });
     const giveUp = setTimeout(() => {
-      if (gen === this.generation && !this.connected_) this.lost();
+      if (gen === this.generation && !this.connected) this.lost();
     }, this.o.connectTimeoutMs);
     socket.connect({ host: this.o.host, port: this.o.port }, () => {
       clearTimeout(giveUp);
@@ -146,7 +132,7 @@ export class TcpTransport implements ModbusTransport {
 
   request(unitId: number, req: ModbusRequest, timeoutMs: number): Promise<ModbusOutcome> {
     const client = this.client;
-    if (client === null || !this.connected_) return Promise.resolve({ ok: false, kind: "disconnected", message: "not connected" });
+    if (client === null || !this.connected) return Promise.resolve({ ok: false, kind: "disconnected", message: "not connected" });
     return new Promise((resolve) => {
       let done = false;
       const settle = (o: ModbusOutcome): void => {

@@ -3,6 +3,7 @@
 //   rack-N   unit 10 + N   control valve, isolation valves, sensors, power; float32 in CDAB order
 // Valve and pump devices carry a comms-loss watchdog: without a heartbeat write within the
 // lease they drive their actuators to the configured fail positions on their own.
+import { monoMs } from "../../lib/clock.js";
 import type { Prng } from "../prng.js";
 import type { PodPlant, RackModel, CduModel } from "../plant/pod-plant.js";
 import { FieldDevice, Watchdog } from "./field-device.js";
@@ -76,6 +77,10 @@ export interface RackContext {
   returnIsoOpen: boolean;
   failValvePct: number;
   failIsolationOpen: boolean;
+  /** monotonic ms when a close command for the supply isolation valve last arrived */
+  isolationCloseCmdAtMs: number;
+  /** monotonic ms when a master first read the leak register after its last change */
+  leakReadAtMs: number;
 }
 
 export const RACK_STATUS = {
@@ -105,7 +110,18 @@ export function rackEntries(now: () => number): RegisterEntry<RackContext>[] {
       read: (c) => (Number.isFinite(c.rack.powerCapKw) ? c.rack.powerCapKw : NO_CAP_RAW * 0.1),
       write: (c, v) => (c.rack.powerCapKw = Math.round(v * 10) >= NO_CAP_RAW ? Infinity : v),
     },
-    { name: "supplyIsolationOpen", table: "coil", address: 0, type: "bool", description: "supply isolation valve: 1 open, 0 close", read: (c) => (c.supplyIsoOpen ? 1 : 0), write: (c, v) => (c.supplyIsoOpen = v !== 0) },
+    {
+      name: "supplyIsolationOpen",
+      table: "coil",
+      address: 0,
+      type: "bool",
+      description: "supply isolation valve: 1 open, 0 close",
+      read: (c) => (c.supplyIsoOpen ? 1 : 0),
+      write: (c, v) => {
+        if (v === 0 && c.supplyIsoOpen) c.isolationCloseCmdAtMs = monoMs();
+        c.supplyIsoOpen = v !== 0;
+      },
+    },
     { name: "returnIsolationOpen", table: "coil", address: 1, type: "bool", description: "return isolation valve: 1 open, 0 close", read: (c) => (c.returnIsoOpen ? 1 : 0), write: (c, v) => (c.returnIsoOpen = v !== 0) },
     { name: "powerOff", table: "coil", address: 2, type: "bool", description: "1 requests rack power-off (leak escalation)", read: (c) => (c.rack.powerOff ? 1 : 0), write: (c, v) => (c.rack.powerOff = v !== 0) },
     { name: "failIsolationOpen", table: "coil", address: 3, type: "bool", description: "isolation valves' fail position: 1 open, 0 hold", read: (c) => (c.failIsolationOpen ? 1 : 0), write: (c, v) => (c.failIsolationOpen = v !== 0) },
@@ -118,7 +134,17 @@ export function rackEntries(now: () => number): RegisterEntry<RackContext>[] {
     { name: "supplyTempC", table: "input", address: 3, type: "i16", scale: 0.01, unit: "°C", description: "rack inlet (supply) temperature", read: (c) => c.rack.inletTempC },
     { name: "returnTempC", table: "input", address: 4, type: "i16", scale: 0.01, unit: "°C", description: "rack outlet (return) temperature", read: (c) => c.rack.returnTempC },
     { name: "powerKw", table: "input", address: 5, ...f32, unit: "kW", description: "rack IT power", read: (c) => c.rack.powerKw },
-    { name: "leakState", table: "input", address: 7, type: "u16", description: "leak rope: 0 dry, 1 wet, 2 cable fault", read: (c) => LEAK_CODE[c.rack.leak] },
+    {
+      name: "leakState",
+      table: "input",
+      address: 7,
+      type: "u16",
+      description: "leak rope: 0 dry, 1 wet, 2 cable fault",
+      read: (c) => {
+        if (c.leakReadAtMs < c.rack.leakChangedAtMs) c.leakReadAtMs = monoMs();
+        return LEAK_CODE[c.rack.leak];
+      },
+    },
     { name: "gpuTempC", table: "input", address: 8, type: "i16", scale: 0.01, unit: "°C", description: "hottest GPU temperature", read: (c) => c.rack.gpuTempC },
     {
       name: "status",
@@ -158,7 +184,7 @@ export function createPodDevices(plant: PodPlant, d: DeviceDefaults, now: () => 
         rackDeviceName(r),
         rackUnitId(r),
         rackEntries(now),
-        { rack, wd: new Watchdog(d.leaseMs), valveCmdPct: rack.controlValve.command, supplyIsoOpen: true, returnIsoOpen: true, failValvePct: d.failValvePct, failIsolationOpen: d.failIsolationOpen },
+        { rack, wd: new Watchdog(d.leaseMs), valveCmdPct: rack.controlValve.command, supplyIsoOpen: true, returnIsoOpen: true, failValvePct: d.failValvePct, failIsolationOpen: d.failIsolationOpen, isolationCloseCmdAtMs: -Infinity, leakReadAtMs: -Infinity },
         now,
         rng,
       ),

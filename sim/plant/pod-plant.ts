@@ -42,6 +42,8 @@ export class RackModel {
   gpuTempC: number;
   throttle = 1;
   leak: LeakState = "dry";
+  /** monotonic ms when the leak state last changed (for leak-to-isolation latency) */
+  leakChangedAtMs = -Infinity;
   coolantLostL = 0;
   readonly supplyDelay: DelayLine;
   readonly returnDelay: DelayLine;

@@ -1,0 +1,247 @@
+// Agent figures:
+//  - control tick lateness (p50/p99/p99.9/max) with a loaded main thread, beside cyclictest
+//    (Debian rt-tests) under the same load in the same run;
+//  - leak-to-isolation latency: from the leak register changing at the simulated device to the
+//    isolation close command arriving at it, over >= 200 trials, with the simulator in its own
+//    process so it does not share an event loop with the agent;
+//  - RSS and CPU of `podwarden run` on the 8-rack demo pod.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { ControlThread } from "../agent/control/control-thread.js";
+import { DEFAULT_POD_CONTROL, podBankSpec } from "../agent/pod-bank.js";
+import { parseYaml } from "../lib/config-file.js";
+import { fmt, quantile } from "./stats.js";
+
+export const DAEMON_NODE_FLAGS = ["--max-semi-space-size=1", "--optimize-for-size"];
+
+export interface LatenessRow {
+  what: string;
+  p50Us: number;
+  p99Us: number;
+  p999Us: number;
+  maxUs: number;
+  samples: number;
+}
+
+export interface AgentResult {
+  lateness: LatenessRow[];
+  schedFifo: string;
+  leak: { trials: number; p50Ms: number; p99Ms: number; maxMs: number; pollP50Ms: number; pollP99Ms: number } | null;
+  resources: { rssMb: number; cpuPct: number; seconds: number } | null;
+}
+
+/** Keeps the main thread busy the way a real one gets busy: bursts of allocation and GC. */
+function loadMainThread(): () => void {
+  let stop = false;
+  const burst = (): void => {
+    if (stop) return;
+    const junk: unknown[] = [];
+    const t0 = performance.now();
+    while (performance.now() - t0 < 8) junk.push({ a: Math.random(), b: "x".repeat(64), c: [1, 2, 3] });
+    JSON.stringify(junk.slice(0, 2000));
+    setTimeout(burst, 2);
+  };
+  burst();
+  return () => (stop = true);
+}
+
+async function tickLateness(seconds: number): Promise<{ row: LatenessRow; sched: string }> {
+  const ct = new ControlThread(podBankSpec(DEFAULT_POD_CONTROL), { periodMs: 1, schedFifo: true, schedPriority: 40, warmupTicks: 20000 });
+  await ct.start();
+  ct.latenessHistogram().reset(); // drop the start-up ticks
+  const stopLoad = loadMainThread();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  stopLoad();
+  const h = ct.latenessHistogram();
+  const row = { what: "podwarden control worker (1 ms, Atomics.wait to absolute deadlines)", p50Us: h.percentile(0.5), p99Us: h.percentile(0.99), p999Us: h.percentile(0.999), maxUs: ct.maxLatenessUs, samples: h.total() };
+  const sched = ct.schedFifo;
+  await ct.stop();
+  return { row, sched };
+}
+
+/** cyclictest under the same main-thread load, SCHED_FIFO 40, 1 ms interval; percentiles from its histogram. */
+async function cyclictest(seconds: number): Promise<LatenessRow | null> {
+  if (spawnSync("which", ["cyclictest"]).status !== 0) return null;
+  const stopLoad = loadMainThread();
+  const out = await new Promise<string>((resolve) => {
+    const c = spawn("cyclictest", ["-m", "-p", "40", "-i", "1000", "-D", `${seconds}s`, "-q", "-h", "20000"], { stdio: ["ignore", "pipe", "ignore"] });
+    let s = "";
+    c.stdout.on("data", (d: Buffer) => (s += d.toString()));
+    c.on("close", () => resolve(s));
+  });
+  stopLoad();
+  const counts: [number, number][] = [];
+  let max = NaN;
+  for (const line of out.split("\n")) {
+    const m = /^(\d+)\s+(\d+)/.exec(line);
+    if (m !== null) counts.push([Number(m[1]), Number(m[2])]);
+    const mx = /# Max Latencies:\s+(\d+)/.exec(line);
+    if (mx !== null) max = Number(mx[1]);
+  }
+  const total = counts.reduce((a, [, n]) => a + n, 0);
+  if (total === 0) return null;
+  const at = (q: number): number => {
+    let seen = 0;
+    for (const [us, n] of counts) {
+      seen += n;
+      if (seen >= q * total) return us;
+    }
+    return counts[counts.length - 1][0];
+  };
+  return { what: "cyclictest -m -p 40 -i 1000 (C, SCHED_FIFO)", p50Us: at(0.5), p99Us: at(0.99), p999Us: at(0.999), maxUs: max, samples: total };
+}
+
+interface SimProcess {
+  child: ChildProcess;
+  controlUrl: string;
+  ports: Record<string, number>;
+}
+
+async function startSimProcess(dir: string, leaseMs: number): Promise<SimProcess> {
+  const cfg = join(dir, "sim.yaml");
+  writeFileSync(cfg, stringify({ plant: { load: { profile: "idle", pct: 60 } }, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
+  const child = spawn("node", ["dist/agent/cli.js", "sim", "-c", cfg], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  const t0 = Date.now();
+  while (!/control\s+http:\/\/127\.0\.0\.1:\d+/.test(out)) {
+    if (Date.now() - t0 > 20000) throw new Error("simulator did not start");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const ports: Record<string, number> = {};
+  for (const m of out.matchAll(/^\s+(\S+)\s+modbus tcp 127\.0\.0\.1:(\d+)/gm)) ports[m[1]] = Number(m[2]);
+  return { child, ports, controlUrl: `http://127.0.0.1:${/control\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]}` };
+}
+
+function demoConfigWithPorts(ports: Record<string, number>, safetyPeriodMs: number): unknown {
+  const data = parseYaml(readFileSync("configs/demo-pod.yaml", "utf8"), "demo") as { modbus: { groups: { name: string; periodMs: number }[]; devices: { name: string; tcp: { port: number } }[] } };
+  for (const d of data.modbus.devices) d.tcp.port = ports[d.name];
+  for (const g of data.modbus.groups) if (g.name === "safety") g.periodMs = safetyPeriodMs;
+  return data;
+}
+
+/**
+ * The real daemon (its own process, production flags) against the simulator (another process);
+ * this process only injects leaks and reads the simulator's timestamps. An isolation latches
+ * until an authorised reset, and resets come with the uplink's commands, so each daemon run
+ * takes one leak per rack and is then restarted.
+ */
+async function leakToIsolation(trials: number): Promise<AgentResult["leak"]> {
+  const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-"));
+  const sim = await startSimProcess(dir, 5000);
+  const latencies: number[] = [];
+  const toRead: number[] = [];
+  const post = (body: object): Promise<Response> => fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify(body) });
+  const truth = async (): Promise<{ racks: { name: string; leakToIsolationMs: number | null; leakToReadMs: number | null }[]; devices: { leaseExpired: boolean }[] }> =>
+    (await fetch(`${sim.controlUrl}/truth`)).json() as never;
+  let daemon: ChildProcess | null = null;
+  try {
+    const cfg = join(dir, "agent.yaml");
+    writeFileSync(cfg, stringify(demoConfigWithPorts(sim.ports, LEAK_POLL_MS)));
+    while (latencies.length < trials) {
+      daemon = spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", "run", "-c", cfg], { stdio: ["ignore", "ignore", "inherit"] });
+      const t0 = Date.now();
+      while (!(await truth()).devices.every((d) => !d.leaseExpired)) {
+        if (Date.now() - t0 > 30000) throw new Error("daemon did not take its devices");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await new Promise((r) => setTimeout(r, 2000)); // inputs valid, loops in automatic
+      for (let r = 0; r < 8 && latencies.length < trials; r++) {
+        await new Promise((res) => setTimeout(res, 50 + Math.random() * 20)); // random phase against the polls
+        await post({ leak: `rack-${r + 1}` });
+        await new Promise((res) => setTimeout(res, 150));
+        const x = (await truth()).racks[r];
+        if (x.leakToIsolationMs !== null) latencies.push(x.leakToIsolationMs);
+        if (x.leakToReadMs !== null) toRead.push(x.leakToReadMs);
+      }
+      const d = daemon;
+      daemon = null;
+      d.kill("SIGTERM");
+      await new Promise((r) => d.once("exit", r));
+      await post({ clear: "all" });
+    }
+  } finally {
+    if (daemon !== null) {
+      const d = daemon;
+      d.kill("SIGKILL");
+      await new Promise((r) => d.once("exit", r));
+    }
+    sim.child.kill("SIGTERM");
+    await new Promise((r) => sim.child.once("exit", r));
+  }
+  if (latencies.length === 0) return null;
+  return { trials: latencies.length, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: Math.max(...latencies), pollP50Ms: quantile(toRead, 0.5), pollP99Ms: quantile(toRead, 0.99) };
+}
+
+async function daemonResources(seconds: number): Promise<AgentResult["resources"]> {
+  const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-"));
+  const sim = await startSimProcess(dir, 3000);
+  const cfg = join(dir, "agent.yaml");
+  try {
+    writeFileSync(cfg, stringify(demoConfigWithPorts(sim.ports, 20)));
+  } catch (err) {
+    sim.child.kill("SIGTERM");
+    throw err;
+  }
+  // the production command line: the flags in the CLI's shebang (and the systemd unit)
+  const agent = spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", "run", "-c", cfg], { stdio: ["ignore", "ignore", "inherit"] });
+  const pid = agent.pid!;
+  const cpuTicks = (): number => {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks
+  };
+  const rssMb = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+  try {
+    await new Promise((r) => setTimeout(r, 5000)); // start-up and warm-up done
+    const c0 = cpuTicks();
+    const t0 = performance.now();
+    const rss: number[] = [];
+    while (performance.now() - t0 < seconds * 1000) {
+      await new Promise((r) => setTimeout(r, 1000));
+      rss.push(rssMb());
+    }
+    const hz = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+    const cpuPct = (100 * (cpuTicks() - c0)) / hz / ((performance.now() - t0) / 1000);
+    return { rssMb: Math.max(...rss), cpuPct, seconds };
+  } finally {
+    agent.kill("SIGTERM");
+    await new Promise((r) => agent.once("exit", r));
+    sim.child.kill("SIGTERM");
+    await new Promise((r) => sim.child.once("exit", r));
+  }
+}
+
+/** Leak sensors' poll period in the latency benchmark, ms. */
+const LEAK_POLL_MS = 2;
+
+export async function runAgentBench(quick = false, only?: string): Promise<AgentResult> {
+  const seconds = quick ? 5 : 20;
+  if (only === "leak") return { lateness: [], schedFifo: "-", leak: await leakToIsolation(quick ? 40 : 240), resources: null };
+  const ours = await tickLateness(seconds);
+  const ct = await cyclictest(seconds);
+  return {
+    lateness: ct === null ? [ours.row] : [ours.row, ct],
+    schedFifo: ours.sched,
+    leak: await leakToIsolation(quick ? 40 : 240),
+    resources: await daemonResources(quick ? 10 : 30),
+  };
+}
+
+export function printAgent(r: AgentResult): void {
+  console.log(`\n## agent: control tick lateness, main thread loaded (8 ms allocation bursts every 2 ms); SCHED_FIFO: ${r.schedFifo}`);
+  console.log("| timer | p50 µs | p99 µs | p99.9 µs | max µs | ticks |");
+  console.log("|---|---:|---:|---:|---:|---:|");
+  for (const x of r.lateness) console.log(`| ${x.what} | ${fmt(x.p50Us, 0)} | ${fmt(x.p99Us, 0)} | ${fmt(x.p999Us, 0)} | ${fmt(x.maxUs, 0)} | ${x.samples} |`);
+  if (r.lateness.length > 1) console.log(`tick p99 / cyclictest p99 = ${fmt(r.lateness[0].p99Us / Math.max(1, r.lateness[1].p99Us), 2)}`);
+  else console.log("cyclictest not installed (apt-get install rt-tests): no platform floor in this run");
+  if (r.leak !== null) {
+    console.log(`\n## agent: leak-to-isolation latency (leak register changes at the device -> isolation close command arrives at it; leak sensors polled every ${LEAK_POLL_MS} ms)`);
+    console.log(`${r.leak.trials} trials: p50 ${fmt(r.leak.p50Ms, 2)} ms, p99 ${fmt(r.leak.p99Ms, 2)} ms, max ${fmt(r.leak.maxMs, 2)} ms (of which leak change -> first poll of it: p50 ${fmt(r.leak.pollP50Ms, 2)} ms, p99 ${fmt(r.leak.pollP99Ms, 2)} ms)`);
+  }
+  if (r.resources !== null) {
+    console.log(`\n## agent: podwarden run on the 8-rack demo pod over ${r.resources.seconds} s: max RSS ${fmt(r.resources.rssMb, 1)} MB, CPU ${fmt(r.resources.cpuPct, 1)} % of one core`);
+  }
+}

@@ -1,0 +1,219 @@
+// Supervisor pieces in isolation: alarm lifecycle, power budget, heat-balance suspects, modes,
+// leak escalation and setpoint leases.
+import { describe, expect, it } from "vitest";
+import * as L from "../hotpath-as/assembly/layout.js";
+import { AlarmManager, type AlarmEvent } from "../agent/supervisor/alarms.js";
+import { heatBalance } from "../agent/supervisor/heat-balance.js";
+import { COOLANT_KJ_PER_L_K } from "../lib/coolant.js";
+import { allocatePower, type RackPowerDemand } from "../agent/supervisor/power-budget.js";
+import { SetpointLeases } from "../agent/supervisor/setpoints.js";
+import { Supervisor, type SupervisorEvent, type SupervisorInputs } from "../agent/supervisor/supervisor.js";
+import { loadAgentConfig } from "../agent/config/load.js";
+import { Prng } from "../sim/prng.js";
+
+describe("alarm lifecycle", () => {
+  const setup = (dwellMs = 100): { a: AlarmManager; events: AlarmEvent[]; clock: { t: number } } => {
+    const events: AlarmEvent[] = [];
+    const clock = { t: 0 };
+    return { a: new AlarmManager(dwellMs, (e) => events.push(e), () => clock.t, () => "T"), events, clock };
+  };
+  const spec = { severity: "Warning" as const, message: "m", source: "s" };
+
+  it("raises once, clears only after the condition stayed clear for the dwell", () => {
+    const { a, events, clock } = setup();
+    a.update("x", true, spec);
+    a.update("x", true, spec);
+    expect(events.map((e) => e.type)).toEqual(["alarm.raised"]);
+    a.update("x", false, spec);
+    clock.t = 50;
+    a.update("x", false, spec);
+    expect(a.get("x")).toBeDefined();
+    clock.t = 60;
+    a.update("x", true, spec); // chatter: the dwell restarts
+    clock.t = 120;
+    a.update("x", false, spec);
+    clock.t = 200;
+    a.update("x", false, spec);
+    expect(a.get("x")).toBeDefined();
+    clock.t = 221;
+    a.update("x", false, spec);
+    expect(a.get("x")).toBeUndefined();
+    expect(events.map((e) => e.type)).toEqual(["alarm.raised", "alarm.cleared"]);
+  });
+
+  it("acknowledges, and re-arms acknowledgement when a Warning escalates to Critical", () => {
+    const { a, events } = setup();
+    a.update("t", true, spec);
+    expect(a.acknowledge("t", "op")).toBe(true);
+    expect(a.get("t")).toMatchObject({ acknowledged: true, acknowledgedBy: "op" });
+    a.update("t", true, { ...spec, severity: "Critical" });
+    expect(a.get("t")).toMatchObject({ severity: "Critical", acknowledged: false });
+    expect(events.map((e) => e.type)).toEqual(["alarm.raised", "alarm.acknowledged", "alarm.escalated"]);
+    expect(a.acknowledge("nope", "op")).toBe(false);
+  });
+
+  it("keeps a latched alarm after its condition clears, until reset", () => {
+    const { a, clock } = setup(0);
+    a.update("leak", true, { ...spec, latch: true });
+    a.update("leak", false, spec);
+    clock.t = 1000;
+    a.update("leak", false, spec);
+    expect(a.get("leak")).toMatchObject({ conditionActive: false, latched: true });
+    expect(a.reset("leak")).toBe(true);
+    a.update("leak", false, spec);
+    expect(a.get("leak")).toBeUndefined();
+  });
+});
+
+describe("power budget", () => {
+  it("never exceeds the budget, respects minimums, maximums and priorities (randomised)", () => {
+    const rng = new Prng(77);
+    for (let trial = 0; trial < 2000; trial++) {
+      const n = rng.int(1, 10);
+      const racks: RackPowerDemand[] = Array.from({ length: n }, (_, i) => {
+        const maxKw = rng.range(20, 150);
+        return { name: `r${i}`, priority: rng.int(0, 3), minKw: rng.range(0, maxKw / 2), maxKw, demandKw: rng.range(0, 200) };
+      });
+      const budget = rng.range(0, 1200);
+      const { caps, minimumsScaled } = allocatePower(budget, racks);
+      const sum = caps.reduce((x, y) => x + y, 0);
+      expect(sum).toBeLessThanOrEqual(budget + 1e-6);
+      caps.forEach((c, i) => {
+        expect(c).toBeLessThanOrEqual(racks[i].maxKw + 1e-9);
+        if (!minimumsScaled) expect(c).toBeGreaterThanOrEqual(racks[i].minKw - 1e-9);
+      });
+      if (!minimumsScaled) {
+        // a rack left short of its demand implies every lower-priority rack is at its minimum
+        racks.forEach((r, i) => {
+          const short = Math.min(r.demandKw, r.maxKw) - caps[i] > 1e-6;
+          if (short) racks.forEach((o, j) => o.priority > r.priority && expect(caps[j]).toBeCloseTo(Math.max(o.minKw, 0), 6));
+        });
+      }
+    }
+  });
+
+  it("scales minimums down when even they do not fit", () => {
+    const r = allocatePower(100, [
+      { name: "a", priority: 0, minKw: 80, maxKw: 120, demandKw: 120 },
+      { name: "b", priority: 1, minKw: 120, maxKw: 120, demandKw: 120 },
+    ]);
+    expect(r.minimumsScaled).toBe(true);
+    expect(r.caps[0] + r.caps[1]).toBeCloseTo(100, 9);
+  });
+});
+
+describe("heat-balance cross-check", () => {
+  const q = (flow: number, dT: number): number => (COOLANT_KJ_PER_L_K / 60) * flow * dT;
+  const rack = (over: object = {}) => ({ powerKw: q(100, 10), flowLpm: 100, supplyTempC: 35, returnTempC: 45, valvePct: 80, inService: true, ...over });
+  const o = { tolerancePct: 20, minPowerKw: 10, supplyToleranceC: 2, flowPeerTolerancePct: 30 };
+
+  it("agrees when the four sensors agree", () => {
+    expect(heatBalance([rack(), rack(), rack()], 35, o).every((r) => !r.disagrees)).toBe(true);
+  });
+
+  it.each([
+    ["supplyTempC", { supplyTempC: 39 }],
+    ["flowLpm", { flowLpm: 50 }],
+    ["returnTempC", { returnTempC: 30 }],
+    ["powerKw", { powerKw: 2 * q(100, 10) }],
+  ])("names the %s sensor when it is the one lying", (suspect, lie) => {
+    const res = heatBalance([rack(lie), rack(), rack(), rack()], 35, o);
+    expect(res[0].disagrees).toBe(true);
+    expect(res[0].suspect).toBe(suspect);
+    expect(res.slice(1).every((r) => !r.disagrees)).toBe(true);
+  });
+});
+
+describe("setpoint leases", () => {
+  it("expire back to the caller after their lease", () => {
+    const s = new SetpointLeases();
+    s.set(2, 47, 1000, 0, "mc");
+    expect(s.expire(999)).toEqual([]);
+    expect(s.expire(1000)).toMatchObject([{ loop: 2, value: 47 }]);
+    expect(s.get(2)).toBeUndefined();
+  });
+});
+
+describe("supervisor", () => {
+  const config = loadAgentConfig("configs/demo-pod.yaml").config;
+  const good = (value: number) => ({ value, good: true });
+  type Rack = SupervisorInputs["racks"][number];
+  const inputs = (over: Partial<SupervisorInputs> = {}): SupervisorInputs & { racks: Rack[] } => ({
+    nowMs: 0,
+    controlHealthy: true,
+    overrunsDelta: 0,
+    loopStatus: new Array(9).fill(L.LS_AUTOMATIC),
+    loopOut: new Array(9).fill(80),
+    rackState: new Array(8).fill(L.RACK_NORMAL),
+    rackStatus: new Array(8).fill(0),
+    cduSupplyTempC: good(35),
+    devices: [],
+    ...over,
+    racks: [...(over.racks ?? Array.from({ length: 8 }, (): Rack => ({ returnTempC: good(45), supplyTempC: good(35), flowLpm: good(100), powerKw: good((COOLANT_KJ_PER_L_K / 60) * 100 * 10), manualIsolate: false })))],
+  });
+
+  it("runs, degrades on an alarm, and fails safe when the control loop stops", () => {
+    const events: SupervisorEvent[] = [];
+    const clock = { t: 0 };
+    const s = new Supervisor(config, (e) => events.push(e), () => clock.t);
+    s.evaluate(inputs());
+    expect(s.mode).toBe("Running");
+    const hot = inputs();
+    hot.racks[1] = { ...hot.racks[1], returnTempC: good(56) };
+    s.evaluate(hot);
+    expect(s.mode).toBe("Degraded");
+    expect(s.alarms.get("overtemp:rack-2")?.severity).toBe("Critical");
+    s.evaluate(inputs({ controlHealthy: false }));
+    expect(s.mode).toBe("Failsafe");
+    expect(events.filter((e) => e.type === "mode.changed").map((e) => (e as { to: string }).to)).toEqual(["Running", "Degraded", "Failsafe"]);
+  });
+
+  it("keeps an over-temperature tier until the temperature falls below it by the hysteresis", () => {
+    const s = new Supervisor(config, () => undefined, () => 0);
+    const at = (t: number): string | undefined => {
+      const i = inputs();
+      i.racks[0] = { ...i.racks[0], returnTempC: good(t) };
+      s.evaluate(i);
+      return s.alarms.get("overtemp:rack-1")?.severity;
+    };
+    expect(at(50.5)).toBe("Warning");
+    expect(at(49.5)).toBe("Warning"); // within the 1 °C hysteresis
+    expect(at(55.2)).toBe("Critical");
+    expect(at(54.5)).toBe("Critical");
+    expect(at(53.5)).toBe("Warning");
+  });
+
+  it("escalates an unproven isolation to a rack power-off request, and only for that rack", () => {
+    const events: SupervisorEvent[] = [];
+    const s = new Supervisor(config, (e) => events.push(e), () => 0);
+    const i = inputs();
+    (i.rackState as number[])[3] = L.RACK_ESCALATED;
+    const d = s.evaluate(i);
+    expect(d.rackPowerOff).toEqual([false, false, false, true, false, false, false, false]);
+    expect(d.pumpEnable).toBe(true); // pump stop is off by default: it would stop cooling for every rack
+    expect(s.alarms.get("isolation-failed:rack-4")?.severity).toBe("Critical");
+    expect(events.some((e) => e.type === "leak.escalated" && e.rack === "rack-4")).toBe(true);
+  });
+
+  it("raises loss of flow only after its delay, and only for a rack in service", () => {
+    const clock = { t: 0 };
+    const s = new Supervisor(config, () => undefined, () => clock.t);
+    const low = inputs();
+    low.racks[0] = { ...low.racks[0], flowLpm: good(1) };
+    s.evaluate({ ...low, nowMs: 0 });
+    expect(s.alarms.get("flow:rack-1")).toBeUndefined();
+    s.evaluate({ ...low, nowMs: 5000 });
+    expect(s.alarms.get("flow:rack-1")?.severity).toBe("Critical");
+    const isolated = inputs();
+    isolated.racks[1] = { ...isolated.racks[1], flowLpm: good(0), manualIsolate: true };
+    s.evaluate({ ...isolated, nowMs: 0 });
+    s.evaluate({ ...isolated, nowMs: 10_000 });
+    expect(s.alarms.get("flow:rack-2")).toBeUndefined();
+  });
+
+  it("keeps the caps within the pod budget", () => {
+    const s = new Supervisor(config, () => undefined, () => 0);
+    const d = s.evaluate(inputs());
+    expect(d.powerCapsKw.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(config.supervisor.powerBudget.podKw + 1e-6);
+  });
+});
