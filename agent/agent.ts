@@ -36,7 +36,7 @@ function safeValue(a: SafeAction, outMin: number, outMax: number, current: numbe
 
 /** Same devices, points, racks and wiring: a reload can patch tuning in place. */
 export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
-  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.control.periodMs]);
+  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.uplink ?? null, c.control.periodMs]);
   return shape(a) === shape(b);
 }
 

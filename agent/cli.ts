@@ -8,12 +8,14 @@ import { parseArgs } from "node:util";
 import { ConfigError } from "../lib/config-file.js";
 import { loadAgentConfig } from "./config/load.js";
 import { runDaemon } from "./daemon.js";
+import { demoCommand } from "./demo.js";
 import { simCommand } from "./sim-command.js";
 import { packageVersion } from "./version.js";
 
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
 
 usage:
+  podwarden demo [--broker <url>] [--broker-port <n>]    the demo pod: embedded broker + simulator + agent, live board
   podwarden run -c <config.yaml>                         run the pod controller (the daemon)
   podwarden check-config -c <config.yaml>                validate a config and exit (0 valid, 2 invalid)
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
@@ -23,6 +25,8 @@ usage:
 options:
   -c, --config <file>     config file (YAML)
       --scenario <file>   scenario to play (overrides the config's scenario key)
+      --broker <url>      demo: use this MQTT broker instead of the embedded one
+      --broker-port <n>   demo: port of the embedded broker (default 1883)
   -h, --help              this text
   -v, --version           print the version
 `;
@@ -36,6 +40,8 @@ async function main(argv: string[]): Promise<number> {
       options: {
         config: { type: "string", short: "c" },
         scenario: { type: "string" },
+        broker: { type: "string" },
+        "broker-port": { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -57,6 +63,19 @@ async function main(argv: string[]): Promise<number> {
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
   try {
     switch (command) {
+      case "demo": {
+        const port = Number(values["broker-port"] ?? "1883");
+        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--broker-port: ${values["broker-port"]} is not a port`);
+        return await demoCommand({
+          simConfig: "configs/sim-pod.yaml",
+          agentConfig: "configs/demo-pod.yaml",
+          broker: values.broker,
+          brokerPort: port,
+          boardMs: process.stdout.isTTY ? 1000 : 5000,
+          out: process.stdout,
+          interactive: true,
+        });
+      }
       case "run":
         if (values.config === undefined) throw new UsageError("run needs -c <config.yaml>");
         return await runDaemon(values.config);

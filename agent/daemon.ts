@@ -7,6 +7,7 @@ import { ConfigError } from "../lib/config-file.js";
 import { Agent, sameStructure } from "./agent.js";
 import { loadAgentConfig, type LoadedConfig } from "./config/load.js";
 import { Logs } from "./log.js";
+import { Uplink } from "./uplink/uplink.js";
 import { packageVersion } from "./version.js";
 
 export interface DaemonHooks {
@@ -25,6 +26,11 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   log.info({ version: packageVersion(), config: configPath, hash: loaded.hash }, "podwarden starting");
   let agent = new Agent(loaded, logs);
   await agent.start();
+  let uplink: Uplink | null = null;
+  if (loaded.config.uplink !== undefined) {
+    uplink = new Uplink(agent, loaded.config.uplink);
+    await uplink.start();
+  }
   await hooks.started?.(agent);
   log.info({ mode: agent.supervisor.mode }, "podwarden running");
 
@@ -49,8 +55,11 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     }
     log.warn({ hash: next.hash }, "reload: devices or wiring changed, restarting the agent's internals");
     await agent.stop({ driveSafe: false, reason: "reload" });
+    await uplink?.stop();
     agent = new Agent(next, logs);
     await agent.start();
+    uplink = next.config.uplink === undefined ? null : new Uplink(agent, next.config.uplink);
+    await uplink?.start();
     await hooks.replaced?.(agent);
   };
 
@@ -74,6 +83,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
         .then(async () => {
           await hooks.stopping?.(agent);
           await agent.stop({ driveSafe: true, reason: signal, timeoutMs: 2500 });
+          await uplink?.stop(); // "offline" goes out after the actuators are safe
         })
         .then(
           () => {

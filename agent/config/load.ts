@@ -7,6 +7,7 @@ import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems, type ModbusConfig } from "../../drivers/modbus/config.js";
 import type { IngestPointConfig } from "../../drivers/mqtt-ingest.js";
 import type { LoopTuning, PodControl } from "../pod-bank.js";
+import type { UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA } from "./schema.js";
 
 export interface RackConfig {
@@ -53,6 +54,7 @@ export interface AgentConfig {
     powerBudget: { podKw: number; writeCaps: boolean; headroomPct: number };
   };
   modbus: ModbusConfig;
+  uplink?: UplinkConfig;
   mqttIngest?: { url: string; clientId?: string; username?: string; password?: string; points: IngestPointConfig[] };
   log: { level: string; modules: Record<string, string> };
 }

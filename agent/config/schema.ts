@@ -2,6 +2,7 @@
 // docs/configuration.md all come from. Units are in the key names.
 import { MODBUS_SCHEMA } from "../../drivers/modbus/config.js";
 import { MQTT_INGEST_POINT_SCHEMA } from "../../drivers/mqtt-ingest.js";
+import { UPLINK_SCHEMA } from "../uplink/schema.js";
 
 const num = (minimum: number, maximum: number, def: number | undefined, description: string): object => ({
   type: "number",
@@ -220,6 +221,7 @@ export const AGENT_SCHEMA = {
       "modes, alarms, leak escalation, power budget",
     ),
     modbus: { ...MODBUS_SCHEMA, default: {} },
+    uplink: UPLINK_SCHEMA,
     mqttIngest: {
       type: "object",
       additionalProperties: false,

@@ -1,0 +1,174 @@
+// `npm start` / `podwarden demo`: a whole pod on one machine with no setup — an embedded MQTT
+// broker, the simulator and the agent — with a live status board in the terminal.
+//   keys: l = leak on the next rack, u = unplug / replug rack-5's device, r = reset leaks,
+//         c = clear every fault, q or Ctrl-C = stop everything
+import { readFileSync } from "node:fs";
+import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
+import { parseYaml } from "../lib/config-file.js";
+import { loadSimConfig } from "../sim/config.js";
+import { SimControlApi } from "../sim/control-api.js";
+import { PodSim } from "../sim/pod-sim.js";
+import * as L from "../hotpath-as/assembly/layout.js";
+import { Agent } from "./agent.js";
+import { validateAgentConfig } from "./config/load.js";
+import { Logs } from "./log.js";
+import { Uplink } from "./uplink/uplink.js";
+import { topicBase } from "./uplink/uplink.js";
+
+export interface DemoOptions {
+  simConfig: string;
+  agentConfig: string;
+  /** external broker URL instead of the embedded one */
+  broker?: string;
+  brokerPort: number;
+  /** render the board this often, ms; 0 = never (tests read the board through renderBoard) */
+  boardMs: number;
+  out: NodeJS.WritableStream;
+  interactive: boolean;
+}
+
+export interface RunningDemo {
+  sim: PodSim;
+  agent: Agent;
+  broker: EmbeddedBroker | null;
+  brokerUrl: string;
+  controlUrl: string;
+  board(): string;
+  stop(): Promise<void>;
+}
+
+const pad = (s: string, n: number): string => (s.length >= n ? s.slice(0, n) : s + " ".repeat(n - s.length));
+const num = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : "  -");
+
+function loopState(status: number): string {
+  if (status & L.LS_INTERLOCK_LEAK) return "LEAK";
+  if (status & L.LS_INTERLOCK_FAILSAFE) return "FAILSAFE";
+  if (status & L.LS_MANUAL) return "Manual";
+  if (status & L.LS_OVERRIDE) return "Override";
+  if (status & L.LS_AUTOMATIC) return "Auto";
+  return "-";
+}
+
+export function renderBoard(agent: Agent, sim: PodSim): string {
+  const s = agent.status();
+  const t = sim.truth();
+  const lines: string[] = [];
+  lines.push(`podwarden demo  site ${agent.config.site} / pod ${agent.config.pod}   mode ${s.mode}   plant time ${t.timeS.toFixed(0)} s`);
+  lines.push(
+    `control tick lateness p50 ${num(s.control.p50Us, 0)} µs  p99 ${num(s.control.p99Us, 0)} µs  max ${num(s.control.maxUs, 0)} µs  overruns ${s.control.overruns}  SCHED_FIFO ${s.control.schedFifo}`,
+  );
+  lines.push(`pump  speed ${num(s.pump.speedCmdPct)} %   dp ${num(s.pump.dpKpa)} kPa (sp ${num(s.pump.setpointKpa, 0)})   ${s.pump.enabled ? "running" : "STOPPED"}   reservoir ${num((100 * t.cdu.reservoirL) / sim.config.plant.reservoir.volumeL, 1)} %`);
+  lines.push("");
+  lines.push(`${pad("rack", 8)}${pad("supply", 8)}${pad("return", 8)}${pad("flow", 8)}${pad("valve", 8)}${pad("iso", 8)}${pad("power", 8)}${pad("cap", 8)}${pad("leak", 10)}${pad("loop", 10)}isolation`);
+  for (const r of s.racks) {
+    lines.push(
+      `${pad(r.name, 8)}${pad(num(r.supplyTempC), 8)}${pad(num(r.returnTempC), 8)}${pad(num(r.flowLpm), 8)}${pad(num(r.valvePct), 8)}${pad(r.supplyIsolationOpen && r.returnIsolationOpen ? "open" : "CLOSED", 8)}${pad(num(r.powerKw), 8)}${pad(num(r.powerCapKw, 0), 8)}${pad(r.leak, 10)}${pad(loopState(r.loopStatus), 10)}${r.isolation}`,
+    );
+  }
+  lines.push("");
+  const alarms = agent.supervisor.alarms.active();
+  lines.push(`active alarms (${alarms.length})`);
+  for (const a of alarms.slice(0, 10)) lines.push(`  ${pad(a.severity, 9)}${a.acknowledged ? "ack " : "    "}${a.message}`);
+  return lines.join("\n");
+}
+
+export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
+  const simConfig = loadSimConfig(o.simConfig);
+  const broker = o.broker === undefined ? await startEmbeddedBroker(o.brokerPort) : null;
+  const brokerUrl = o.broker ?? broker!.url;
+  const sim = new PodSim(simConfig);
+  const api = new SimControlApi(sim);
+  let agent: Agent | null = null;
+  let uplink: Uplink | null = null;
+  try {
+    await sim.start();
+    const controlPort = await api.listen(simConfig.control.port, simConfig.control.host);
+    const data = parseYaml(readFileSync(o.agentConfig, "utf8"), o.agentConfig) as Record<string, unknown>;
+    data.uplink = { url: brokerUrl, telemetryMs: 1000 };
+    data.log = { level: "warn", modules: {} };
+    const config = validateAgentConfig(data, o.agentConfig);
+    // the demo logs to a file-less sink: the board is the interface
+    const logs = new Logs(config.log, { site: config.site, pod: config.pod }, { write: () => true });
+    agent = new Agent({ config, hash: "demo", path: o.agentConfig }, logs);
+    await agent.start();
+    uplink = new Uplink(agent, config.uplink!);
+    await uplink.start();
+    const a = agent;
+    const u = uplink;
+    let timer: NodeJS.Timeout | null = null;
+    if (o.boardMs > 0) {
+      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${help(brokerUrl, config.site, config.pod, controlPort)}\n`), o.boardMs);
+    }
+    return {
+      sim,
+      agent: a,
+      broker,
+      brokerUrl,
+      controlUrl: `http://${simConfig.control.host}:${controlPort}`,
+      board: () => renderBoard(a, sim),
+      stop: async () => {
+        if (timer !== null) clearInterval(timer);
+        await a.stop({ driveSafe: true, reason: "demo stopped" });
+        await u.stop();
+        await api.close();
+        await sim.stop();
+        await broker?.close();
+      },
+    };
+  } catch (err) {
+    await uplink?.stop();
+    await agent?.stop({ driveSafe: false, reason: "demo failed to start" });
+    await api.close();
+    await sim.stop();
+    await broker?.close();
+    throw err;
+  }
+}
+
+export function help(brokerUrl: string, site: string, pod: string, controlPort: number): string {
+  const u = new URL(brokerUrl);
+  return [
+    "watch the topics:",
+    `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}#'`,
+    `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}alarms'`,
+    "keys: l leak on the next rack   u unplug/replug rack-5   r reset leaks   c clear faults   q quit",
+    `or inject faults yourself: curl -s -XPOST localhost:${controlPort}/fault -d '{"leak":"rack-3"}'`,
+  ].join("\n");
+}
+
+/** The interactive demo: keys on a TTY, Ctrl-C (or SIGTERM) stops everything cleanly. */
+export async function demoCommand(o: DemoOptions): Promise<number> {
+  const demo = await startDemo(o);
+  let nextLeak = 0;
+  let unplugged = false;
+  const racks = demo.agent.config.racks.length;
+  return await new Promise<number>((resolve) => {
+    const stop = (): void => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      if (process.stdin.isTTY) process.stdin.setRawMode(false);
+      process.stdin.pause();
+      demo.stop().then(
+        () => resolve(0),
+        () => resolve(1),
+      );
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+    if (o.interactive && process.stdin.isTTY) {
+      process.stdin.setRawMode(true);
+      process.stdin.resume();
+      process.stdin.on("data", (d: Buffer) => {
+        const k = d.toString();
+        if (k === "q" || k === "\u0003") stop();
+        else if (k === "l") demo.sim.inject({ leak: `rack-${(nextLeak++ % racks) + 1}` });
+        else if (k === "u") demo.sim.inject({ device: "rack-5", offline: (unplugged = !unplugged) });
+        else if (k === "c") demo.sim.inject({ clear: "all" });
+        else if (k === "r") {
+          demo.sim.inject({ clear: "all" });
+          for (let r = 0; r < racks; r++) void demo.agent.resetLeak(r);
+        }
+      });
+    }
+  });
+}

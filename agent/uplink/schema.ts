@@ -1,0 +1,25 @@
+// The uplink's config keys (kept apart from uplink.ts so config checking does not load mqtt).
+export interface UplinkConfig {
+  url: string;
+  clientId?: string;
+  username?: string;
+  password?: string;
+  telemetryMs: number;
+  keepaliveS: number;
+}
+
+export const UPLINK_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["url"],
+  description: "MQTT uplink to mission control",
+  properties: {
+    url: { type: "string", description: "broker URL, e.g. mqtt://127.0.0.1:1883" },
+    clientId: { type: "string", description: "client id (default podwarden-<site>-<pod>); one session per pod" },
+    username: { type: "string", description: "user name (${ENV} allowed)" },
+    password: { type: "string", description: "password: use ${ENV_VAR}" },
+    telemetryMs: { type: "integer", minimum: 100, maximum: 3_600_000, default: 1000, description: "telemetry period, ms" },
+    keepaliveS: { type: "integer", minimum: 1, maximum: 3600, default: 10, description: "MQTT keepalive, s" },
+  },
+};
+

@@ -1,0 +1,72 @@
+// The demo as a new user runs it (`npm start` = podwarden demo): embedded broker, simulator and
+// agent; telemetry on the broker, a board that renders, a leak that gets isolated and alarmed;
+// and the uplink's topics as mission control sees them.
+import mqtt, { type MqttClient } from "mqtt";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDemo, type RunningDemo } from "../agent/demo.js";
+import { topicBase } from "../agent/uplink/uplink.js";
+import { waitFor } from "./helpers/processes.js";
+
+describe("the demo pod (npm start)", () => {
+  let demo: RunningDemo;
+  let sub: MqttClient;
+  const messages: { topic: string; body: Record<string, unknown>; retain: boolean }[] = [];
+  const base = topicBase("demo", "pod-a");
+
+  beforeAll(async () => {
+    demo = await startDemo({ simConfig: "configs/sim-pod.yaml", agentConfig: "configs/demo-pod.yaml", brokerPort: 0, boardMs: 0, out: process.stdout, interactive: false });
+    sub = await mqtt.connectAsync(demo.brokerUrl, { clientId: "test-mission-control" });
+    sub.on("message", (topic, payload, packet) => messages.push({ topic, body: JSON.parse(payload.toString()) as Record<string, unknown>, retain: packet.retain }));
+    await sub.subscribeAsync(`${base}#`, { qos: 1 });
+  }, 60_000);
+  afterAll(async () => {
+    await sub?.endAsync(true);
+    await demo?.stop();
+  });
+
+  const last = (name: string): Record<string, unknown> | undefined => [...messages].reverse().find((m) => m.topic === base + name)?.body;
+
+  it("publishes retained state and info, and telemetry with increasing sequence numbers", async () => {
+    await waitFor(() => last("state")?.state === "online", "retained state online");
+    expect(messages.find((m) => m.topic === `${base}state`)?.retain).toBe(true);
+    expect(last("info")).toMatchObject({ site: "demo", pod: "pod-a" });
+    expect((last("info")!.racks as unknown[]).length).toBe(8);
+    await waitFor(() => messages.filter((m) => m.topic === `${base}telemetry`).length >= 3, "telemetry", 10_000);
+    const seqs = messages.filter((m) => m.topic === `${base}telemetry`).map((m) => m.body.seq as number);
+    for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBe(seqs[i - 1] + 1);
+    const t = last("telemetry")!;
+    expect((t.racks as { name: string }[])[0].name).toBe("rack-1");
+    expect(typeof t.timestamp).toBe("string");
+  });
+
+  it("renders the status board", async () => {
+    await waitFor(() => demo.agent.supervisor.mode !== "Starting", "out of Starting", 30_000);
+    const board = demo.board();
+    for (const want of ["mode", "rack-1", "rack-8", "pump", "tick lateness", "active alarms", "return", "cap"]) expect(board).toContain(want);
+  });
+
+  it("shows a newcomer the safety response to a leak: isolation, alarm, event", async () => {
+    demo.sim.inject({ leak: "rack-3" });
+    await waitFor(() => /rack-3 .*CLOSED/.test(demo.board()), "board shows rack-3 isolated", 10_000);
+    await waitFor(() => demo.board().includes("leak at rack-3"), "board shows the alarm", 10_000);
+    await waitFor(() => ((last("alarms")?.alarms as { id: string }[] | undefined) ?? []).some((a) => a.id === "leak:rack-3"), "retained alarm set", 10_000);
+    await waitFor(() => messages.some((m) => m.topic === `${base}events` && m.body.type === "alarm.raised" && (m.body.alarm as { id: string }).id === "leak:rack-3"), "alarm event", 10_000);
+    expect(demo.sim.truth().racks[2].supplyIsolationPct).toBeLessThan(100);
+  });
+
+  it("publishes offline as its last word when it stops", async () => {
+    const d = demo;
+    demo = undefined as unknown as RunningDemo;
+    const watcher = await mqtt.connectAsync(d.brokerUrl, { clientId: "test-watcher" });
+    const states: string[] = [];
+    watcher.on("message", (topic, payload) => {
+      if (topic === `${base}state`) states.push(String((JSON.parse(payload.toString()) as { state: string }).state));
+    });
+    await watcher.subscribeAsync(`${base}state`, { qos: 1 });
+    await waitFor(() => states.includes("online"), "retained online");
+    const stopping = d.stop();
+    await waitFor(() => states.includes("offline"), "offline", 10_000);
+    await watcher.endAsync(true);
+    await stopping;
+  });
+});
