@@ -10,6 +10,7 @@ import type { AgentConfig, LoadedConfig } from "./config/load.js";
 import { ControlThread, type ControlOutputs } from "./control/control-thread.js";
 import type { Logger, Logs } from "./log.js";
 import { podBankSpec, podLayout, type PodControl, type PodLayout } from "./pod-bank.js";
+import { LatchStore } from "./latch-store.js";
 import { SetpointLeases } from "./supervisor/setpoints.js";
 import { Supervisor, type PodMode, type Reading, type SupervisorDecisions, type SupervisorEvent } from "./supervisor/supervisor.js";
 
@@ -87,6 +88,8 @@ export class Agent {
   private stopping = false;
   private readonly spDefault: number[];
   private readonly loopSp: number[];
+  private readonly latches: LatchStore;
+  private latchProblem: string | null = null;
 
   constructor(
     loaded: LoadedConfig,
@@ -117,6 +120,7 @@ export class Agent {
     this.decisions = { pumpEnable: true, rackPowerOff: c.racks.map(() => false), powerCapsKw: c.racks.map((r) => r.ratedKw) };
     this.spDefault = [...c.racks.map(() => c.control.returnTempSetpointC), c.control.dpSetpointKpa];
     this.loopSp = [...this.spDefault];
+    this.latches = new LatchStore(c.stateDir ?? process.env.STATE_DIRECTORY);
   }
 
   private route(pointId: string, bankIndex: number): void {
@@ -151,6 +155,20 @@ export class Agent {
       warmupTicks: c.control.warmupTicks,
       onLog: (level, message) => this.logs.module("control")[level](message),
     });
+    // Racks latched before a restart are isolated again before the first tick.
+    if (this.latches.file === null) this.log.warn("no state directory: leak latches will not survive a restart (set stateDir or run under systemd with StateDirectory)");
+    const restored = this.latches.load();
+    if (restored.problem !== undefined) {
+      this.latchProblem = restored.problem;
+      this.log.error(restored.problem);
+    }
+    for (const name of restored.racks) {
+      const r = c.racks.findIndex((x) => x.name === name);
+      if (r >= 0) {
+        this.control.restoreLatch(r);
+        this.log.warn({ rack: name }, "leak latch restored from before the restart: rack isolated until an authorised reset");
+      }
+    }
     await this.control.start();
     const ctlLog = this.logs.module("control");
     if (this.control.schedFifo === "on") ctlLog.info("control thread running SCHED_FIFO");
@@ -234,6 +252,18 @@ export class Agent {
       this.emit({ type: "setpoint.expired", loop: this.loopName(l.loop), value: this.spDefault[l.loop] });
     }
     const o = this.control.outputs() ?? this.outputs;
+    if (o !== undefined) {
+      try {
+        this.latches.save(c.racks.filter((_, r) => o.rackState[r] !== L.RACK_NORMAL).map((r) => r.name));
+      } catch (err) {
+        this.latchProblem = `cannot save leak latches: ${(err as Error).message}`;
+      }
+    }
+    this.supervisor.alarms.update("state:latches", this.latchProblem !== null, {
+      severity: "Critical",
+      source: "agent",
+      message: `leak latch state: ${this.latchProblem ?? "ok"}`,
+    });
     const overruns = this.control.overruns;
     const stats = this.driver.stats();
     const lay = this.layout;

@@ -22,6 +22,7 @@ export interface RackConfig {
 export interface AgentConfig {
   site: string;
   pod: string;
+  stateDir?: string;
   control: {
     periodMs: number;
     schedFifo: boolean;

@@ -142,6 +142,12 @@ export class ControlThread {
     this.frames.commit();
   }
 
+  /** Puts a rack back into its latched leak isolation (after a restart); the hot path proves it again. */
+  restoreLatch(rack: number): void {
+    this.frames.rackRestoreCount[rack]++;
+    this.frames.commit();
+  }
+
   /** Replaces the bank's config (gains, limits, checks) in place, keeping run-time state. */
   patch(spec: BankSpec): void {
     const bytes = Buffer.from(JSON.stringify(spec), "utf8");

@@ -61,6 +61,7 @@ export class Frames {
   readonly loopMode: Int32Array;
   readonly rackManualIsolate: Int32Array;
   readonly rackResetCount: Int32Array;
+  readonly rackRestoreCount: Int32Array;
   // output frame
   readonly loopOut: Float64Array;
   readonly loopPv: Float64Array;
@@ -103,6 +104,7 @@ export class Frames {
     this.loopMode = i32(L);
     this.rackManualIsolate = i32(R);
     this.rackResetCount = i32(R);
+    this.rackRestoreCount = i32(R);
     this.loopStatus = i32(L);
     this.rackState = i32(R);
     this.rackStatus = i32(R);
@@ -116,7 +118,7 @@ export class Frames {
   static allocate(s: FrameSizes): { ctrl: AnyBuffer; data: AnyBuffer } {
     const ctrlBytes = CTRL.COUNT * 4 + CTRL_F64.COUNT * 8 + LOG_HISTOGRAM_BUCKETS * 4;
     const i32Bytes = (n: number): number => Math.ceil((n * 4) / 8) * 8; // keeps the next array 8-aligned
-    const dataBytes = (2 * s.points + 5 * s.loops) * 8 + 2 * i32Bytes(s.points) + 2 * i32Bytes(s.loops) + 7 * i32Bytes(s.racks) + PATCH_BYTES;
+    const dataBytes = (2 * s.points + 5 * s.loops) * 8 + 2 * i32Bytes(s.points) + 2 * i32Bytes(s.loops) + 8 * i32Bytes(s.racks) + PATCH_BYTES;
     return { ctrl: new SharedArrayBuffer(ctrlBytes), data: new SharedArrayBuffer(dataBytes) };
   }
 

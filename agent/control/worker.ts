@@ -74,6 +74,7 @@ function run(input: WorkerInput): void {
   const hist = new LogHistogram(f.lateness);
   const periodMs = input.periodMs;
   const lastReset = new Int32Array(R);
+  const lastRestore = new Int32Array(R);
   const lastIso = new Int32Array(R * 2).fill(1);
   const lastBranch = new Int32Array(Lc);
   let cmdSeq = -1;
@@ -82,7 +83,7 @@ function run(input: WorkerInput): void {
   let k = 0;
   let last = t0;
 
-  const applyCommands = (): void => {
+  const applyCommands = (tickMs: number): void => {
     for (let i = 0; i < Lc; i++) {
       v.loopF.sp[i] = f.loopSp[i];
       v.loopI.mode[i] = f.loopMode[i];
@@ -95,6 +96,15 @@ function run(input: WorkerInput): void {
       if (resets !== lastReset[r]) {
         lastReset[r] = resets;
         v.rackI.reset[r] = 1;
+      }
+      // a leak latch restored after a restart: isolate again and prove it again
+      const restores = f.rackRestoreCount[r];
+      if (restores !== lastRestore[r]) {
+        lastRestore[r] = restores;
+        if (v.rackI.state[r] === L.RACK_NORMAL) {
+          v.rackI.state[r] = L.RACK_ISOLATING;
+          v.rackF.isolatedSince[r] = tickMs;
+        }
       }
     }
   };
@@ -145,7 +155,7 @@ function run(input: WorkerInput): void {
     const seq = Atomics.load(f.ctrl, CTRL.CMD_SEQ);
     if (seq !== cmdSeq) {
       cmdSeq = seq;
-      applyCommands();
+      applyCommands(tick);
     }
     const gen = Atomics.load(f.ctrl, CTRL.PATCH_GEN);
     if (gen !== patchGen) {
