@@ -7,6 +7,8 @@ import { ConfigError } from "../lib/config-file.js";
 import { Agent, sameStructure } from "./agent.js";
 import { loadAgentConfig, type LoadedConfig } from "./config/load.js";
 import { Logs } from "./log.js";
+import { Metrics } from "./ops/metrics.js";
+import { SystemdNotifier } from "./ops/systemd.js";
 import { Uplink } from "./uplink/uplink.js";
 import { packageVersion } from "./version.js";
 
@@ -31,8 +33,24 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     uplink = new Uplink(agent, loaded.config.uplink);
     await uplink.start();
   }
+  let metrics: Metrics | null = null;
+  if (loaded.config.metrics.enabled) {
+    metrics = new Metrics(() => agent);
+    try {
+      const port = await metrics.listen(loaded.config.metrics);
+      log.info({ host: loaded.config.metrics.host, port }, "metrics and health on /metrics, /healthz, /readyz");
+    } catch (err) {
+      // monitoring must not stop control: run without it, loudly
+      log.error({ err }, "metrics endpoint could not start; running without it");
+      metrics = null;
+    }
+  }
   await hooks.started?.(agent);
-  log.info({ mode: agent.supervisor.mode }, "podwarden running");
+  // the control worker has ticked with valid (fail-safe until inputs arrive) outputs
+  const systemd = new SystemdNotifier();
+  systemd.notify("READY=1", `STATUS=running, mode ${agent.supervisor.mode}`);
+  systemd.startWatchdog(() => agent.healthy());
+  log.info({ mode: agent.supervisor.mode, systemd: systemd.enabled }, "podwarden running");
 
   let busy: Promise<void> = Promise.resolve();
   const reload = async (): Promise<void> => {
@@ -48,8 +66,10 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       log.info("reload: config unchanged");
       return;
     }
+    systemd.notify("RELOADING=1");
     if (sameStructure(agent.config, next.config)) {
       agent.applyTuning(next.config);
+      systemd.notify("READY=1", "STATUS=config reloaded");
       log.info({ hash: next.hash }, "reload: tuning applied in place");
       return;
     }
@@ -60,7 +80,9 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     await agent.start();
     uplink = next.config.uplink === undefined ? null : new Uplink(agent, next.config.uplink);
     await uplink?.start();
+    metrics?.attach(() => agent);
     await hooks.replaced?.(agent);
+    systemd.notify("READY=1", "STATUS=config reloaded, agent restarted");
   };
 
   return await new Promise<number>((resolve) => {
@@ -72,6 +94,8 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       process.off("SIGTERM", onTerm);
       process.off("SIGINT", onInt);
       log.info({ signal }, "stopping");
+      systemd.notify("STOPPING=1");
+      systemd.stop();
       // exit within 5 s whatever happens: devices hold their leases and then fail safe alone
       const hard = setTimeout(() => {
         log.error("stop took too long; exiting");
@@ -84,6 +108,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
           await hooks.stopping?.(agent);
           await agent.stop({ driveSafe: true, reason: signal, timeoutMs: 2500 });
           await uplink?.stop(); // "offline" goes out after the actuators are safe
+          await metrics?.close();
         })
         .then(
           () => {

@@ -8,6 +8,7 @@ import { modbusProblems, type ModbusConfig } from "../../drivers/modbus/config.j
 import type { IngestPointConfig } from "../../drivers/mqtt-ingest.js";
 import type { LoopTuning, PodControl } from "../pod-bank.js";
 import type { UplinkConfig } from "../uplink/schema.js";
+import type { MetricsConfig } from "../ops/metrics-schema.js";
 import { AGENT_SCHEMA } from "./schema.js";
 
 export interface RackConfig {
@@ -56,6 +57,7 @@ export interface AgentConfig {
   };
   modbus: ModbusConfig;
   uplink?: UplinkConfig;
+  metrics: MetricsConfig;
   mqttIngest?: { url: string; clientId?: string; username?: string; password?: string; points: IngestPointConfig[] };
   log: { level: string; modules: Record<string, string> };
 }

@@ -3,6 +3,7 @@
 import { MODBUS_SCHEMA } from "../../drivers/modbus/config.js";
 import { MQTT_INGEST_POINT_SCHEMA } from "../../drivers/mqtt-ingest.js";
 import { UPLINK_SCHEMA } from "../uplink/schema.js";
+import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
 
 const num = (minimum: number, maximum: number, def: number | undefined, description: string): object => ({
   type: "number",
@@ -223,6 +224,7 @@ export const AGENT_SCHEMA = {
     ),
     modbus: { ...MODBUS_SCHEMA, default: {} },
     uplink: UPLINK_SCHEMA,
+    metrics: METRICS_SCHEMA,
     mqttIngest: {
       type: "object",
       additionalProperties: false,

@@ -1,0 +1,224 @@
+// Prometheus metrics and health endpoints, on 127.0.0.1 by default (docs/operations.md).
+//   GET /metrics   prom-client registry, names prefixed podwarden_, base units
+//   GET /healthz   200 while the control loop is healthy, 503 otherwise
+//   GET /readyz    200 once the agent runs with valid outputs (mode not Starting/Failsafe)
+// Values are collected when scraped, so nothing here runs between scrapes.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import * as L from "../../hotpath-as/assembly/layout.js";
+import { QUALITIES } from "../../drivers/points.js";
+import type { Agent } from "../agent.js";
+import type { MetricsConfig } from "./metrics-schema.js";
+
+const MODES = ["Starting", "Running", "Degraded", "Failsafe", "Maintenance"];
+const LATENESS_QUANTILES = [0.5, 0.9, 0.99, 0.999];
+
+export class Metrics {
+  readonly registry = new Registry();
+  private server: Server | null = null;
+
+  constructor(private agent: () => Agent) {
+    const r = this.registry;
+    collectDefaultMetrics({ register: r, prefix: "podwarden_" });
+    const a = (): Agent => this.agent();
+    new Gauge({
+      name: "podwarden_point_value",
+      help: "Latest value of every field point, in its engineering unit",
+      labelNames: ["point", "unit"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const p of a().driver.points.all()) if (Number.isFinite(p.value)) this.set({ point: p.id, unit: p.unit ?? "" }, p.value);
+      },
+    });
+    new Gauge({
+      name: "podwarden_point_quality",
+      help: "1 for the point's current quality (good, timeout, offline, ...)",
+      labelNames: ["point", "quality"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const p of a().driver.points.all()) for (const q of QUALITIES) if (q === p.quality) this.set({ point: p.id, quality: q }, 1);
+      },
+    });
+    new Gauge({
+      name: "podwarden_valve_position_ratio",
+      help: "Commanded control valve position (0..1) per rack",
+      labelNames: ["rack"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const x of a().status().racks) if (Number.isFinite(x.valvePct)) this.set({ rack: x.name }, x.valvePct / 100);
+      },
+    });
+    new Gauge({
+      name: "podwarden_isolation_valves_open",
+      help: "1 when both isolation valves of a rack are commanded open",
+      labelNames: ["rack"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const x of a().status().racks) this.set({ rack: x.name }, x.supplyIsolationOpen && x.returnIsolationOpen ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "podwarden_loop_failsafe",
+      help: "1 while a rack's control loop is in fail-safe",
+      labelNames: ["rack"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const x of a().status().racks) this.set({ rack: x.name }, x.loopStatus & L.LS_INTERLOCK_FAILSAFE ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "podwarden_alarms_active",
+      help: "Active alarms by severity",
+      labelNames: ["severity"],
+      registers: [r],
+      collect() {
+        const all = a().supervisor.alarms.active();
+        for (const s of ["Warning", "Critical"]) this.set({ severity: s }, all.filter((x) => x.severity === s).length);
+      },
+    });
+    new Gauge({
+      name: "podwarden_mode",
+      help: "1 for the pod's current mode",
+      labelNames: ["mode"],
+      registers: [r],
+      collect() {
+        const m = a().supervisor.mode;
+        for (const x of MODES) this.set({ mode: x }, x === m ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "podwarden_tick_lateness_seconds",
+      help: "Control tick lateness quantiles since start (from the control worker's histogram)",
+      labelNames: ["quantile"],
+      registers: [r],
+      collect() {
+        const h = a().control.latenessHistogram();
+        for (const q of LATENESS_QUANTILES) {
+          const us = h.percentile(q);
+          if (Number.isFinite(us)) this.set({ quantile: String(q) }, us / 1e6);
+        }
+      },
+    });
+    new Gauge({
+      name: "podwarden_tick_lateness_max_seconds",
+      help: "Largest control tick lateness since start",
+      registers: [r],
+      collect() {
+        this.set(a().control.maxLatenessUs / 1e6);
+      },
+    });
+    new Counter({
+      name: "podwarden_ticks_total",
+      help: "Control ticks run",
+      registers: [r],
+      collect() {
+        this.reset();
+        this.inc(a().control.ticks);
+      },
+    });
+    new Counter({
+      name: "podwarden_tick_overruns_total",
+      help: "Control ticks that started more than one period late",
+      registers: [r],
+      collect() {
+        this.reset();
+        this.inc(a().control.overruns);
+      },
+    });
+    const outcomes = ["ok", "timeouts", "exceptions", "corrupt", "disconnected", "offlineSkips", "retries"] as const;
+    new Counter({
+      name: "podwarden_modbus_requests_total",
+      help: "Modbus requests per device by outcome",
+      labelNames: ["device", "outcome"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const d of a().driver.stats().devices) for (const o of outcomes) this.inc({ device: d.name, outcome: o }, d.stats[o]);
+      },
+    });
+    new Gauge({
+      name: "podwarden_modbus_request_duration_seconds",
+      help: "Modbus request duration quantiles per device",
+      labelNames: ["device", "quantile"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const d of a().driver.stats().devices) {
+          if (d.stats.latency.count === 0) continue;
+          for (const q of [0.5, 0.99]) this.set({ device: d.name, quantile: String(q) }, d.stats.latency.percentile(q * 100) / 1e9);
+        }
+      },
+    });
+    new Gauge({
+      name: "podwarden_modbus_device_up",
+      help: "1 while a device is connected and its circuit breaker closed",
+      labelNames: ["device"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const d of a().driver.stats().devices) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
+      },
+    });
+  }
+
+  /** Follows a new agent after a reload replaced it. */
+  attach(agent: () => Agent): void {
+    this.agent = agent;
+  }
+
+  async listen(c: MetricsConfig): Promise<number> {
+    const server = createServer((req, res) => {
+      const path = (req.url ?? "/").split("?")[0];
+      const agent = this.agent();
+      if (path === "/metrics") {
+        this.registry.metrics().then(
+          (text) => {
+            res.writeHead(200, { "content-type": this.registry.contentType });
+            res.end(text);
+          },
+          (err: Error) => {
+            res.writeHead(500);
+            res.end(err.message);
+          },
+        );
+        return;
+      }
+      if (path === "/healthz") {
+        const ok = agent.healthy();
+        res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ healthy: ok, mode: agent.supervisor.mode }));
+        return;
+      }
+      if (path === "/readyz") {
+        const m = agent.supervisor.mode;
+        const ok = agent.healthy() && m !== "Starting" && m !== "Failsafe";
+        res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ ready: ok, mode: m }));
+        return;
+      }
+      res.writeHead(404);
+      res.end();
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(c.port, c.host, () => resolve());
+    });
+    return (server.address() as AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    if (s !== null) {
+      s.closeAllConnections();
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+  }
+}

@@ -1,0 +1,57 @@
+// Prometheus metrics and health endpoints, scraped over HTTP from a running agent.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Agent } from "../agent/agent.js";
+import { Metrics } from "../agent/ops/metrics.js";
+import { agentConfig, demoConfigFor, testAgent } from "./helpers/agent.js";
+import { waitFor } from "./helpers/processes.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+describe("metrics and health", () => {
+  let t: TestSim;
+  let agent: Agent;
+  let metrics: Metrics;
+  let url: string;
+
+  beforeAll(async () => {
+    t = await startTestSim();
+    ({ agent } = testAgent(agentConfig(demoConfigFor(t.sim))));
+    await agent.start();
+    metrics = new Metrics(() => agent);
+    url = `http://127.0.0.1:${await metrics.listen({ enabled: true, host: "127.0.0.1", port: 0 })}`;
+  });
+  afterAll(async () => {
+    await metrics.close();
+    await agent.stop({ driveSafe: false, reason: "test end" });
+    await t.stop();
+  });
+
+  it("exposes points, valves, alarms, tick lateness, Modbus counters and the mode", async () => {
+    await waitFor(() => agent.supervisor.mode !== "Starting", "running", 30_000);
+    const res = await fetch(`${url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/text\/plain/);
+    const text = await res.text();
+    for (const name of [
+      'podwarden_point_value{point="rack-1.returnTempC",unit="°C"}',
+      'podwarden_point_quality{point="rack-1.flowLpm",quality="good"} 1',
+      'podwarden_valve_position_ratio{rack="rack-3"}',
+      'podwarden_isolation_valves_open{rack="rack-3"} 1',
+      'podwarden_alarms_active{severity="Critical"}',
+      'podwarden_tick_lateness_seconds{quantile="0.99"}',
+      "podwarden_ticks_total",
+      'podwarden_modbus_requests_total{device="rack-1",outcome="ok"}',
+      'podwarden_modbus_request_duration_seconds{device="cdu",quantile="0.5"}',
+      'podwarden_modbus_device_up{device="cdu"} 1',
+      "podwarden_process_resident_memory_bytes",
+    ]) {
+      expect(text, name).toContain(name);
+    }
+    expect(text).toMatch(/podwarden_mode\{mode="(Running|Degraded)"\} 1/);
+  });
+
+  it("answers /healthz and /readyz, and 404 elsewhere", async () => {
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, "ready", 30_000);
+    expect((await fetch(`${url}/nope`)).status).toBe(404);
+  });
+});

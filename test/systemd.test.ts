@@ -1,0 +1,87 @@
+// systemd integration: the unit verifies, and the notify protocol against a real NOTIFY_SOCKET
+// (an AF_UNIX datagram listener): READY=1 after start, WATCHDOG=1 only while healthy, STOPPING=1.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SystemdNotifier } from "../agent/ops/systemd.js";
+import { demoConfigFor } from "./helpers/agent.js";
+import { run, stopProcess, waitFor } from "./helpers/processes.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+interface Listener {
+  datagrams: string[];
+  path: string;
+  child: ChildProcess;
+}
+
+async function notifySocket(): Promise<Listener> {
+  const path = join(mkdtempSync(join(tmpdir(), "podwarden-notify-")), "notify.sock");
+  const child = spawn("/usr/bin/python3", ["test/peers/notify_listener.py", path], { stdio: ["ignore", "pipe", "inherit"] });
+  const datagrams: string[] = [];
+  let ready = false;
+  child.stdout.on("data", (d: Buffer) => {
+    for (const line of d.toString().split("\n")) {
+      if (line === "ready") ready = true;
+      else if (line !== "") datagrams.push(line);
+    }
+  });
+  await waitFor(() => ready, "notify listener");
+  return { datagrams, path, child };
+}
+
+describe("systemd", () => {
+  it("the unit passes systemd-analyze verify", async () => {
+    const r = await run("systemd-analyze", ["verify", "deploy/podwarden.service"]);
+    expect(r.stderr.trim()).toBe("");
+    expect(r.code).toBe(0);
+  });
+
+  it("sends WATCHDOG=1 only while the health gate is open", async () => {
+    const l = await notifySocket();
+    try {
+      let healthy = true;
+      const n = new SystemdNotifier({ NOTIFY_SOCKET: l.path, WATCHDOG_USEC: "200000" });
+      n.startWatchdog(() => healthy);
+      await waitFor(() => l.datagrams.filter((d) => d === "WATCHDOG=1").length >= 3, "watchdog pings");
+      healthy = false;
+      await new Promise((r) => setTimeout(r, 300)); // let pings already on their way land
+      const frozen = l.datagrams.filter((d) => d === "WATCHDOG=1").length;
+      await new Promise((r) => setTimeout(r, 600));
+      expect(l.datagrams.filter((d) => d === "WATCHDOG=1").length).toBe(frozen);
+      n.stop();
+      expect(new SystemdNotifier({}).enabled).toBe(false);
+    } finally {
+      await stopProcess(l.child);
+    }
+  });
+
+  describe("the daemon under a NOTIFY_SOCKET", () => {
+    let t: TestSim;
+    beforeAll(async () => {
+      t = await startTestSim();
+    });
+    afterAll(async () => {
+      await t.stop();
+    });
+
+    it("sends READY=1 once running, WATCHDOG=1 while healthy, STOPPING=1 on SIGTERM", async () => {
+      const l = await notifySocket();
+      const cfg = join(mkdtempSync(join(tmpdir(), "podwarden-sd-")), "agent.yaml");
+      writeFileSync(cfg, stringify(demoConfigFor(t.sim, (c) => (c.metrics = { port: 0 }))));
+      const d = spawn("node", ["dist/agent/cli.js", "run", "-c", cfg], { stdio: "ignore", env: { ...process.env, NOTIFY_SOCKET: l.path, WATCHDOG_USEC: "400000" } });
+      try {
+        await waitFor(() => l.datagrams.includes("READY=1"), "READY=1", 30_000);
+        await waitFor(() => l.datagrams.filter((x) => x === "WATCHDOG=1").length >= 2, "watchdog", 10_000);
+        d.kill("SIGTERM");
+        await waitFor(() => l.datagrams.includes("STOPPING=1"), "STOPPING=1", 10_000);
+        expect(await new Promise((r) => d.once("exit", r))).toBe(0);
+      } finally {
+        await stopProcess(d, "SIGKILL");
+        await stopProcess(l.child);
+      }
+    }, 60_000);
+  });
+});
