@@ -2,7 +2,7 @@
 // docs/configuration.md all come from. Units are in the key names.
 import { MODBUS_SCHEMA } from "../../drivers/modbus/config.js";
 import { MQTT_INGEST_POINT_SCHEMA } from "../../drivers/mqtt-ingest.js";
-import { UPLINK_SCHEMA } from "../uplink/schema.js";
+import { UPLINK_SCHEMA, mqttConnectionProperties } from "../uplink/schema.js";
 import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
 
 const num = (minimum: number, maximum: number, def: number | undefined, description: string): object => ({
@@ -231,10 +231,7 @@ export const AGENT_SCHEMA = {
       required: ["url", "points"],
       description: "sensors read from MQTT topics",
       properties: {
-        url: { type: "string", description: "broker URL, e.g. mqtt://127.0.0.1:1883" },
-        clientId: { type: "string", description: "MQTT client id (default podwarden-<site>-<pod>-ingest)" },
-        username: { type: "string", description: "user name (${ENV} allowed)" },
-        password: { type: "string", description: "password: use ${ENV_VAR}, not a literal" },
+        ...mqttConnectionProperties("podwarden-<site>-<pod>-ingest"),
         points: { type: "array", items: MQTT_INGEST_POINT_SCHEMA, description: "ingested points" },
       },
     },
