@@ -41,7 +41,12 @@ export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
   return shape(a) === shape(b);
 }
 
-export type AgentEvent = SupervisorEvent | { type: "setpoint.expired"; loop: string; value: number } | { type: "agent.started" } | { type: "agent.stopping"; reason: string };
+export type AgentEvent =
+  | SupervisorEvent
+  | { type: "setpoint.expired"; loop: string; value: number }
+  | { type: "agent.started" }
+  | { type: "agent.stopping"; reason: string }
+  | { type: "command.audit"; action: string; rack?: string; by: string; result: string };
 
 export interface RackStatus {
   name: string;
@@ -336,6 +341,16 @@ export class Agent {
       }
     }
     return "timeout";
+  }
+
+  /** Records an operator action as an event (and so in the log and on the events topic). */
+  audit(a: { action: string; rack?: string; by: string; result: string }): void {
+    this.emit({ type: "command.audit", ...a });
+  }
+
+  /** Where state that must survive a restart lives, if anywhere. */
+  get stateDir(): string | undefined {
+    return this.config.stateDir ?? process.env.STATE_DIRECTORY;
   }
 
   setMaintenance(on: boolean): void {

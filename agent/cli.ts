@@ -7,7 +7,9 @@
 import { parseArgs } from "node:util";
 import { ConfigError } from "../lib/config-file.js";
 import { loadAgentConfig } from "./config/load.js";
+import { join } from "node:path";
 import { runDaemon } from "./daemon.js";
+import { adminRequest } from "./ops/admin-socket.js";
 import { demoCommand } from "./demo.js";
 import { simCommand } from "./sim-command.js";
 import { packageVersion } from "./version.js";
@@ -18,6 +20,7 @@ usage:
   podwarden demo [--broker <url>] [--broker-port <n>]    the demo pod: embedded broker + simulator + agent, live board
   podwarden run -c <config.yaml>                         run the pod controller (the daemon)
   podwarden check-config -c <config.yaml>                validate a config and exit (0 valid, 2 invalid)
+  podwarden reset-leak --rack <name> [-c <config.yaml>]  authorised reset of a rack's leak latch (refused while wet)
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden --version
   podwarden --help
@@ -25,6 +28,9 @@ usage:
 options:
   -c, --config <file>     config file (YAML)
       --scenario <file>   scenario to play (overrides the config's scenario key)
+      --rack <name>       reset-leak: the rack
+      --state-dir <dir>   reset-leak: the daemon's state directory (default: the config's stateDir,
+                          $STATE_DIRECTORY, or /var/lib/podwarden)
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
   -h, --help              this text
@@ -41,6 +47,8 @@ async function main(argv: string[]): Promise<number> {
         config: { type: "string", short: "c" },
         scenario: { type: "string" },
         broker: { type: "string" },
+        rack: { type: "string" },
+        "state-dir": { type: "string" },
         "broker-port": { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -84,6 +92,17 @@ async function main(argv: string[]): Promise<number> {
         const l = loadAgentConfig(values.config);
         log(`${values.config}: valid (site ${l.config.site}, pod ${l.config.pod}, ${l.config.racks.length} racks, ${l.config.modbus.devices.length} Modbus devices, sha256 ${l.hash.slice(0, 12)})`);
         return 0;
+      }
+      case "reset-leak": {
+        if (values.rack === undefined) throw new UsageError("reset-leak needs --rack <name>");
+        const dir = values["state-dir"] ?? (values.config !== undefined ? loadAgentConfig(values.config).config.stateDir : undefined) ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden";
+        const r = await adminRequest(join(dir, "admin.sock"), "POST", `/reset-leak?rack=${encodeURIComponent(values.rack)}`);
+        if (r.status === 200) {
+          log(`${values.rack}: leak latch reset; the rack returns to service`);
+          return 0;
+        }
+        process.stderr.write(`podwarden: ${values.rack}: ${r.body.result === "refused-wet" ? "reset refused: a leak input is still wet" : String(r.body.error ?? r.body.result)}\n`);
+        return 1;
       }
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");

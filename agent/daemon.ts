@@ -7,6 +7,8 @@ import { ConfigError } from "../lib/config-file.js";
 import { Agent, sameStructure } from "./agent.js";
 import { loadAgentConfig, type LoadedConfig } from "./config/load.js";
 import { Logs } from "./log.js";
+import { join } from "node:path";
+import { AdminSocket } from "./ops/admin-socket.js";
 import { Metrics } from "./ops/metrics.js";
 import { SystemdNotifier } from "./ops/systemd.js";
 import { Uplink } from "./uplink/uplink.js";
@@ -43,6 +45,16 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       // monitoring must not stop control: run without it, loudly
       log.error({ err }, "metrics endpoint could not start; running without it");
       metrics = null;
+    }
+  }
+  let admin: AdminSocket | null = null;
+  if (agent.stateDir !== undefined) {
+    admin = new AdminSocket(() => agent, join(agent.stateDir, "admin.sock"));
+    try {
+      await admin.listen();
+    } catch (err) {
+      log.error({ err }, "admin socket could not start (podwarden reset-leak will not reach this daemon)");
+      admin = null;
     }
   }
   await hooks.started?.(agent);
@@ -109,6 +121,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
           await agent.stop({ driveSafe: true, reason: signal, timeoutMs: 2500 });
           await uplink?.stop(); // "offline" goes out after the actuators are safe
           await metrics?.close();
+          await admin?.close();
         })
         .then(
           () => {

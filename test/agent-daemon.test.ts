@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { demoConfigFor } from "./helpers/agent.js";
-import { stopProcess, waitFor } from "./helpers/processes.js";
+import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
 interface Daemon {
@@ -86,6 +86,30 @@ describe("podwarden run (daemon process)", () => {
     await waitFor(() => t.sim.truth().racks.every((r) => r.valveCommandPct === 100 && r.valvePct === 100), "valves fully open", 60_000, 100);
     expect(t.sim.truth().cdu.pumpSpeedCmdPct).toBe(80); // the pump's fail speed
   }, 120_000);
+
+  it("resets a leak latch through `podwarden reset-leak` (the local admin socket), refusing while wet", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "podwarden-admin-"));
+    const d = startDaemon(configFile((c) => (c.stateDir = stateDir)));
+    daemons.push(d);
+    await running(d);
+    await waitFor(() => leases().every((x) => !x), "leases held");
+    t.sim.inject({ leak: "rack-4" });
+    await waitFor(() => t.sim.truth().racks[3].supplyIsolationPct === 0, "rack-4 isolated", 15_000);
+    const wet = await run("node", ["dist/agent/cli.js", "reset-leak", "--rack", "rack-4", "--state-dir", stateDir]);
+    expect(wet.code).toBe(1);
+    expect(wet.stderr).toMatch(/still wet/);
+    t.sim.inject({ leak: "rack-4", state: "dry" });
+    await new Promise((r) => setTimeout(r, 300));
+    const ok = await run("node", ["dist/agent/cli.js", "reset-leak", "--rack", "rack-4", "--state-dir", stateDir]);
+    expect(ok.code, ok.stderr).toBe(0);
+    await waitFor(() => t.sim.truth().racks[3].supplyIsolationPct > 0, "rack-4 back in service", 15_000);
+    expect(d.lines.some((l) => (l.event as { type?: string } | undefined)?.type === "command.audit")).toBe(true);
+    const unknown = await run("node", ["dist/agent/cli.js", "reset-leak", "--rack", "rack-99", "--state-dir", stateDir]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no rack "rack-99"/);
+    d.child.kill("SIGTERM");
+    expect(await d.exit).toBe(0);
+  }, 60_000);
 
   it("on SIGHUP rejects an invalid config and keeps running; applies a valid tuning change", async () => {
     const file = configFile();
