@@ -74,7 +74,15 @@ export function renderBoard(agent: Agent, sim: PodSim): string {
 
 export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   const simConfig = loadSimConfig(o.simConfig);
-  const broker = o.broker === undefined ? await startEmbeddedBroker(o.brokerPort) : null;
+  // a broker already on the port (a local mosquitto, say): take a free port instead; the board
+  // prints the actual one in its mosquitto_sub lines
+  const broker =
+    o.broker === undefined
+      ? await startEmbeddedBroker(o.brokerPort).catch((err: NodeJS.ErrnoException) => {
+          if (err.code === "EADDRINUSE") return startEmbeddedBroker(0);
+          throw err;
+        })
+      : null;
   const brokerUrl = o.broker ?? broker!.url;
   const sim = new PodSim(simConfig);
   const api = new SimControlApi(sim);

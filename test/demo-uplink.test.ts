@@ -1,6 +1,7 @@
 // The demo as a new user runs it (`npm start` = podwarden demo): embedded broker, simulator and
 // agent; telemetry on the broker, a board that renders, a leak that gets isolated and alarmed;
 // and the uplink's topics as mission control sees them.
+import { createServer, type AddressInfo } from "node:net";
 import mqtt, { type MqttClient } from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDemo, type RunningDemo } from "../agent/demo.js";
@@ -69,4 +70,22 @@ describe("the demo pod (npm start)", () => {
     await watcher.endAsync(true);
     await stopping;
   });
+});
+
+describe("the demo beside a broker that already has its port", () => {
+  it("takes a free port for its embedded broker instead of failing", async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", () => r()));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const demo = await startDemo({ simConfig: "configs/sim-pod.yaml", agentConfig: "configs/demo-pod.yaml", brokerPort: port, boardMs: 0, out: process.stdout, interactive: false });
+      try {
+        expect(new URL(demo.brokerUrl).port).not.toBe(String(port));
+      } finally {
+        await demo.stop();
+      }
+    } finally {
+      await new Promise<void>((r) => taken.close(() => r()));
+    }
+  }, 60_000);
 });
