@@ -1,32 +1,11 @@
 // Simulator config: `podwarden sim -c configs/sim-pod.yaml`. Documented in docs/simulator.md.
 import { loadYamlFile, validator } from "../lib/config-file.js";
+import { int, num, obj } from "../lib/schema-builders.js";
 import type { LoadProfile } from "./plant/load.js";
 import type { PlantParams } from "./plant/pod-plant.js";
 
-const num = (minimum: number, maximum: number, def: number, description: string): object => ({
-  type: "number",
-  minimum,
-  maximum,
-  default: def,
-  description,
-});
-const int = (minimum: number, maximum: number, def: number, description: string): object => ({
-  type: "integer",
-  minimum,
-  maximum,
-  default: def,
-  description,
-});
-const obj = (properties: Record<string, object>, description: string): object => ({
-  type: "object",
-  additionalProperties: false,
-  default: {},
-  properties,
-  description,
-});
-
 // Defaults cannot apply inside oneOf, so every key of the chosen profile is required.
-const range = (minimum: number, maximum: number, description: string): object => ({ type: "number", minimum, maximum, description });
+const range = (minimum: number, maximum: number, description: string): object => num(minimum, maximum, undefined, description);
 
 export const LOAD_PROFILE_SCHEMA = {
   description: "rack IT load profile",

@@ -4,28 +4,8 @@ import { MODBUS_SCHEMA } from "../../drivers/modbus/config.js";
 import { MQTT_INGEST_POINT_SCHEMA } from "../../drivers/mqtt-ingest.js";
 import { UPLINK_SCHEMA, mqttConnectionProperties } from "../uplink/schema.js";
 import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
+import { int, num, obj } from "../../lib/schema-builders.js";
 
-const num = (minimum: number, maximum: number, def: number | undefined, description: string): object => ({
-  type: "number",
-  minimum,
-  maximum,
-  ...(def !== undefined ? { default: def } : {}),
-  description,
-});
-const int = (minimum: number, maximum: number, def: number | undefined, description: string): object => ({
-  type: "integer",
-  minimum,
-  maximum,
-  ...(def !== undefined ? { default: def } : {}),
-  description,
-});
-const obj = (properties: Record<string, object>, description: string, required: string[] = []): object => ({
-  type: "object",
-  additionalProperties: false,
-  ...(required.length === 0 ? { default: {} } : { required }),
-  properties,
-  description,
-});
 const ident = { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$" };
 const pointRef = (description: string): object => ({ type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: `point id (device.point or an MQTT ingest id): ${description}` });
 const outputRef = (description: string): object => ({ type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: `Modbus output id (device.output): ${description}` });
