@@ -5,8 +5,8 @@
 //   POST /clear     clear every injected fault
 //   GET  /healthz   200 while the sim runs
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { ConfigError } from "../lib/config-file.js";
+import { closeHttp, listenHttp } from "../lib/http-server.js";
 import { validateFaultAction } from "./faults.js";
 import type { PodSim } from "./pod-sim.js";
 
@@ -40,11 +40,7 @@ export class SimControlApi {
       this.route(req, res).catch((err: Error) => send(res, 500, { error: err.message }));
     });
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, host, () => resolve());
-    });
-    return (server.address() as AddressInfo).port;
+    return await listenHttp(server, { port, host });
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -77,9 +73,6 @@ export class SimControlApi {
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
-    if (s !== null) {
-      s.closeAllConnections();
-      await new Promise<void>((resolve) => s.close(() => resolve()));
-    }
+    await closeHttp(s);
   }
 }

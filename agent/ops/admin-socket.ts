@@ -4,6 +4,7 @@
 // of a leak latch (`podwarden reset-leak`). Remote commands go through the uplink instead.
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
+import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { Agent } from "../agent.js";
 
 export class AdminSocket {
@@ -44,19 +45,14 @@ export class AdminSocket {
       send(404, { error: `no route ${req.method ?? "?"} ${url.pathname}` });
     });
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(this.path, () => resolve());
-    });
+    await listenHttp(server, { path: this.path });
     chmodSync(this.path, 0o600);
   }
 
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
-    if (s === null) return;
-    s.closeAllConnections();
-    await new Promise<void>((r) => s.close(() => r()));
+    await closeHttp(s);
   }
 }
 

@@ -4,10 +4,10 @@
 //   GET /readyz    200 once the agent runs with valid outputs (mode not Starting/Failsafe)
 // Values are collected when scraped, so nothing here runs between scrapes.
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import * as L from "../../hotpath-as/assembly/layout.js";
 import { QUALITIES } from "../../drivers/points.js";
+import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { Agent } from "../agent.js";
 import type { MetricsConfig } from "./metrics-schema.js";
 
@@ -206,19 +206,12 @@ export class Metrics {
       res.end();
     });
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(c.port, c.host, () => resolve());
-    });
-    return (server.address() as AddressInfo).port;
+    return await listenHttp(server, c);
   }
 
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
-    if (s !== null) {
-      s.closeAllConnections();
-      await new Promise<void>((r) => s.close(() => r()));
-    }
+    await closeHttp(s);
   }
 }
