@@ -2,14 +2,13 @@
 // broker, the simulator and the agent — with a live status board in the terminal.
 //   keys: l = leak on the next rack, u = unplug / replug rack-5's device, r = reset leaks,
 //         c = clear every fault, q or Ctrl-C = stop everything
-import { readFileSync } from "node:fs";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
-import { parseYaml } from "../lib/config-file.js";
 import { loadSimConfig } from "../sim/config.js";
 import { SimControlApi } from "../sim/control-api.js";
 import { PodSim } from "../sim/pod-sim.js";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { Agent } from "./agent.js";
+import { demoConfigData } from "./demo-config.js";
 import { validateAgentConfig } from "./config/load.js";
 import { Logs } from "./log.js";
 import { Uplink } from "./uplink/uplink.js";
@@ -91,7 +90,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   try {
     await sim.start();
     const controlPort = await api.listen(simConfig.control.port, simConfig.control.host);
-    const data = parseYaml(readFileSync(o.agentConfig, "utf8"), o.agentConfig) as Record<string, unknown>;
+    const data = demoConfigData(undefined, o.agentConfig);
     data.uplink = { url: brokerUrl, telemetryMs: 1000 };
     data.log = { level: "warn", modules: {} };
     const config = validateAgentConfig(data, o.agentConfig);

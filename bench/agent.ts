@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { ControlThread } from "../agent/control/control-thread.js";
 import { DEFAULT_POD_CONTROL, podBankSpec } from "../agent/pod-bank.js";
-import { parseYaml } from "../lib/config-file.js";
+import { demoConfigData } from "../agent/demo-config.js";
 import { fmt, quantile } from "./stats.js";
 
 export const DAEMON_NODE_FLAGS = ["--max-semi-space-size=1", "--optimize-for-size"];
@@ -117,8 +117,7 @@ async function startSimProcess(dir: string, leaseMs: number): Promise<SimProcess
 }
 
 function demoConfigWithPorts(ports: Record<string, number>, safetyPeriodMs: number): unknown {
-  const data = parseYaml(readFileSync("configs/demo-pod.yaml", "utf8"), "demo") as { modbus: { groups: { name: string; periodMs: number }[]; devices: { name: string; tcp: { port: number } }[] } };
-  for (const d of data.modbus.devices) d.tcp.port = ports[d.name];
+  const data = demoConfigData((name) => ports[name]);
   for (const g of data.modbus.groups) if (g.name === "safety") g.periodMs = safetyPeriodMs;
   return data;
 }

@@ -1,16 +1,14 @@
 // An in-process agent wired to a test simulator over real Modbus TCP.
-import { readFileSync } from "node:fs";
 import { Writable } from "node:stream";
 import { Agent } from "../../agent/agent.js";
 import { validateAgentConfig, type AgentConfig, type LoadedConfig } from "../../agent/config/load.js";
 import { Logs } from "../../agent/log.js";
-import { parseYaml } from "../../lib/config-file.js";
+import { demoConfigData } from "../../agent/demo-config.js";
 import type { PodSim } from "../../sim/pod-sim.js";
 
 /** The demo config as plain data, with every device pointed at the test simulator's ports. */
 export function demoConfigFor(sim: PodSim, patch: (c: Record<string, unknown>) => void = () => undefined): unknown {
-  const data = parseYaml(readFileSync("configs/demo-pod.yaml", "utf8"), "configs/demo-pod.yaml") as { modbus: { devices: { name: string; tcp: { port: number } }[] } };
-  for (const d of data.modbus.devices) d.tcp.port = sim.portOf(d.name)!;
+  const data = demoConfigData((name) => sim.portOf(name));
   patch(data);
   return data;
 }
