@@ -1,8 +1,8 @@
 // Leak latches that survive a restart. A rack isolated for a leak must not come back into
 // service because the agent restarted (systemd restarts it after a crash): the latched racks
 // are written to the state directory on every change, and restored, isolated again, at start.
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { JsonStateFile } from "../lib/json-state-file.js";
 
 export interface LatchLoad {
   racks: string[];
@@ -10,40 +10,43 @@ export interface LatchLoad {
   problem?: string;
 }
 
+interface LatchFile {
+  racks: string[];
+  savedAt: string;
+}
+
+function checkLatchFile(data: unknown): LatchFile {
+  const racks = (data as { racks?: unknown } | null)?.racks;
+  if (!Array.isArray(racks) || !racks.every((r) => typeof r === "string")) throw new Error("no list of rack names");
+  return data as LatchFile;
+}
+
 export class LatchStore {
-  readonly file: string | null;
+  private readonly store: JsonStateFile<LatchFile> | null;
   private last = "";
 
   constructor(stateDir: string | undefined) {
-    this.file = stateDir === undefined ? null : join(stateDir, "latches.json");
+    this.store = stateDir === undefined ? null : new JsonStateFile(join(stateDir, "latches.json"), checkLatchFile);
+  }
+
+  get file(): string | null {
+    return this.store?.file ?? null;
   }
 
   load(): LatchLoad {
-    if (this.file === null || !existsSync(this.file)) return { racks: [] };
-    try {
-      const data = JSON.parse(readFileSync(this.file, "utf8")) as { racks?: unknown };
-      if (!Array.isArray(data.racks) || !data.racks.every((r) => typeof r === "string")) throw new Error("no list of rack names");
-      this.last = JSON.stringify([...data.racks].sort());
-      return { racks: data.racks };
-    } catch (err) {
-      const aside = `${this.file}.corrupt-${Date.now()}`;
-      try {
-        renameSync(this.file, aside);
-      } catch {
-        // leave it where it is
-      }
-      return { racks: [], problem: `${this.file} unreadable (${(err as Error).message}); moved to ${aside}` };
-    }
+    const got = this.store?.load() ?? {};
+    const racks = got.value?.racks ?? [];
+    this.last = JSON.stringify([...racks].sort());
+    return got.problem === undefined ? { racks } : { racks, problem: got.problem };
   }
 
-  /** Writes the latched set if it changed (write to a temporary file, then rename: never half a file). */
+  /** Writes the latched set if it changed. */
   save(racks: string[]): void {
-    if (this.file === null) return;
-    const key = JSON.stringify([...racks].sort());
+    if (this.store === null) return;
+    const sorted = [...racks].sort();
+    const key = JSON.stringify(sorted);
     if (key === this.last) return;
-    const tmp = `${this.file}.tmp`;
-    writeFileSync(tmp, JSON.stringify({ racks: [...racks].sort(), savedAt: new Date().toISOString() }));
-    renameSync(tmp, this.file);
+    this.store.save({ racks: sorted, savedAt: new Date().toISOString() });
     this.last = key;
   }
 }

@@ -1,0 +1,53 @@
+// Small JSON state files in the state directory (leak latches, command replay guard, power
+// budget): state that must survive a restart. Written to a temporary file, flushed and renamed,
+// so a crash leaves the old file or the new one, never half of one. A file that cannot be read is
+// moved aside (quarantined), never silently overwritten: the caller raises an alarm.
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+
+export interface StateLoad<T> {
+  /** undefined when there was no file (or it was quarantined) */
+  value?: T;
+  /** the file existed but could not be read: it was moved aside */
+  problem?: string;
+}
+
+export class JsonStateFile<T> {
+  constructor(
+    readonly file: string,
+    /** throws if the parsed data is not a valid T */
+    private readonly check: (data: unknown) => T,
+  ) {}
+
+  load(): StateLoad<T> {
+    if (!existsSync(this.file)) return {};
+    try {
+      return { value: this.check(JSON.parse(readFileSync(this.file, "utf8"))) };
+    } catch (err) {
+      return { problem: `${this.file} unreadable (${(err as Error).message}); moved to ${quarantine(this.file)}` };
+    }
+  }
+
+  /** Writes atomically; with durable, the data is on disk (fsync) before this returns. */
+  save(value: T, durable = false): void {
+    const tmp = `${this.file}.tmp`;
+    const fd = openSync(tmp, "w", 0o600);
+    try {
+      writeSync(fd, JSON.stringify(value));
+      if (durable) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, this.file);
+  }
+}
+
+/** Moves a damaged file aside for later inspection; returns where it went. */
+export function quarantine(file: string): string {
+  const aside = `${file}.corrupt-${Date.now()}`;
+  try {
+    renameSync(file, aside);
+    return aside;
+  } catch {
+    return `${file} (could not be moved)`;
+  }
+}
