@@ -1,0 +1,121 @@
+// The store-and-forward spool: everything the pod says upward at QoS 1 (events, telemetry) is
+// written here first and removed only after the broker's PUBACK, so neither a broker outage nor
+// a daemon restart loses it.
+//
+//   <stateDir>/spool/critical/    events (alarm transitions, mode changes, trips, command audit)
+//   <stateDir>/spool/telemetry/   telemetry snapshots
+//   <stateDir>/spool/quarantine/  damaged files, moved aside at start (and alarmed)
+//
+// Overflow policy (docs/mqtt.md): the spool is bounded by maxBytes across both queues. When a
+// new record would exceed it, the oldest telemetry segment is dropped first; critical records
+// are dropped only when no telemetry is left to drop. Every dropped record is counted, and a
+// dropped critical record raises a Critical alarm. Replay merges both queues by original time.
+import { join } from "node:path";
+import { SpoolQueue, type SpoolRecord } from "./spool-queue.js";
+
+export type SpoolClass = "critical" | "telemetry";
+export const SPOOL_CLASSES: readonly SpoolClass[] = ["critical", "telemetry"];
+
+export interface SpoolOptions {
+  dir: string;
+  maxBytes: number;
+  segmentBytes: number;
+}
+
+export interface SpoolOpenReport {
+  /** records from before the restart still to send */
+  pending: Record<SpoolClass, number>;
+  /** damaged files found and moved aside: each deserves an alarm */
+  quarantined: string[];
+  tornTail: boolean;
+}
+
+export interface Taken {
+  cls: SpoolClass;
+  record: SpoolRecord;
+}
+
+export class Spool {
+  private readonly queues: Record<SpoolClass, SpoolQueue>;
+  private readonly quarantineDir: string;
+
+  constructor(private readonly o: SpoolOptions) {
+    this.queues = {
+      critical: new SpoolQueue(join(o.dir, "critical"), o.segmentBytes),
+      telemetry: new SpoolQueue(join(o.dir, "telemetry"), o.segmentBytes),
+    };
+    this.quarantineDir = join(o.dir, "quarantine");
+  }
+
+  open(): SpoolOpenReport {
+    const c = this.queues.critical.open(this.quarantineDir);
+    const t = this.queues.telemetry.open(this.quarantineDir);
+    return { pending: { critical: c.pending, telemetry: t.pending }, quarantined: [...c.quarantined, ...t.quarantined], tornTail: c.tornTail || t.tornTail };
+  }
+
+  /**
+   * Appends a record; `make` receives the record's sequence number (its queue's id) and returns
+   * the message body. Returns the sequence number and how many records the overflow policy
+   * dropped to make room.
+   */
+  append(cls: SpoolClass, topic: string, make: (seq: number) => string, ts = Date.now()): { seq: number; dropped: Record<SpoolClass, number> } {
+    const q = this.queues[cls];
+    const seq = q.peekNextId;
+    q.append(ts, topic, make(seq));
+    return { seq, dropped: this.enforceLimit() };
+  }
+
+  private enforceLimit(): Record<SpoolClass, number> {
+    const dropped = { critical: 0, telemetry: 0 };
+    const t = this.queues.telemetry;
+    const c = this.queues.critical;
+    // each pass drops one whole segment; a single segment bigger than the limit cannot loop
+    for (let guard = 0; this.bytes > this.o.maxBytes && guard < 10_000; guard++) {
+      if (t.bytes > 0) dropped.telemetry += t.dropOldest();
+      else if (c.bytes > 0) dropped.critical += c.dropOldest();
+      else break;
+    }
+    return dropped;
+  }
+
+  /** The next record to send, oldest first across both queues; it is then in flight. */
+  take(): Taken | undefined {
+    const c = this.queues.critical.peek();
+    const t = this.queues.telemetry.peek();
+    if (c === undefined && t === undefined) return undefined;
+    // ties go to the critical record: an alarm is never behind telemetry of the same instant
+    const cls: SpoolClass = t === undefined || (c !== undefined && c.ts <= t.ts) ? "critical" : "telemetry";
+    const record = (cls === "critical" ? c : t) as SpoolRecord;
+    this.queues[cls].take(record);
+    return { cls, record };
+  }
+
+  ack(cls: SpoolClass, id: number): void {
+    this.queues[cls].ack(id);
+  }
+
+  /** The connection dropped: everything unacknowledged goes again, in order. */
+  rewind(): void {
+    for (const q of Object.values(this.queues)) q.rewind();
+  }
+
+  get bytes(): number {
+    return this.queues.critical.bytes + this.queues.telemetry.bytes;
+  }
+
+  depth(): Record<SpoolClass, number> {
+    return { critical: this.queues.critical.pendingCount(), telemetry: this.queues.telemetry.pendingCount() };
+  }
+
+  dropped(): Record<SpoolClass, number> {
+    return { critical: this.queues.critical.dropped, telemetry: this.queues.telemetry.dropped };
+  }
+
+  flush(durable: boolean): void {
+    for (const q of Object.values(this.queues)) q.flush(durable);
+  }
+
+  close(): void {
+    for (const q of Object.values(this.queues)) q.close();
+  }
+}

@@ -1,0 +1,165 @@
+// The store-and-forward spool on a real filesystem: order, PUBACK-based removal, restart,
+// overflow policy, torn writes and corrupt files.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Spool, type Taken } from "../agent/uplink/spool.js";
+
+const dirs: string[] = [];
+function spoolDir(): string {
+  const d = mkdtempSync(join(tmpdir(), "pw-spool-"));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const body = (seq: number, extra = ""): string => JSON.stringify({ seq, extra });
+function drain(s: Spool, ack = true): Taken[] {
+  const out: Taken[] = [];
+  for (let t = s.take(); t !== undefined; t = s.take()) {
+    out.push(t);
+    if (ack) s.ack(t.cls, t.record.id);
+  }
+  return out;
+}
+
+describe("spool", () => {
+  it("numbers each class consecutively and hands records out oldest first across classes", () => {
+    const s = new Spool({ dir: spoolDir(), maxBytes: 1 << 20, segmentBytes: 4096 });
+    s.open();
+    expect(s.append("critical", "events", body, 10).seq).toBe(1);
+    expect(s.append("telemetry", "telemetry", body, 5).seq).toBe(1);
+    expect(s.append("critical", "events", body, 20).seq).toBe(2);
+    expect(s.append("telemetry", "telemetry", body, 20).seq).toBe(2);
+    const got = drain(s).map((t) => `${t.cls}:${t.record.id}`);
+    expect(got).toEqual(["telemetry:1", "critical:1", "critical:2", "telemetry:2"]);
+    expect(s.depth()).toEqual({ critical: 0, telemetry: 0 });
+    s.close();
+  });
+
+  it("removes a record only after its ack: unacknowledged ones come back after a rewind and after a restart", () => {
+    const dir = spoolDir();
+    const s = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 256 });
+    s.open();
+    for (let i = 0; i < 50; i++) s.append("critical", "events", (n) => body(n, "x".repeat(20)), i);
+    const first = drain(s, false);
+    expect(first).toHaveLength(50);
+    first.slice(0, 20).forEach((t) => s.ack(t.cls, t.record.id));
+    s.rewind();
+    const again = drain(s, false);
+    expect(again.map((t) => t.record.id)).toEqual(Array.from({ length: 30 }, (_, i) => i + 21));
+    again.slice(0, 10).forEach((t) => s.ack(t.cls, t.record.id));
+    s.close();
+
+    const s2 = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 256 });
+    const rep = s2.open();
+    expect(rep.pending.critical).toBe(20);
+    expect(rep.quarantined).toEqual([]);
+    const after = drain(s2);
+    expect(after.map((t) => t.record.id)).toEqual(Array.from({ length: 20 }, (_, i) => i + 31));
+    // numbering carries on across the restart, even with every record acknowledged
+    expect(s2.append("critical", "events", body).seq).toBe(51);
+    s2.close();
+    // acknowledged segments are deleted; the newest is kept
+    expect(readdirSync(join(dir, "critical")).filter((f) => f.endsWith(".seg")).length).toBe(1);
+  });
+
+  it("keeps numbering after everything was acknowledged and the daemon restarted twice", () => {
+    const dir = spoolDir();
+    for (let round = 0; round < 3; round++) {
+      const s = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 128 });
+      s.open();
+      for (let i = 0; i < 10; i++) expect(s.append("critical", "events", body).seq).toBe(round * 10 + i + 1);
+      drain(s);
+      s.close();
+    }
+  });
+
+  it("on overflow drops telemetry before any critical record, and counts every drop", () => {
+    const s = new Spool({ dir: spoolDir(), maxBytes: 8192, segmentBytes: 1024 });
+    s.open();
+    let droppedT = 0;
+    let droppedC = 0;
+    for (let i = 0; i < 200; i++) {
+      const d = s.append(i % 4 === 0 ? "critical" : "telemetry", "t", (n) => body(n, "y".repeat(40))).dropped;
+      droppedT += d.telemetry;
+      droppedC += d.critical;
+    }
+    expect(droppedT).toBeGreaterThan(0);
+    expect(droppedC).toBe(0);
+    expect(s.bytes).toBeLessThanOrEqual(8192);
+    const out = drain(s);
+    // every critical record survived, in order
+    expect(out.filter((t) => t.cls === "critical").map((t) => t.record.id)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(out.filter((t) => t.cls === "telemetry").length + droppedT).toBe(150);
+    expect(s.dropped()).toEqual({ critical: 0, telemetry: droppedT });
+    // with no telemetry left to drop, critical records go, oldest first, and are counted
+    for (let i = 0; i < 200; i++) droppedC += s.append("critical", "e", (n) => body(n, "z".repeat(40))).dropped.critical;
+    expect(droppedC).toBeGreaterThan(0);
+    const rest = drain(s).map((t) => t.record.id);
+    expect(rest[rest.length - 1]).toBe(250);
+    expect(rest.length + droppedC).toBe(200);
+    s.close();
+  });
+
+  it("cuts off a torn last record (a crash mid-write) and keeps the rest", () => {
+    const dir = spoolDir();
+    const s = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 1 << 16 });
+    s.open();
+    for (let i = 0; i < 5; i++) s.append("critical", "e", body);
+    s.close();
+    const seg = join(dir, "critical", readdirSync(join(dir, "critical")).find((f) => f.endsWith(".seg")) ?? "");
+    appendFileSync(seg, Buffer.from([50, 0, 0, 0, 1, 2, 3]));
+    const s2 = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 1 << 16 });
+    const rep = s2.open();
+    expect(rep.tornTail).toBe(true);
+    expect(rep.quarantined).toEqual([]);
+    expect(drain(s2).map((t) => t.record.id)).toEqual([1, 2, 3, 4, 5]);
+    expect(s2.append("critical", "e", body).seq).toBe(6);
+    s2.close();
+  });
+
+  it("quarantines a corrupt segment, keeps the intact records before the damage, and still opens", () => {
+    const dir = spoolDir();
+    const s = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 250 });
+    s.open();
+    for (let i = 0; i < 12; i++) s.append("critical", "e", (n) => body(n, "q".repeat(30)));
+    s.close();
+    const segs = readdirSync(join(dir, "critical")).filter((f) => f.endsWith(".seg")).sort();
+    expect(segs.length).toBeGreaterThan(2);
+    const victim = join(dir, "critical", segs[0]);
+    const bytes = readFileSync(victim);
+    const recLen = bytes.readUInt32LE(0) + 8;
+    bytes[recLen + 12] ^= 0xff; // flip a byte inside the second record
+    writeFileSync(victim, bytes);
+    const s2 = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 250 });
+    const rep = s2.open();
+    expect(rep.quarantined).toHaveLength(1);
+    expect(rep.quarantined[0]).toMatch(/CRC mismatch/);
+    expect(readdirSync(join(dir, "quarantine"))).toHaveLength(1);
+    const ids = drain(s2).map((t) => t.record.id);
+    expect(ids).toContain(1); // intact record before the damage salvaged
+    expect(ids).not.toContain(2); // the damaged one is in quarantine, not sent
+    expect(ids).toContain(12);
+    expect(s2.append("critical", "e", body).seq).toBe(13);
+    s2.close();
+  });
+
+  it("treats garbage in place of the acknowledged mark as unknown: resends rather than loses", () => {
+    const dir = spoolDir();
+    const s = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 1 << 16 });
+    s.open();
+    for (let i = 0; i < 3; i++) s.append("critical", "e", body);
+    drain(s);
+    s.close();
+    writeFileSync(join(dir, "critical", "acked"), "{not json");
+    const s2 = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 1 << 16 });
+    const rep = s2.open();
+    expect(rep.quarantined[0]).toMatch(/acked unreadable/);
+    expect(drain(s2).map((t) => t.record.id)).toEqual([1, 2, 3]);
+    s2.close();
+  });
+});
