@@ -11,8 +11,16 @@ import { ControlThread, type ControlOutputs } from "./control/control-thread.js"
 import type { Logger, Logs } from "./log.js";
 import { podBankSpec, podLayout, type PodControl, type PodLayout } from "./pod-bank.js";
 import { LatchStore } from "./latch-store.js";
+import { JsonStateFile } from "../lib/json-state-file.js";
+import { join } from "node:path";
 import { SetpointLeases } from "./supervisor/setpoints.js";
 import { Supervisor, type PodMode, type Reading, type SupervisorDecisions, type SupervisorEvent } from "./supervisor/supervisor.js";
+
+function checkBudgetFile(data: unknown): { podKw: number | null } {
+  const kw = (data as { podKw?: unknown } | null)?.podKw;
+  if (kw !== null && (typeof kw !== "number" || !Number.isFinite(kw) || kw < 0)) throw new Error("podKw is not a budget");
+  return { podKw: kw };
+}
 
 export function podControlFromConfig(c: AgentConfig): PodControl {
   return {
@@ -46,7 +54,15 @@ export type AgentEvent =
   | { type: "setpoint.expired"; loop: string; value: number }
   | { type: "agent.started" }
   | { type: "agent.stopping"; reason: string }
-  | { type: "command.audit"; action: string; rack?: string; by: string; result: string };
+  | { type: "command.audit"; action: string; rack?: string; by: string; result: string; transaction?: string; reason?: string; suppressed?: number };
+
+/** A condition outside the control loops (state files, the uplink's spool) shown as an alarm. */
+export interface ProblemReport {
+  severity: "Warning" | "Critical";
+  source: string;
+  /** null when the problem has gone */
+  message: string | null;
+}
 
 export interface RackStatus {
   name: string;
@@ -94,11 +110,12 @@ export class Agent {
   private readonly spDefault: number[];
   private readonly loopSp: number[];
   private readonly latches: LatchStore;
-  private latchProblem: string | null = null;
+  private readonly problems = new Map<string, ProblemReport>();
+  private readonly budgetStore: JsonStateFile<{ podKw: number | null }> | null;
 
   constructor(
     loaded: LoadedConfig,
-    private readonly logs: Logs,
+    readonly logs: Logs,
   ) {
     this.config = loaded.config;
     this.configHash = loaded.hash;
@@ -125,7 +142,8 @@ export class Agent {
     this.decisions = { pumpEnable: true, rackPowerOff: c.racks.map(() => false), powerCapsKw: c.racks.map((r) => r.ratedKw) };
     this.spDefault = [...c.racks.map(() => c.control.returnTempSetpointC), c.control.dpSetpointKpa];
     this.loopSp = [...this.spDefault];
-    this.latches = new LatchStore(c.stateDir ?? process.env.STATE_DIRECTORY);
+    this.latches = new LatchStore(this.stateDir);
+    this.budgetStore = this.stateDir === undefined ? null : new JsonStateFile(join(this.stateDir, "power-budget.json"), checkBudgetFile);
   }
 
   private route(pointId: string, bankIndex: number): void {
@@ -134,8 +152,13 @@ export class Agent {
     this.routes.set(pointId, list);
   }
 
-  onEvent(l: (e: AgentEvent) => void): void {
+  /** Calls l with every event; returns a function that stops it. */
+  onEvent(l: (e: AgentEvent) => void): () => void {
     this.listeners.push(l);
+    return () => {
+      const i = this.listeners.indexOf(l);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
   }
 
   private emit(e: AgentEvent): void {
@@ -163,10 +186,12 @@ export class Agent {
     // Racks latched before a restart are isolated again before the first tick.
     if (this.latches.file === null) this.log.warn("no state directory: leak latches will not survive a restart (set stateDir or run under systemd with StateDirectory)");
     const restored = this.latches.load();
-    if (restored.problem !== undefined) {
-      this.latchProblem = restored.problem;
-      this.log.error(restored.problem);
-    }
+    if (restored.problem !== undefined) this.reportProblem("state:latches", { severity: "Critical", source: "agent", message: `leak latch state: ${restored.problem}` });
+    // a budget mission control set before the restart still holds: a pod must not come back
+    // drawing more than it was last allowed
+    const budget = this.budgetStore?.load();
+    if (budget?.problem !== undefined) this.reportProblem("state:power-budget", { severity: "Warning", source: "agent", message: `power budget state: ${budget.problem}` });
+    if (budget?.value !== undefined) this.supervisor.setPowerBudget(budget.value.podKw);
     for (const name of restored.racks) {
       const r = c.racks.findIndex((x) => x.name === name);
       if (r >= 0) {
@@ -261,14 +286,10 @@ export class Agent {
       try {
         this.latches.save(c.racks.filter((_, r) => o.rackState[r] !== L.RACK_NORMAL).map((r) => r.name));
       } catch (err) {
-        this.latchProblem = `cannot save leak latches: ${(err as Error).message}`;
+        this.reportProblem("state:latches", { severity: "Critical", source: "agent", message: `cannot save leak latches: ${(err as Error).message}` });
       }
     }
-    this.supervisor.alarms.update("state:latches", this.latchProblem !== null, {
-      severity: "Critical",
-      source: "agent",
-      message: `leak latch state: ${this.latchProblem ?? "ok"}`,
-    });
+    for (const [id, p] of this.problems) this.supervisor.alarms.update(id, p.message !== null, { severity: p.severity, source: p.source, message: p.message ?? "resolved" });
     const overruns = this.control.overruns;
     const stats = this.driver.stats();
     const lay = this.layout;
@@ -309,6 +330,39 @@ export class Agent {
     return i;
   }
 
+  /** The loop index for a loop name as alarms and events use it (`<rack>.valve`, `cdu.pump`). */
+  loopIndex(name: string): number {
+    for (let loop = 0; loop <= this.config.racks.length; loop++) if (this.loopName(loop) === name) return loop;
+    throw new Error(`no loop "${name}"`);
+  }
+
+  /** Raises (message set) or clears (message null) an alarm for a condition outside the loops. */
+  reportProblem(id: string, p: ProblemReport): void {
+    if (p.message !== null) this.log.error({ alarm: id }, p.message);
+    this.problems.set(id, p);
+  }
+
+  acknowledgeAlarm(id: string, by: string): boolean {
+    return this.supervisor.alarms.acknowledge(id, by);
+  }
+
+  /** Sets mission control's pod power budget (null withdraws it); kept across restarts. */
+  setPowerBudget(kw: number | null): void {
+    this.budgetStore?.save({ podKw: kw }, true);
+    this.supervisor.setPowerBudget(kw);
+  }
+
+  /** Everything mission control needs to rebuild its picture of the pod. */
+  snapshot(): Record<string, unknown> {
+    return {
+      status: this.status(),
+      alarms: this.supervisor.alarms.active(),
+      setpointLeases: this.leases.all().map((l) => ({ loop: this.loopName(l.loop), value: l.value, expiresInMs: Math.max(0, Math.round(l.expiresAtMs - monoMs())), by: l.by })),
+      powerBudgetKw: this.supervisor.powerBudgetKw,
+      configHash: this.configHash,
+    };
+  }
+
   /** Sets a loop's setpoint for leaseMs (clamped to the configured envelope by the caller's validation). */
   setSetpoint(loop: number, value: number, leaseMs: number, by: string): void {
     this.leases.set(loop, value, leaseMs, monoMs(), by);
@@ -344,7 +398,7 @@ export class Agent {
   }
 
   /** Records an operator action as an event (and so in the log and on the events topic). */
-  audit(a: { action: string; rack?: string; by: string; result: string }): void {
+  audit(a: Omit<Extract<AgentEvent, { type: "command.audit" }>, "type">): void {
     this.emit({ type: "command.audit", ...a });
   }
 

@@ -12,6 +12,7 @@ import { runDaemon } from "./daemon.js";
 import { adminRequest } from "./ops/admin-socket.js";
 import { demoCommand } from "./demo.js";
 import { simCommand } from "./sim-command.js";
+import { keygen, sendCommand } from "./commands/send-command.js";
 import { packageVersion } from "./version.js";
 
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
@@ -22,6 +23,9 @@ usage:
   podwarden check-config -c <config.yaml>                validate a config and exit (0 valid, 2 invalid)
   podwarden reset-leak --rack <name> [-c <config.yaml>]  authorised reset of a rack's leak latch (refused while wet)
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
+  podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
+  podwarden command <name> --url <broker> --site <s> --pod <p> --key <file> --key-id <id> [--params <json>]
+                                                         sign and send a command, print its response
   podwarden --version
   podwarden --help
 
@@ -33,6 +37,16 @@ options:
                           $STATE_DIRECTORY, or /var/lib/podwarden)
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
+      --key-id <id>       keygen, command: the key's id (as configured in uplink.commands.keys)
+      --out <dir>         keygen: where to write <id>.key and <id>.pub (default .)
+      --url <url>         command: the broker
+      --site <s>, --pod <p>  command: the pod addressed
+      --key <file>        command: the private key (PEM)
+      --params <json>     command: its parameters (default {})
+      --seq <n>           command: sequence number (default: milliseconds since the epoch)
+      --ttl <s>           command: lifetime in seconds (default 60)
+      --mqtt-version <n>  command: 4 (MQTT 3.1.1) or 5 (default 5)
+      --username <u>      command: broker user name (password from $PODWARDEN_MQTT_PASSWORD)
   -h, --help              this text
   -v, --version           print the version
 `;
@@ -50,6 +64,17 @@ async function main(argv: string[]): Promise<number> {
         rack: { type: "string" },
         "state-dir": { type: "string" },
         "broker-port": { type: "string" },
+        "key-id": { type: "string" },
+        out: { type: "string" },
+        url: { type: "string" },
+        site: { type: "string" },
+        pod: { type: "string" },
+        key: { type: "string" },
+        params: { type: "string" },
+        seq: { type: "string" },
+        ttl: { type: "string" },
+        "mqtt-version": { type: "string" },
+        username: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -103,6 +128,42 @@ async function main(argv: string[]): Promise<number> {
         }
         process.stderr.write(`podwarden: ${values.rack}: ${r.body.result === "refused-wet" ? "reset refused: a leak input is still wet" : String(r.body.error ?? r.body.result)}\n`);
         return 1;
+      }
+      case "keygen": {
+        if (values["key-id"] === undefined) throw new UsageError("keygen needs --key-id <id>");
+        for (const line of keygen(values.out ?? ".", values["key-id"])) log(line);
+        return 0;
+      }
+      case "command": {
+        const name = positionals[1];
+        const need = { url: values.url, site: values.site, pod: values.pod, key: values.key, "key-id": values["key-id"] };
+        const missing = Object.entries(need).filter(([, v]) => v === undefined).map(([k]) => `--${k}`);
+        if (name === undefined || missing.length > 0) throw new UsageError(`command needs <name> ${missing.join(" ")}`.trim());
+        const num = (v: string | undefined, what: string): number | undefined => {
+          if (v === undefined) return undefined;
+          const n = Number(v);
+          if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`${what}: ${v} is not a whole number`);
+          return n;
+        };
+        const version = num(values["mqtt-version"], "--mqtt-version") ?? 5;
+        if (version !== 4 && version !== 5) throw new UsageError("--mqtt-version: 4 or 5");
+        const r = await sendCommand({
+          url: need.url as string,
+          site: need.site as string,
+          pod: need.pod as string,
+          command: name,
+          params: values.params ?? "{}",
+          keyFile: need.key as string,
+          keyId: need["key-id"] as string,
+          seq: num(values.seq, "--seq"),
+          ttlS: num(values.ttl, "--ttl") ?? 60,
+          protocolVersion: version,
+          timeoutMs: 10_000,
+          username: values.username,
+          password: process.env.PODWARDEN_MQTT_PASSWORD,
+        });
+        log(JSON.stringify(r, null, 2));
+        return r.status === "ok" ? 0 : 1;
       }
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");

@@ -32,12 +32,15 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   await agent.start();
   let uplink: Uplink | null = null;
   if (loaded.config.uplink !== undefined) {
-    uplink = new Uplink(agent, loaded.config.uplink);
+    uplink = new Uplink(agent, loaded.config.uplink, agent.logs.module("uplink"));
     await uplink.start();
   }
   let metrics: Metrics | null = null;
   if (loaded.config.metrics.enabled) {
-    metrics = new Metrics(() => agent);
+    metrics = new Metrics(
+      () => agent,
+      () => uplink?.stats() ?? null,
+    );
     try {
       const port = await metrics.listen(loaded.config.metrics);
       log.info({ host: loaded.config.metrics.host, port }, "metrics and health on /metrics, /healthz, /readyz");
@@ -90,7 +93,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     await uplink?.stop();
     agent = new Agent(next, logs);
     await agent.start();
-    uplink = next.config.uplink === undefined ? null : new Uplink(agent, next.config.uplink);
+    uplink = next.config.uplink === undefined ? null : new Uplink(agent, next.config.uplink, agent.logs.module("uplink"));
     await uplink?.start();
     metrics?.attach(() => agent);
     await hooks.replaced?.(agent);

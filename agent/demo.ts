@@ -11,6 +11,9 @@ import { Agent } from "./agent.js";
 import { demoConfigData } from "./demo-config.js";
 import { validateAgentConfig } from "./config/load.js";
 import { Logs } from "./log.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Uplink } from "./uplink/uplink.js";
 import { topicBase } from "./uplink/uplink.js";
 
@@ -87,18 +90,22 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   const api = new SimControlApi(sim);
   let agent: Agent | null = null;
   let uplink: Uplink | null = null;
+  const stateDir = mkdtempSync(join(tmpdir(), "podwarden-demo-"));
   try {
     await sim.start();
     const controlPort = await api.listen(simConfig.control.port, simConfig.control.host);
     const data = demoConfigData(undefined, o.agentConfig);
-    data.uplink = { url: brokerUrl, telemetryMs: 1000 };
+    // aedes speaks MQTT 3.1.1 only; an external broker (mosquitto) gets MQTT 5
+    data.uplink = { url: brokerUrl, telemetryMs: 1000, protocolVersion: o.broker === undefined ? 4 : 5 };
     data.log = { level: "warn", modules: {} };
+    // the demo's state (spool, latches, replay guard) lives for one run only
+    data.stateDir = stateDir;
     const config = validateAgentConfig(data, o.agentConfig);
     // the demo logs to a file-less sink: the board is the interface
     const logs = new Logs(config.log, { site: config.site, pod: config.pod }, { write: () => true });
     agent = new Agent({ config, hash: "demo", path: o.agentConfig }, logs);
     await agent.start();
-    uplink = new Uplink(agent, config.uplink!);
+    uplink = new Uplink(agent, config.uplink!, agent.logs.module("uplink"));
     await uplink.start();
     const a = agent;
     const u = uplink;
@@ -120,6 +127,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
         await api.close();
         await sim.stop();
         await broker?.close();
+        rmSync(stateDir, { recursive: true, force: true });
       },
     };
   } catch (err) {
@@ -128,6 +136,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     await api.close();
     await sim.stop();
     await broker?.close();
+    rmSync(stateDir, { recursive: true, force: true });
     throw err;
   }
 }

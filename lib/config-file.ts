@@ -29,7 +29,8 @@ function keyPath(pointer: string): string {
     .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc === "" ? p : `${acc}.${p}`), "");
 }
 
-function describe(e: ErrorObject): string {
+/** One ajv error as "key.path: reason". */
+export function describe(e: ErrorObject): string {
   const at = keyPath(e.instancePath);
   switch (e.keyword) {
     case "additionalProperties":

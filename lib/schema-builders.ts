@@ -25,3 +25,11 @@ export const obj = (properties: Record<string, object>, description: string, req
   properties,
   description,
 });
+
+/** A closed object that stays absent unless given (no default): its presence means something. */
+export const optionalObj = (properties: Record<string, object>, description: string): object => ({
+  type: "object",
+  additionalProperties: false,
+  properties,
+  description,
+});

@@ -32,12 +32,22 @@ describe("the demo pod (npm start)", () => {
     expect(messages.find((m) => m.topic === `${base}state`)?.retain).toBe(true);
     expect(last("info")).toMatchObject({ site: "demo", pod: "pod-a" });
     expect((last("info")!.racks as unknown[]).length).toBe(8);
-    await waitFor(() => messages.filter((m) => m.topic === `${base}telemetry`).length >= 3, "telemetry", 10_000);
+    await waitFor(() => messages.filter((m) => m.topic === `${base}telemetry` && m.body.kind === "periodic").length >= 3, "telemetry", 10_000);
     const seqs = messages.filter((m) => m.topic === `${base}telemetry`).map((m) => m.body.seq as number);
     for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBe(seqs[i - 1] + 1);
-    const t = last("telemetry")!;
+    const periodic = messages.filter((m) => m.topic === `${base}telemetry` && m.body.kind === "periodic").map((m) => m.body);
+    const t = periodic[periodic.length - 1];
     expect((t.racks as { name: string }[])[0].name).toBe("rack-1");
     expect(typeof t.timestamp).toBe("string");
+    expect(t.historical).toBe(false);
+    // every point with value, unit, source time and quality
+    const points = t.points as Record<string, { value: number | null; unit?: string; quality: string; sourceTime: string | null }>;
+    expect(points["rack-1.returnTempC"]).toMatchObject({ unit: "°C", quality: "good" });
+    expect(Date.parse(points["rack-1.returnTempC"].sourceTime ?? "")).toBeGreaterThan(Date.now() - 60_000);
+    // between snapshots, report-by-exception carries only the points that moved
+    await waitFor(() => messages.some((m) => m.topic === `${base}telemetry` && m.body.kind === "exception"), "an exception report", 10_000);
+    const ex = messages.find((m) => m.topic === `${base}telemetry` && m.body.kind === "exception")!.body;
+    expect(Object.keys(ex.points as object).length).toBeGreaterThan(0);
   });
 
   it("renders the status board", async () => {

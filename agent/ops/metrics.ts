@@ -10,6 +10,7 @@ import { QUALITIES } from "../../drivers/points.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { Agent } from "../agent.js";
 import type { MetricsConfig } from "./metrics-schema.js";
+import type { UplinkStats } from "../uplink/uplink.js";
 
 const MODES = ["Starting", "Running", "Degraded", "Failsafe", "Maintenance"];
 const LATENESS_QUANTILES = [0.5, 0.9, 0.99, 0.999];
@@ -18,7 +19,10 @@ export class Metrics {
   readonly registry = new Registry();
   private server: Server | null = null;
 
-  constructor(private agent: () => Agent) {
+  constructor(
+    private agent: () => Agent,
+    private uplink: () => UplinkStats | null = () => null,
+  ) {
     const r = this.registry;
     collectDefaultMetrics({ register: r, prefix: "podwarden_" });
     const a = (): Agent => this.agent();
@@ -165,11 +169,80 @@ export class Metrics {
         for (const d of a().driver.stats().devices) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
       },
     });
+    this.uplinkMetrics(r);
   }
 
-  /** Follows a new agent after a reload replaced it. */
-  attach(agent: () => Agent): void {
+  /** Follows a new agent (and uplink) after a reload replaced them. */
+  attach(agent: () => Agent, uplink: () => UplinkStats | null = this.uplink): void {
     this.agent = agent;
+    this.uplink = uplink;
+  }
+
+  private uplinkMetrics(r: Registry): void {
+    const u = (): UplinkStats | null => this.uplink();
+    new Gauge({
+      name: "podwarden_uplink_connected",
+      help: "1 while the uplink's MQTT connection is up (absent without an uplink)",
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s !== null) this.set(s.connected ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: "podwarden_uplink_connects_total",
+      help: "MQTT connections made (the first, then every reconnect)",
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s !== null) this.inc(s.connects);
+      },
+    });
+    new Gauge({
+      name: "podwarden_uplink_spool_depth",
+      help: "Spooled messages not yet acknowledged by the broker, by class",
+      labelNames: ["class"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s !== null) for (const [c, n] of Object.entries(s.spoolDepth)) this.set({ class: c }, n);
+      },
+    });
+    new Gauge({
+      name: "podwarden_uplink_spool_bytes",
+      help: "Bytes the store-and-forward spool holds on disk",
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s !== null) this.set(s.spoolBytes);
+      },
+    });
+    new Counter({
+      name: "podwarden_uplink_spool_dropped_total",
+      help: "Spooled messages dropped by the overflow policy, by class (telemetry first)",
+      labelNames: ["class"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s !== null) for (const [c, n] of Object.entries(s.spoolDropped)) this.inc({ class: c }, n);
+      },
+    });
+    new Counter({
+      name: "podwarden_commands_total",
+      help: "Commands received, by result (accepted, rejected; suppressed = rejected beyond the audit rate)",
+      labelNames: ["result"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s !== null) for (const [k, n] of Object.entries(s.commands)) this.inc({ result: k }, n);
+      },
+    });
   }
 
   async listen(c: MetricsConfig): Promise<number> {

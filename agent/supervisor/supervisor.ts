@@ -62,6 +62,7 @@ export class Supervisor {
   private readonly escalated: boolean[];
   private lastCaps: number[];
   private everRunning = false;
+  private budgetOverrideKw: number | null = null;
 
   constructor(
     private c: AgentConfig,
@@ -90,6 +91,16 @@ export class Supervisor {
 
   setMaintenance(on: boolean): void {
     this.maintenance = on;
+  }
+
+  /** The pod power budget in force: mission control's, if it set one, else the configured one. */
+  get powerBudgetKw(): number {
+    return this.budgetOverrideKw ?? this.c.supervisor.powerBudget.podKw;
+  }
+
+  /** Sets (or, with null, withdraws) mission control's pod power budget. */
+  setPowerBudget(kw: number | null): void {
+    this.budgetOverrideKw = kw;
   }
 
   private setMode(to: PodMode, reason: string): void {
@@ -221,10 +232,11 @@ export class Supervisor {
       const demand = draw >= 0.95 * cap ? cap * (1 + pb.headroomPct / 100) : draw * (1 + pb.headroomPct / 100);
       return { name: rack.name, priority: rack.priority, minKw: rack.minPowerKw, maxKw: rack.ratedKw, demandKw: demand };
     });
-    const alloc = allocatePower(pb.podKw, demands);
+    const budgetKw = this.powerBudgetKw;
+    const alloc = allocatePower(budgetKw, demands);
     this.lastCaps = alloc.caps;
     decisions.powerCapsKw = alloc.caps;
-    a.update("power:budget", alloc.constrained, { severity: "Warning", source: "pod", message: `pod power budget ${pb.podKw} kW constrains rack caps` });
+    a.update("power:budget", alloc.constrained, { severity: "Warning", source: "pod", message: `pod power budget ${budgetKw} kW constrains rack caps` });
 
     // ---- mode ------------------------------------------------------------------------------
     const problems = a.active().filter((x) => x.conditionActive || x.latched);

@@ -1,17 +1,41 @@
 // The uplink's config keys (kept apart from uplink.ts so config checking does not load mqtt).
+import { int, num, obj, optionalObj } from "../../lib/schema-builders.js";
+import { ROLES, type Role } from "../commands/schema.js";
+
+export interface TlsConfig {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  servername?: string;
+}
+
 export interface UplinkConfig {
   url: string;
   clientId?: string;
   username?: string;
   password?: string;
+  passwordFile?: string;
+  protocolVersion: 4 | 5;
+  tls?: TlsConfig;
   telemetryMs: number;
+  exception: { enabled: boolean; checkMs: number; defaultDeadband: number; deadbands: Record<string, number> };
   keepaliveS: number;
+  connectTimeoutMs: number;
+  reconnect: { baseMs: number; maxMs: number };
+  spool: { maxBytes: number; segmentBytes: number; fsyncMs: number; maxInflight: number };
+  commands: {
+    enabled: boolean;
+    keys: { id: string; publicKey: string; roles: Role[] }[];
+    maxTtlS: number;
+    clockSkewS: number;
+    rejectionAuditPerS: number;
+  };
 }
 
 /** Broker connection keys, shared by the uplink and MQTT sensor ingest. */
 export function mqttConnectionProperties(defaultClientId: string): Record<string, object> {
   return {
-    url: { type: "string", description: "broker URL, e.g. mqtt://127.0.0.1:1883" },
+    url: { type: "string", pattern: "^(mqtt|mqtts|tcp|ssl|tls)://", description: "broker URL, e.g. mqtt://127.0.0.1:1883 or mqtts://broker:8883" },
     clientId: { type: "string", description: `client id (default ${defaultClientId}); one session per client id` },
     username: { type: "string", description: "user name (${ENV} allowed)" },
     password: { type: "string", description: "password: use ${ENV_VAR}, not a literal" },
@@ -22,11 +46,71 @@ export const UPLINK_SCHEMA = {
   type: "object",
   additionalProperties: false,
   required: ["url"],
-  description: "MQTT uplink to mission control",
+  description: "MQTT uplink to mission control (docs/mqtt.md, docs/security.md)",
   properties: {
     ...mqttConnectionProperties("podwarden-<site>-<pod>"),
-    telemetryMs: { type: "integer", minimum: 100, maximum: 3_600_000, default: 1000, description: "telemetry period, ms" },
-    keepaliveS: { type: "integer", minimum: 1, maximum: 3600, default: 10, description: "MQTT keepalive, s" },
+    passwordFile: { type: "string", description: "read the password from this file (e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/mqtt-password); trailing newline ignored" },
+    protocolVersion: { enum: [4, 5], default: 5, description: "MQTT 3.1.1 (4) or 5; request/response correlation (responseTopic, correlationData) needs 5" },
+    tls: optionalObj(
+      {
+        caFile: { type: "string", description: "CA certificate(s) that sign the broker's certificate, PEM" },
+        certFile: { type: "string", description: "client certificate for mutual TLS, PEM (with keyFile)" },
+        keyFile: { type: "string", description: "client private key for mutual TLS, PEM (with certFile)" },
+        servername: { type: "string", description: "name the broker's certificate must carry, if not the URL's host" },
+      },
+      "TLS for mqtts:// URLs; the broker's certificate is always verified",
+    ),
+    telemetryMs: int(100, 3_600_000, 1000, "telemetry period, ms"),
+    exception: obj(
+      {
+        enabled: { type: "boolean", default: true, description: "report-by-exception between periodic snapshots" },
+        checkMs: int(10, 60_000, 100, "how often points are compared with what was last reported, ms"),
+        defaultDeadband: num(0, 1e9, 0.5, "a point is reported when it moves more than this from its last reported value (in its own unit); a quality change is always reported"),
+        deadbands: { type: "object", default: {}, additionalProperties: { type: "number", minimum: 0, maximum: 1e9 }, description: "per-point deadbands: {<point id>: deadband}" },
+      },
+      "report-by-exception telemetry",
+    ),
+    keepaliveS: int(1, 3600, 10, "MQTT keepalive, s; a hung broker is detected within 1.5x this"),
+    connectTimeoutMs: int(100, 600_000, 5000, "give up on a connection attempt (no CONNACK) after this, ms"),
+    reconnect: obj(
+      {
+        baseMs: int(10, 600_000, 500, "first reconnect delay, ms; doubles per failed attempt, with jitter"),
+        maxMs: int(10, 3_600_000, 30_000, "longest reconnect delay, ms"),
+      },
+      "reconnect backoff (exponential with full jitter)",
+    ),
+    spool: obj(
+      {
+        maxBytes: int(65_536, 1e12, 64 * 1024 * 1024, "on-disk store-and-forward spool size limit, bytes (in stateDir/spool)"),
+        segmentBytes: int(4096, 1 << 30, 1024 * 1024, "spool segment file size, bytes: the unit the overflow policy drops"),
+        fsyncMs: int(0, 60_000, 1000, "flush the spool to disk this often, ms (0 = after every record)"),
+        maxInflight: int(1, 65_535, 256, "QoS 1 messages in flight awaiting PUBACK: paces replay"),
+      },
+      "store-and-forward spool",
+    ),
+    commands: obj(
+      {
+        enabled: { type: "boolean", default: true, description: "subscribe to request/<command>" },
+        keys: {
+          type: "array",
+          default: [],
+          description: "keys allowed to sign commands",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["id", "publicKey", "roles"],
+            properties: {
+              id: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]*$", maxLength: 64, description: "key id, as commands name it (keyId)" },
+              publicKey: { type: "string", description: "Ed25519 public key: PEM, or the raw 32 bytes in base64 (`podwarden keygen` prints both)" },
+              roles: { type: "array", minItems: 1, uniqueItems: true, items: { enum: ROLES }, description: "observer: snapshot; operator: + setpoint, mode, ack-alarm, isolate-rack, return-rack; engineer: + reset-leak, power-budget" },
+            },
+          },
+        },
+        maxTtlS: int(1, 86_400, 300, "longest lifetime a command may declare (expiresAt - issuedAt), s"),
+        clockSkewS: int(0, 3600, 30, "how far in the future issuedAt may be, s"),
+        rejectionAuditPerS: num(0, 10_000, 10, "rejected commands answered and audited one by one per second; beyond it they are counted and summarised (a flood cannot flood the uplink)"),
+      },
+      "signed commands from mission control",
+    ),
   },
 };
-

@@ -1,31 +1,88 @@
-// Uplink to mission control over MQTT: the reporting half (docs/mqtt.md).
-//   podwarden/<site>/<pod>/state       retained, QoS 1; also the MQTT Will ("offline")
-//   podwarden/<site>/<pod>/info        retained, QoS 1: version, config hash, racks, capabilities
-//   podwarden/<site>/<pod>/telemetry   QoS 0, periodic snapshot with a sequence number
-//   podwarden/<site>/<pod>/alarms      retained, QoS 1: the active alarm set
-//   podwarden/<site>/<pod>/events      QoS 1: alarm transitions, mode changes, escalations, with a sequence number
-// Retained state is republished on every (re)connect. TCP no-delay is on: with Nagle, loopback
+// Uplink to mission control over MQTT (docs/mqtt.md). Under podwarden/<site>/<pod>/:
+//   state              retained, QoS 1; also the MQTT Will ("offline")
+//   info               retained, QoS 1: version, config hash, racks, capabilities
+//   alarms             retained, QoS 1: the active alarm set
+//   telemetry          QoS 1, periodic snapshots and report-by-exception, seq per message
+//   events             QoS 1: alarm transitions, mode changes, trips, command audit, seq per message
+//   request/<command>  subscribed: signed commands (commands/)
+//   response/<command> QoS 1: the answers
+//
+// Telemetry and events are written to the on-disk spool first and removed only after their
+// PUBACK, so an outage or a restart loses nothing (spool.ts has the overflow policy). Retained
+// topics are state, not history: they are republished, current, on every connect.
+//
+// Connection: one client (one session per client id), reconnecting with exponential backoff and
+// full jitter. A hung broker is caught by mqtt.js's keepalive, which times out 1.5x keepalive
+// after the last acknowledgement or ping response. TCP no-delay is on: with Nagle, loopback
 // publishes showed a 35–44 ms tail.
-import mqtt, { type MqttClient } from "mqtt";
+import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
+import { Backoff } from "../../drivers/backoff.js";
 import type { Agent, AgentEvent } from "../agent.js";
+import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
+import { CommandService } from "./command-service.js";
 import type { UplinkConfig } from "./schema.js";
+import { Spool, type SpoolClass } from "./spool.js";
+import { ExceptionReporter, periodicTelemetry } from "./telemetry.js";
 
 export const topicBase = (site: string, pod: string): string => `podwarden/${site}/${pod}/`;
 
+export interface UplinkStats {
+  connected: boolean;
+  connects: number;
+  spoolDepth: Record<SpoolClass, number>;
+  spoolBytes: number;
+  spoolDropped: Record<SpoolClass, number>;
+  inflight: number;
+  commands: { accepted: number; rejected: number; suppressed: number };
+}
+
+/** The MQTT client options for a config: credentials from env/file, TLS files read here. */
+export function brokerOptions(c: UplinkConfig): IClientOptions {
+  const read = (f: string | undefined): Buffer | undefined => (f === undefined ? undefined : readFileSync(f));
+  const password = c.passwordFile !== undefined ? readFileSync(c.passwordFile, "utf8").replace(/\r?\n$/, "") : c.password;
+  return {
+    username: c.username,
+    password,
+    protocolVersion: c.protocolVersion,
+    keepalive: c.keepaliveS,
+    connectTimeout: c.connectTimeoutMs,
+    ...(c.tls === undefined ? {} : { ca: read(c.tls.caFile), cert: read(c.tls.certFile), key: read(c.tls.keyFile), servername: c.tls.servername, rejectUnauthorized: true }),
+  };
+}
+
 export class Uplink {
   private client: MqttClient | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private telemetrySeq = 0;
-  private eventSeq = 0;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private reconnectTimer: NodeJS.Timeout | null = null;
   private readonly base: string;
   private readonly since = new Date().toISOString();
+  private readonly spool: Spool;
+  private readonly backoff: Backoff;
+  private readonly exceptions: ExceptionReporter;
+  private readonly commands: CommandService;
+  private inflight = 0;
+  private connects = 0;
+  /** wall-clock ms the current connection came up: records made before it are historical */
+  private connectedAtMs = 0;
+  private stopping = false;
+  private pumping = false;
+  private unsubscribe: (() => void) | null = null;
 
   constructor(
     private agent: Agent,
     private readonly c: UplinkConfig,
+    private readonly log: Logger,
   ) {
     this.base = topicBase(agent.config.site, agent.config.pod);
+    const dir = agent.stateDir === undefined ? join(tmpdir(), `podwarden-${agent.config.site}-${agent.config.pod}`) : agent.stateDir;
+    this.spool = new Spool({ dir: join(dir, "spool"), maxBytes: c.spool.maxBytes, segmentBytes: c.spool.segmentBytes });
+    this.backoff = new Backoff({ baseMs: c.reconnect.baseMs, maxMs: c.reconnect.maxMs });
+    this.exceptions = new ExceptionReporter(c.exception);
+    this.commands = new CommandService(() => this.agent, c.commands, this.log, (topic, body, opts) => this.publishNow(topic, body, opts));
   }
 
   topic(name: string): string {
@@ -37,107 +94,221 @@ export class Uplink {
   }
 
   async start(): Promise<void> {
+    const opened = this.spool.open();
+    if (this.agent.stateDir === undefined) this.log.warn("no state directory: the spool lives under the temporary directory and may not survive a reboot");
+    if (opened.quarantined.length > 0) this.agent.reportProblem("uplink:spool-corrupt", { severity: "Critical", source: "uplink", message: `store-and-forward spool damaged: ${opened.quarantined.join("; ")}` });
+    if (opened.tornTail) this.log.warn("spool: an incomplete last record (a write cut short) was cut off");
+    if (opened.pending.critical + opened.pending.telemetry > 0) this.log.info({ pending: opened.pending }, "spool: records from before the restart will be sent");
+    this.commands.start();
+    if (this.commands.problem !== null) this.agent.reportProblem("uplink:commands", { severity: "Warning", source: "uplink", message: `commands: ${this.commands.problem}` });
+
     const cfg = this.agent.config;
     const client = mqtt.connect(this.c.url, {
+      ...brokerOptions(this.c),
       clientId: this.c.clientId ?? `podwarden-${cfg.site}-${cfg.pod}`,
-      username: this.c.username,
-      password: this.c.password,
-      keepalive: this.c.keepaliveS,
-      reconnectPeriod: 1000,
-      connectTimeout: 5000,
+      reconnectPeriod: 0, // reconnects are ours: backoff with jitter
       clean: true,
       will: { topic: this.topic("state"), payload: Buffer.from(this.stateMessage("offline")), qos: 1, retain: true },
     });
     this.client = client;
-    client.on("error", () => undefined); // reconnects on its own
-    client.on("connect", () => {
-      (client.stream as { setNoDelay?: (b: boolean) => void }).setNoDelay?.(true);
-      this.publishRetained();
-    });
+    client.on("error", (err) => this.log.debug({ err: err.message }, "mqtt error"));
+    client.on("connect", () => this.onConnect(client));
+    client.on("close", () => this.onClose(client));
+    client.on("message", (topic, payload, packet) => this.commands.handle(topic.slice(this.base.length), payload, packet));
     this.attach(this.agent);
-    this.timer = setInterval(() => this.publishTelemetry(), this.c.telemetryMs);
+    this.timers.push(setInterval(() => this.publishTelemetry(), this.c.telemetryMs));
+    if (this.c.exception.enabled) this.timers.push(setInterval(() => this.publishExceptions(), this.c.exception.checkMs));
+    if (this.c.spool.fsyncMs > 0) this.timers.push(setInterval(() => this.flushSpool(), this.c.spool.fsyncMs));
     await new Promise<void>((resolve) => {
-      if (client.connected) resolve();
-      else client.once("connect", () => resolve());
-      setTimeout(resolve, 5000); // an unreachable broker does not hold the agent up
+      const t = setTimeout(resolve, Math.min(5000, this.c.connectTimeoutMs)); // an unreachable broker does not hold the agent up
+      client.once("connect", () => {
+        clearTimeout(t);
+        resolve();
+      });
     });
+  }
+
+  private onConnect(client: MqttClient): void {
+    if (client !== this.client) return;
+    this.connects++;
+    this.connectedAtMs = Date.now();
+    this.backoff.reset();
+    (client.stream as { setNoDelay?: (b: boolean) => void }).setNoDelay?.(true);
+    this.log.info({ url: this.c.url, connects: this.connects }, "uplink connected");
+    this.publishRetained();
+    if (this.c.commands.enabled) client.subscribe(this.topic("request/+"), { qos: 1 });
+    this.pump();
+  }
+
+  private onClose(client: MqttClient): void {
+    if (client !== this.client) return;
+    // what was in flight is sent again from the spool: keep mqtt.js from also resending it
+    for (const id of Object.keys(client.outgoing)) client.removeOutgoingMessage(Number(id));
+    this.inflight = 0;
+    this.spool.rewind();
+    if (this.stopping || this.reconnectTimer !== null) return;
+    const delay = this.backoff.next();
+    this.log.warn({ retryInMs: Math.round(delay), attempt: this.backoff.attempts }, "uplink disconnected; spooling");
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (!this.stopping) client.reconnect();
+    }, delay);
   }
 
   /** Follows a new agent after a reload replaced it. */
   attach(agent: Agent): void {
+    this.unsubscribe?.();
     this.agent = agent;
-    agent.onEvent((e) => this.onEvent(e));
+    this.unsubscribe = agent.onEvent((e) => this.onEvent(e));
     if (this.client?.connected === true) this.publishRetained();
   }
 
-  private publish(topic: string, body: unknown, retain: boolean, qos: 0 | 1): void {
-    this.client?.publish(this.topic(topic), JSON.stringify(body), { retain, qos });
+  /** Publishes now if connected (retained state, responses): not spooled. */
+  private publishNow(topic: string, body: string, opts: IClientPublishOptions): void {
+    if (this.client?.connected === true) this.client.publish(topic, body, opts);
   }
 
   private publishRetained(): void {
     const a = this.agent;
-    this.client?.publish(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
-    this.publish(
-      "info",
-      {
+    this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
+    this.publishNow(
+      this.topic("info"),
+      JSON.stringify({
         version: packageVersion(),
         configHash: a.configHash,
         site: a.config.site,
         pod: a.config.pod,
         racks: a.config.racks.map((r) => ({ name: r.name, ratedKw: r.ratedKw })),
-        capabilities: ["telemetry", "alarms", "events"],
-      },
-      true,
-      1,
+        capabilities: ["telemetry", "report-by-exception", "alarms", "events", "store-and-forward", ...(this.c.commands.enabled ? ["commands"] : [])],
+        commands: this.c.commands.enabled ? this.commands.names() : [],
+        protocolVersion: this.c.protocolVersion,
+      }),
+      { retain: true, qos: 1 },
     );
     this.publishAlarms();
   }
 
   private publishAlarms(): void {
-    this.publish(
-      "alarms",
-      {
-        timestamp: new Date().toISOString(),
-        alarms: this.agent.supervisor.alarms.active().map((x) => ({
-          id: x.id,
-          severity: x.severity,
-          message: x.message,
-          source: x.source,
-          latched: x.latched,
-          acknowledged: x.acknowledged,
-          raisedAt: x.raisedAt,
-        })),
-      },
-      true,
-      1,
-    );
+    const alarms = this.agent.supervisor.alarms.active().map((x) => ({
+      id: x.id,
+      severity: x.severity,
+      message: x.message,
+      source: x.source,
+      latched: x.latched,
+      acknowledged: x.acknowledged,
+      raisedAt: x.raisedAt,
+    }));
+    this.publishNow(this.topic("alarms"), JSON.stringify({ timestamp: new Date().toISOString(), alarms }), { retain: true, qos: 1 });
+  }
+
+  /** Spools a message, then sends what the spool holds. `content` gets seq and timestamp. */
+  private spoolAndSend(cls: SpoolClass, topic: string, content: Record<string, unknown>): void {
+    const ts = Date.now();
+    try {
+      const { dropped } = this.spool.append(cls, this.topic(topic), (seq) => JSON.stringify({ seq, timestamp: new Date(ts).toISOString(), ...content }), ts);
+      if (dropped.telemetry > 0) this.log.warn({ dropped: dropped.telemetry, total: this.spool.dropped().telemetry }, "spool full: oldest telemetry dropped");
+      if (dropped.critical > 0) {
+        this.agent.reportProblem("uplink:spool-overflow", { severity: "Critical", source: "uplink", message: `store-and-forward spool full: ${this.spool.dropped().critical} events dropped (oldest first)` });
+      }
+    } catch (err) {
+      // the disk refused (full, read-only): send live if possible, and say so
+      this.agent.reportProblem("uplink:spool-write", { severity: "Critical", source: "uplink", message: `cannot write the store-and-forward spool: ${(err as Error).message}` });
+      this.publishNow(this.topic(topic), JSON.stringify({ seq: null, timestamp: new Date(ts).toISOString(), historical: false, ...content }), { qos: 1 });
+      return;
+    }
+    if (this.c.spool.fsyncMs === 0) this.flushSpool();
+    this.pump();
+  }
+
+  private flushSpool(): void {
+    try {
+      this.spool.flush(true);
+    } catch (err) {
+      this.log.error({ err }, "spool flush failed");
+    }
+  }
+
+  /**
+   * Sends spooled records while connected, up to maxInflight awaiting PUBACK. Records sent
+   * right after they were made are live; anything older than the connection is historical.
+   */
+  private pump(): void {
+    const client = this.client;
+    if (this.pumping || client === null || !client.connected) return;
+    this.pumping = true;
+    try {
+      const window = this.c.spool.maxInflight;
+      let sent = 0;
+      while (this.inflight < window && sent < window) {
+        const t = this.spool.take();
+        if (t === undefined) break;
+        const { cls, record } = t;
+        const historical = record.ts < this.connectedAtMs;
+        // the body is JSON object text: the flag goes in before its closing brace
+        const body = `${record.body.slice(0, -1)},"historical":${historical}}`;
+        this.inflight++;
+        sent++;
+        client.publish(record.topic, body, { qos: 1 }, (err) => {
+          if (client !== this.client) return;
+          this.inflight = Math.max(0, this.inflight - 1);
+          if (err === undefined || err === null) this.spool.ack(cls, record.id);
+          if (this.inflight === 0 || this.inflight < window / 2) setImmediate(() => this.pump());
+        });
+      }
+    } finally {
+      this.pumping = false;
+    }
   }
 
   private onEvent(e: AgentEvent): void {
-    this.publish("events", { seq: ++this.eventSeq, timestamp: new Date().toISOString(), ...e }, false, 1);
+    this.spoolAndSend("critical", "events", { ...e });
     if (e.type.startsWith("alarm.")) this.publishAlarms();
-    if (e.type === "mode.changed") this.client?.publish(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
+    if (e.type === "mode.changed") this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
   }
 
   private publishTelemetry(): void {
-    const s = this.agent.status();
-    const unitOf = (id: string): string | undefined => this.agent.driver.points.get(id)?.unit;
-    this.publish("telemetry", { seq: ++this.telemetrySeq, timestamp: new Date().toISOString(), ...s, units: { temperature: unitOf(this.agent.config.racks[0].points.returnTempC) ?? "°C", flow: "L/min", power: "kW", valve: "%" } }, false, 0);
+    this.spoolAndSend("telemetry", "telemetry", periodicTelemetry(this.agent));
+    this.exceptions.reportedAll(this.agent);
   }
 
-  /** Publishes "offline" (retained) and disconnects. */
+  private publishExceptions(): void {
+    const points = this.exceptions.changed(this.agent);
+    if (points !== null) this.spoolAndSend("telemetry", "telemetry", { kind: "exception", points });
+  }
+
+  stats(): UplinkStats {
+    return {
+      connected: this.client?.connected === true,
+      connects: this.connects,
+      spoolDepth: this.spool.depth(),
+      spoolBytes: this.spool.bytes,
+      spoolDropped: this.spool.dropped(),
+      inflight: this.inflight,
+      commands: this.commands.stats(),
+    };
+  }
+
+  /** Publishes "offline" (retained), flushes the spool and disconnects. */
   async stop(): Promise<void> {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers.length = 0;
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    this.unsubscribe?.();
+    this.commands.stop();
     const c = this.client;
-    this.client = null;
-    if (c === null) return;
-    if (c.connected) {
+    if (c !== null && c.connected) {
       await new Promise<void>((resolve) => {
-        c.publish(this.topic("state"), this.stateMessage("offline"), { retain: true, qos: 1 }, () => resolve());
-        setTimeout(resolve, 1000);
+        const t = setTimeout(resolve, 1000);
+        c.publish(this.topic("state"), this.stateMessage("offline"), { retain: true, qos: 1 }, () => {
+          clearTimeout(t);
+          resolve();
+        });
       });
     }
-    await c.endAsync(true);
+    this.client = null;
+    await c?.endAsync(true);
+    this.spool.close();
   }
 }

@@ -1,0 +1,110 @@
+// Decides whether a command payload is authentic, fresh, addressed to this pod and allowed for
+// its signer's role. Cheap checks come first so a flood of junk costs little; the signature is
+// checked before anything that depends on the body's claims; the replay guard is last, so only
+// an authentic, otherwise valid command moves its key's sequence number.
+import type { KeyObject } from "node:crypto";
+import { parsePublicKey, verifyEnvelope } from "./signing.js";
+import { ReplayGuard } from "./replay-guard.js";
+import { ROLE_COMMANDS, validateBody, validateEnvelope, validateParams, type CommandBody, type CommandName, type Role } from "./schema.js";
+
+export const MAX_COMMAND_BYTES = 16 * 1024;
+
+export type RejectCode = "malformed" | "wrong-pod" | "unknown-key" | "bad-signature" | "forbidden" | "expired" | "not-yet-valid" | "invalid-params" | "replayed" | "unavailable" | "out-of-envelope" | "not-found" | "refused";
+
+export interface CommandKey {
+  id: string;
+  publicKey: string;
+  roles: Role[];
+}
+
+export interface AuthorizerOptions {
+  site: string;
+  pod: string;
+  keys: readonly CommandKey[];
+  maxTtlS: number;
+  clockSkewS: number;
+  /** where the replay guard keeps its state; without one every command is refused */
+  stateDir: string | undefined;
+}
+
+export interface Authorised {
+  ok: true;
+  body: CommandBody;
+  keyId: string;
+  roles: Role[];
+}
+
+export interface Rejected {
+  ok: false;
+  code: RejectCode;
+  reason: string;
+  /** from the body, when it could be read: the response carries it back */
+  transaction?: string;
+  keyId?: string;
+}
+
+export class CommandAuthorizer {
+  private readonly keys = new Map<string, { key: KeyObject; roles: Role[] }>();
+  private readonly guard: ReplayGuard | null;
+  readonly problem: string | null;
+
+  constructor(private readonly o: AuthorizerOptions) {
+    // keys were validated with the config; a key that will not parse here is a config error
+    for (const k of o.keys) this.keys.set(k.id, { key: parsePublicKey(k.publicKey), roles: k.roles });
+    this.guard = o.stateDir === undefined ? null : new ReplayGuard(o.stateDir, Date.now());
+    this.problem = o.stateDir === undefined ? "no state directory: replay protection cannot persist, so every command is refused" : this.guard?.problem ?? null;
+  }
+
+  check(topicCommand: CommandName, payload: Buffer, nowMs: number): Authorised | Rejected {
+    if (payload.length > MAX_COMMAND_BYTES) return { ok: false, code: "malformed", reason: `payload of ${payload.length} bytes exceeds ${MAX_COMMAND_BYTES}` };
+    let raw: unknown;
+    try {
+      raw = JSON.parse(payload.toString("utf8"));
+    } catch {
+      return { ok: false, code: "malformed", reason: "payload is not JSON" };
+    }
+    const env = validateEnvelope(raw);
+    if (!env.ok) return { ok: false, code: "malformed", reason: env.reason };
+    const keyId = env.value.keyId;
+    let bodyRaw: unknown;
+    try {
+      bodyRaw = JSON.parse(env.value.body);
+    } catch {
+      return { ok: false, code: "malformed", reason: "body is not JSON", keyId };
+    }
+    const tx = (bodyRaw as { transaction?: unknown } | null)?.transaction;
+    const transaction = typeof tx === "string" && tx.length <= 64 ? tx : undefined;
+    const reject = (code: RejectCode, reason: string): Rejected => ({ ok: false, code, reason, transaction, keyId });
+
+    const b = validateBody(bodyRaw);
+    if (!b.ok) return reject("malformed", b.reason);
+    const body = b.value;
+    if (body.command !== topicCommand) return reject("malformed", `body is a "${body.command}" command sent to request/${topicCommand}`);
+    const me = `${this.o.site}/${this.o.pod}`;
+    if (body.pod !== me) return reject("wrong-pod", `addressed to ${body.pod}, this is ${me}`);
+    const key = this.keys.get(keyId);
+    if (key === undefined) return reject("unknown-key", `key ${keyId} is not configured`);
+    if (!verifyEnvelope(env.value, key.key)) return reject("bad-signature", `signature does not verify with key ${keyId}`);
+    if (!key.roles.some((r) => ROLE_COMMANDS[r].includes(body.command))) return reject("forbidden", `key ${keyId} (${key.roles.join(", ")}) may not send ${body.command}`);
+
+    const issued = Date.parse(body.issuedAt);
+    const expires = Date.parse(body.expiresAt);
+    if (expires <= issued) return reject("malformed", "expiresAt is not after issuedAt");
+    if (expires - issued > this.o.maxTtlS * 1000) return reject("malformed", `lifetime ${Math.round((expires - issued) / 1000)} s exceeds the allowed ${this.o.maxTtlS} s`);
+    if (issued > nowMs + this.o.clockSkewS * 1000) return reject("not-yet-valid", `issued ${body.issuedAt}, in the future beyond the allowed clock skew`);
+    if (expires <= nowMs) return reject("expired", `expired at ${body.expiresAt}`);
+
+    const p = validateParams(body.command, body.params);
+    if (!p.ok) return reject("invalid-params", p.reason);
+
+    if (this.guard === null) return reject("unavailable", this.problem ?? "no replay guard");
+    try {
+      const v = this.guard.admit(keyId, body.seq, issued);
+      if (!v.ok) return reject("replayed", v.reason);
+    } catch (err) {
+      // could not record the seq: refusing is the only safe answer
+      return reject("unavailable", `cannot record the command sequence: ${(err as Error).message}`);
+    }
+    return { ok: true, body, keyId, roles: key.roles };
+  }
+}

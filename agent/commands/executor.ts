@@ -1,0 +1,129 @@
+// Carries out an authorised command on the agent, after checking it against the configured
+// envelope. Every path here goes through the same agent operations the local tools use, and
+// none of them reaches past the hot path's interlock priority: leak isolation and fail-safe
+// outrank any mode, setpoint or output a command sets.
+import type { Agent } from "../agent.js";
+import type { AgentConfig } from "../config/load.js";
+import type { LoopMode } from "../../hotpath-as/bank-config.js";
+import type { RejectCode } from "./authorizer.js";
+import type { CommandBody } from "./schema.js";
+
+export interface Range {
+  min: number;
+  max: number;
+}
+
+export interface CommandLimits {
+  returnTempC: Range;
+  dpKpa: Range;
+  powerBudgetKw: Range;
+  maxLeaseS: number;
+}
+
+/** The envelope commands must stay inside, from the config (the same limits local tuning obeys). */
+export function commandLimits(c: AgentConfig): CommandLimits {
+  const k = c.control;
+  return {
+    returnTempC: { min: k.returnTempSetpointMinC, max: k.returnTempSetpointMaxC },
+    dpKpa: { min: k.dpSetpointMinKpa, max: k.dpSetpointMaxKpa },
+    // mission control may lower the pod budget, down to the racks' minimums, never raise it
+    // above the configured (electrical) budget
+    powerBudgetKw: { min: c.racks.reduce((a, r) => a + r.minPowerKw, 0), max: c.supervisor.powerBudget.podKw },
+    maxLeaseS: Math.floor(k.setpointLeaseMaxMs / 1000),
+  };
+}
+
+export type Outcome = { status: "ok"; data?: unknown; rack?: string } | { status: "rejected"; code: RejectCode; reason: string; rack?: string };
+
+const outside = (what: string, v: number, r: Range): Outcome => ({ status: "rejected", code: "out-of-envelope", reason: `${what} ${v} is outside the configured envelope [${r.min}, ${r.max}]` });
+const inRange = (v: number, r: Range): boolean => v >= r.min && v <= r.max;
+
+export async function executeCommand(agent: Agent, body: CommandBody, by: string): Promise<Outcome> {
+  const p = body.params;
+  const limits = commandLimits(agent.config);
+  const rackOf = (): number | Outcome => {
+    try {
+      return agent.rackIndex(String(p.rack));
+    } catch (err) {
+      return { status: "rejected", code: "not-found", reason: (err as Error).message };
+    }
+  };
+  const loopOf = (): number | Outcome => {
+    try {
+      return agent.loopIndex(String(p.loop));
+    } catch (err) {
+      return { status: "rejected", code: "not-found", reason: (err as Error).message };
+    }
+  };
+  const isPump = (loop: number): boolean => loop === agent.config.racks.length;
+
+  switch (body.command) {
+    case "snapshot":
+      return { status: "ok", data: agent.snapshot() };
+
+    case "setpoint": {
+      const loop = loopOf();
+      if (typeof loop !== "number") return loop;
+      const value = p.value as number;
+      const range = isPump(loop) ? limits.dpKpa : limits.returnTempC;
+      if (!inRange(value, range)) return outside(isPump(loop) ? "dp setpoint (kPa)" : "return-temperature setpoint (°C)", value, range);
+      const leaseS = p.leaseS as number;
+      if (leaseS > limits.maxLeaseS) return { status: "rejected", code: "out-of-envelope", reason: `lease ${leaseS} s exceeds the configured maximum ${limits.maxLeaseS} s` };
+      agent.setSetpoint(loop, value, leaseS * 1000, by);
+      return { status: "ok", data: { loop: p.loop, value, leaseS } };
+    }
+
+    case "mode": {
+      const loopKeys = ["loop", "mode", "outputPct"].filter((k) => p[k] !== undefined);
+      if (typeof p.maintenance === "boolean") {
+        if (loopKeys.length > 0) return { status: "rejected", code: "invalid-params", reason: `maintenance goes alone, not with ${loopKeys.join(", ")}` };
+        agent.setMaintenance(p.maintenance);
+        return { status: "ok", data: { maintenance: p.maintenance } };
+      }
+      if (p.loop === undefined || p.mode === undefined) return { status: "rejected", code: "invalid-params", reason: "give {loop, mode[, outputPct]} or {maintenance}" };
+      const loop = loopOf();
+      if (typeof loop !== "number") return loop;
+      const mode = p.mode as LoopMode;
+      const tuning = isPump(loop) ? agent.config.control.pumpLoop : agent.config.control.rackLoop;
+      const out = p.outputPct as number | undefined;
+      if (mode === "Manual" || mode === "Override") {
+        if (out === undefined) return { status: "rejected", code: "invalid-params", reason: `${mode} needs outputPct` };
+        if (!inRange(out, { min: tuning.outMin, max: tuning.outMax })) return outside("outputPct", out, { min: tuning.outMin, max: tuning.outMax });
+      } else if (out !== undefined) {
+        return { status: "rejected", code: "invalid-params", reason: `outputPct is only for Manual or Override, not ${mode}` };
+      }
+      agent.setLoopMode(loop, mode, out);
+      return { status: "ok", data: { loop: p.loop, mode, outputPct: out } };
+    }
+
+    case "ack-alarm": {
+      const id = String(p.id);
+      if (!agent.acknowledgeAlarm(id, by)) return { status: "rejected", code: "not-found", reason: `no active alarm "${id}"` };
+      return { status: "ok", data: { id } };
+    }
+
+    case "isolate-rack":
+    case "return-rack": {
+      const rack = rackOf();
+      if (typeof rack !== "number") return rack;
+      agent.isolateRack(rack, body.command === "isolate-rack");
+      // a rack latched for a leak stays isolated: returning it needs reset-leak first
+      return { status: "ok", rack: String(p.rack), data: { rack: p.rack, isolated: body.command === "isolate-rack" } };
+    }
+
+    case "reset-leak": {
+      const rack = rackOf();
+      if (typeof rack !== "number") return rack;
+      const result = await agent.resetLeak(rack);
+      if (result === "accepted") return { status: "ok", rack: String(p.rack), data: { rack: p.rack, result } };
+      return { status: "rejected", code: "refused", rack: String(p.rack), reason: result === "refused-wet" ? "a leak sensor is still wet: the latch stays" : "the control loop did not confirm the reset" };
+    }
+
+    case "power-budget": {
+      const kw = p.podKw as number;
+      if (!inRange(kw, limits.powerBudgetKw)) return outside("pod power budget (kW)", kw, limits.powerBudgetKw);
+      agent.setPowerBudget(kw);
+      return { status: "ok", data: { podKw: kw } };
+    }
+  }
+}

@@ -1,0 +1,57 @@
+// Replay protection that survives restarts. Every signing key has its own strictly increasing
+// sequence number: a command is accepted only if its seq is above the highest one accepted for
+// that key, and the new high-water mark is on disk (fsync) before the command acts. A replayed
+// or reordered command is refused; the sender re-signs with a fresh seq. Gaps are fine.
+//
+// Why a counter and not a nonce set: the check needs no clock, so a wall-clock jump can neither
+// reopen an old command nor expire the memory of one.
+//
+// If the file is lost or damaged, the high-water marks are unknown. The guard then also refuses
+// every command issued before it started (`notBefore`): whatever an attacker may have recorded
+// is older than that, and new commands from mission control still work.
+import { join } from "node:path";
+import { JsonStateFile } from "../../lib/json-state-file.js";
+
+interface SeqFile {
+  keys: Record<string, number>;
+}
+
+function checkSeqFile(data: unknown): SeqFile {
+  const keys = (data as { keys?: unknown } | null)?.keys;
+  if (typeof keys !== "object" || keys === null || Array.isArray(keys)) throw new Error("no key map");
+  for (const [k, v] of Object.entries(keys)) if (!Number.isSafeInteger(v) || (v as number) < 0) throw new Error(`bad sequence number for key ${k}`);
+  return data as SeqFile;
+}
+
+export type ReplayVerdict = { ok: true } | { ok: false; reason: string };
+
+export class ReplayGuard {
+  private readonly store: JsonStateFile<SeqFile>;
+  private readonly high = new Map<string, number>();
+  /** wall-clock ms: commands issued before this are refused (set when the file was lost) */
+  readonly notBeforeMs: number | null;
+  readonly problem: string | null;
+
+  constructor(stateDir: string, nowMs: number) {
+    this.store = new JsonStateFile(join(stateDir, "command-seq.json"), checkSeqFile);
+    const got = this.store.load();
+    for (const [k, v] of Object.entries(got.value?.keys ?? {})) this.high.set(k, v);
+    this.problem = got.problem ?? null;
+    this.notBeforeMs = got.problem === undefined ? null : nowMs;
+  }
+
+  highWater(keyId: string): number {
+    return this.high.get(keyId) ?? 0;
+  }
+
+  /** Checks and, if fresh, records the seq durably. Throws if it cannot be recorded. */
+  admit(keyId: string, seq: number, issuedAtMs: number): ReplayVerdict {
+    const last = this.highWater(keyId);
+    if (seq <= last) return { ok: false, reason: `seq ${seq} is not above ${last}, the last accepted for key ${keyId} (replayed or out of order)` };
+    if (this.notBeforeMs !== null && issuedAtMs < this.notBeforeMs) return { ok: false, reason: "issued before the replay guard's state was lost; re-sign the command" };
+    const next = new Map(this.high).set(keyId, seq);
+    this.store.save({ keys: Object.fromEntries(next) }, true);
+    this.high.set(keyId, seq);
+    return { ok: true };
+  }
+}

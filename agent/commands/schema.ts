@@ -1,0 +1,110 @@
+// The command contract: the envelope, the signed body and each command's parameters, as JSON
+// Schemas checked by ajv before anything else looks at a command (docs/mqtt.md lists them).
+import { Ajv } from "ajv";
+import { describe } from "../../lib/config-file.js";
+
+export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot"] as const;
+export type CommandName = (typeof COMMANDS)[number];
+
+export const ROLES = ["observer", "operator", "engineer"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** What each role may do. Nothing any role can send disables an interlock. */
+export const ROLE_COMMANDS: Record<Role, readonly CommandName[]> = {
+  observer: ["snapshot"],
+  operator: ["snapshot", "setpoint", "mode", "ack-alarm", "isolate-rack", "return-rack"],
+  engineer: COMMANDS,
+};
+
+export const LOOP_MODES = ["Automatic", "Manual", "Override", "Disabled"] as const;
+
+const name = { type: "string", minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]*$" };
+const finite = (min: number, max: number): object => ({ type: "number", minimum: min, maximum: max });
+
+export const PARAM_SCHEMAS: Record<CommandName, object> = {
+  setpoint: {
+    type: "object",
+    additionalProperties: false,
+    required: ["loop", "value", "leaseS"],
+    properties: { loop: name, value: finite(-1e6, 1e6), leaseS: { type: "integer", minimum: 1, maximum: 604_800 } },
+  },
+  mode: {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      loop: name,
+      mode: { enum: LOOP_MODES },
+      outputPct: finite(0, 100),
+      maintenance: { type: "boolean" },
+    },
+    // either {loop, mode[, outputPct]} or {maintenance}: checked by the executor
+  },
+  "ack-alarm": { type: "object", additionalProperties: false, required: ["id"], properties: { id: { type: "string", minLength: 1, maxLength: 200 } } },
+  "reset-leak": { type: "object", additionalProperties: false, required: ["rack"], properties: { rack: name } },
+  "isolate-rack": { type: "object", additionalProperties: false, required: ["rack"], properties: { rack: name } },
+  "return-rack": { type: "object", additionalProperties: false, required: ["rack"], properties: { rack: name } },
+  "power-budget": { type: "object", additionalProperties: false, required: ["podKw"], properties: { podKw: finite(0, 1e6) } },
+  snapshot: { type: "object", additionalProperties: false, properties: {} },
+};
+
+export const ENVELOPE_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["keyId", "signature", "body"],
+  properties: {
+    keyId: name,
+    signature: { type: "string", minLength: 1, maxLength: 200 },
+    body: { type: "string", minLength: 2, maxLength: 8192 },
+  },
+};
+
+export const BODY_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["v", "pod", "command", "transaction", "seq", "issuedAt", "expiresAt", "params"],
+  properties: {
+    v: { const: 1 },
+    pod: { type: "string", minLength: 3, maxLength: 130, description: "<site>/<pod> the command is for" },
+    command: { enum: COMMANDS },
+    transaction: { type: "string", minLength: 1, maxLength: 64, pattern: "^[\\x21-\\x7e]+$" },
+    seq: { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+    issuedAt: { type: "string", format: "date-time", maxLength: 40 },
+    expiresAt: { type: "string", format: "date-time", maxLength: 40 },
+    params: { type: "object" },
+  },
+};
+
+export interface CommandBody {
+  v: 1;
+  pod: string;
+  command: CommandName;
+  transaction: string;
+  seq: number;
+  issuedAt: string;
+  expiresAt: string;
+  params: Record<string, unknown>;
+}
+
+const ajv = new Ajv({ allErrors: false, strict: true });
+// RFC 3339 date-time, checked by Date.parse as well (ajv-formats would be one more dependency)
+ajv.addFormat("date-time", { type: "string", validate: (s: string) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(s) && Number.isFinite(Date.parse(s)) });
+
+const checkEnvelope = ajv.compile(ENVELOPE_SCHEMA);
+const checkBody = ajv.compile(BODY_SCHEMA);
+const checkParams = Object.fromEntries(COMMANDS.map((c) => [c, ajv.compile(PARAM_SCHEMAS[c])])) as Record<CommandName, ReturnType<typeof ajv.compile>>;
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+function run<T>(fn: ReturnType<typeof ajv.compile>, data: unknown, what: string): Checked<T> {
+  if (fn(data)) return { ok: true, value: data as T };
+  const e = fn.errors?.[0];
+  return { ok: false, reason: `${what}: ${e === undefined ? "invalid" : describe(e)}` };
+}
+
+export const validateEnvelope = (data: unknown): Checked<{ keyId: string; signature: string; body: string }> => run(checkEnvelope, data, "envelope");
+export const validateBody = (data: unknown): Checked<CommandBody> => run(checkBody, data, "body");
+export const validateParams = (command: CommandName, data: unknown): Checked<Record<string, unknown>> => run(checkParams[command], data, "params");
+
+export function isCommandName(s: string): s is CommandName {
+  return (COMMANDS as readonly string[]).includes(s);
+}

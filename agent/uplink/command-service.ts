@@ -1,0 +1,127 @@
+// Commands from mission control: request/<command> in, response/<command> out (docs/mqtt.md).
+//
+// Every request is authorised (commands/authorizer.ts), checked against the configured envelope
+// and carried out (commands/executor.ts); every outcome is answered and audited as an event.
+// Rejections are rate-limited: beyond rejectionAuditPerS they are counted and summarised once a
+// second instead of being answered one by one, so a flood of junk cannot turn into a flood of
+// responses and events (the spool and the broker stay for what matters).
+import type { IClientPublishOptions, IPublishPacket } from "mqtt";
+import { CommandAuthorizer, type Rejected } from "../commands/authorizer.js";
+import { executeCommand, type Outcome } from "../commands/executor.js";
+import { COMMANDS, isCommandName, type CommandName } from "../commands/schema.js";
+import type { Agent } from "../agent.js";
+import type { Logger } from "../log.js";
+import type { UplinkConfig } from "./schema.js";
+
+type Publish = (topic: string, body: string, opts: IClientPublishOptions) => void;
+
+interface ReplyTo {
+  topic: string;
+  correlationData?: Buffer;
+}
+
+export class CommandService {
+  private authorizer: CommandAuthorizer | null = null;
+  private tokens: number;
+  private suppressed = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly counts = { accepted: 0, rejected: 0, suppressed: 0 };
+  problem: string | null = null;
+
+  constructor(
+    private readonly agent: () => Agent,
+    private readonly c: UplinkConfig["commands"],
+    private readonly log: Logger,
+    private readonly publish: Publish,
+  ) {
+    this.tokens = c.rejectionAuditPerS;
+  }
+
+  start(): void {
+    if (!this.c.enabled) return;
+    const a = this.agent();
+    this.authorizer = new CommandAuthorizer({ site: a.config.site, pod: a.config.pod, keys: this.c.keys, maxTtlS: this.c.maxTtlS, clockSkewS: this.c.clockSkewS, stateDir: a.stateDir });
+    this.problem = this.authorizer.problem ?? (this.c.keys.length === 0 ? "no keys configured: every command is refused" : null);
+    this.timer = setInterval(() => this.refill(), 1000);
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  names(): readonly CommandName[] {
+    return COMMANDS;
+  }
+
+  stats(): { accepted: number; rejected: number; suppressed: number } {
+    return { ...this.counts };
+  }
+
+  private refill(): void {
+    this.tokens = this.c.rejectionAuditPerS;
+    if (this.suppressed > 0) {
+      this.agent().audit({ action: "*", by: "unknown", result: "rejected", reason: "rejections beyond the audit rate, not answered one by one", suppressed: this.suppressed });
+      this.suppressed = 0;
+    }
+  }
+
+  /** Handles one message from request/<command>; `sub` is the topic below the pod's base. */
+  handle(sub: string, payload: Buffer, packet: IPublishPacket): void {
+    if (this.authorizer === null || !sub.startsWith("request/")) return;
+    const name = sub.slice("request/".length);
+    const base = packetBase(packet.topic, sub);
+    const props = packet.properties;
+    // MQTT 5: answer where the requester asked, if that is inside this pod's tree (the broker's
+    // ACL lets a pod publish nowhere else), echoing its correlation data
+    const asked = props?.responseTopic;
+    const replyTo: ReplyTo = {
+      topic: asked !== undefined && asked.startsWith(`${base}response/`) ? asked : `${base}response/${isCommandName(name) ? name : "unknown"}`,
+      ...(props?.correlationData === undefined ? {} : { correlationData: props.correlationData }),
+    };
+    if (!isCommandName(name)) return this.reject({ ok: false, code: "malformed", reason: `no command "${name}"` }, name, replyTo);
+    const verdict = this.authorizer.check(name, payload, Date.now());
+    if (!verdict.ok) return this.reject(verdict, name, replyTo);
+
+    const { body, keyId } = verdict;
+    const by = `key ${keyId}`;
+    executeCommand(this.agent(), body, by).then(
+      (outcome) => this.answer(name, body.transaction, keyId, outcome, replyTo),
+      (err: Error) => this.answer(name, body.transaction, keyId, { status: "rejected", code: "unavailable", reason: `failed: ${err.message}` }, replyTo),
+    );
+  }
+
+  private answer(name: CommandName, transaction: string, keyId: string, o: Outcome, replyTo: ReplyTo): void {
+    const ok = o.status === "ok";
+    if (ok) this.counts.accepted++;
+    else this.counts.rejected++;
+    this.agent().audit({ action: name, ...(o.rack === undefined ? {} : { rack: o.rack }), by: `key ${keyId}`, result: ok ? "accepted" : o.code, transaction, ...(ok ? {} : { reason: o.reason }) });
+    this.log.info({ command: name, transaction, keyId, result: ok ? "accepted" : o.code }, "command");
+    this.respond(replyTo, ok ? { status: "ok", transaction, command: name, data: o.data ?? null, error: null } : { status: "rejected", transaction, command: name, data: null, error: { code: o.code, message: o.reason } });
+  }
+
+  private reject(r: Rejected, name: string, replyTo: ReplyTo): void {
+    this.counts.rejected++;
+    if (this.tokens < 1) {
+      this.suppressed++;
+      this.counts.suppressed++;
+      return;
+    }
+    this.tokens--;
+    this.agent().audit({ action: name, by: r.keyId === undefined ? "unknown" : `key ${r.keyId} (claimed)`, result: r.code, reason: r.reason, ...(r.transaction === undefined ? {} : { transaction: r.transaction }) });
+    this.log.warn({ command: name, code: r.code, reason: r.reason }, "command rejected");
+    this.respond(replyTo, { status: "rejected", transaction: r.transaction ?? null, command: name, data: null, error: { code: r.code, message: r.reason } });
+  }
+
+  private respond(replyTo: ReplyTo, body: Record<string, unknown>): void {
+    this.publish(replyTo.topic, JSON.stringify({ ...body, timestamp: new Date().toISOString() }), {
+      qos: 1,
+      ...(replyTo.correlationData === undefined ? {} : { properties: { correlationData: replyTo.correlationData } }),
+    });
+  }
+}
+
+/** The pod's base topic, from a request's full topic and the part below the base. */
+function packetBase(topic: string, sub: string): string {
+  return topic.slice(0, topic.length - sub.length);
+}

@@ -1,0 +1,73 @@
+// What telemetry carries: every point with its value, unit, source time and quality, plus the
+// pod's rack-level status. Periodic snapshots carry all of it; report-by-exception messages in
+// between carry only the points that moved beyond their deadband or changed quality.
+import type { Point } from "../../drivers/points.js";
+import { monoMs } from "../../lib/clock.js";
+import type { Agent } from "../agent.js";
+import type { UplinkConfig } from "./schema.js";
+
+export interface PointReport {
+  value: number | null;
+  unit?: string;
+  quality: string;
+  /** wall-clock time of the reading, ISO 8601 (null: never read) */
+  sourceTime: string | null;
+}
+
+function allPoints(agent: Agent): Point[] {
+  return [...agent.driver.points.all(), ...(agent.ingest?.points.all() ?? [])];
+}
+
+function report(p: Point, wallNow: number, monoNow: number): PointReport {
+  return {
+    // JSON has no NaN: an unusable value travels as null, its quality says why
+    value: Number.isFinite(p.value) ? p.value : null,
+    ...(p.unit === undefined ? {} : { unit: p.unit }),
+    quality: p.quality,
+    sourceTime: Number.isFinite(p.sourceTimeMs) ? new Date(wallNow - (monoNow - p.sourceTimeMs)).toISOString() : null,
+  };
+}
+
+export function pointReports(points: Iterable<Point>): Record<string, PointReport> {
+  const wall = Date.now();
+  const mono = monoMs();
+  const out: Record<string, PointReport> = {};
+  for (const p of points) out[p.id] = report(p, wall, mono);
+  return out;
+}
+
+/** The periodic snapshot's content (the uplink adds seq, timestamp and historical). */
+export function periodicTelemetry(agent: Agent): Record<string, unknown> {
+  return { kind: "periodic", ...agent.status(), points: pointReports(allPoints(agent)) };
+}
+
+/** Tracks what was last reported, to decide what an exception message must carry. */
+export class ExceptionReporter {
+  private readonly last = new Map<string, { value: number; quality: string }>();
+
+  constructor(private readonly c: UplinkConfig["exception"]) {}
+
+  /** Remembers everything as reported (after a periodic snapshot). */
+  reportedAll(agent: Agent): void {
+    for (const p of allPoints(agent)) this.last.set(p.id, { value: p.value, quality: p.quality });
+  }
+
+  /** The points that changed beyond their deadband since last reported; marks them reported. */
+  changed(agent: Agent): Record<string, PointReport> | null {
+    const moved: Point[] = [];
+    for (const p of allPoints(agent)) {
+      const prev = this.last.get(p.id);
+      const band = this.c.deadbands[p.id] ?? this.c.defaultDeadband;
+      const differs =
+        prev === undefined ||
+        prev.quality !== p.quality ||
+        Number.isFinite(prev.value) !== Number.isFinite(p.value) ||
+        (Number.isFinite(p.value) && Math.abs(p.value - prev.value) > band);
+      if (differs) {
+        moved.push(p);
+        this.last.set(p.id, { value: p.value, quality: p.quality });
+      }
+    }
+    return moved.length === 0 ? null : pointReports(moved);
+  }
+}

@@ -1,0 +1,151 @@
+// Command authorisation: signature, key, role, pod, expiry, replay (across restarts), malformed
+// and hostile payloads. Real Ed25519 keys (node:crypto), a real state directory.
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CommandAuthorizer, type AuthorizerOptions } from "../agent/commands/authorizer.js";
+import { commandBody, signedCommand, type CommandSpec } from "../agent/commands/client.js";
+import { generateCommandKey, parsePrivateKey, parsePublicKey, signEnvelope } from "../agent/commands/signing.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const op = generateCommandKey();
+const eng = generateCommandKey();
+const stranger = generateCommandKey();
+
+function setup(over: Partial<AuthorizerOptions> = {}): { auth: CommandAuthorizer; opts: AuthorizerOptions } {
+  const stateDir = mkdtempSync(join(tmpdir(), "pw-auth-"));
+  dirs.push(stateDir);
+  const opts: AuthorizerOptions = {
+    site: "s1",
+    pod: "p1",
+    keys: [
+      { id: "ops", publicKey: op.publicRaw, roles: ["operator"] },
+      { id: "eng", publicKey: eng.publicPem, roles: ["engineer"] },
+      { id: "view", publicKey: stranger.publicRaw, roles: ["observer"] },
+    ],
+    maxTtlS: 300,
+    clockSkewS: 30,
+    stateDir,
+    ...over,
+  };
+  return { auth: new CommandAuthorizer(opts), opts };
+}
+
+let seq = 0;
+function spec(over: Partial<CommandSpec> = {}): CommandSpec {
+  return { site: "s1", pod: "p1", command: "setpoint", params: { loop: "rack-1.valve", value: 40, leaseS: 60 }, seq: ++seq, keyId: "ops", privateKey: parsePrivateKey(op.privatePem), ...over };
+}
+const buf = (s: string): Buffer => Buffer.from(s);
+
+describe("command authorisation", () => {
+  it("accepts a command signed by a configured key whose role allows it", () => {
+    const { auth } = setup();
+    const v = auth.check("setpoint", buf(signedCommand(spec())), Date.now());
+    expect(v.ok).toBe(true);
+    // a PEM key works as well as a raw one
+    expect(auth.check("reset-leak", buf(signedCommand(spec({ command: "reset-leak", params: { rack: "rack-1" }, keyId: "eng", privateKey: parsePrivateKey(eng.privatePem) }))), Date.now()).ok).toBe(true);
+  });
+
+  const cases: [string, (now: number) => [string, string], string][] = [
+    ["unsigned", () => ["setpoint", JSON.stringify({ keyId: "ops", body: JSON.stringify(commandBody(spec())) })], "malformed"],
+    ["an empty signature", () => ["setpoint", JSON.stringify({ keyId: "ops", signature: "", body: JSON.stringify(commandBody(spec())) })], "malformed"],
+    ["signed by a key that is not configured", () => ["setpoint", signedCommand(spec({ keyId: "nobody" }))], "unknown-key"],
+    ["signed with the wrong private key", () => ["setpoint", signedCommand(spec({ privateKey: parsePrivateKey(eng.privatePem) }))], "bad-signature"],
+    [
+      "with a body altered after signing",
+      () => {
+        const e = JSON.parse(signedCommand(spec())) as { body: string };
+        e.body = e.body.replace('"value":40', '"value":90');
+        return ["setpoint", JSON.stringify(e)];
+      },
+    "bad-signature",
+    ],
+    ["expired", (now) => ["setpoint", signedCommand(spec({ nowMs: now - 120_000, ttlS: 60 }))], "expired"],
+    ["issued in the future beyond the skew", (now) => ["setpoint", signedCommand(spec({ nowMs: now + 120_000 }))], "not-yet-valid"],
+    ["with a lifetime beyond maxTtlS", () => ["setpoint", signedCommand(spec({ ttlS: 3600 }))], "malformed"],
+    ["addressed to another pod", () => ["setpoint", signedCommand(spec({ pod: "p2" }))], "wrong-pod"],
+    ["addressed to another site", () => ["setpoint", signedCommand(spec({ site: "s2" }))], "wrong-pod"],
+    ["sent to another command's topic", () => ["mode", signedCommand(spec())], "malformed"],
+    ["beyond its signer's role", () => ["reset-leak", signedCommand(spec({ command: "reset-leak", params: { rack: "rack-1" } }))], "forbidden"],
+    ["from an observer, for anything but a snapshot", () => ["setpoint", signedCommand(spec({ keyId: "view", privateKey: parsePrivateKey(stranger.privatePem) }))], "forbidden"],
+    ["tampered to carry a non-finite number (1e999 parses as Infinity)", () => ["setpoint", signedCommand(spec()).replace(/\\"value\\":40/, '\\"value\\":1e999')], "bad-signature"],
+    ["with unknown params", () => ["setpoint", signedCommand(spec({ params: { loop: "rack-1.valve", value: 40, leaseS: 60, interlocks: "off" } }))], "invalid-params"],
+    ["with a string where a number goes", () => ["setpoint", signedCommand(spec({ params: { loop: "rack-1.valve", value: "40", leaseS: 60 } }))], "invalid-params"],
+    ["not JSON", () => ["setpoint", "{{{"], "malformed"],
+    ["JSON but not an envelope", () => ["setpoint", "[1,2,3]"], "malformed"],
+    ["oversized", () => ["setpoint", "x".repeat(20_000)], "malformed"],
+    ["with a body that is not JSON", () => ["setpoint", JSON.stringify(signEnvelope("not json", "ops", parsePrivateKey(op.privatePem)))], "malformed"],
+    ["with a zero seq", () => ["setpoint", signedCommand(spec({ seq: 0 }))], "malformed"],
+  ];
+  for (const [what, make, code] of cases) {
+    it(`rejects a command ${what} (${code})`, () => {
+      const { auth } = setup();
+      const now = Date.now();
+      const [topic, payload] = make(now);
+      const v = auth.check(topic as "setpoint", buf(payload), now);
+      expect(v.ok).toBe(false);
+      if (!v.ok) {
+        expect(v.code).toBe(code);
+        expect(v.reason.length).toBeGreaterThan(5);
+      }
+    });
+  }
+
+  it("a signed number that is not finite never passes: the schema refuses it", () => {
+    const { auth } = setup();
+    const body = { ...commandBody(spec()), params: { loop: "rack-1.valve", value: Number.POSITIVE_INFINITY, leaseS: 60 } };
+    const v = auth.check("setpoint", buf(signedCommand(spec(), body)), Date.now());
+    // JSON.stringify writes Infinity as null: the signed body carries null, which is not a number
+    expect(v).toMatchObject({ ok: false, code: "invalid-params" });
+  });
+
+  it("refuses a replay, and a reordered older seq, also after a restart", () => {
+    const { auth, opts } = setup();
+    const first = signedCommand(spec({ seq: 100 }));
+    const older = signedCommand(spec({ seq: 99 }));
+    expect(auth.check("setpoint", buf(first), Date.now()).ok).toBe(true);
+    expect(auth.check("setpoint", buf(first), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    expect(auth.check("setpoint", buf(older), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    // the agent restarts: a new authorizer on the same state directory
+    const again = new CommandAuthorizer(opts);
+    expect(again.check("setpoint", buf(first), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    expect(again.check("setpoint", buf(signedCommand(spec({ seq: 101 }))), Date.now()).ok).toBe(true);
+    // each key has its own sequence
+    expect(again.check("reset-leak", buf(signedCommand(spec({ seq: 1, command: "reset-leak", params: { rack: "r" }, keyId: "eng", privateKey: parsePrivateKey(eng.privatePem) }))), Date.now()).ok).toBe(true);
+  });
+
+  it("a rejected command does not use up its seq", () => {
+    const { auth } = setup();
+    const bad = spec({ seq: 500, params: { loop: "x", value: "y", leaseS: 1 } });
+    expect(auth.check("setpoint", buf(signedCommand(bad)), Date.now()).ok).toBe(false);
+    expect(auth.check("setpoint", buf(signedCommand(spec({ seq: 500 }))), Date.now()).ok).toBe(true);
+  });
+
+  it("with a damaged replay-guard file: quarantines it, reports it, and refuses commands issued before the restart", () => {
+    const { opts } = setup();
+    const stateDir = opts.stateDir as string;
+    const recorded = signedCommand(spec({ seq: 7, nowMs: Date.now() - 10_000 }));
+    writeFileSync(join(stateDir, "command-seq.json"), "{garbage");
+    const auth = new CommandAuthorizer(opts);
+    expect(auth.problem).toMatch(/command-seq.json unreadable/);
+    expect(readdirSync(stateDir).some((f) => f.startsWith("command-seq.json.corrupt-"))).toBe(true);
+    expect(auth.check("setpoint", buf(recorded), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    expect(auth.check("setpoint", buf(signedCommand(spec({ seq: 8, nowMs: Date.now() + 5 }))), Date.now() + 10).ok).toBe(true);
+  });
+
+  it("refuses every command when replay protection cannot persist (no state directory)", () => {
+    const { auth } = setup({ stateDir: undefined });
+    expect(auth.problem).toMatch(/no state directory/);
+    expect(auth.check("setpoint", buf(signedCommand(spec())), Date.now())).toMatchObject({ ok: false, code: "unavailable" });
+  });
+
+  it("rejects keys that are not Ed25519 public keys", () => {
+    expect(() => parsePublicKey("AAAA")).toThrow(/32 bytes/);
+    expect(() => parsePublicKey("-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----")).toThrow();
+  });
+});
