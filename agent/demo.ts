@@ -11,7 +11,8 @@ import { Agent } from "./agent.js";
 import { demoConfigData } from "./demo-config.js";
 import { validateAgentConfig } from "./config/load.js";
 import { Logs } from "./log.js";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { generateCommandKey } from "./commands/signing.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Uplink } from "./uplink/uplink.js";
@@ -35,6 +36,8 @@ export interface RunningDemo {
   broker: EmbeddedBroker | null;
   brokerUrl: string;
   controlUrl: string;
+  /** the private key the demo's pod accepts commands from (key id "demo", role engineer) */
+  commandKeyFile: string;
   board(): string;
   stop(): Promise<void>;
 }
@@ -100,6 +103,11 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     data.log = { level: "warn", modules: {} };
     // the demo's state (spool, latches, replay guard) lives for one run only
     data.stateDir = stateDir;
+    // a signing key for this run, so a newcomer can send mission control's commands by hand
+    const key = generateCommandKey();
+    const keyFile = join(stateDir, "demo.key");
+    writeFileSync(keyFile, key.privatePem, { mode: 0o600 });
+    (data.uplink as Record<string, unknown>).commands = { keys: [{ id: "demo", publicKey: key.publicRaw, roles: ["engineer"] }] };
     const config = validateAgentConfig(data, o.agentConfig);
     // the demo logs to a file-less sink: the board is the interface
     const logs = new Logs(config.log, { site: config.site, pod: config.pod }, { write: () => true });
@@ -111,7 +119,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const u = uplink;
     let timer: NodeJS.Timeout | null = null;
     if (o.boardMs > 0) {
-      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${help(brokerUrl, config.site, config.pod, controlPort)}\n`), o.boardMs);
+      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5)}\n`), o.boardMs);
     }
     return {
       sim,
@@ -119,6 +127,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       broker,
       brokerUrl,
       controlUrl: `http://${simConfig.control.host}:${controlPort}`,
+      commandKeyFile: keyFile,
       board: () => renderBoard(a, sim),
       stop: async () => {
         if (timer !== null) clearInterval(timer);
@@ -141,14 +150,17 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   }
 }
 
-export function help(brokerUrl: string, site: string, pod: string, controlPort: number): string {
+export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number): string {
   const u = new URL(brokerUrl);
+  const cmd = `node dist/agent/cli.js command <name> --url ${brokerUrl} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
   return [
     "watch the topics:",
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}#'`,
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}alarms'`,
     "keys: l leak on the next rack   u unplug/replug rack-5   r reset leaks   c clear faults   q quit",
     `or inject faults yourself: curl -s -XPOST localhost:${controlPort}/fault -d '{"leak":"rack-3"}'`,
+    "send a signed command as mission control would (docs/mqtt.md), e.g.:",
+    `  ${cmd.replace("<name>", "isolate-rack")} --params '{"rack":"rack-2"}'`,
   ].join("\n");
 }
 

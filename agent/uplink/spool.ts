@@ -107,6 +107,11 @@ export class Spool {
     return { critical: this.queues.critical.pendingCount(), telemetry: this.queues.telemetry.pendingCount() };
   }
 
+  /** The last sequence number given out, per class (0: none yet). */
+  lastSeq(): Record<SpoolClass, number> {
+    return { critical: this.queues.critical.peekNextId - 1, telemetry: this.queues.telemetry.peekNextId - 1 };
+  }
+
   dropped(): Record<SpoolClass, number> {
     return { critical: this.queues.critical.dropped, telemetry: this.queues.telemetry.dropped };
   }

@@ -36,6 +36,8 @@ export interface UplinkStats {
   spoolDepth: Record<SpoolClass, number>;
   spoolBytes: number;
   spoolDropped: Record<SpoolClass, number>;
+  /** the last seq given to an event (critical) and a telemetry message */
+  lastSeq: Record<SpoolClass, number>;
   inflight: number;
   commands: { accepted: number; rejected: number; suppressed: number };
 }
@@ -283,6 +285,7 @@ export class Uplink {
       spoolDepth: this.spool.depth(),
       spoolBytes: this.spool.bytes,
       spoolDropped: this.spool.dropped(),
+      lastSeq: this.spool.lastSeq(),
       inflight: this.inflight,
       commands: this.commands.stats(),
     };

@@ -1,0 +1,143 @@
+// The uplink against a real mosquitto: the example per-pod ACL from deploy/, MQTT 5 request/
+// response correlation, credentials from a file, and TLS with mutual authentication.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import mqtt from "mqtt";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signedCommand } from "../agent/commands/client.js";
+import { Mosquitto } from "./helpers/mosquitto.js";
+import { run, waitFor } from "./helpers/processes.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { MissionControl, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+
+const USERS = { "pod-demo-pod-a": "secret-a", "pod-demo-pod-b": "secret-b", "mission-control": "secret-mc" };
+
+describe("the example per-pod ACL, with a real mosquitto", () => {
+  let broker: Mosquitto;
+  let sim: TestSim;
+  let pod: UplinkPod;
+  let mc: MissionControl;
+  let credDir: string;
+
+  beforeAll(async () => {
+    broker = await Mosquitto.start({ users: USERS, general: [`acl_file ${resolve("deploy/mosquitto/podwarden.acl")}`] });
+    sim = await startTestSim();
+    credDir = mkdtempSync(join(tmpdir(), "pw-cred-"));
+    writeFileSync(join(credDir, "mqtt-password"), "secret-a\n");
+    pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim, uplink: { username: "pod-demo-pod-a", passwordFile: join(credDir, "mqtt-password") } });
+    mc = await MissionControl.connect(broker.url, pod.base, 5, { username: "mission-control", password: "secret-mc" });
+  }, 60_000);
+  afterAll(async () => {
+    await mc?.close();
+    await pod?.stop();
+    await sim?.stop();
+    await broker?.stop();
+    rmSync(credDir, { recursive: true, force: true });
+  });
+
+  it("lets the pod publish its own topics (password from a credentials file)", async () => {
+    await waitFor(() => mc.of("telemetry").length >= 2, "telemetry through the ACL", 10_000);
+    await waitFor(() => mc.of("state").some((s) => s.state === "online"), "state through the ACL");
+    expect(pod.uplink.stats().connected).toBe(true);
+  });
+
+  it("stops a pod publishing into another pod's tree, or publishing requests, even to itself", async () => {
+    const rogue = await mqtt.connectAsync(broker.url, { protocolVersion: 5, username: "pod-demo-pod-a", password: "secret-a", clientId: "rogue-a", reconnectPeriod: 0 });
+    try {
+      for (const topic of ["podwarden/demo/pod-b/telemetry", "podwarden/demo/pod-b/state", "podwarden/demo/pod-a/request/setpoint", "podwarden/demo/pod-b/request/reset-leak", "podwarden/other/x/events"]) {
+        // MQTT 5: mosquitto answers a denied QoS 1 publish with "not authorized"
+        await expect(rogue.publishAsync(topic, JSON.stringify({ forged: true }), { qos: 1 }), topic).rejects.toThrow(/not authori[sz]ed/i);
+      }
+    } finally {
+      await rogue.endAsync(true);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(mc.messages.some((m) => m.body.forged === true)).toBe(false);
+  });
+
+  it("refuses a wrong password", async () => {
+    await expect(mqtt.connectAsync(broker.url, { protocolVersion: 5, username: "pod-demo-pod-a", password: "wrong", reconnectPeriod: 0, connectTimeout: 3000 })).rejects.toThrow();
+  });
+
+  it("answers on the MQTT 5 responseTopic with the request's correlationData", async () => {
+    const spec = mc.spec("snapshot", {}, "observer");
+    const replyTo = `${pod.base}response/mc-console-7`;
+    const correlation = Buffer.from("corr-1234");
+    await mc.publishRaw("snapshot", signedCommand({ ...spec, transaction: "tx-v5" }), { properties: { responseTopic: replyTo, correlationData: correlation } });
+    await waitFor(() => mc.messages.some((m) => m.topic === replyTo), "response on the responseTopic");
+    const r = mc.messages.find((m) => m.topic === replyTo)!;
+    expect(r.body).toMatchObject({ status: "ok", transaction: "tx-v5" });
+    expect(r.correlationData?.toString()).toBe("corr-1234");
+    // a responseTopic outside the pod's tree is not used (the ACL would refuse it anyway)
+    await mc.publishRaw("snapshot", signedCommand({ ...mc.spec("snapshot", {}, "observer"), transaction: "tx-out" }), { properties: { responseTopic: "elsewhere/replies", correlationData: correlation } });
+    await waitFor(() => mc.of("response/snapshot").some((b) => b.transaction === "tx-out"), "response on the default topic");
+  });
+});
+
+describe("TLS and mutual TLS, with a real mosquitto", () => {
+  let dir: string;
+  let broker: Mosquitto;
+  let sim: TestSim;
+
+  async function openssl(args: string[]): Promise<void> {
+    const r = await run("openssl", args);
+    if (r.code !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr}`);
+  }
+  async function issue(name: string, cn: string, caName: string, san?: string): Promise<void> {
+    await openssl(["req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", join(dir, `${name}.key`), "-out", join(dir, `${name}.csr`), "-subj", `/CN=${cn}`]);
+    const ext = join(dir, `${name}.ext`);
+    writeFileSync(ext, san === undefined ? "basicConstraints=CA:FALSE\n" : `subjectAltName=${san}\n`);
+    await openssl(["x509", "-req", "-in", join(dir, `${name}.csr`), "-CA", join(dir, `${caName}.pem`), "-CAkey", join(dir, `${caName}.key`), "-CAcreateserial", "-out", join(dir, `${name}.pem`), "-days", "2", "-extfile", ext]);
+  }
+  async function ca(name: string): Promise<void> {
+    await openssl(["req", "-x509", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", join(dir, `${name}.key`), "-out", join(dir, `${name}.pem`), "-days", "2", "-subj", `/CN=${name}`]);
+  }
+  const f = (n: string): string => join(dir, n);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "pw-tls-"));
+    await ca("ca");
+    await ca("rogue-ca");
+    await issue("broker", "127.0.0.1", "ca", "IP:127.0.0.1");
+    await issue("pod", "pod-demo-pod-a", "ca");
+    await issue("mc", "mission-control", "ca");
+    broker = await Mosquitto.start({ conf: [`cafile ${f("ca.pem")}`, `certfile ${f("broker.pem")}`, `keyfile ${f("broker.key")}`, "require_certificate true"] });
+    sim = await startTestSim();
+  }, 60_000);
+  afterAll(async () => {
+    await sim?.stop();
+    await broker?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("connects with a verified broker certificate and its own client certificate", async () => {
+    const url = `mqtts://127.0.0.1:${broker.port}`;
+    const pod = await startUplinkPod({ brokerUrl: url, protocolVersion: 5, sim, uplink: { tls: { caFile: f("ca.pem"), certFile: f("pod.pem"), keyFile: f("pod.key") } } });
+    const mc = await MissionControl.connect(url, pod.base, 5, { ca: readFileSync(f("ca.pem")), cert: readFileSync(f("mc.pem")), key: readFileSync(f("mc.key")), rejectUnauthorized: true });
+    try {
+      await waitFor(() => mc.of("telemetry").length >= 1, "telemetry over mutual TLS", 10_000);
+      const r = await mc.send("snapshot", {}, "observer");
+      expect(r.status).toBe("ok");
+    } finally {
+      await mc.close();
+      await pod.stop();
+    }
+  });
+
+  it("is refused without a client certificate, and refuses a broker its CA did not sign", async () => {
+    const url = `mqtts://127.0.0.1:${broker.port}`;
+    const noCert = await startUplinkPod({ brokerUrl: url, protocolVersion: 5, sim, uplink: { tls: { caFile: f("ca.pem") } } });
+    const wrongCa = await startUplinkPod({ brokerUrl: url, protocolVersion: 5, sim, uplink: { clientId: "pod-wrong-ca", tls: { caFile: f("rogue-ca.pem"), certFile: f("pod.pem"), keyFile: f("pod.key") } } });
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(noCert.uplink.stats()).toMatchObject({ connected: false, connects: 0 });
+      expect(wrongCa.uplink.stats()).toMatchObject({ connected: false, connects: 0 });
+      // both keep spooling: nothing is lost while they cannot connect
+      expect(noCert.uplink.stats().spoolDepth.telemetry).toBeGreaterThan(0);
+    } finally {
+      await noCert.stop();
+      await wrongCa.stop();
+    }
+  });
+});
