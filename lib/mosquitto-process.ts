@@ -1,11 +1,11 @@
-// A real mosquitto broker as a child process on a loopback port, for tests: started with a
+// A real mosquitto broker as a child process on a loopback port, for tests and benchmarks: started with a
 // generated config, and stopped, killed, paused (SIGSTOP) or restarted on the same port.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../lib/free-port.js";
+import { freePort } from "./free-port.js";
 import { run, stopProcess, waitFor } from "./processes.js";
 
 export interface MosquittoOptions {
@@ -50,6 +50,8 @@ export class Mosquitto {
       `persistence ${o.persistence === true ? "true" : "false"}`,
       `persistence_location ${dir}/`,
       "autosave_interval 1",
+      // as deploy/mosquitto/mosquitto.conf: without it the broker's own Nagle delay adds a 40 ms tail
+      "set_tcp_nodelay true",
       "log_dest stderr",
       "log_type error",
       "log_type warning",

@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signedCommand } from "../agent/commands/client.js";
-import { Mosquitto } from "./helpers/mosquitto.js";
+import { Mosquitto } from "../lib/mosquitto-process.js";
 import { run, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { MissionControl, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";

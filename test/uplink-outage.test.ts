@@ -2,7 +2,7 @@
 // (SIGSTOPped) broker, a broker killed outright, and the daemon restarting mid-outage. Nothing
 // the pod says may be lost: every event and telemetry message is counted by its sequence number.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Mosquitto } from "./helpers/mosquitto.js";
+import { Mosquitto } from "../lib/mosquitto-process.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { MissionControl, removeState, startUplinkPod } from "./helpers/uplink.js";

@@ -1,28 +1,20 @@
 // A pod with its uplink (simulator over real Modbus TCP, agent, uplink) and a mission-control
 // client, for tests against a real broker (aedes in-process or mosquitto).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import mqtt, { type MqttClient } from "mqtt";
-import type { Agent } from "../../agent/agent.js";
 import { signedCommand, type CommandSpec } from "../../agent/commands/client.js";
 import type { CommandName } from "../../agent/commands/schema.js";
 import { generateCommandKey, parsePrivateKey } from "../../agent/commands/signing.js";
-import { topicBase, Uplink } from "../../agent/uplink/uplink.js";
-import { agentConfig, demoConfigFor, testAgent, type LogCapture } from "./agent.js";
+import { startPodHarness, type PodHarness } from "../../agent/pod-harness.js";
+import { LogCapture } from "./agent.js";
 import { waitFor } from "./processes.js";
 import { startTestSim, type TestSim } from "./sim.js";
 
 export const KEYS = { operator: generateCommandKey(), engineer: generateCommandKey(), observer: generateCommandKey() };
 
-export interface UplinkPod {
+export interface UplinkPod extends PodHarness {
   sim: TestSim;
-  agent: Agent;
-  uplink: Uplink;
   logs: LogCapture;
-  stateDir: string;
-  base: string;
-  stop(opts?: { keepState?: boolean }): Promise<void>;
 }
 
 export interface UplinkPodOptions {
@@ -33,50 +25,38 @@ export interface UplinkPodOptions {
   uplink?: Record<string, unknown>;
 }
 
+/** The harness pod with the test keys (ops: operator, eng: engineer, view: observer), logs captured. */
 export async function startUplinkPod(o: UplinkPodOptions): Promise<UplinkPod> {
   const ownSim = o.sim === undefined;
   const sim = o.sim ?? (await startTestSim());
-  const stateDir = o.stateDir ?? mkdtempSync(join(tmpdir(), "pw-uplink-"));
-  const config = agentConfig(
-    demoConfigFor(sim.sim, (c) => {
-      c.stateDir = stateDir;
+  const logs = new LogCapture();
+  const h = await startPodHarness({
+    brokerUrl: o.brokerUrl,
+    protocolVersion: o.protocolVersion,
+    portOf: (name) => sim.sim.portOf(name),
+    stateDir: o.stateDir,
+    logTo: logs,
+    uplink: {
+      commands: {
+        keys: [
+          { id: "ops", publicKey: KEYS.operator.publicRaw, roles: ["operator"] },
+          { id: "eng", publicKey: KEYS.engineer.publicRaw, roles: ["engineer"] },
+          { id: "view", publicKey: KEYS.observer.publicRaw, roles: ["observer"] },
+        ],
+      },
+      ...o.uplink,
+    },
+    patch: (c) => {
       for (const r of c.racks as { minPowerKw?: number }[]) r.minPowerKw = 10;
-      c.log = { level: "info", modules: {} };
-      c.control = { ...(c.control as object), schedFifo: false, warmupTicks: 2000 };
-      c.uplink = {
-        url: o.brokerUrl,
-        protocolVersion: o.protocolVersion,
-        telemetryMs: 200,
-        keepaliveS: 2,
-        connectTimeoutMs: 1000,
-        reconnect: { baseMs: 50, maxMs: 400 },
-        commands: {
-          keys: [
-            { id: "ops", publicKey: KEYS.operator.publicRaw, roles: ["operator"] },
-            { id: "eng", publicKey: KEYS.engineer.publicRaw, roles: ["engineer"] },
-            { id: "view", publicKey: KEYS.observer.publicRaw, roles: ["observer"] },
-          ],
-        },
-        ...o.uplink,
-      };
-    }),
-  );
-  const { agent, logs } = testAgent(config);
-  await agent.start();
-  const uplink = new Uplink(agent, config.uplink!, agent.logs.module("uplink"));
-  await uplink.start();
+    },
+  });
   return {
+    ...h,
     sim,
-    agent,
-    uplink,
     logs,
-    stateDir,
-    base: topicBase(config.site, config.pod),
     stop: async (s = {}) => {
-      await agent.stop({ driveSafe: false, reason: "test" });
-      await uplink.stop();
+      await h.stop(s);
       if (ownSim) await sim.stop();
-      if (s.keepState !== true) rmSync(stateDir, { recursive: true, force: true });
     },
   };
 }
