@@ -162,9 +162,10 @@ export class Agent {
   }
 
   private emit(e: AgentEvent): void {
+    // listeners (the uplink) first: the event is on the wire before the log line is formatted
+    for (const l of this.listeners) l(e);
     const level = e.type === "alarm.raised" && e.alarm.severity === "Critical" ? "warn" : "info";
     this.log[level]({ event: e }, e.type);
-    for (const l of this.listeners) l(e);
   }
 
   /** Open while the control loop is healthy: the drivers refresh device leases only then. */

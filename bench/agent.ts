@@ -94,13 +94,13 @@ async function cyclictest(seconds: number): Promise<LatenessRow | null> {
   return { what: "cyclictest -m -p 40 -i 1000 (C, SCHED_FIFO)", p50Us: at(0.5), p99Us: at(0.99), p999Us: at(0.999), maxUs: max, samples: total };
 }
 
-interface SimProcess {
+export interface SimProcess {
   child: ChildProcess;
   controlUrl: string;
   ports: Record<string, number>;
 }
 
-async function startSimProcess(dir: string, leaseMs: number): Promise<SimProcess> {
+export async function startSimProcess(dir: string, leaseMs: number): Promise<SimProcess> {
   const cfg = join(dir, "sim.yaml");
   writeFileSync(cfg, stringify({ plant: { load: { profile: "idle", pct: 60 } }, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
   const child = spawn("node", ["dist/agent/cli.js", "sim", "-c", cfg], { stdio: ["ignore", "pipe", "inherit"] });

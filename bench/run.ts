@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent)
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink)
 //   --quick         fewer rounds, for a smoke run
 import { parseArgs } from "node:util";
 import { cpus, totalmem } from "node:os";
@@ -8,6 +8,7 @@ import { printControl, runControlBench } from "./control.js";
 import { printDrivers, runDriverBench } from "./drivers.js";
 import { printHotpath, runHotpathBench } from "./hotpath.js";
 import { printSim, runSimBench } from "./sim.js";
+import { printUplink, runUplinkBench } from "./uplink.js";
 
 const { values } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
@@ -22,3 +23,4 @@ if (wants("control")) printControl(runControlBench());
 if (wants("sim")) printSim(await runSimBench(values.quick));
 if (wants("drivers")) printDrivers(await runDriverBench(values.quick));
 if (wants("agent")) printAgent(await runAgentBench(values.quick));
+if (wants("uplink")) printUplink(await runUplinkBench(values.quick));

@@ -161,7 +161,7 @@ describe("commands over MQTT (aedes)", () => {
     try {
       const port = await metrics.listen({ enabled: true, host: "127.0.0.1", port: 0 });
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      for (const want of ["podwarden_uplink_connected 1", 'podwarden_uplink_spool_depth{class="critical"}', 'podwarden_uplink_spool_dropped_total{class="telemetry"} 0', "podwarden_uplink_spool_bytes", "podwarden_uplink_connects_total 1", 'podwarden_commands_total{result="accepted"}', 'podwarden_commands_total{result="suppressed"}']) {
+      for (const want of ["podwarden_uplink_connected 1", 'podwarden_uplink_spool_depth{class="critical"}', 'podwarden_uplink_spool_dropped_total{class="telemetry"} 0', "podwarden_uplink_spool_bytes", "podwarden_uplink_connects_total 1", 'podwarden_commands_total{result="accepted"}', 'podwarden_commands_total{result="suppressed"}', 'podwarden_uplink_publish_ack_seconds{quantile="0.99"}']) {
         expect(text, want).toContain(want);
       }
     } finally {

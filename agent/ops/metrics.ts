@@ -232,6 +232,19 @@ export class Metrics {
         if (s !== null) for (const [c, n] of Object.entries(s.spoolDropped)) this.inc({ class: c }, n);
       },
     });
+    new Gauge({
+      name: "podwarden_uplink_publish_ack_seconds",
+      help: "Time from publishing a QoS 1 message to the broker's PUBACK, quantiles since start",
+      labelNames: ["quantile"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s === null) return;
+        if (Number.isFinite(s.ackUs.p50)) this.set({ quantile: "0.5" }, s.ackUs.p50 / 1e6);
+        if (Number.isFinite(s.ackUs.p99)) this.set({ quantile: "0.99" }, s.ackUs.p99 / 1e6);
+      },
+    });
     new Counter({
       name: "podwarden_commands_total",
       help: "Commands received, by result (accepted, rejected; suppressed = rejected beyond the audit rate)",

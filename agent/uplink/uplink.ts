@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import { Backoff } from "../../drivers/backoff.js";
+import { LogHistogram } from "../../lib/log-histogram.js";
 import type { Agent, AgentEvent } from "../agent.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
@@ -39,6 +40,8 @@ export interface UplinkStats {
   /** the last seq given to an event (critical) and a telemetry message */
   lastSeq: Record<SpoolClass, number>;
   inflight: number;
+  /** publish -> PUBACK quantiles since start, µs */
+  ackUs: { p50: number; p99: number };
   commands: { accepted: number; rejected: number; suppressed: number };
 }
 
@@ -67,6 +70,8 @@ export class Uplink {
   private readonly exceptions: ExceptionReporter;
   private readonly commands: CommandService;
   private inflight = 0;
+  /** publish -> PUBACK, µs: how fast the broker takes what the pod says */
+  readonly ackLatency = new LogHistogram();
   private connects = 0;
   /** wall-clock ms the current connection came up: records made before it are historical */
   private connectedAtMs = 0;
@@ -250,10 +255,14 @@ export class Uplink {
         const body = `${record.body.slice(0, -1)},"historical":${historical}}`;
         this.inflight++;
         sent++;
+        const sentAt = performance.now();
         client.publish(record.topic, body, { qos: 1 }, (err) => {
           if (client !== this.client) return;
           this.inflight = Math.max(0, this.inflight - 1);
-          if (err === undefined || err === null) this.spool.ack(cls, record.id);
+          if (err === undefined || err === null) {
+            this.spool.ack(cls, record.id);
+            this.ackLatency.record((performance.now() - sentAt) * 1000);
+          }
           if (this.inflight === 0 || this.inflight < window / 2) setImmediate(() => this.pump());
         });
       }
@@ -287,6 +296,7 @@ export class Uplink {
       spoolDropped: this.spool.dropped(),
       lastSeq: this.spool.lastSeq(),
       inflight: this.inflight,
+      ackUs: { p50: this.ackLatency.percentile(0.5), p99: this.ackLatency.percentile(0.99) },
       commands: this.commands.stats(),
     };
   }
