@@ -1,6 +1,8 @@
 // Broker outages against a real mosquitto: 100 restarts during telemetry and events, a hung
 // (SIGSTOPped) broker, a broker killed outright, and the daemon restarting mid-outage. Nothing
 // the pod says may be lost: every event and telemetry message is counted by its sequence number.
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Mosquitto } from "../lib/mosquitto-process.js";
 import { waitFor } from "./helpers/processes.js";
@@ -113,6 +115,37 @@ describe("broker outages (mosquitto)", () => {
       await mc.close();
       await second.stop();
       removeState(first.stateDir);
+      await broker.stop();
+    }
+  }, 60_000);
+
+  it("starts with a damaged spool: quarantines the file, raises the alarm, and still delivers the intact records", async () => {
+    const broker = await Mosquitto.start({ persistence: false });
+    const first = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
+    await broker.kill("SIGKILL");
+    await waitFor(() => !first.uplink.stats().connected, "outage noticed");
+    for (let i = 0; i < 10; i++) first.agent.audit({ action: "before-damage", by: "test", result: String(i) });
+    await first.stop({ keepState: true });
+    // damage the newest critical segment: flip bytes in its last record
+    const dir = join(first.stateDir, "spool", "critical");
+    const seg = join(dir, readdirSync(dir).filter((f) => f.endsWith(".seg")).sort().pop()!);
+    const bytes = readFileSync(seg);
+    bytes.fill(0x55, bytes.length - 20, bytes.length - 10);
+    writeFileSync(seg, bytes);
+
+    await broker.restart();
+    const mc = await MissionControl.connect(broker.url, first.base, 4);
+    const second = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim, stateDir: first.stateDir });
+    try {
+      await waitFor(() => second.agent.supervisor.alarms.get("uplink:spool-corrupt") !== undefined, "the spool-corrupt alarm", 10_000);
+      expect(second.agent.supervisor.alarms.get("uplink:spool-corrupt")?.severity).toBe("Critical");
+      expect(readdirSync(join(first.stateDir, "spool", "quarantine"))).toHaveLength(1);
+      // the records before the damage still arrive; the pod runs and reports
+      await waitFor(() => mc.of("events").filter((e) => e.action === "before-damage").length >= 9, "intact records delivered", 20_000);
+      await waitFor(() => ((mc.of("alarms").pop()?.alarms as { id: string }[] | undefined) ?? []).some((a) => a.id === "uplink:spool-corrupt"), "alarm published");
+    } finally {
+      await mc.close();
+      await second.stop();
       await broker.stop();
     }
   }, 60_000);
