@@ -62,7 +62,9 @@ export function signEnvelope(body: string, keyId: string, privateKey: KeyObject)
 
 export function verifyEnvelope(e: CommandEnvelope, publicKey: KeyObject): boolean {
   const sig = Buffer.from(e.signature, "base64");
-  if (sig.length !== 64) return false;
+  // one signature, one spelling: the last base64 digit carries 2 unused bits that decoding
+  // ignores, so only the canonical encoding is accepted (found by the command fuzzer)
+  if (sig.length !== 64 || sig.toString("base64") !== e.signature) return false;
   try {
     return verify(null, signedBytes(e.body), publicKey, sig);
   } catch {
