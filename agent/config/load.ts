@@ -181,10 +181,15 @@ export interface LoadedConfig {
 }
 
 export function parseAgentConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  return agentConfigFromData(parseYaml(text, file) ?? {}, file, env);
+}
+
+/** The steps after YAML parsing: ${ENV} substitution, then schema and cross-field validation. */
+export function agentConfigFromData(data: unknown, file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
   const problems: string[] = [];
-  const data = substituteEnv(parseYaml(text, file) ?? {}, env, "", problems);
+  const substituted = substituteEnv(data, env, "", problems);
   if (problems.length > 0) throw new ConfigError(file, problems);
-  return validateAgentConfig(data, file);
+  return validateAgentConfig(substituted, file);
 }
 
 export function loadAgentConfig(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
