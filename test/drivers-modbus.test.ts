@@ -49,8 +49,9 @@ describe("Modbus driver against the simulator (TCP)", () => {
     const d = startDriver({ ...FAST, devices: [rack(1)] });
     await waitFor(() => point(d, "rack1.flowLpm")?.quality === "good", "first poll");
     const truth = t.sim.truth().racks[0];
-    expect(point(d, "rack1.flowLpm")!.value).toBeCloseTo(truth.flowLpm, 0);
-    expect(point(d, "rack1.returnTempC")!.value).toBeCloseTo(truth.returnTempC, 0);
+    // the plant moves between the poll and this snapshot: within 2 % (the encodings are exact)
+    expect(Math.abs(point(d, "rack1.flowLpm")!.value - truth.flowLpm)).toBeLessThan(0.02 * truth.flowLpm);
+    expect(Math.abs(point(d, "rack1.returnTempC")!.value - truth.returnTempC)).toBeLessThan(0.5);
     expect(point(d, "rack1.leakState")!.value).toBe(0);
     expect(point(d, "rack1.supplyIsolationOpen")!.value).toBe(1);
     expect(point(d, "rack1.flowLpm")!.unit).toBe("L/min");

@@ -5,6 +5,14 @@
 // also allows several requests in flight on one connection (pipelining). This class adds what
 // it lacks: reconnect with backoff and jitter forever, a connect timeout, one fresh client per
 // connection (the old one destroyed, its timers gone), and outcomes instead of exceptions.
+//
+// It also keeps the byte stream in step. Modbus TCP has no checksum and cannot be resynchronised
+// after a bad frame: a header that claims too many bytes swallows the replies that follow, and a
+// reply still trickling in after its request timed out can interleave with the next one; once out
+// of step, a misaligned "frame" can pass every check with shifted data (the hostile-server fuzz
+// found both). So an impossible header (protocol id not 0, length outside 3..254) or any request
+// timeout drops the connection, and a fresh one starts in step. A late answer then arrives, if
+// at all, on a connection that no longer exists.
 import { Socket } from "node:net";
 import { Backoff } from "../backoff.js";
 import { ConnectionState } from "./connection-state.js";
@@ -47,7 +55,11 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
   private readonly backoff: Backoff;
   /** resolvers of requests in flight: settled as "disconnected" when the connection drops */
   private readonly inFlight = new Set<(o: ModbusOutcome) => void>();
+  /** received bytes not yet making a whole frame (a mirror of the client's reassembly) */
+  private rx: Buffer = Buffer.alloc(0);
   connects = 0;
+  /** connections dropped to keep the stream in step (an impossible header, a timeout) */
+  desyncs = 0;
 
   constructor(private readonly o: TcpTransportOptions) {
     super();
@@ -71,6 +83,10 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 5000);
     socket.on("error", () => undefined); // followed by "close"
+    this.rx = Buffer.alloc(0);
+    socket.on("data", (d: Buffer) => {
+      if (gen === this.generation) this.track(d);
+    });
     socket.once("close", () => {
       if (gen === this.generation) this.lost();
     });
@@ -96,6 +112,23 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
       );
     });
     socket.once("close", () => clearTimeout(giveUp));
+  }
+
+  /** Follows the MBAP framing of what arrives; an impossible header means the stream is lost. */
+  private track(d: Buffer): void {
+    this.rx = this.rx.length === 0 ? d : Buffer.concat([this.rx, d]);
+    while (this.rx.length >= 6) {
+      const protocol = this.rx.readUInt16BE(2);
+      const length = this.rx.readUInt16BE(4);
+      if (protocol !== 0 || length < 3 || length > 254) return this.desync();
+      if (this.rx.length < 6 + length) return;
+      this.rx = this.rx.subarray(6 + length);
+    }
+  }
+
+  private desync(): void {
+    this.desyncs++;
+    this.lost();
   }
 
   /** The connection is gone (or never came): settle what is in flight, retry after a backoff. */
@@ -144,7 +177,16 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
       this.inFlight.add(settle);
       client.setID(unitId);
       client.setTimeout(timeoutMs);
-      this.issue(client, req).then((data) => settle({ ok: true, data }), (err: unknown) => settle(failure(err)));
+      const gen = this.generation;
+      this.issue(client, req).then(
+        (data) => settle({ ok: true, data }),
+        (err: unknown) => {
+          const o = failure(err);
+          settle(o); // reported as what it was (a timeout), before the connection goes
+          // no answer in time: whatever still arrives for it could land between later replies
+          if (o.ok === false && o.kind === "timeout" && gen === this.generation) this.desync();
+        },
+      );
     });
   }
 
