@@ -8,5 +8,7 @@ export default defineConfig({
     // Tests start real brokers, servers and child processes; keep them from starving each other on 2 cores.
     fileParallelism: false,
     pool: "forks",
+    // memory-bound checks (fuzzers, reconnect loops) force a collection before they measure
+    execArgv: ["--expose-gc"],
   },
 });

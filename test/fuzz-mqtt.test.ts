@@ -1,0 +1,144 @@
+// MQTT from a hostile broker: a raw-socket "broker" that answers each connection of the pod's
+// uplink with a seeded (FUZZ_SEED) mutated or random packet stream: malformed CONNACKs,
+// impossible lengths, bad topics, QoS 3, stray acknowledgements, garbage. The agent must not
+// crash, control must keep ticking, memory must stay bounded, and once the broker is honest
+// again (the server turns into a proxy to mosquitto) the uplink must connect and deliver what it
+// spooled. The regression corpus (test/corpus/mqtt, hex byte streams) is played first.
+import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Mosquitto } from "../lib/mosquitto-process.js";
+import { corpus, fuzzSeed, mutateBytes, Prng } from "./helpers/fuzz.js";
+import { waitFor } from "./helpers/processes.js";
+import { startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+
+const CONNACK_OK = Buffer.from([0x20, 0x03, 0x00, 0x00, 0x00]); // MQTT 5: flags, reason 0, no properties
+
+function publish(topic: string, payload: string, qos: 0 | 1 = 0): Buffer {
+  const t = Buffer.from(topic);
+  const body = Buffer.concat([Buffer.from([t.length >> 8, t.length & 0xff]), t, qos > 0 ? Buffer.from([0, 1]) : Buffer.alloc(0), Buffer.from([0]), Buffer.from(payload)]);
+  return Buffer.concat([Buffer.from([0x30 | (qos << 1), body.length]), body]);
+}
+
+/** One hostile answer to a connection: the bytes to send, maybe in pieces. */
+function hostileStream(rng: Prng): Buffer[] {
+  const ok = [CONNACK_OK];
+  switch (rng.int(0, 11)) {
+    case 0:
+      return [mutateBytes(rng, CONNACK_OK)];
+    case 1:
+      return [Buffer.from([0x20, 0x03, 0x00, rng.pick([0x80, 0x84, 0x86, 0x87, 0x88, 0x8a, 0x9c, 0xff]), 0x00])]; // refused, with reasons
+    case 2:
+      return [...ok, Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f])]; // a PUBLISH claiming 256 MB
+    case 3:
+      return [...ok, Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff, 0x01])]; // a malformed length (5 bytes)
+    case 4:
+      return [...ok, publish("podwarden/demo/pod-a/request/setpoint", "x", 0).fill(0xff, 2, 4)]; // topic length past the end
+    case 5:
+      return [...ok, Buffer.from([0x36, 0x05, 0x00, 0x01, 0x61, 0x00, 0x01])]; // QoS 3
+    case 6:
+      return [...ok, publish("podwarden/demo/pod-a/request/\ud800", "{}", 1)]; // invalid UTF-8 topic
+    case 7:
+      return [...ok, Buffer.from([0x40, 0x02, rng.int(0, 255), rng.int(0, 255)]), Buffer.from([0x90, 0x04, 0x00, 0x01, 0x00, 0x80])]; // stray PUBACK, failing SUBACK
+    case 8:
+      return [...ok, Buffer.from([0xe0, 0x01, rng.pick([0x00, 0x8e, 0x9b, 0xff])])]; // DISCONNECT from the server
+    case 9:
+      return [...ok, Buffer.from(Array.from({ length: rng.int(1, 200) }, () => rng.int(0, 255)))];
+    case 10:
+      return [...ok, mutateBytes(rng, publish("podwarden/demo/pod-a/request/snapshot", '{"keyId":"x","signature":"y","body":"{}"}', 1))];
+    default: {
+      // a valid stream in random pieces, then garbage
+      const all = Buffer.concat([CONNACK_OK, publish("podwarden/demo/pod-a/request/snapshot", "{}", 0), Buffer.from([rng.int(0, 255)])]);
+      const pieces: Buffer[] = [];
+      for (let at = 0; at < all.length; ) {
+        const n = rng.int(1, all.length - at);
+        pieces.push(all.subarray(at, at + n));
+        at += n;
+      }
+      return pieces;
+    }
+  }
+}
+
+class HostileBroker {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  readonly scripted: Buffer[][] = [];
+  connections = 0;
+  /** when set, connections are piped to this honest broker */
+  honest: number | null = null;
+  port = 0;
+
+  constructor(private readonly rng: Prng) {}
+
+  async listen(): Promise<void> {
+    this.server = createServer((s) => {
+      this.sockets.add(s);
+      s.on("close", () => this.sockets.delete(s));
+      s.on("error", () => undefined);
+      if (this.honest !== null) {
+        const up = connect(this.honest, "127.0.0.1");
+        up.on("error", () => s.destroy());
+        s.on("close", () => up.destroy());
+        up.on("close", () => s.destroy());
+        s.pipe(up);
+        up.pipe(s);
+        return;
+      }
+      this.connections++;
+      const stream = this.scripted.shift() ?? hostileStream(this.rng);
+      s.once("data", () => {
+        let delay = 0;
+        for (const piece of stream) {
+          delay += this.rng.int(0, 3);
+          setTimeout(() => (s.destroyed ? undefined : s.write(piece)), delay);
+        }
+        // a hostile broker may also just hang after its say: then the keepalive must catch it
+        if (this.rng.chance(0.85)) setTimeout(() => s.destroy(), delay + this.rng.int(5, 50));
+      });
+    });
+    await new Promise<void>((r) => this.server!.listen(0, "127.0.0.1", () => r()));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => (this.server === null ? r() : this.server.close(() => r())));
+  }
+}
+
+describe("MQTT from a hostile broker", () => {
+  const seed = fuzzSeed(0x0b40_4e2);
+  const hostile = new HostileBroker(new Prng(seed));
+  let mosquitto: Mosquitto;
+  let pod: UplinkPod;
+
+  beforeAll(async () => {
+    for (const { value } of corpus<{ why: string; hex: string[] }>("mqtt")) hostile.scripted.push(value.hex.map((h) => Buffer.from(h, "hex")));
+    await hostile.listen();
+    mosquitto = await Mosquitto.start();
+    pod = await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${hostile.port}`, protocolVersion: 5, uplink: { keepaliveS: 1, connectTimeoutMs: 300, reconnect: { baseMs: 10, maxMs: 40 } } });
+  }, 60_000);
+  afterAll(async () => {
+    await pod?.stop();
+    await hostile.close();
+    await mosquitto?.stop();
+  });
+
+  it("survives 100 hostile connections, then connects to an honest broker and delivers what it spooled", async () => {
+    const ticks0 = pod.agent.control.ticks;
+    globalThis.gc?.();
+    const heap0 = process.memoryUsage().heapUsed;
+    await waitFor(() => hostile.connections >= 100, "100 hostile connections", 120_000, 50);
+    expect(pod.agent.healthy()).toBe(true);
+    expect(pod.agent.control.ticks).toBeGreaterThan(ticks0 + 1000);
+    // nothing the hostile broker said was taken as a command
+    expect(pod.uplink.stats().commands.accepted).toBe(0);
+    globalThis.gc?.();
+    expect(process.memoryUsage().heapUsed - heap0).toBeLessThan(64 * 1024 * 1024);
+    // the broker turns honest: the uplink connects and its spool drains
+    hostile.honest = mosquitto.port;
+    const spooled = pod.uplink.stats().spoolDepth.telemetry;
+    expect(spooled).toBeGreaterThan(0);
+    await waitFor(() => pod.uplink.stats().connected && pod.uplink.stats().spoolDepth.telemetry === 0 && pod.uplink.stats().spoolDepth.critical === 0, `FUZZ_SEED=${seed}: connected and drained`, 30_000);
+  }, 180_000);
+});
