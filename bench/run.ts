@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink)
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, faults)
 //   --quick         fewer rounds, for a smoke run
 import { parseArgs } from "node:util";
 import { cpus, totalmem } from "node:os";
@@ -9,6 +9,7 @@ import { printDrivers, runDriverBench } from "./drivers.js";
 import { printHotpath, runHotpathBench } from "./hotpath.js";
 import { printSim, runSimBench } from "./sim.js";
 import { printUplink, runUplinkBench } from "./uplink.js";
+import { printFaultBench, runFaultBench } from "./faults.js";
 
 const { values } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
@@ -24,3 +25,4 @@ if (wants("sim")) printSim(await runSimBench(values.quick));
 if (wants("drivers")) printDrivers(await runDriverBench(values.quick));
 if (wants("agent")) printAgent(await runAgentBench(values.quick));
 if (wants("uplink")) printUplink(await runUplinkBench(values.quick));
+if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));
