@@ -16,7 +16,8 @@ export interface MosquittoOptions {
   /** users and passwords for a password file */
   users?: Record<string, string>;
   persistence?: boolean;
-  tls?: boolean;
+  /** a fixed port (a broker that clients were already told about); else a free one */
+  port?: number;
 }
 
 function portOpen(port: number): Promise<boolean> {
@@ -41,7 +42,7 @@ export class Mosquitto {
   ) {}
 
   static async start(o: MosquittoOptions = {}): Promise<Mosquitto> {
-    const port = await freePort();
+    const port = o.port ?? (await freePort());
     const dir = mkdtempSync(join(tmpdir(), "pw-mosq-"));
     const lines = [
       // running as root in CI: keep root rather than switch to a user that cannot read the temp dir

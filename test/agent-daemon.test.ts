@@ -1,40 +1,13 @@
 // `podwarden run` as a real process against the simulator: signals and what the devices do.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { demoConfigFor } from "./helpers/agent.js";
+import { startDaemon, type Daemon } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
-
-interface Daemon {
-  child: ChildProcess;
-  lines: Record<string, unknown>[];
-  exit: Promise<number | null>;
-}
-
-function startDaemon(configFile: string): Daemon {
-  const child = spawn("node", ["dist/agent/cli.js", "run", "-c", configFile], { stdio: ["ignore", "pipe", "pipe"] });
-  const lines: Record<string, unknown>[] = [];
-  let buf = "";
-  child.stdout.on("data", (d: Buffer) => {
-    buf += d.toString();
-    let nl: number;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ raw: line });
-      }
-    }
-  });
-  const exit = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  return { child, lines, exit };
-}
 
 describe("podwarden run (daemon process)", () => {
   let t: TestSim;

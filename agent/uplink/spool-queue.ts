@@ -11,7 +11,7 @@
 //
 // Reading follows the log from the oldest unacknowledged record to the tail, through the page
 // cache, so the same path serves live sending and replay after an outage.
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { JsonStateFile } from "../../lib/json-state-file.js";
@@ -183,9 +183,12 @@ export class SpoolQueue {
 
   /** Starts a new newest segment whose first record will be firstId. */
   private startSegment(firstId = this.nextId): void {
-    if (this.fd !== null) closeSync(this.fd);
     const file = join(this.dir, `${String(firstId).padStart(16, "0")}.seg`);
-    this.fd = openSync(file, "a");
+    // open the new file before letting go of the old one: if the disk refuses, writing goes on
+    // (or fails) on the old segment, never on a closed descriptor
+    const fd = openSync(file, "a");
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = fd;
     this.segments.push({ firstId, file, bytes: statSync(file).size, count: 0 });
   }
 
@@ -197,16 +200,25 @@ export class SpoolQueue {
       last = this.segments[this.segments.length - 1];
       this.releaseAcked();
     }
-    writeSync(this.fd as number, rec);
+    // a full disk can take part of a record: cut it off again, so the file never holds half a
+    // record for the reader to trip over (found by the full-disk test)
+    let written = 0;
+    try {
+      written = writeSync(this.fd as number, rec);
+    } finally {
+      if (written !== rec.length) ftruncateSync(this.fd as number, last.bytes);
+    }
+    if (written !== rec.length) throw new Error(`ENOSPC: only ${written} of ${rec.length} bytes written`);
     last.bytes += rec.length;
     last.count++;
     this.dirty = true;
   }
 
-  /** Appends a record; returns its id (this queue's sequence number). */
+  /** Appends a record; returns its id (this queue's sequence number). Throws if the disk refuses. */
   append(ts: number, topic: string, body: string): number {
-    const id = this.nextId++;
+    const id = this.nextId;
     this.write({ id, ts, topic, body });
+    this.nextId++; // only once it is on file: a failed write leaves no gap in the numbering
     return id;
   }
 

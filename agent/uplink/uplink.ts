@@ -247,7 +247,14 @@ export class Uplink {
       const window = this.c.spool.maxInflight;
       let sent = 0;
       while (this.inflight < window && sent < window) {
-        const t = this.spool.take();
+        let t;
+        try {
+          t = this.spool.take();
+        } catch (err) {
+          // a spool file damaged while running: say so and stop sending from it, rather than throw
+          this.agent.reportProblem("uplink:spool-read", { severity: "Critical", source: "uplink", message: `cannot read the store-and-forward spool: ${(err as Error).message}` });
+          break;
+        }
         if (t === undefined) break;
         const { cls, record } = t;
         const historical = record.ts < this.connectedAtMs;

@@ -1,0 +1,112 @@
+// Faults that need the daemon as its own process: the wall clock jumping under it (libfaketime),
+// and a full disk under its state directory (a 512 KiB tmpfs in its own mount namespace).
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import mqtt from "mqtt";
+import { stringify } from "yaml";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../lib/free-port.js";
+import { Mosquitto } from "../lib/mosquitto-process.js";
+import { demoConfigFor } from "./helpers/agent.js";
+import { raisedAlarms, startDaemon, type Daemon } from "./helpers/daemon.js";
+import { stopProcess, waitFor } from "./helpers/processes.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+const FAKETIME_LIBS = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"];
+
+describe("faults around the daemon process", () => {
+  let t: TestSim;
+  let dir: string;
+  const daemons: Daemon[] = [];
+  beforeAll(async () => {
+    t = await startTestSim({ devices: { leaseMs: 1500 } });
+    dir = mkdtempSync(join(tmpdir(), "pw-faults-proc-"));
+  });
+  afterEach(async () => {
+    await Promise.all(daemons.splice(0).map((d) => stopProcess(d.child, "SIGKILL")));
+  });
+  afterAll(async () => {
+    await t.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const healthy = async (port: number): Promise<boolean> => {
+    try {
+      return (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200;
+    } catch {
+      return false;
+    }
+  };
+  const inControl = (d: Daemon): boolean => d.lines.some((l) => (l.event as { type?: string; to?: string } | undefined)?.type === "mode.changed" && ["Running", "Degraded"].includes((l.event as { to: string }).to));
+
+  it("keeps control through wall-clock jumps: no spurious stale inputs, timeouts or alarms", async () => {
+    const lib = FAKETIME_LIBS.find((f) => existsSync(f));
+    expect(lib, "libfaketime (Debian package faketime) is needed for this test").toBeDefined();
+    const clockFile = join(dir, "faketime");
+    writeFileSync(clockFile, "+0\n");
+    const metricsPort = await freePort();
+    const cfg = join(dir, "clock.yaml");
+    writeFileSync(cfg, stringify(demoConfigFor(t.sim, (c) => (c.metrics = { enabled: true, host: "127.0.0.1", port: metricsPort }))));
+    // only the wall clock moves: CLOCK_MONOTONIC stays true, as it does when NTP or an operator sets the time
+    const d = startDaemon(cfg, { env: { LD_PRELOAD: lib, FAKETIME_TIMESTAMP_FILE: clockFile, FAKETIME_NO_CACHE: "1", FAKETIME_DONT_FAKE_MONOTONIC: "1" } });
+    daemons.push(d);
+    await waitFor(() => inControl(d), "in control", 60_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    const before = new Set(raisedAlarms(d));
+    for (const jump of ["+1d", "-2h", "+365d", "+0"]) {
+      writeFileSync(clockFile, `${jump}\n`);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await healthy(metricsPort), `healthy after a jump to ${jump}`).toBe(true);
+    }
+    // the jumps reached the daemon (its log times moved a year ahead)...
+    expect(d.lines.some((l) => typeof l.time === "string" && Date.parse(l.time) > Date.now() + 300 * 86_400_000)).toBe(true);
+    // ...and nothing new went wrong: no input went stale, no device timed out, no loop failed safe
+    const after = raisedAlarms(d).filter((id) => !before.has(id));
+    expect(after.filter((id) => /^(failsafe|device|control|leak)/.test(id))).toEqual([]);
+  }, 120_000);
+
+  it("with a full disk: raises the alarm, keeps control, and still publishes live", async () => {
+    const probe = spawnSync("unshare", ["-m", "true"]);
+    expect(probe.status, "unshare -m needs root or user namespaces").toBe(0);
+    const stateDir = join(dir, "state");
+    const metricsPort = await freePort();
+    const brokerPort = await freePort();
+    const cfg = join(dir, "disk.yaml");
+    writeFileSync(
+      cfg,
+      stringify(
+        demoConfigFor(t.sim, (c) => {
+          c.stateDir = stateDir;
+          c.metrics = { enabled: true, host: "127.0.0.1", port: metricsPort };
+          // the broker is down at first: everything goes to the spool until the disk is full
+          c.uplink = { url: `mqtt://127.0.0.1:${brokerPort}`, protocolVersion: 5, telemetryMs: 100, keepaliveS: 2, reconnect: { baseMs: 100, maxMs: 300 }, spool: { maxBytes: 64 * 1024 * 1024, segmentBytes: 64 * 1024, fsyncMs: 200 } };
+        }),
+      ),
+    );
+    mkdirSync(stateDir);
+    const d = startDaemon(cfg, { wrap: ["unshare", "-m", "sh", "-c", `mount -t tmpfs -o size=512k tmpfs ${stateDir} && exec "$@"`, "sh"] });
+    daemons.push(d);
+    await waitFor(() => raisedAlarms(d).includes("uplink:spool-write"), "the spool-write alarm", 90_000, 100);
+    await waitFor(() => d.lines.some((l) => l.msg === "podwarden running"), "daemon running", 30_000);
+    expect(await healthy(metricsPort)).toBe(true);
+    // the broker comes up: with no room for the spool, telemetry still goes out live
+    const broker = await Mosquitto.start({ port: brokerPort });
+    try {
+      const mc = await mqtt.connectAsync(broker.url, { protocolVersion: 5 });
+      const live: Record<string, unknown>[] = [];
+      mc.on("message", (_t, p) => live.push(JSON.parse(p.toString()) as Record<string, unknown>));
+      await mc.subscribeAsync("podwarden/demo/pod-a/telemetry", { qos: 1 });
+      await waitFor(() => live.some((m) => m.historical === false), "live telemetry despite the full disk", 30_000).catch((e: unknown) => {
+        console.log(live.length, JSON.stringify(live.slice(-3).map((m) => [m.seq, m.historical, m.kind])), JSON.stringify(d.lines.filter((l) => /uplink|spool/.test(String(l.msg))).slice(-8).map((l) => l.msg)));
+        throw e;
+      });
+      await mc.endAsync(true);
+      expect(await healthy(metricsPort)).toBe(true);
+      expect(d.child.exitCode).toBeNull();
+    } finally {
+      await broker.stop();
+    }
+  }, 180_000);
+});
