@@ -31,10 +31,6 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   let agent = new Agent(loaded, logs);
   await agent.start();
   let uplink: Uplink | null = null;
-  if (loaded.config.uplink !== undefined) {
-    uplink = new Uplink(agent, loaded.config.uplink, agent.logs.module("uplink"));
-    await uplink.start();
-  }
   let metrics: Metrics | null = null;
   if (loaded.config.metrics.enabled) {
     metrics = new Metrics(
@@ -59,6 +55,12 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       log.error({ err }, "admin socket could not start (podwarden reset-leak will not reach this daemon)");
       admin = null;
     }
+  }
+  // health and metrics answer before the uplink's first connection attempt (which may wait for an
+  // unreachable broker)
+  if (loaded.config.uplink !== undefined) {
+    uplink = new Uplink(agent, loaded.config.uplink, agent.logs.module("uplink"));
+    await uplink.start();
   }
   await hooks.started?.(agent);
   // the control worker has ticked with valid (fail-safe until inputs arrive) outputs

@@ -41,7 +41,10 @@ export class CommandService {
     if (!this.c.enabled) return;
     const a = this.agent();
     this.authorizer = new CommandAuthorizer({ site: a.config.site, pod: a.config.pod, keys: this.c.keys, maxTtlS: this.c.maxTtlS, clockSkewS: this.c.clockSkewS, stateDir: a.stateDir });
-    this.problem = this.authorizer.problem ?? (this.c.keys.length === 0 ? "no keys configured: every command is refused" : null);
+    // no keys is a read-only uplink, a choice rather than a fault; a key set that cannot be
+    // protected against replay is a fault
+    this.problem = this.c.keys.length === 0 ? null : this.authorizer.problem;
+    if (this.c.keys.length === 0) this.log.info("no command keys configured: the uplink is read-only (every command is refused)");
     this.timer = setInterval(() => this.refill(), 1000);
   }
 
