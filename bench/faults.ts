@@ -86,6 +86,11 @@ const automatic = (c: Campaign, r: number): boolean => (loopStatus(c, r) & L.LS_
 const valveAtSafeValue = (c: Campaign, r: number): boolean => Math.abs(c.sim.devices.racks[r].ctx.valveCmdPct - c.pod.config.control.rackLoop.outMax) < 0.5;
 const isolatedAtDevice = (c: Campaign, r: number): boolean => !c.sim.devices.racks[r].ctx.supplyIsoOpen && !c.sim.devices.racks[r].ctx.returnIsoOpen;
 
+/** the uplink noticed: it is no longer connected (and spools) */
+const uplinkDown = (c: Campaign): boolean => !c.pod.uplink.stats().connected;
+/** connected again, and every event spooled meanwhile acknowledged by the broker */
+const uplinkBackAndDrained = (c: Campaign): boolean => c.pod.uplink.stats().connected && c.pod.uplink.stats().spoolDepth.critical === 0;
+
 async function resetLeak(c: Campaign, r: number): Promise<void> {
   await waitFor(async () => (await c.pod.agent.resetLeak(r)) === "accepted", `${rackName(r)} leak reset`, 10_000, 50);
 }
@@ -146,42 +151,42 @@ export const FAULT_CLASSES: FaultClass[] = [
     name: "broker hung (SIGSTOP)",
     expect: "detected within 1.5x keepalive; telemetry and events spooled",
     inject: (c) => c.broker.pause(),
-    safe: (c) => !c.pod.uplink.stats().connected,
+    safe: uplinkDown,
     clear: (c) => c.broker.resume(),
-    recovered: (c) => c.pod.uplink.stats().connected && c.pod.uplink.stats().spoolDepth.critical === 0,
+    recovered: uplinkBackAndDrained,
   },
   {
     name: "network partition, packets dropped",
     expect: "silence detected by the keepalive (1.5x); spooled; reconnect when the link heals",
     inject: (c) => c.link.setMode("drop"),
-    safe: (c) => !c.pod.uplink.stats().connected,
+    safe: uplinkDown,
     clear: (c) => c.link.setMode("pass"),
-    recovered: (c) => c.pod.uplink.stats().connected && c.pod.uplink.stats().spoolDepth.critical === 0,
+    recovered: uplinkBackAndDrained,
   },
   {
     name: "network partition, connections rejected",
     expect: "loss noticed at once; spooled; reconnect with backoff when the link heals",
     inject: (c) => c.link.setMode("reject"),
-    safe: (c) => !c.pod.uplink.stats().connected,
+    safe: uplinkDown,
     clear: (c) => c.link.setMode("pass"),
-    recovered: (c) => c.pod.uplink.stats().connected && c.pod.uplink.stats().spoolDepth.critical === 0,
+    recovered: uplinkBackAndDrained,
   },
   {
     name: "broker restarted (SIGTERM)",
     expect: "connection loss noticed; spooled; reconnect with backoff; nothing lost end to end",
     inject: async (c) => await c.broker.kill("SIGTERM"),
-    safe: (c) => !c.pod.uplink.stats().connected,
+    safe: uplinkDown,
     clear: async (c) => await c.broker.restart(),
-    recovered: (c) => c.pod.uplink.stats().connected && c.pod.uplink.stats().spoolDepth.critical === 0,
+    recovered: uplinkBackAndDrained,
   },
   {
     name: "broker killed (SIGKILL)",
     losesBrokerState: true,
     expect: "connection loss noticed; spooled; reconnect with backoff after restart",
     inject: async (c) => await c.broker.kill("SIGKILL"),
-    safe: (c) => !c.pod.uplink.stats().connected,
+    safe: uplinkDown,
     clear: async (c) => await c.broker.restart(),
-    recovered: (c) => c.pod.uplink.stats().connected && c.pod.uplink.stats().spoolDepth.critical === 0,
+    recovered: uplinkBackAndDrained,
   },
 ];
 

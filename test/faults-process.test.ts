@@ -1,5 +1,6 @@
 // Faults that need the daemon as its own process: the wall clock jumping under it (libfaketime),
-// and a full disk under its state directory (a 512 KiB tmpfs in its own mount namespace).
+// a full disk under its state directory (a 512 KiB tmpfs in its own mount namespace), and CPU
+// starvation (a cgroup quota).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../lib/free-port.js";
 import { Mosquitto } from "../lib/mosquitto-process.js";
 import { demoConfigFor } from "./helpers/agent.js";
+import { cpuQuotaGroup } from "./helpers/cgroup.js";
 import { raisedAlarms, startDaemon, type Daemon } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -109,4 +111,48 @@ describe("faults around the daemon process", () => {
       await broker.stop();
     }
   }, 180_000);
+
+  it("starved of CPU by a cgroup quota: counts the missed deadlines, stays up, and recovers when the quota lifts", async () => {
+    expect(process.getuid?.(), "a CPU quota needs root (cgroups)").toBe(0);
+    const metricsPort = await freePort();
+    const cfg = join(dir, "starved.yaml");
+    // the whole daemon under the quota: a SCHED_FIFO control thread would be outside CFS quotas
+    // (and a v1 cgroup refuses real-time tasks), which is the point of it but not this test
+    writeFileSync(
+      cfg,
+      stringify(
+        demoConfigFor(t.sim, (c) => {
+          c.metrics = { enabled: true, host: "127.0.0.1", port: metricsPort };
+          c.control = { ...(c.control as object), schedFifo: false };
+        }),
+      ),
+    );
+    const d = startDaemon(cfg);
+    daemons.push(d);
+    await waitFor(() => inControl(d), "in control", 60_000);
+    const overruns = async (): Promise<number> => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return Number(/^podwarden_tick_overruns_total (\d+)/m.exec(text)?.[1] ?? NaN);
+    };
+    const before = await overruns();
+    const group = cpuQuotaGroup(`podwarden-test-${process.pid}`);
+    try {
+      group.set(0.05); // 5 ms of CPU per 100 ms: far below what 1 kHz control needs
+      group.add(d.child.pid!);
+      await new Promise((r) => setTimeout(r, 5000));
+      group.set(null);
+      // the missed deadlines were counted, not hidden
+      await waitFor(async () => (await overruns()) > before, "overruns counted", 20_000, 200);
+      expect(raisedAlarms(d)).toContain("control:overrun");
+      // the figure for docs/reliability.md: deadlines missed, and what else it set off
+      console.log(`CPU quota 5 % for 5 s: ${(await overruns()) - before} ticks overran; alarms raised: ${[...new Set(raisedAlarms(d))].filter((a) => !a.startsWith("leak-sensor") && !a.startsWith("failsafe")).join(", ")}`);
+      // with its CPU back it is healthy and in control again
+      await waitFor(async () => healthy(metricsPort), "healthy again", 30_000, 200);
+      expect(d.child.exitCode).toBeNull();
+    } finally {
+      group.set(null);
+      await stopProcess(d.child, "SIGKILL");
+      group.remove();
+    }
+  }, 120_000);
 });
