@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { AdminSocket } from "./ops/admin-socket.js";
 import { Metrics } from "./ops/metrics.js";
 import { SystemdNotifier } from "./ops/systemd.js";
-import { Uplink } from "./uplink/uplink.js";
+import type { Uplink } from "./uplink/uplink.js";
 import { packageVersion } from "./version.js";
 
 export interface DaemonHooks {
@@ -58,10 +58,16 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   }
   // health and metrics answer before the uplink's first connection attempt (which may wait for an
   // unreachable broker)
-  if (loaded.config.uplink !== undefined) {
-    uplink = new Uplink(agent, loaded.config.uplink, agent.logs.module("uplink"));
-    await uplink.start();
-  }
+  // loaded only when configured: a pod without an uplink does not carry mqtt and the command
+  // schemas in memory
+  const startUplink = async (a: Agent, c: LoadedConfig["config"]["uplink"]): Promise<Uplink | null> => {
+    if (c === undefined) return null;
+    const { Uplink } = await import("./uplink/uplink.js");
+    const u = new Uplink(a, c, a.logs.module("uplink"));
+    await u.start();
+    return u;
+  };
+  uplink = await startUplink(agent, loaded.config.uplink);
   await hooks.started?.(agent);
   // the control worker has ticked with valid (fail-safe until inputs arrive) outputs
   const systemd = new SystemdNotifier();
@@ -95,8 +101,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     await uplink?.stop();
     agent = new Agent(next, logs);
     await agent.start();
-    uplink = next.config.uplink === undefined ? null : new Uplink(agent, next.config.uplink, agent.logs.module("uplink"));
-    await uplink?.start();
+    uplink = await startUplink(agent, next.config.uplink);
     metrics?.attach(() => agent);
     await hooks.replaced?.(agent);
     systemd.notify("READY=1", "STATUS=config reloaded, agent restarted");

@@ -20,7 +20,7 @@ describe("agent config", () => {
     const d = loadAgentConfig("configs/demo-pod.yaml").config;
     expect(d.racks).toHaveLength(8);
     expect(d.control.rackLoop.safeOnSensorFault).toBe("open");
-    expect(d.control.points.leak.debounceFault).toBe(2);
+    expect(d.control.points.leak.debounceFault).toBe(1);
     const t = loadAgentConfig("configs/pod-template.yaml", { MQTT_PASSWORD: "x" }).config;
     expect(t.modbus.buses.length).toBeGreaterThan(0);
   });

@@ -91,21 +91,29 @@ const ajv = new Ajv({ allErrors: false, strict: true });
 // RFC 3339 date-time, checked by Date.parse as well (ajv-formats would be one more dependency)
 ajv.addFormat("date-time", { type: "string", validate: (s: string) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(s) && Number.isFinite(Date.parse(s)) });
 
-const checkEnvelope = ajv.compile(ENVELOPE_SCHEMA);
-const checkBody = ajv.compile(BODY_SCHEMA);
-const checkParams = Object.fromEntries(COMMANDS.map((c) => [c, ajv.compile(PARAM_SCHEMAS[c])])) as Record<CommandName, ReturnType<typeof ajv.compile>>;
+// compiled on first use: config checking imports this module for ROLES alone
+type Compiled = ReturnType<typeof ajv.compile>;
+const cache = new Map<object, Compiled>();
+const compiled = (schema: object): Compiled => {
+  let fn = cache.get(schema);
+  if (fn === undefined) {
+    fn = ajv.compile(schema);
+    cache.set(schema, fn);
+  }
+  return fn;
+};
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
 
-function run<T>(fn: ReturnType<typeof ajv.compile>, data: unknown, what: string): Checked<T> {
+function run<T>(fn: Compiled, data: unknown, what: string): Checked<T> {
   if (fn(data)) return { ok: true, value: data as T };
   const e = fn.errors?.[0];
   return { ok: false, reason: `${what}: ${e === undefined ? "invalid" : describe(e)}` };
 }
 
-export const validateEnvelope = (data: unknown): Checked<{ keyId: string; signature: string; body: string }> => run(checkEnvelope, data, "envelope");
-export const validateBody = (data: unknown): Checked<CommandBody> => run(checkBody, data, "body");
-export const validateParams = (command: CommandName, data: unknown): Checked<Record<string, unknown>> => run(checkParams[command], data, "params");
+export const validateEnvelope = (data: unknown): Checked<{ keyId: string; signature: string; body: string }> => run(compiled(ENVELOPE_SCHEMA), data, "envelope");
+export const validateBody = (data: unknown): Checked<CommandBody> => run(compiled(BODY_SCHEMA), data, "body");
+export const validateParams = (command: CommandName, data: unknown): Checked<Record<string, unknown>> => run(compiled(PARAM_SCHEMAS[command]), data, "params");
 
 export function isCommandName(s: string): s is CommandName {
   return (COMMANDS as readonly string[]).includes(s);

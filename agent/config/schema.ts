@@ -89,7 +89,9 @@ export const AGENT_SCHEMA = {
             leak: obj(
               {
                 staleMs: int(0, 3_600_000, 3000, "max leak sample age, ms"),
-                debounceFault: int(1, 100_000, 2, "consecutive wet ticks that isolate"),
+                // 1: a polled leak input holds each sample for (poll period / tick) ticks, so a
+                // debounce of that many ticks or fewer rejects no glitch and only adds latency
+                debounceFault: int(1, 100_000, 1, "consecutive wet ticks that isolate; to reject a one-sample glitch it must exceed the leak poll period in ticks (and delays isolation by as much)"),
                 debounceClear: int(1, 100_000, 50, "consecutive dry ticks that forget earlier wet ticks"),
               },
               "checks on leak inputs (0 dry, 1 wet, 2 cable fault)",
