@@ -7,12 +7,10 @@
 // connection (the old one destroyed, its timers gone), and outcomes instead of exceptions.
 //
 // It also keeps the byte stream in step. Modbus TCP has no checksum and cannot be resynchronised
-// after a bad frame: a header that claims too many bytes swallows the replies that follow, and a
-// reply still trickling in after its request timed out can interleave with the next one; once out
-// of step, a misaligned "frame" can pass every check with shifted data (the hostile-server fuzz
-// found both). So an impossible header (protocol id not 0, length outside 3..254) or any request
-// timeout drops the connection, and a fresh one starts in step. A late answer then arrives, if
-// at all, on a connection that no longer exists.
+// after a bad frame: a header that claims too many bytes swallows the replies that follow, and
+// every request times out from then on (the hostile-server fuzz found this). So an impossible
+// header (protocol id not 0, length outside 3..254), or a timeout while part of a frame sits in
+// the buffer, drops the connection, and a fresh one starts in step.
 import { Socket } from "node:net";
 import { Backoff } from "../backoff.js";
 import { ConnectionState } from "./connection-state.js";
@@ -58,7 +56,7 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
   /** received bytes not yet making a whole frame (a mirror of the client's reassembly) */
   private rx: Buffer = Buffer.alloc(0);
   connects = 0;
-  /** connections dropped to keep the stream in step (an impossible header, a timeout) */
+  /** connections dropped to keep the stream in step (an impossible header, a timeout mid-frame) */
   desyncs = 0;
 
   constructor(private readonly o: TcpTransportOptions) {
@@ -183,8 +181,10 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
         (err: unknown) => {
           const o = failure(err);
           settle(o); // reported as what it was (a timeout), before the connection goes
-          // no answer in time: whatever still arrives for it could land between later replies
-          if (o.ok === false && o.kind === "timeout" && gen === this.generation) this.desync();
+          // no answer in time while part of a frame waits: the stream is out of step (a plain
+          // timeout with nothing buffered keeps the connection: a late answer is whole, and its
+          // transaction id no longer matches anything)
+          if (o.ok === false && o.kind === "timeout" && gen === this.generation && this.rx.length > 0) this.desync();
         },
       );
     });
