@@ -21,6 +21,11 @@ export interface Campaign {
   stop(): Promise<void>;
 }
 
+/** A rack's return-temperature sensor back to normal: the truth with a little measurement noise. */
+function liveSensor(sim: PodSim, r: number): void {
+  sim.inject({ sensor: `rack-${r + 1}.returnTempC`, fault: "noise", sigma: 0.05 });
+}
+
 /** Discards the agent's logs: a campaign measures behaviour, not pino. */
 const quiet = { write: (): boolean => true };
 
@@ -45,11 +50,15 @@ export async function startCampaign(): Promise<Campaign> {
     patch: (d) => {
       const control = d.control as Record<string, unknown>;
       const checks = (kind: string): Record<string, unknown> => ({ ...((control.points as Record<string, object> | undefined)?.[kind] ?? {}), staleMs: 300, debounceFault: 20, debounceClear: 50 });
-      control.points = { temperature: checks("temperature"), flow: checks("flow"), power: checks("power"), pressure: checks("pressure") };
+      // frozen-sensor detection on temperatures: a reading that has not moved by 0.001 °C for 500 ms
+      control.points = { temperature: { ...checks("temperature"), stuckMs: 500, stuckEps: 0.001 }, flow: checks("flow"), power: checks("power"), pressure: checks("pressure") };
       control.schedFifo = true;
       d.supervisor = { ...(d.supervisor ?? {}), alarmClearDwellMs: 200 };
     },
   });
+  // live temperature sensors: real ones never read the same to 0.01 °C for long, and a frozen
+  // one must stand out from them
+  for (let r = 0; r < 8; r++) liveSensor(sim, r);
   await waitFor(() => pod.agent.supervisor.mode === "Running" || pod.agent.supervisor.mode === "Degraded", "agent in control", 60_000);
   return {
     sim,
@@ -109,7 +118,7 @@ export const FAULT_CLASSES: FaultClass[] = [
     expect: "rejected before the PID; the loop fails safe and the valve goes to its fail-open value",
     inject: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, fault: "nan" }),
     safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
-    clear: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, fault: "clear" }),
+    clear: (c, r) => liveSensor(c.sim, r),
     recovered: automatic,
   },
   {
@@ -117,7 +126,15 @@ export const FAULT_CLASSES: FaultClass[] = [
     expect: "rejected before the PID; the loop fails safe and the valve goes to its fail-open value",
     inject: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, fault: "value", value: 150 }),
     safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
-    clear: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, fault: "clear" }),
+    clear: (c, r) => liveSensor(c.sim, r),
+    recovered: automatic,
+  },
+  {
+    name: "sensor frozen",
+    expect: "no change beyond 0.001 °C for 500 ms: the loop fails safe and the valve goes to its fail-open value",
+    inject: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, fault: "stuck" }),
+    safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
+    clear: (c, r) => liveSensor(c.sim, r),
     recovered: automatic,
   },
   {
