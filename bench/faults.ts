@@ -100,6 +100,18 @@ const uplinkDown = (c: Campaign): boolean => !c.pod.uplink.stats().connected;
 /** connected again, and every event spooled meanwhile acknowledged by the broker */
 const uplinkBackAndDrained = (c: Campaign): boolean => c.pod.uplink.stats().connected && c.pod.uplink.stats().spoolDepth.critical === 0;
 
+/** A rack's return-temperature sensor reads wrong: its loop must fail safe, the valve go to its fail-open value. */
+function badReading(name: string, why: string, fault: { fault: "nan" | "value" | "stuck"; value?: number }): FaultClass {
+  return {
+    name,
+    expect: `${why}: the loop fails safe and the valve goes to its fail-open value`,
+    inject: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, ...fault }),
+    safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
+    clear: (c, r) => liveSensor(c.sim, r),
+    recovered: automatic,
+  };
+}
+
 async function resetLeak(c: Campaign, r: number): Promise<void> {
   await waitFor(async () => (await c.pod.agent.resetLeak(r)) === "accepted", `${rackName(r)} leak reset`, 10_000, 50);
 }
@@ -113,30 +125,9 @@ export const FAULT_CLASSES: FaultClass[] = [
     clear: (c, r) => c.sim.inject({ device: rackName(r), offline: false }),
     recovered: automatic,
   },
-  {
-    name: "sensor NaN",
-    expect: "rejected before the PID; the loop fails safe and the valve goes to its fail-open value",
-    inject: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, fault: "nan" }),
-    safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
-    clear: (c, r) => liveSensor(c.sim, r),
-    recovered: automatic,
-  },
-  {
-    name: "sensor out of range",
-    expect: "rejected before the PID; the loop fails safe and the valve goes to its fail-open value",
-    inject: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, fault: "value", value: 150 }),
-    safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
-    clear: (c, r) => liveSensor(c.sim, r),
-    recovered: automatic,
-  },
-  {
-    name: "sensor frozen",
-    expect: "no change beyond 0.001 °C for 500 ms: the loop fails safe and the valve goes to its fail-open value",
-    inject: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, fault: "stuck" }),
-    safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
-    clear: (c, r) => liveSensor(c.sim, r),
-    recovered: automatic,
-  },
+  badReading("sensor NaN", "rejected before the PID", { fault: "nan" }),
+  badReading("sensor out of range", "rejected before the PID", { fault: "value", value: 150 }),
+  badReading("sensor frozen", "no change beyond 0.001 °C for 500 ms", { fault: "stuck" }),
   {
     name: "Modbus exception 4 on every function",
     expect: "the device's points go bad; its loop fails safe",
