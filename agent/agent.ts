@@ -339,7 +339,9 @@ export class Agent {
 
   /** Raises (message set) or clears (message null) an alarm for a condition outside the loops. */
   reportProblem(id: string, p: ProblemReport): void {
-    if (p.message !== null) this.log.error({ alarm: id }, p.message);
+    // a failing write is reported on every attempt (a full disk: each telemetry period); log it
+    // once per change of message, not every time
+    if (p.message !== null && p.message !== this.problems.get(id)?.message) this.log.error({ alarm: id }, p.message);
     this.problems.set(id, p);
   }
 
