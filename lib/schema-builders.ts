@@ -17,19 +17,16 @@ export const int = (minimum: number, maximum: number, def: number | undefined, d
   description,
 });
 
-/** A closed object; with no required keys it defaults to {} so the defaults inside it apply. */
-export const obj = (properties: Record<string, object>, description: string, required: string[] = []): object => ({
-  type: "object",
-  additionalProperties: false,
-  ...(required.length === 0 ? { default: {} } : { required }),
-  properties,
-  description,
-});
-
 /** A closed object that stays absent unless given (no default): its presence means something. */
 export const optionalObj = (properties: Record<string, object>, description: string): object => ({
   type: "object",
   additionalProperties: false,
   properties,
   description,
+});
+
+/** A closed object; with no required keys it defaults to {} so the defaults inside it apply. */
+export const obj = (properties: Record<string, object>, description: string, required: string[] = []): object => ({
+  ...optionalObj(properties, description),
+  ...(required.length === 0 ? { default: {} } : { required }),
 });
