@@ -137,14 +137,20 @@ export class Frames {
     Atomics.add(this.ctrl, CTRL.CMD_SEQ, 1);
   }
 
-  /** Reads the output frame consistently (retries while the worker is writing it). */
+  /**
+   * Reads the output frame consistently (retries while the worker is writing it). The retries are
+   * bounded by time, not by count: a hundred quick spins can all fall inside one write of the
+   * frame and give up with nothing (a loaded CI machine showed it); the worker's write takes
+   * microseconds, so 2 ms of retries only fails if the worker is stuck mid-write.
+   */
   readOutputs<T>(read: (f: Frames) => T): T | undefined {
-    for (let tries = 0; tries < 100; tries++) {
+    const deadline = performance.now() + 2;
+    do {
       const s1 = Atomics.load(this.ctrl, CTRL.OUT_SEQ);
       if (s1 & 1) continue;
       const v = read(this);
       if (Atomics.load(this.ctrl, CTRL.OUT_SEQ) === s1) return v;
-    }
+    } while (performance.now() < deadline);
     return undefined;
   }
 }
