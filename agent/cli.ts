@@ -1,18 +1,20 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --optimize-for-size
-// The V8 flags keep the daemon small on a pod controller (docs/operations.md): 1 MB young-
+#!/usr/bin/env -S node --max-semi-space-size=1 --optimize-for-size --v8-pool-size=1
+// The V8 flags keep the daemon small on a pod controller (docs/agent.md): 1 MB young-
 // generation semi-spaces instead of 16 (the agent's garbage is short-lived and cheap to
-// scavenge), and size-over-speed heuristics for JavaScript. The hot path is WebAssembly and
-// the control worker allocates nothing per tick, so neither costs control timing.
+// scavenge), size-over-speed heuristics for JavaScript, and one V8 background thread instead
+// of four (a 2-core controller gains nothing from four, and each costs memory). The hot path is
+// WebAssembly and the control worker allocates nothing per tick, so none costs control timing.
+// This line is the one place the flags are written: the systemd unit and the benchmarks are
+// checked against it (test/systemd.test.ts).
 // podwarden command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or invalid config.
+//
+// Each subcommand's code is imported when that subcommand runs: `podwarden run` then never
+// loads the simulator, the embedded broker or the command signer, which would only cost the
+// daemon resident memory on the pod controller.
 import { parseArgs } from "node:util";
 import { ConfigError } from "../lib/config-file.js";
 import { loadAgentConfig } from "./config/load.js";
 import { join } from "node:path";
-import { runDaemon } from "./daemon.js";
-import { adminRequest } from "./ops/admin-socket.js";
-import { demoCommand } from "./demo.js";
-import { simCommand } from "./sim-command.js";
-import { keygen, sendCommand } from "./commands/send-command.js";
 import { packageVersion } from "./version.js";
 
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
@@ -99,6 +101,7 @@ async function main(argv: string[]): Promise<number> {
       case "demo": {
         const port = Number(values["broker-port"] ?? "1883");
         if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--broker-port: ${values["broker-port"]} is not a port`);
+        const { demoCommand } = await import("./demo.js");
         return await demoCommand({
           simConfig: "configs/sim-pod.yaml",
           agentConfig: "configs/demo-pod.yaml",
@@ -111,7 +114,7 @@ async function main(argv: string[]): Promise<number> {
       }
       case "run":
         if (values.config === undefined) throw new UsageError("run needs -c <config.yaml>");
-        return await runDaemon(values.config);
+        return await (await import("./daemon.js")).runDaemon(values.config);
       case "check-config": {
         if (values.config === undefined) throw new UsageError("check-config needs -c <config.yaml>");
         const l = loadAgentConfig(values.config);
@@ -121,6 +124,7 @@ async function main(argv: string[]): Promise<number> {
       case "reset-leak": {
         if (values.rack === undefined) throw new UsageError("reset-leak needs --rack <name>");
         const dir = values["state-dir"] ?? (values.config !== undefined ? loadAgentConfig(values.config).config.stateDir : undefined) ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden";
+        const { adminRequest } = await import("./ops/admin-socket.js");
         const r = await adminRequest(join(dir, "admin.sock"), "POST", `/reset-leak?rack=${encodeURIComponent(values.rack)}`);
         if (r.status === 200) {
           log(`${values.rack}: leak latch reset; the rack returns to service`);
@@ -131,6 +135,7 @@ async function main(argv: string[]): Promise<number> {
       }
       case "keygen": {
         if (values["key-id"] === undefined) throw new UsageError("keygen needs --key-id <id>");
+        const { keygen } = await import("./commands/send-command.js");
         for (const line of keygen(values.out ?? ".", values["key-id"])) log(line);
         return 0;
       }
@@ -147,6 +152,7 @@ async function main(argv: string[]): Promise<number> {
         };
         const version = num(values["mqtt-version"], "--mqtt-version") ?? 5;
         if (version !== 4 && version !== 5) throw new UsageError("--mqtt-version: 4 or 5");
+        const { sendCommand } = await import("./commands/send-command.js");
         const r = await sendCommand({
           url: need.url as string,
           site: need.site as string,
@@ -167,7 +173,7 @@ async function main(argv: string[]): Promise<number> {
       }
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");
-        await simCommand(values.config, values.scenario, log);
+        await (await import("./sim-command.js")).simCommand(values.config, values.scenario, log);
         return 0;
       default:
         throw new UsageError(`unknown command "${command}"`);

@@ -13,9 +13,11 @@ import { stringify } from "yaml";
 import { ControlThread } from "../agent/control/control-thread.js";
 import { DEFAULT_POD_CONTROL, podBankSpec } from "../agent/pod-bank.js";
 import { demoConfigData } from "../agent/demo-config.js";
+import { shebangNodeFlags } from "../lib/node-flags.js";
 import { fmt, quantile } from "./stats.js";
 
-export const DAEMON_NODE_FLAGS = ["--max-semi-space-size=1", "--optimize-for-size"];
+/** The daemon's node flags, read from the CLI's shebang (where they are set for production). */
+export const DAEMON_NODE_FLAGS = shebangNodeFlags(readFileSync("dist/agent/cli.js", "utf8"));
 
 export interface LatenessRow {
   what: string;

@@ -1,12 +1,13 @@
 // systemd integration: the unit verifies, and the notify protocol against a real NOTIFY_SOCKET
 // (an AF_UNIX datagram listener): READY=1 after start, WATCHDOG=1 only while healthy, STOPPING=1.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
+import { shebangNodeFlags } from "../lib/node-flags.js";
 import { demoConfigFor } from "./helpers/agent.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -37,6 +38,14 @@ describe("systemd", () => {
     const r = await run("systemd-analyze", ["verify", "deploy/podwarden.service"]);
     expect(r.stderr.trim()).toBe("");
     expect(r.code).toBe(0);
+  });
+
+  it("the unit starts node with the CLI's own flags (its shebang)", () => {
+    const flags = shebangNodeFlags(readFileSync("agent/cli.ts", "utf8"));
+    expect(flags).toContain("--max-semi-space-size=1");
+    const execStart = /^ExecStart=(.*)$/m.exec(readFileSync("deploy/podwarden.service", "utf8"))?.[1];
+    expect(execStart).toBe(`/usr/bin/env node ${flags.join(" ")} /opt/podwarden/dist/agent/cli.js run -c /etc/podwarden/pod.yaml`);
+    expect(() => shebangNodeFlags("#!/usr/bin/env node\n")).toThrow(/not a/);
   });
 
   it("sends WATCHDOG=1 only while the health gate is open", async () => {
