@@ -14,7 +14,7 @@
 import { Socket } from "node:net";
 import { Backoff } from "../backoff.js";
 import { ConnectionState } from "./connection-state.js";
-import { ModbusClient } from "./modbus-serial.js";
+import { heldTransactions, issueAndRelease, ModbusClient } from "./modbus-serial.js";
 import { FC } from "./protocol.js";
 import type { ModbusOutcome, ModbusRequest, ModbusTransport } from "./types.js";
 
@@ -58,6 +58,11 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
   connects = 0;
   /** connections dropped to keep the stream in step (an impossible header, a timeout mid-frame) */
   desyncs = 0;
+
+  /** Request records the modbus-serial client still holds (only those in flight, see issueAndRelease). */
+  get heldTransactionRecords(): number {
+    return this.client === null ? 0 : heldTransactions(this.client);
+  }
 
   constructor(private readonly o: TcpTransportOptions) {
     super();
@@ -176,7 +181,7 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
       client.setID(unitId);
       client.setTimeout(timeoutMs);
       const gen = this.generation;
-      this.issue(client, req).then(
+      issueAndRelease(client, () => this.issue(client, req)).then(
         (data) => settle({ ok: true, data }),
         (err: unknown) => {
           const o = failure(err);
