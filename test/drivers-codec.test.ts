@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { decodeValue, encodeValue, WORD_ORDERS, type DataType } from "../drivers/modbus/codec.js";
 import { encodeRequest, parseResponse } from "../drivers/modbus/master-pdu.js";
 import { planReads } from "../drivers/modbus/plan.js";
+import { BusyWindow } from "../drivers/modbus/busy-window.js";
 import { crc16, FC } from "../drivers/modbus/protocol.js";
 import { exceptionPolicy } from "../drivers/modbus/types.js";
 import { ConfigError } from "../lib/config-file.js";
@@ -154,5 +155,22 @@ describe("Modbus config rules", () => {
   ])("rejects an invalid device config (%#)", (data, reason) => {
     expect(() => modbusConfig(data)).toThrow(ConfigError);
     expect(() => modbusConfig(data)).toThrow(reason);
+  });
+});
+
+describe("bus busy window", () => {
+  it("sums the busy time of the last second and forgets what is older", () => {
+    const w = new BusyWindow();
+    expect(w.total(10_000)).toBe(0);
+    w.record(10_000, 2);
+    w.record(10_020, 3);
+    w.record(10_990, 5);
+    expect(w.total(10_990)).toBe(10);
+    // 1.05 s later the first two (same 50 ms slot) have left the window, the last has not
+    expect(w.total(11_050)).toBe(5);
+    // a slot reused a second later starts from zero, not from the old second's sum
+    w.record(11_000, 1);
+    expect(w.total(11_000)).toBe(6);
+    expect(w.total(13_000)).toBe(0);
   });
 });

@@ -10,6 +10,7 @@
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { monoMs } from "../../lib/clock.js";
 import type { CircuitBreaker } from "./breaker.js";
+import { BusyWindow } from "./busy-window.js";
 import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type ModbusTransport } from "./types.js";
 
 export interface BusDevice {
@@ -74,7 +75,7 @@ interface Queued extends Job {
 export class Bus {
   private readonly queues: Queued[][] = Array.from({ length: 10 }, () => []);
   private inFlight = 0;
-  private readonly busyLog: [number, number][] = []; // [end time, busy ms]
+  private readonly busy = new BusyWindow();
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
   budgetOverruns = 0;
@@ -88,11 +89,7 @@ export class Bus {
 
   /** Share of the last second the bus spent in transactions. */
   utilization(): number {
-    const now = monoMs();
-    while (this.busyLog.length > 0 && this.busyLog[0][0] < now - 1000) this.busyLog.shift();
-    let busy = 0;
-    for (const [, ms] of this.busyLog) busy += ms;
-    return busy / 1000 / this.transport.maxInFlight;
+    return this.busy.total(monoMs()) / 1000 / this.transport.maxInFlight;
   }
 
   submit(job: Job): void {
@@ -135,7 +132,7 @@ export class Bus {
       this.inFlight--;
       this.probing.delete(d);
       const end = monoMs();
-      this.busyLog.push([end, end - start]);
+      this.busy.record(end, end - start);
       recordLatency(d.stats.latency, Number(process.hrtime.bigint() - t0));
       this.account(job, o);
       this.pump();
