@@ -13,6 +13,7 @@ import { stringify } from "yaml";
 import { ControlThread } from "../agent/control/control-thread.js";
 import { DEFAULT_POD_CONTROL, podBankSpec } from "../agent/pod-bank.js";
 import { demoConfigData } from "../agent/demo-config.js";
+import { adminRequest } from "../agent/ops/admin-socket.js";
 import { shebangNodeFlags } from "../lib/node-flags.js";
 import { fmt, quantile } from "./stats.js";
 
@@ -126,11 +127,12 @@ function demoConfigWithPorts(ports: Record<string, number>, safetyPeriodMs: numb
 
 /**
  * The real daemon (its own process, production flags) against the simulator (another process);
- * this process only injects leaks and reads the simulator's timestamps. An isolation latches
- * until an authorised reset, and resets come with the uplink's commands, so each daemon run
- * takes one leak per rack and is then restarted.
+ * this process only injects leaks and reads the simulator's timestamps. One daemon serves every
+ * trial, warmed up first, as a pod controller runs for months: after each leak the simulator
+ * dries the rack and the latch is reset through the daemon's local admin socket (the path of
+ * `podwarden reset-leak`), and the next leak goes to the next rack.
  */
-async function leakToIsolation(trials: number): Promise<AgentResult["leak"]> {
+async function leakToIsolation(trials: number, warmupS: number): Promise<AgentResult["leak"]> {
   const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-"));
   const sim = await startSimProcess(dir, 5000);
   const latencies: number[] = [];
@@ -138,36 +140,38 @@ async function leakToIsolation(trials: number): Promise<AgentResult["leak"]> {
   const post = (body: object): Promise<Response> => fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify(body) });
   const truth = async (): Promise<{ racks: { name: string; leakToIsolationMs: number | null; leakToReadMs: number | null }[]; devices: { leaseExpired: boolean }[] }> =>
     (await fetch(`${sim.controlUrl}/truth`)).json() as never;
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
   let daemon: ChildProcess | null = null;
   try {
     const cfg = join(dir, "agent.yaml");
-    writeFileSync(cfg, stringify(demoConfigWithPorts(sim.ports, LEAK_POLL_MS)));
-    while (latencies.length < trials) {
-      daemon = spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", "run", "-c", cfg], { stdio: ["ignore", "ignore", "inherit"] });
-      const t0 = Date.now();
-      while (!(await truth()).devices.every((d) => !d.leaseExpired)) {
-        if (Date.now() - t0 > 30000) throw new Error("daemon did not take its devices");
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      await new Promise((r) => setTimeout(r, 2000)); // inputs valid, loops in automatic
-      for (let r = 0; r < 8 && latencies.length < trials; r++) {
-        await new Promise((res) => setTimeout(res, 50 + Math.random() * 20)); // random phase against the polls
-        await post({ leak: `rack-${r + 1}` });
-        await new Promise((res) => setTimeout(res, 150));
-        const x = (await truth()).racks[r];
-        if (x.leakToIsolationMs !== null) latencies.push(x.leakToIsolationMs);
-        if (x.leakToReadMs !== null) toRead.push(x.leakToReadMs);
-      }
-      const d = daemon;
-      daemon = null;
-      d.kill("SIGTERM");
-      await new Promise((r) => d.once("exit", r));
+    writeFileSync(cfg, stringify({ ...(demoConfigWithPorts(sim.ports, LEAK_POLL_MS) as object), stateDir: dir }));
+    daemon = spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", "run", "-c", cfg], { stdio: ["ignore", "ignore", "inherit"] });
+    const t0 = Date.now();
+    while (!(await truth()).devices.every((d) => !d.leaseExpired)) {
+      if (Date.now() - t0 > 30000) throw new Error("daemon did not take its devices");
+      await sleep(100);
+    }
+    await sleep(warmupS * 1000); // inputs valid, loops in automatic, code warm
+    for (let k = 0; latencies.length < trials; k++) {
+      const rack = `rack-${(k % 8) + 1}`;
+      await sleep(50 + Math.random() * 20); // random phase against the polls
+      await post({ leak: rack });
+      await sleep(150);
+      const x = (await truth()).racks[k % 8];
+      if (x.leakToIsolationMs !== null) latencies.push(x.leakToIsolationMs);
+      if (x.leakToReadMs !== null) toRead.push(x.leakToReadMs);
       await post({ clear: "all" });
+      for (let attempt = 0; ; attempt++) {
+        await sleep(20);
+        const r = await adminRequest(join(dir, "admin.sock"), "POST", `/reset-leak?rack=${rack}`);
+        if (r.status === 200) break;
+        if (attempt > 100) throw new Error(`${rack}: latch reset refused: ${JSON.stringify(r.body)}`);
+      }
     }
   } finally {
     if (daemon !== null) {
       const d = daemon;
-      d.kill("SIGKILL");
+      d.kill("SIGTERM");
       await new Promise((r) => d.once("exit", r));
     }
     sim.child.kill("SIGTERM");
@@ -220,13 +224,13 @@ const LEAK_POLL_MS = 2;
 
 export async function runAgentBench(quick = false, only?: string): Promise<AgentResult> {
   const seconds = quick ? 5 : 20;
-  if (only === "leak") return { lateness: [], schedFifo: "-", leak: await leakToIsolation(quick ? 40 : 240), resources: null };
+  if (only === "leak") return { lateness: [], schedFifo: "-", leak: await leakToIsolation(quick ? 40 : 400, quick ? 3 : 10), resources: null };
   const ours = await tickLateness(seconds);
   const ct = await cyclictest(seconds);
   return {
     lateness: ct === null ? [ours.row] : [ours.row, ct],
     schedFifo: ours.sched,
-    leak: await leakToIsolation(quick ? 40 : 240),
+    leak: await leakToIsolation(quick ? 40 : 400, quick ? 3 : 10),
     resources: await daemonResources(quick ? 10 : 30),
   };
 }
