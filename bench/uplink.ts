@@ -113,6 +113,21 @@ async function bareLatency(brokerUrl: string, samples: number): Promise<LatencyR
   }
 }
 
+/**
+ * The floor under the same load: the bare client again, while a pod (agent, drivers polling the
+ * simulator, control thread) runs in this process as in the podwarden row. The difference
+ * between this row and that one is the agent's own publishing path.
+ */
+async function loadedFloor(sim: SimPorts, brokerUrl: string, samples: number): Promise<LatencyRow> {
+  const pod = await startPodHarness({ brokerUrl, protocolVersion: 5, portOf: (n) => sim.portOf(n), logTo: quiet, patch: asDaemon, uplink: { telemetryMs: 1000 } });
+  try {
+    await waitFor(() => pod.uplink.stats().connected, "uplink connected");
+    return await bareLatency(brokerUrl, samples);
+  } finally {
+    await pod.stop();
+  }
+}
+
 async function liveLatency(sim: SimPorts, brokerUrl: string, protocolVersion: 4 | 5, samples: number): Promise<LatencyRow> {
   const pod = await startPodHarness({ brokerUrl, protocolVersion, portOf: (n) => sim.portOf(n), logTo: quiet, patch: asDaemon, uplink: { telemetryMs: 1000 } });
   const probe = await probeSubscriber(brokerUrl, `${pod.base}events`, protocolVersion, samples);
@@ -203,6 +218,7 @@ export async function runUplinkBench(quick = false): Promise<UplinkResult> {
     const mosq = await Mosquitto.start();
     try {
       latency.push({ broker: "floor: bare mqtt.js client, no agent -> mosquitto 2", ...(await bareLatency(mosq.url, samples)) });
+      latency.push({ broker: "loaded floor: the same bare client, a pod running beside it", ...(await loadedFloor(sim, mosq.url, samples)) });
       latency.push({ broker: "podwarden -> mosquitto 2 (MQTT 5)", ...(await liveLatency(sim, mosq.url, 5, samples)) });
     } finally {
       await mosq.stop();
