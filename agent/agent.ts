@@ -284,6 +284,10 @@ export class Agent {
     }
     const o = this.control.outputs() ?? this.outputs;
     if (o !== undefined) {
+      // A new latch means a new isolation: its close commands leave before the latch file is
+      // written, so a slow disk (a write and rename can wait on the journal for tens of ms)
+      // cannot hold up the valves. Only changed outputs are sent, so this is cheap when nothing did.
+      this.writeActuators();
       try {
         this.latches.save(c.racks.filter((_, r) => o.rackState[r] !== L.RACK_NORMAL).map((r) => r.name));
       } catch (err) {

@@ -2,8 +2,9 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Agent } from "../agent/agent.js";
+import { LatchStore } from "../agent/latch-store.js";
 import { agentConfig, demoConfigFor, testAgent } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -51,6 +52,42 @@ describe("leak latches across a restart", () => {
     expect(await b.resetLeak(1)).toBe("accepted");
     await waitFor(() => savedLatches(stateDir)?.length === 0, "latch cleared on disk");
     await b.stop({ driveSafe: false, reason: "next test" });
+  });
+
+  it("sends a new isolation's close commands before it writes the latch file (a slow disk cannot hold up the valves)", async () => {
+    const a = await start();
+    const internals = a as unknown as { supervise(): void };
+    const save = LatchStore.prototype.save;
+    let commandAtSave: number | null | undefined;
+    const spy = vi.spyOn(LatchStore.prototype, "save").mockImplementation(function (this: LatchStore, racks: string[]) {
+      if (racks.includes("rack-3") && commandAtSave === undefined) commandAtSave = a.driver.outputState("rack-3.supplyIsolationOpen")?.value;
+      save.call(this, racks);
+    });
+    // The race this guards against: the supervisor's period falling between the control
+    // thread's isolation and the interlock watch waking. Made certain here: inside the wet
+    // sample's own turn (the agent has just handed it to the control thread), wait without
+    // yielding for the tick that isolates, then run the supervisor before anything else can.
+    let raced = false;
+    const off = a.driver.points.subscribe((p) => {
+      if (raced || p.id !== "rack-3.leakState" || p.value !== 1) return;
+      raced = true;
+      const pause = new Int32Array(new SharedArrayBuffer(4));
+      for (let n = 0; n < 500 && a.control.outputs()?.rackState[2] === 0; n++) Atomics.wait(pause, 0, 0, 1);
+      internals.supervise();
+    });
+    try {
+      t.sim.inject({ leak: "rack-3" });
+      await waitFor(() => savedLatches(stateDir)?.includes("rack-3") === true, "latch saved");
+      expect(raced).toBe(true);
+      expect(commandAtSave).toBe(0); // already commanded closed when the file was written
+      await waitFor(() => t.sim.truth().racks[2].supplyIsolationPct === 0, "valves closed");
+    } finally {
+      off();
+      spy.mockRestore();
+      t.sim.inject({ leak: "rack-3", state: "dry" });
+    }
+    await waitFor(async () => (await a.resetLeak(2)) === "accepted", "reset");
+    await a.stop({ driveSafe: false, reason: "next test" });
   });
 
   it("starts anyway with a corrupt latch file: moves it aside and raises a Critical alarm", async () => {
