@@ -106,7 +106,9 @@ export interface SimProcess {
 export async function startSimProcess(dir: string, leaseMs: number): Promise<SimProcess> {
   const cfg = join(dir, "sim.yaml");
   writeFileSync(cfg, stringify({ plant: { load: { profile: "idle", pct: 60 } }, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
-  const child = spawn("node", ["dist/agent/cli.js", "sim", "-c", cfg], { stdio: ["ignore", "pipe", "inherit"] });
+  // the CLI's own flags, as `podwarden sim` runs: with node's default 16 MB semi-spaces the
+  // simulator's scavenges paused its answers for up to 6 ms, a stall no field device has
+  const child = spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", "sim", "-c", cfg], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   const t0 = Date.now();
