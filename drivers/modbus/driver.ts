@@ -31,8 +31,6 @@ interface GroupPoll {
   pending: number;
   overruns: number;
   polls: number;
-  /** a period came while the last cycle was still running: poll again as soon as it ends */
-  due: boolean;
 }
 
 export interface OutputState {
@@ -119,7 +117,7 @@ export class ModbusDriver {
       this.devices.set(dc.name, device);
       for (const [gname, g] of groups) {
         const blocks = planReads(dc, dc.points.filter((p) => p.group === gname));
-        if (blocks.length > 0) this.polls.push({ device, blocks, priority: g.priority, periodMs: g.periodMs, pending: 0, overruns: 0, polls: 0, due: false });
+        if (blocks.length > 0) this.polls.push({ device, blocks, priority: g.priority, periodMs: g.periodMs, pending: 0, overruns: 0, polls: 0 });
       }
       for (const oc of dc.outputs) {
         const id = `${dc.name}.${oc.name}`;
@@ -187,13 +185,9 @@ export class ModbusDriver {
   private poll(poll: GroupPoll): void {
     if (!this.running) return;
     if (poll.pending > 0) {
-      // the last cycle is still running: never two at once, but the skipped one goes out the
-      // moment it ends rather than a whole period later (a late leak poll is a late isolation)
-      poll.overruns++;
-      poll.due = true;
+      poll.overruns++; // the last cycle is still running: skip rather than pile up
       return;
     }
-    poll.due = false;
     poll.polls++;
     const d = poll.device;
     for (const block of poll.blocks) {
@@ -206,7 +200,6 @@ export class ModbusDriver {
         done: (o) => {
           poll.pending--;
           this.onRead(d, block, o);
-          if (poll.pending === 0 && poll.due) this.poll(poll);
         },
       });
     }
