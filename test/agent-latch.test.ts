@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Agent } from "../agent/agent.js";
 import { LatchStore } from "../agent/latch-store.js";
+import { RACK_NORMAL } from "../hotpath-as/assembly/layout.js";
 import { agentConfig, demoConfigFor, testAgent } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -72,7 +73,7 @@ describe("leak latches across a restart", () => {
       if (raced || p.id !== "rack-3.leakState" || p.value !== 1) return;
       raced = true;
       const pause = new Int32Array(new SharedArrayBuffer(4));
-      for (let n = 0; n < 500 && a.control.outputs()?.rackState[2] === 0; n++) Atomics.wait(pause, 0, 0, 1);
+      for (let n = 0; n < 500 && a.control.outputs()?.rackState[2] === RACK_NORMAL; n++) Atomics.wait(pause, 0, 0, 1);
       internals.supervise();
     });
     try {
