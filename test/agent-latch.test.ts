@@ -58,6 +58,7 @@ describe("leak latches across a restart", () => {
   it("sends a new isolation's close commands before it writes the latch file (a slow disk cannot hold up the valves)", async () => {
     const a = await start();
     const internals = a as unknown as { supervise(): void };
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with its own `this`
     const save = LatchStore.prototype.save;
     let commandAtSave: number | null | undefined;
     const spy = vi.spyOn(LatchStore.prototype, "save").mockImplementation(function (this: LatchStore, racks: string[]) {
