@@ -244,9 +244,9 @@ export class Agent {
     }
   }
 
-  private writeActuators(): void {
+  /** Sends the actuator commands for `o` (by default, the control thread's outputs read now). */
+  private writeActuators(o: ControlOutputs | undefined = this.control.outputs()): void {
     if (!this.running) return;
-    const o = this.control.outputs();
     if (o === undefined) return;
     this.outputs = o;
     if (this.stopping) return;
@@ -282,12 +282,13 @@ export class Agent {
       this.control.setSetpoint(l.loop, this.spDefault[l.loop]);
       this.emit({ type: "setpoint.expired", loop: this.loopName(l.loop), value: this.spDefault[l.loop] });
     }
-    const o = this.control.outputs() ?? this.outputs;
+    const fresh = this.control.outputs();
+    const o = fresh ?? this.outputs;
     if (o !== undefined) {
       // A new latch means a new isolation: its close commands leave before the latch file is
       // written, so a slow disk (a write and rename can wait on the journal for tens of ms)
       // cannot hold up the valves. Only changed outputs are sent, so this is cheap when nothing did.
-      this.writeActuators();
+      this.writeActuators(fresh);
       try {
         this.latches.save(c.racks.filter((_, r) => o.rackState[r] !== L.RACK_NORMAL).map((r) => r.name));
       } catch (err) {
