@@ -20,6 +20,11 @@ import { fmt, quantile } from "./stats.js";
 /** The daemon's node flags, read from the CLI's shebang (where they are set for production). */
 export const DAEMON_NODE_FLAGS = shebangNodeFlags(readFileSync("dist/agent/cli.js", "utf8"));
 
+/** `podwarden <args>` in its own process, started as its shebang starts it (the production flags). */
+function podwardenProcess(args: string[], stdout: "ignore" | "pipe"): ChildProcess {
+  return spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", ...args], { stdio: ["ignore", stdout, "inherit"] });
+}
+
 export interface LatenessRow {
   what: string;
   p50Us: number;
@@ -108,9 +113,9 @@ export async function startSimProcess(dir: string, leaseMs: number): Promise<Sim
   writeFileSync(cfg, stringify({ plant: { load: { profile: "idle", pct: 60 } }, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
   // the CLI's own flags, as `podwarden sim` runs: with node's default 16 MB semi-spaces the
   // simulator's scavenges paused its answers for up to 6 ms, a stall no field device has
-  const child = spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", "sim", "-c", cfg], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = podwardenProcess(["sim", "-c", cfg], "pipe");
   let out = "";
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
   const t0 = Date.now();
   while (!/control\s+http:\/\/127\.0\.0\.1:\d+/.test(out)) {
     if (Date.now() - t0 > 20000) throw new Error("simulator did not start");
@@ -147,7 +152,7 @@ async function leakToIsolation(trials: number, warmupS: number): Promise<AgentRe
   try {
     const cfg = join(dir, "agent.yaml");
     writeFileSync(cfg, stringify({ ...(demoConfigWithPorts(sim.ports, LEAK_POLL_MS) as object), stateDir: dir }));
-    daemon = spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", "run", "-c", cfg], { stdio: ["ignore", "ignore", "inherit"] });
+    daemon = podwardenProcess(["run", "-c", cfg], "ignore");
     const t0 = Date.now();
     while (!(await truth()).devices.every((d) => !d.leaseExpired)) {
       if (Date.now() - t0 > 30000) throw new Error("daemon did not take its devices");
@@ -194,7 +199,7 @@ async function daemonResources(seconds: number): Promise<AgentResult["resources"
     throw err;
   }
   // the production command line: the flags in the CLI's shebang (and the systemd unit)
-  const agent = spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", "run", "-c", cfg], { stdio: ["ignore", "ignore", "inherit"] });
+  const agent = podwardenProcess(["run", "-c", cfg], "ignore");
   const pid = agent.pid!;
   const cpuTicks = (): number => {
     const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");

@@ -24,6 +24,11 @@ const asDaemon = (data: Record<string, unknown>): void => {
   data.control = { ...(data.control as object), schedFifo: true, warmupTicks: 20000 };
 };
 
+/** A pod in this process against the simulator, as the daemon runs it, logs discarded. */
+function benchPod(sim: SimPorts, brokerUrl: string, protocolVersion: 4 | 5, uplink: Record<string, unknown>): Promise<PodHarness> {
+  return startPodHarness({ brokerUrl, protocolVersion, portOf: (n) => sim.portOf(n), logTo: quiet, patch: asDaemon, uplink });
+}
+
 interface Window {
   what: string;
   p50Us: number;
@@ -119,7 +124,7 @@ async function bareLatency(brokerUrl: string, samples: number): Promise<LatencyR
  * between this row and that one is the agent's own publishing path.
  */
 async function loadedFloor(sim: SimPorts, brokerUrl: string, samples: number): Promise<LatencyRow> {
-  const pod = await startPodHarness({ brokerUrl, protocolVersion: 5, portOf: (n) => sim.portOf(n), logTo: quiet, patch: asDaemon, uplink: { telemetryMs: 1000 } });
+  const pod = await benchPod(sim, brokerUrl, 5, { telemetryMs: 1000 });
   try {
     await waitFor(() => pod.uplink.stats().connected, "uplink connected");
     return await bareLatency(brokerUrl, samples);
@@ -129,7 +134,7 @@ async function loadedFloor(sim: SimPorts, brokerUrl: string, samples: number): P
 }
 
 async function liveLatency(sim: SimPorts, brokerUrl: string, protocolVersion: 4 | 5, samples: number): Promise<LatencyRow> {
-  const pod = await startPodHarness({ brokerUrl, protocolVersion, portOf: (n) => sim.portOf(n), logTo: quiet, patch: asDaemon, uplink: { telemetryMs: 1000 } });
+  const pod = await benchPod(sim, brokerUrl, protocolVersion, { telemetryMs: 1000 });
   const probe = await probeSubscriber(brokerUrl, `${pod.base}events`, protocolVersion, samples);
   try {
     await waitFor(() => pod.uplink.stats().connected, "uplink connected");
@@ -147,7 +152,7 @@ async function liveLatency(sim: SimPorts, brokerUrl: string, protocolVersion: 4 
 
 async function spoolReplay(sim: SimPorts, backlog: number): Promise<UplinkResult["replay"]> {
   const broker = await Mosquitto.start({ general: ["max_inflight_messages 0", "max_queued_messages 0"] });
-  const pod = await startPodHarness({ brokerUrl: broker.url, protocolVersion: 5, portOf: (n) => sim.portOf(n), logTo: quiet, patch: asDaemon, uplink: { telemetryMs: 1000, spool: { maxBytes: 1 << 30, fsyncMs: 1000, maxInflight: 1024 } } });
+  const pod = await benchPod(sim, broker.url, 5, { telemetryMs: 1000, spool: { maxBytes: 1 << 30, fsyncMs: 1000, maxInflight: 1024 } });
   try {
     await waitFor(() => pod.uplink.stats().connected, "uplink connected");
     await broker.kill("SIGKILL");
@@ -173,7 +178,7 @@ async function spoolReplay(sim: SimPorts, backlog: number): Promise<UplinkResult
 
 async function commandFlood(sim: SimPorts, seconds: number): Promise<UplinkResult["flood"]> {
   const broker = await Mosquitto.start({ general: ["max_inflight_messages 0", "max_queued_messages 0"] });
-  const pod = await startPodHarness({ brokerUrl: broker.url, protocolVersion: 5, portOf: (n) => sim.portOf(n), logTo: quiet, patch: asDaemon, uplink: { commands: { keys: [] } } });
+  const pod = await benchPod(sim, broker.url, 5, { commands: { keys: [] } });
   const attacker = await mqtt.connectAsync(broker.url, { protocolVersion: 5, clientId: "bench-flood" });
   try {
     await waitFor(() => pod.uplink.stats().connected, "uplink connected");
