@@ -372,7 +372,10 @@ export class ReferenceHotPath implements HotPath {
             const pTerm = lf.kp[i] * err;
             const ffTerm = ffIdx >= 0 ? lf.kff[i] * (ff - lf.ffBias[i]) : 0.0;
             let integral = lf.integral[i];
-            if (entering) integral = isFinite(prev) ? prev - pTerm - dTerm - ffTerm : 0.0;
+            // the terms other than the integral, summed once: the integral's chain then has one add
+            const rest = pTerm + dTerm + ffTerm;
+            // bumpless: on entry choose the integral that reproduces the current output
+            if (entering) integral = isFinite(prev) ? prev - rest : 0.0;
 
             const rate = lf.outRate[i];
             let hiLim = hi;
@@ -382,9 +385,9 @@ export class ReferenceHotPath implements HotPath {
               if (prev + maxStep < hiLim) hiLim = prev + maxStep;
               if (prev - maxStep > loLim) loLim = prev - maxStep;
             }
-            const iDelta = lf.ki[i] * err * dt;
+            const iDelta = err * (lf.ki[i] * dt);
             const candidate = integral + iDelta;
-            const uTry = pTerm + candidate + dTerm + ffTerm;
+            const uTry = rest + candidate;
             if ((uTry > hiLim && iDelta > 0) || (uTry < loLim && iDelta < 0)) {
               status |= L.LS_INTEGRATOR_HELD;
             } else {
@@ -392,7 +395,7 @@ export class ReferenceHotPath implements HotPath {
             }
             if (!isFinite(integral)) integral = 0;
             lf.integral[i] = integral;
-            target = pTerm + integral + dTerm + ffTerm;
+            target = rest + integral;
           }
 
           out = clampf(target, lo, hi);

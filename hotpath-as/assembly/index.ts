@@ -434,8 +434,10 @@ function stepLoops(dt: f64, invDt: f64): void {
           const pTerm = gf(lf(L.LF_KP), i) * err;
           const ffTerm = ffIdx >= 0 ? gf(lf(L.LF_KFF), i) * (ff - gf(lf(L.LF_FF_BIAS), i)) : 0.0;
           let integral = gf(lf(L.LF_INTEGRAL), i);
+          // the terms other than the integral, summed once: the integral's chain then has one add
+          const rest = pTerm + dTerm + ffTerm;
           // bumpless: on entry choose the integral that reproduces the current output
-          if (entering) integral = isFinite(prev) ? prev - pTerm - dTerm - ffTerm : 0.0;
+          if (entering) integral = isFinite(prev) ? prev - rest : 0.0;
 
           // conditional integration: do not integrate further into a clamp or slew limit
           const rate = gf(lf(L.LF_OUT_RATE), i);
@@ -446,9 +448,9 @@ function stepLoops(dt: f64, invDt: f64): void {
             if (prev + maxStep < hiLim) hiLim = prev + maxStep;
             if (prev - maxStep > loLim) loLim = prev - maxStep;
           }
-          const iDelta = gf(lf(L.LF_KI), i) * err * dt;
+          const iDelta = err * (gf(lf(L.LF_KI), i) * dt);
           const candidate = integral + iDelta;
-          const uTry = pTerm + candidate + dTerm + ffTerm;
+          const uTry = rest + candidate;
           if ((uTry > hiLim && iDelta > 0) || (uTry < loLim && iDelta < 0)) {
             status |= L.LS_INTEGRATOR_HELD;
           } else {
@@ -456,7 +458,7 @@ function stepLoops(dt: f64, invDt: f64): void {
           }
           if (!isFinite(integral)) integral = 0;
           sf(lf(L.LF_INTEGRAL), i, integral);
-          target = pTerm + integral + dTerm + ffTerm;
+          target = rest + integral;
         }
 
         // manual, override and automatic share the envelope clamp and the slew limit
