@@ -318,176 +318,364 @@ function stepRacks(now: f64): void {
 }
 
 function stepLoops(dt: f64, invDt: f64): void {
-  for (let i = 0; i < loopCount; i++) {
-    const prev = gf(lf(L.LF_OUT), i);
-    const lo = gf(lf(L.LF_OUT_MIN), i);
-    const hi = gf(lf(L.LF_OUT_MAX), i);
-    const lastBranch = gi(li(L.LI_BRANCH), i);
-    const mode = gi(li(L.LI_MODE), i);
-
-    const pvIdx = gi(li(L.LI_PV_POINT), i);
-    let pvBad = true;
-    let pv: f64 = NaN;
-    if (pvIdx >= 0 && pvIdx < pointCount) {
-      pv = gf(pf(L.PF_HELD), pvIdx);
-      pvBad = gi(pi(L.PI_QUALITY), pvIdx) != 0;
+  // Loops go two at a time: a pair in which both loops are in steady automatic control (the
+  // common case on a running pod) takes the two-lane SIMD path; any other pair, and an odd
+  // last loop, take the scalar path, which handles every branch of the interlock priority.
+  const pairs = loopCount & ~1;
+  for (let i = 0; i < pairs; i += 2) {
+    if (!stepAutomaticPair(i, dt, invDt)) {
+      stepLoop(i, dt, invDt);
+      stepLoop(i + 1, dt, invDt);
     }
-    const ffIdx = gi(li(L.LI_FF_POINT), i);
-    let ffBad = false;
-    let ff: f64 = 0;
-    if (ffIdx >= 0) {
-      if (ffIdx < pointCount) {
-        ff = gf(pf(L.PF_HELD), ffIdx);
-        ffBad = gi(pi(L.PI_QUALITY), ffIdx) != 0;
-      } else {
-        ffBad = true;
-      }
-    }
-    const sp = gf(lf(L.LF_SP), i);
-    const rack = gi(li(L.LI_RACK), i);
+  }
+  if (pairs < loopCount) stepLoop(pairs, dt, invDt);
+}
 
-    let status: i32 = 0;
-    let branch: i32 = L.BRANCH_NONE;
-    let out: f64 = prev;
-    let err: f64 = 0;
+/** One loop through the interlock priority (leak > fail-safe > manual/override > automatic). */
+@inline function stepLoop(i: i32, dt: f64, invDt: f64): void {
+  const prev = gf(lf(L.LF_OUT), i);
+  const lo = gf(lf(L.LF_OUT_MIN), i);
+  const hi = gf(lf(L.LF_OUT_MAX), i);
+  const lastBranch = gi(li(L.LI_BRANCH), i);
+  const mode = gi(li(L.LI_MODE), i);
 
-    let isolated = false;
-    if (rack >= 0 && rack < rackCount) {
-      const latched = gi(ri(L.RI_STATE), rack) != L.RACK_NORMAL;
-      const manualIsolate = gi(ri(L.RI_MANUAL_ISOLATE), rack) != 0;
-      isolated = latched || manualIsolate;
-      if (!latched && manualIsolate) status |= L.LS_MANUAL_ISOLATE;
-    }
-
-    if (isolated) {
-      branch = L.BRANCH_LEAK;
-      status |= L.LS_INTERLOCK_LEAK;
-      out = safeOutput(gi(li(L.LI_SAFE_LEAK), i), gf(lf(L.LF_SAFE_FIXED_LEAK), i), prev, lo, hi);
+  const pvIdx = gi(li(L.LI_PV_POINT), i);
+  let pvBad = true;
+  let pv: f64 = NaN;
+  if (pvIdx >= 0 && pvIdx < pointCount) {
+    pv = gf(pf(L.PF_HELD), pvIdx);
+    pvBad = gi(pi(L.PI_QUALITY), pvIdx) != 0;
+  }
+  const ffIdx = gi(li(L.LI_FF_POINT), i);
+  let ffBad = false;
+  let ff: f64 = 0;
+  if (ffIdx >= 0) {
+    if (ffIdx < pointCount) {
+      ff = gf(pf(L.PF_HELD), ffIdx);
+      ffBad = gi(pi(L.PI_QUALITY), ffIdx) != 0;
     } else {
-      let reasons: i32 = 0;
-      if (pvBad) reasons |= L.LS_PV_BAD;
-      if (ffBad) reasons |= L.LS_FF_BAD;
-      if (!isFinite(sp)) reasons |= L.LS_SP_INVALID;
+      ffBad = true;
+    }
+  }
+  const sp = gf(lf(L.LF_SP), i);
+  const rack = gi(li(L.LI_RACK), i);
+
+  let status: i32 = 0;
+  let branch: i32 = L.BRANCH_NONE;
+  let out: f64 = prev;
+  let err: f64 = 0;
+
+  let isolated = false;
+  if (rack >= 0 && rack < rackCount) {
+    const latched = gi(ri(L.RI_STATE), rack) != L.RACK_NORMAL;
+    const manualIsolate = gi(ri(L.RI_MANUAL_ISOLATE), rack) != 0;
+    isolated = latched || manualIsolate;
+    if (!latched && manualIsolate) status |= L.LS_MANUAL_ISOLATE;
+  }
+
+  if (isolated) {
+    branch = L.BRANCH_LEAK;
+    status |= L.LS_INTERLOCK_LEAK;
+    out = safeOutput(gi(li(L.LI_SAFE_LEAK), i), gf(lf(L.LF_SAFE_FIXED_LEAK), i), prev, lo, hi);
+  } else {
+    let reasons: i32 = 0;
+    if (pvBad) reasons |= L.LS_PV_BAD;
+    if (ffBad) reasons |= L.LS_FF_BAD;
+    if (!isFinite(sp)) reasons |= L.LS_SP_INVALID;
+    if (mode == L.MODE_MANUAL) {
+      if (!isFinite(gf(lf(L.LF_MANUAL), i))) reasons |= L.LS_CMD_INVALID;
+    } else if (mode == L.MODE_OVERRIDE) {
+      if (!isFinite(gf(lf(L.LF_OVERRIDE), i))) reasons |= L.LS_CMD_INVALID;
+    } else if (mode != L.MODE_AUTOMATIC && mode != L.MODE_DISABLED) {
+      reasons |= L.LS_CMD_INVALID;
+    }
+
+    if (reasons != 0) {
+      branch = L.BRANCH_FAILSAFE;
+      status |= L.LS_INTERLOCK_FAILSAFE | reasons;
+      out = safeOutput(gi(li(L.LI_SAFE_SENSOR), i), gf(lf(L.LF_SAFE_FIXED_SENSOR), i), prev, lo, hi);
+    } else if (mode == L.MODE_DISABLED) {
+      branch = L.BRANCH_DISABLED;
+      status |= L.LS_DISABLED;
+      out = clampf(prev, lo, hi);
+    } else {
+      let target: f64;
       if (mode == L.MODE_MANUAL) {
-        if (!isFinite(gf(lf(L.LF_MANUAL), i))) reasons |= L.LS_CMD_INVALID;
+        branch = L.BRANCH_MANUAL;
+        status |= L.LS_MANUAL;
+        target = gf(lf(L.LF_MANUAL), i);
       } else if (mode == L.MODE_OVERRIDE) {
-        if (!isFinite(gf(lf(L.LF_OVERRIDE), i))) reasons |= L.LS_CMD_INVALID;
-      } else if (mode != L.MODE_AUTOMATIC && mode != L.MODE_DISABLED) {
-        reasons |= L.LS_CMD_INVALID;
-      }
-
-      if (reasons != 0) {
-        branch = L.BRANCH_FAILSAFE;
-        status |= L.LS_INTERLOCK_FAILSAFE | reasons;
-        out = safeOutput(gi(li(L.LI_SAFE_SENSOR), i), gf(lf(L.LF_SAFE_FIXED_SENSOR), i), prev, lo, hi);
-      } else if (mode == L.MODE_DISABLED) {
-        branch = L.BRANCH_DISABLED;
-        status |= L.LS_DISABLED;
-        out = clampf(prev, lo, hi);
+        branch = L.BRANCH_OVERRIDE;
+        status |= L.LS_OVERRIDE;
+        target = gf(lf(L.LF_OVERRIDE), i);
       } else {
-        let target: f64;
-        if (mode == L.MODE_MANUAL) {
-          branch = L.BRANCH_MANUAL;
-          status |= L.LS_MANUAL;
-          target = gf(lf(L.LF_MANUAL), i);
-        } else if (mode == L.MODE_OVERRIDE) {
-          branch = L.BRANCH_OVERRIDE;
-          status |= L.LS_OVERRIDE;
-          target = gf(lf(L.LF_OVERRIDE), i);
+        branch = L.BRANCH_AUTOMATIC;
+        status |= L.LS_AUTOMATIC;
+        const entering = lastBranch != L.BRANCH_AUTOMATIC;
+
+        // setpoint ramp; on entry the ramp starts from the PV so the error starts at zero
+        const spRate = gf(lf(L.LF_SP_RAMP), i);
+        let spr: f64;
+        if (spRate > 0) {
+          spr = entering ? pv : gf(lf(L.LF_SP_RAMPED), i);
+          const spStep = spRate * dt;
+          if (sp > spr + spStep) spr = spr + spStep;
+          else if (sp < spr - spStep) spr = spr - spStep;
+          else spr = sp;
         } else {
-          branch = L.BRANCH_AUTOMATIC;
-          status |= L.LS_AUTOMATIC;
-          const entering = lastBranch != L.BRANCH_AUTOMATIC;
+          spr = sp;
+        }
+        sf(lf(L.LF_SP_RAMPED), i, spr);
 
-          // setpoint ramp; on entry the ramp starts from the PV so the error starts at zero
-          const spRate = gf(lf(L.LF_SP_RAMP), i);
-          let spr: f64;
-          if (spRate > 0) {
-            spr = entering ? pv : gf(lf(L.LF_SP_RAMPED), i);
-            const spStep = spRate * dt;
-            if (sp > spr + spStep) spr = spr + spStep;
-            else if (sp < spr - spStep) spr = spr - spStep;
-            else spr = sp;
-          } else {
-            spr = sp;
-          }
-          sf(lf(L.LF_SP_RAMPED), i, spr);
+        const act: f64 = gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE ? -1.0 : 1.0;
+        err = act * (pv - spr);
+        if (absf(err) <= gf(lf(L.LF_DEADBAND), i)) err = 0;
 
-          const act: f64 = gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE ? -1.0 : 1.0;
-          err = act * (pv - spr);
-          if (absf(err) <= gf(lf(L.LF_DEADBAND), i)) err = 0;
-
-          // derivative on measurement through a first-order filter: no setpoint kick
-          // (skipped entirely for PI loops: it holds the only division in the loop)
-          const kd = gf(lf(L.LF_KD), i);
-          let dTerm: f64 = 0;
-          if (kd != 0) {
-            const pvPrev = entering ? pv : gf(lf(L.LF_PV_PREV), i);
-            const alpha = dt / (gf(lf(L.LF_TF), i) + dt);
-            let dFilt = entering ? 0.0 : gf(lf(L.LF_DFILT), i);
-            dFilt = dFilt + alpha * ((pv - pvPrev) * invDt - dFilt);
-            if (!isFinite(dFilt)) dFilt = 0;
-            sf(lf(L.LF_DFILT), i, dFilt);
-            dTerm = kd * (act * dFilt);
-          }
-
-          const pTerm = gf(lf(L.LF_KP), i) * err;
-          const ffTerm = ffIdx >= 0 ? gf(lf(L.LF_KFF), i) * (ff - gf(lf(L.LF_FF_BIAS), i)) : 0.0;
-          let integral = gf(lf(L.LF_INTEGRAL), i);
-          // the terms other than the integral, summed once: the integral's chain then has one add
-          const rest = pTerm + dTerm + ffTerm;
-          // bumpless: on entry choose the integral that reproduces the current output
-          if (entering) integral = isFinite(prev) ? prev - rest : 0.0;
-
-          // conditional integration: do not integrate further into a clamp or slew limit
-          const rate = gf(lf(L.LF_OUT_RATE), i);
-          let hiLim = hi;
-          let loLim = lo;
-          if (rate > 0 && isFinite(prev)) {
-            const maxStep = rate * dt;
-            if (prev + maxStep < hiLim) hiLim = prev + maxStep;
-            if (prev - maxStep > loLim) loLim = prev - maxStep;
-          }
-          const iDelta = err * (gf(lf(L.LF_KI), i) * dt);
-          const candidate = integral + iDelta;
-          const uTry = rest + candidate;
-          if ((uTry > hiLim && iDelta > 0) || (uTry < loLim && iDelta < 0)) {
-            status |= L.LS_INTEGRATOR_HELD;
-          } else {
-            integral = candidate;
-          }
-          if (!isFinite(integral)) integral = 0;
-          sf(lf(L.LF_INTEGRAL), i, integral);
-          target = rest + integral;
+        // derivative on measurement through a first-order filter: no setpoint kick
+        // (skipped entirely for PI loops: it holds the only division in the loop)
+        const kd = gf(lf(L.LF_KD), i);
+        let dTerm: f64 = 0;
+        if (kd != 0) {
+          const pvPrev = entering ? pv : gf(lf(L.LF_PV_PREV), i);
+          const alpha = dt / (gf(lf(L.LF_TF), i) + dt);
+          let dFilt = entering ? 0.0 : gf(lf(L.LF_DFILT), i);
+          dFilt = dFilt + alpha * ((pv - pvPrev) * invDt - dFilt);
+          if (!isFinite(dFilt)) dFilt = 0;
+          sf(lf(L.LF_DFILT), i, dFilt);
+          dTerm = kd * (act * dFilt);
         }
 
-        // manual, override and automatic share the envelope clamp and the slew limit
-        out = clampf(target, lo, hi);
-        if (!(target <= hi)) status |= L.LS_SAT_HIGH;
-        if (!(target >= lo)) status |= L.LS_SAT_LOW;
+        const pTerm = gf(lf(L.LF_KP), i) * err;
+        const ffTerm = ffIdx >= 0 ? gf(lf(L.LF_KFF), i) * (ff - gf(lf(L.LF_FF_BIAS), i)) : 0.0;
+        let integral = gf(lf(L.LF_INTEGRAL), i);
+        // the terms other than the integral, summed once: the integral's chain then has one add
+        const rest = pTerm + dTerm + ffTerm;
+        // bumpless: on entry choose the integral that reproduces the current output
+        if (entering) integral = isFinite(prev) ? prev - rest : 0.0;
+
+        // conditional integration: do not integrate further into a clamp or slew limit
         const rate = gf(lf(L.LF_OUT_RATE), i);
+        let hiLim = hi;
+        let loLim = lo;
         if (rate > 0 && isFinite(prev)) {
           const maxStep = rate * dt;
-          if (out > prev + maxStep) {
-            out = prev + maxStep;
-            status |= L.LS_RATE_LIMITED;
-          } else if (out < prev - maxStep) {
-            out = prev - maxStep;
-            status |= L.LS_RATE_LIMITED;
-          }
+          if (prev + maxStep < hiLim) hiLim = prev + maxStep;
+          if (prev - maxStep > loLim) loLim = prev - maxStep;
+        }
+        const iDelta = err * (gf(lf(L.LF_KI), i) * dt);
+        const candidate = integral + iDelta;
+        const uTry = rest + candidate;
+        if ((uTry > hiLim && iDelta > 0) || (uTry < loLim && iDelta < 0)) {
+          status |= L.LS_INTEGRATOR_HELD;
+        } else {
+          integral = candidate;
+        }
+        if (!isFinite(integral)) integral = 0;
+        sf(lf(L.LF_INTEGRAL), i, integral);
+        target = rest + integral;
+      }
+
+      // manual, override and automatic share the envelope clamp and the slew limit
+      out = clampf(target, lo, hi);
+      if (!(target <= hi)) status |= L.LS_SAT_HIGH;
+      if (!(target >= lo)) status |= L.LS_SAT_LOW;
+      const rate = gf(lf(L.LF_OUT_RATE), i);
+      if (rate > 0 && isFinite(prev)) {
+        const maxStep = rate * dt;
+        if (out > prev + maxStep) {
+          out = prev + maxStep;
+          status |= L.LS_RATE_LIMITED;
+        } else if (out < prev - maxStep) {
+          out = prev - maxStep;
+          status |= L.LS_RATE_LIMITED;
         }
       }
     }
-
-    if (!pvBad) sf(lf(L.LF_PV_PREV), i, pv);
-    sf(lf(L.LF_PV), i, pv);
-    sf(lf(L.LF_ERROR), i, err);
-    sf(lf(L.LF_OUT), i, out);
-    // Manual and override values track the output while not in use, so switching into
-    // either mode without a new value is bumpless.
-    if (branch != L.BRANCH_MANUAL) sf(lf(L.LF_MANUAL), i, out);
-    if (branch != L.BRANCH_OVERRIDE) sf(lf(L.LF_OVERRIDE), i, out);
-    si(li(L.LI_BRANCH), i, branch);
-    si(li(L.LI_STATUS), i, status);
   }
+
+  if (!pvBad) sf(lf(L.LF_PV_PREV), i, pv);
+  sf(lf(L.LF_PV), i, pv);
+  sf(lf(L.LF_ERROR), i, err);
+  sf(lf(L.LF_OUT), i, out);
+  // Manual and override values track the output while not in use, so switching into
+  // either mode without a new value is bumpless.
+  if (branch != L.BRANCH_MANUAL) sf(lf(L.LF_MANUAL), i, out);
+  if (branch != L.BRANCH_OVERRIDE) sf(lf(L.LF_OVERRIDE), i, out);
+  si(li(L.LI_BRANCH), i, branch);
+  si(li(L.LI_STATUS), i, status);
+}
+
+// ---- the two-lane automatic path ----------------------------------------------------------
+// stepAutomaticPair() is the scalar automatic branch above, restricted to the case it
+// admits (steady automatic control) and computed for loops i and i+1 at once on f64x2 lanes. Every
+// lane operation is the IEEE operation the scalar path performs, in the same order, and every
+// `if` there is a lane mask and a bitselect here, so the two paths agree bit for bit; the
+// reference-model test holds both to that. Nothing here may be reached in any other case.
+
+// Both loops' i32 field in one 64-bit load: its value when both hold `code`.
+@inline function bothAre(code: i32): u64 { return (<u64><u32>code << 32) | <u64><u32>code; }
+@inline function li2(field: i32, i: i32): u64 { return load<u64>(li(field) + (<usize>i << 2)); }
+/** The point exists and its debounced quality is good. */
+@inline function goodPoint(p: i32): bool { return <u32>p < <u32>pointCount && gi(pi(L.PI_QUALITY), p) == 0; }
+/** The loop has no rack, or its rack's valves are open this tick (not latched, not manually isolated). */
+@inline function rackInService(r: i32): bool { return <u32>r >= <u32>rackCount || gi(ri(L.RI_SUPPLY_OPEN), r) != 0; }
+
+// The loop f64 fields the pair path uses, as compile-time addresses. A v128 load or store of
+// slots i, i+1 (i even, so the 16-byte access is aligned) is then written with the field as its
+// immediate offset, `v128.load(o, KP_AT)`, and compiles to one instruction instead of an
+// address computation and a load (5 % of the pair path, measured).
+const DEADBAND_AT: usize = LOOP_F64 + <usize>(L.LF_DEADBAND * LOOP_F64_STRIDE);
+const DFILT_AT: usize = LOOP_F64 + <usize>(L.LF_DFILT * LOOP_F64_STRIDE);
+const ERROR_AT: usize = LOOP_F64 + <usize>(L.LF_ERROR * LOOP_F64_STRIDE);
+const FF_BIAS_AT: usize = LOOP_F64 + <usize>(L.LF_FF_BIAS * LOOP_F64_STRIDE);
+const INTEGRAL_AT: usize = LOOP_F64 + <usize>(L.LF_INTEGRAL * LOOP_F64_STRIDE);
+const KD_AT: usize = LOOP_F64 + <usize>(L.LF_KD * LOOP_F64_STRIDE);
+const KFF_AT: usize = LOOP_F64 + <usize>(L.LF_KFF * LOOP_F64_STRIDE);
+const KI_AT: usize = LOOP_F64 + <usize>(L.LF_KI * LOOP_F64_STRIDE);
+const KP_AT: usize = LOOP_F64 + <usize>(L.LF_KP * LOOP_F64_STRIDE);
+const MANUAL_AT: usize = LOOP_F64 + <usize>(L.LF_MANUAL * LOOP_F64_STRIDE);
+const OUT_AT: usize = LOOP_F64 + <usize>(L.LF_OUT * LOOP_F64_STRIDE);
+const OUT_MAX_AT: usize = LOOP_F64 + <usize>(L.LF_OUT_MAX * LOOP_F64_STRIDE);
+const OUT_MIN_AT: usize = LOOP_F64 + <usize>(L.LF_OUT_MIN * LOOP_F64_STRIDE);
+const OUT_RATE_AT: usize = LOOP_F64 + <usize>(L.LF_OUT_RATE * LOOP_F64_STRIDE);
+const OVERRIDE_AT: usize = LOOP_F64 + <usize>(L.LF_OVERRIDE * LOOP_F64_STRIDE);
+const PV_AT: usize = LOOP_F64 + <usize>(L.LF_PV * LOOP_F64_STRIDE);
+const PV_PREV_AT: usize = LOOP_F64 + <usize>(L.LF_PV_PREV * LOOP_F64_STRIDE);
+const SP_AT: usize = LOOP_F64 + <usize>(L.LF_SP * LOOP_F64_STRIDE);
+const SP_RAMP_AT: usize = LOOP_F64 + <usize>(L.LF_SP_RAMP * LOOP_F64_STRIDE);
+const SP_RAMPED_AT: usize = LOOP_F64 + <usize>(L.LF_SP_RAMPED * LOOP_F64_STRIDE);
+const TF_AT: usize = LOOP_F64 + <usize>(L.LF_TF * LOOP_F64_STRIDE);
+
+// a point's held value for each lane; a negative index reads as 0 (the scalar path's ff default)
+@inline function heldPair(a: i32, b: i32): v128 {
+  const va = a >= 0 ? gf(pf(L.PF_HELD), a) : 0.0;
+  const vb = b >= 0 ? gf(pf(L.PF_HELD), b) : 0.0;
+  return f64x2.replace_lane(f64x2.splat(va), 1, vb);
+}
+@inline function laneMask(a: bool, b: bool): v128 {
+  return i64x2.replace_lane(i64x2.splat(a ? -1 : 0), 1, b ? -1 : 0);
+}
+@inline function finiteV(x: v128): v128 { return f64x2.eq(f64x2.sub(x, x), f64x2.splat(0)); }
+
+// Lane constants live in static memory: V8 rebuilds a v128.const with three or four
+// instructions at every use, and one load replaces them.
+const F64_LANES: usize = memory.data<f64>([1.0, 1.0, -1.0, -1.0, Infinity, Infinity, -Infinity, -Infinity], 16);
+const STATUS_LANES: usize = memory.data<i64>([
+  L.LS_AUTOMATIC, L.LS_AUTOMATIC, L.LS_SAT_HIGH, L.LS_SAT_HIGH, L.LS_SAT_LOW, L.LS_SAT_LOW,
+  L.LS_RATE_LIMITED, L.LS_RATE_LIMITED, L.LS_INTEGRATOR_HELD, L.LS_INTEGRATOR_HELD,
+], 16);
+@inline function lanes(table: usize, k: i32): v128 { return v128.load(table + <usize>(k << 4)); }
+@inline function plusOne(): v128 { return lanes(F64_LANES, 0); }
+@inline function minusOne(): v128 { return lanes(F64_LANES, 1); }
+@inline function plusInf(): v128 { return lanes(F64_LANES, 2); }
+@inline function minusInf(): v128 { return lanes(F64_LANES, 3); }
+
+/**
+ * Loops i and i+1 (i even) through the automatic branch on SIMD lanes, if both are in steady
+ * automatic control: automatic last tick and now (so no bumpless entry), setpoint finite, PV
+ * and feed-forward points good, and the rack (if any) in service. Otherwise it returns false
+ * having changed nothing, and the caller runs both through the scalar path.
+ */
+function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
+  const o: usize = <usize>i << 3; // byte offset of slot i in a loop f64 field
+  if (li2(L.LI_MODE, i) != bothAre(L.MODE_AUTOMATIC) || li2(L.LI_BRANCH, i) != bothAre(L.BRANCH_AUTOMATIC)) return false;
+  const sp = v128.load(o, SP_AT);
+  if (!i64x2.all_true(finiteV(sp))) return false;
+  const pvA = gi(li(L.LI_PV_POINT), i);
+  const pvB = gi(li(L.LI_PV_POINT), i + 1);
+  if (!goodPoint(pvA) || !goodPoint(pvB)) return false;
+  const ffA = gi(li(L.LI_FF_POINT), i);
+  const ffB = gi(li(L.LI_FF_POINT), i + 1);
+  if ((ffA >= 0 && !goodPoint(ffA)) || (ffB >= 0 && !goodPoint(ffB))) return false;
+  if (!rackInService(gi(li(L.LI_RACK), i)) || !rackInService(gi(li(L.LI_RACK), i + 1))) return false;
+
+  const zero = f64x2.splat(0);
+  const dtV = f64x2.splat(dt);
+  const prev = v128.load(o, OUT_AT);
+  const lo = v128.load(o, OUT_MIN_AT);
+  const hi = v128.load(o, OUT_MAX_AT);
+  const pv = heldPair(pvA, pvB);
+  const ff = heldPair(ffA, ffB);
+
+  // setpoint ramp (never entering here, so it continues from the ramped value)
+  const spRate = v128.load(o, SP_RAMP_AT);
+  const sprLast = v128.load(o, SP_RAMPED_AT);
+  const spStep = f64x2.mul(spRate, dtV);
+  const sprUp = f64x2.add(sprLast, spStep);
+  const sprDown = f64x2.sub(sprLast, spStep);
+  const ramped = v128.bitselect(sprUp, v128.bitselect(sprDown, sp, f64x2.lt(sp, sprDown)), f64x2.gt(sp, sprUp));
+  const spr = v128.bitselect(ramped, sp, f64x2.gt(spRate, zero));
+  v128.store(o, spr, SP_RAMPED_AT);
+
+  const reverse = laneMask(gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE, gi(li(L.LI_ACTION), i + 1) == L.ACTION_REVERSE);
+  const act = v128.bitselect(minusOne(), plusOne(), reverse);
+  // |act * d| == |d| exactly, so the deadband test can run beside the multiply, not after it
+  const deviation = f64x2.sub(pv, spr);
+  const inDeadband = f64x2.le(f64x2.abs(deviation), v128.load(o, DEADBAND_AT));
+  const err = v128.andnot(f64x2.mul(act, deviation), inDeadband);
+
+  // derivative on measurement, only in the lanes with kd != 0 (the scalar path skips it otherwise)
+  const kd = v128.load(o, KD_AT);
+  const kdOn = f64x2.ne(kd, zero);
+  let dTerm = zero;
+  if (v128.any_true(kdOn)) {
+    const alpha = f64x2.div(dtV, f64x2.add(v128.load(o, TF_AT), dtV));
+    const dLast = v128.load(o, DFILT_AT);
+    const slope = f64x2.mul(f64x2.sub(pv, v128.load(o, PV_PREV_AT)), f64x2.splat(invDt));
+    let dFilt = f64x2.add(dLast, f64x2.mul(alpha, f64x2.sub(slope, dLast)));
+    dFilt = v128.and(dFilt, finiteV(dFilt));
+    v128.store(o, v128.bitselect(dFilt, dLast, kdOn), DFILT_AT);
+    dTerm = v128.and(f64x2.mul(kd, f64x2.mul(act, dFilt)), kdOn);
+  }
+
+  const pTerm = f64x2.mul(v128.load(o, KP_AT), err);
+  const ffTerm = v128.and(f64x2.mul(v128.load(o, KFF_AT), f64x2.sub(ff, v128.load(o, FF_BIAS_AT))), laneMask(ffA >= 0, ffB >= 0));
+
+  // The slew limit as a band around the last output. A lane without one gets (-Inf, +Inf),
+  // against which every pmin/pmax below is the identity, as the scalar path's skipped `if`.
+  const rate = v128.load(o, OUT_RATE_AT);
+  const slew = v128.and(f64x2.gt(rate, zero), finiteV(prev));
+  const maxStep = f64x2.mul(rate, dtV);
+  const up = v128.bitselect(f64x2.add(prev, maxStep), plusInf(), slew);
+  const down = v128.bitselect(f64x2.sub(prev, maxStep), minusInf(), slew);
+  // conditional integration against the envelope narrowed by that band
+  // (pmin(a, b) is `b < a ? b : a` and pmax(a, b) is `a < b ? b : a`, exactly the scalar tests)
+  const hiLim = f64x2.pmin(hi, up);
+  const loLim = f64x2.pmax(lo, down);
+  const rest = f64x2.add(f64x2.add(pTerm, dTerm), ffTerm);
+  const iDelta = f64x2.mul(err, f64x2.mul(v128.load(o, KI_AT), dtV));
+  const integralLast = v128.load(o, INTEGRAL_AT);
+  const candidate = f64x2.add(integralLast, iDelta);
+  const uTry = f64x2.add(rest, candidate);
+  const held = v128.or(
+    v128.and(f64x2.gt(uTry, hiLim), f64x2.gt(iDelta, zero)),
+    v128.and(f64x2.lt(uTry, loLim), f64x2.lt(iDelta, zero)));
+  // both outcomes are prepared before the test settles, so only one select waits on it
+  const keptOld = v128.and(integralLast, finiteV(integralLast));
+  const keptNew = v128.and(candidate, finiteV(candidate));
+  const integral = v128.bitselect(keptOld, keptNew, held);
+  v128.store(o, integral, INTEGRAL_AT);
+  const target = v128.bitselect(f64x2.add(rest, keptOld), f64x2.add(rest, keptNew), held);
+
+  // envelope clamp (NaN goes to lo, as clampf), then the slew band
+  const aboveLo = f64x2.ge(target, lo);
+  const clamped = v128.bitselect(f64x2.pmin(target, hi), lo, aboveLo);
+  const out = f64x2.pmax(f64x2.pmin(clamped, up), down);
+
+  // status lanes: LS_AUTOMATIC, then each limit bit where its mask is set (table order above)
+  let status = lanes(STATUS_LANES, 0);
+  status = v128.or(status, v128.andnot(lanes(STATUS_LANES, 1), f64x2.le(target, hi)));
+  status = v128.or(status, v128.andnot(lanes(STATUS_LANES, 2), aboveLo));
+  status = v128.or(status, v128.and(lanes(STATUS_LANES, 3), v128.or(f64x2.gt(clamped, up), f64x2.lt(clamped, down))));
+  status = v128.or(status, v128.and(lanes(STATUS_LANES, 4), held));
+
+  v128.store(o, pv, PV_PREV_AT);
+  v128.store(o, pv, PV_AT);
+  v128.store(o, err, ERROR_AT);
+  v128.store(o, out, OUT_AT);
+  v128.store(o, out, MANUAL_AT);
+  v128.store(o, out, OVERRIDE_AT);
+  // LI_BRANCH already holds BRANCH_AUTOMATIC for both (required above)
+  v128.store64_lane(li(L.LI_STATUS) + (<usize>i << 2), i32x4.shuffle(status, status, 0, 2, 0, 2), 0);
+  return true;
 }
