@@ -6,6 +6,9 @@ import { ControlThread } from "../agent/control/control-thread.js";
 import { DEFAULT_POD_CONTROL, podBankSpec, podLayout } from "../agent/pod-bank.js";
 import { monoMs } from "../lib/clock.js";
 import { LogHistogram, bucketLow, bucketOf } from "../lib/log-histogram.js";
+import { warmupSamples, warmupSpec } from "../agent/control/warmup.js";
+import { loadBank } from "../hotpath-as/bank-config.js";
+import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { simConfig } from "../sim/config.js";
 import { VirtualPod } from "../sim/virtual-pod.js";
 import { waitFor } from "./helpers/processes.js";
@@ -21,6 +24,28 @@ async function started(): Promise<ControlThread> {
   await ct.start();
   return ct;
 }
+
+describe("JIT warm-up bank", () => {
+  // V8 compiles a WASM function with its optimising tier only once it has run enough; a path
+  // the warm-up never takes would run its first real ticks in the baseline tier (about twice
+  // as slow). The warm-up must therefore take the same paths as a running pod.
+  it("runs every loop pair on the automatic path and validates every point in full, every tick", () => {
+    const loops = 23;
+    const points = 50;
+    const hp = loadWasmHotPath("release");
+    loadBank(hp, warmupSpec(loops, points));
+    for (let tick = 1; tick <= 50; tick++) {
+      warmupSamples(hp, points, tick);
+      hp.step(tick, 0.001);
+      if (tick < 5) continue; // debounce and the bumpless entry into automatic
+      for (let p = 0; p < points; p++) expect(hp.views.pointF.prevTs[p], `point ${p} validated at tick ${tick}`).toBe(tick);
+      for (let i = 0; i < loops; i++) {
+        expect(hp.views.loopI.status[i] & L.LS_AUTOMATIC, `loop ${i}`).not.toBe(0);
+        expect(hp.views.loopI.branch[i]).toBe(L.BRANCH_AUTOMATIC);
+      }
+    }
+  });
+});
 
 describe("control worker", () => {
   it("starts fail-safe (no inputs yet) and goes automatic once samples arrive", async () => {

@@ -1,5 +1,6 @@
 // A synthetic bank for JIT warm-up: as many loops and points as the real one, every loop in
-// automatic on valid inputs, so the warm-up exercises the path the real ticks will take.
+// automatic on valid, changing inputs, so the warm-up exercises the paths the real ticks will
+// take (the SIMD pair path for the loops, the full validation for the points).
 import { writeSample, type BankSpec } from "../../hotpath-as/bank-config.js";
 import type { HotPath } from "../../hotpath-as/views.js";
 
@@ -25,6 +26,11 @@ export function warmupSpec(loops: number, points: number): BankSpec {
   };
 }
 
-export function warmupSamples(hp: HotPath, points: number): void {
-  for (let i = 0; i < Math.max(1, points); i++) writeSample(hp.views, i, 40 + (i % 5), 0);
+/**
+ * A new sample on every point for warm-up tick `tick`. Fresh samples every tick keep the full
+ * point validation running: with unchanged samples every point would take the quiet fast path,
+ * and V8 would leave the validation code in its baseline tier for the first real samples.
+ */
+export function warmupSamples(hp: HotPath, points: number, tick: number): void {
+  for (let i = 0; i < Math.max(1, points); i++) writeSample(hp.views, i, 40 + ((i + tick) % 5), tick);
 }

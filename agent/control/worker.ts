@@ -54,8 +54,10 @@ function run(input: WorkerInput): void {
   // bank's first ticks are not run by the baseline compiler.
   const scratch = new WasmHotPath(module);
   loadBank(scratch, warmupSpec(input.spec.loops.length, input.spec.points.length));
-  warmupSamples(scratch, input.spec.points.length);
-  for (let k = 1; k <= input.warmupTicks; k++) scratch.step(k, 0.001);
+  for (let k = 1; k <= input.warmupTicks; k++) {
+    warmupSamples(scratch, input.spec.points.length, k);
+    scratch.step(k, 0.001);
+  }
   const hp = new WasmHotPath(module);
   loadBank(hp, input.spec);
   const v = hp.views;
