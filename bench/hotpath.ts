@@ -22,9 +22,12 @@ export interface HotpathResult {
 
 const PROFILES = {
   // what podwarden runs per rack: PI on return temperature, feed-forward from rack power, slew limit
-  "rack PI+FF": { kff: 0.6, outRate: 50 },
+  "rack PI+FF": { loop: { kff: 0.6, outRate: 50 }, oddMode: "Automatic" },
   // every feature on at once: derivative with filter, setpoint ramp, deadband
-  "all features": { kd: 0.1, tf: 0.05, kff: 0.6, outRate: 50, spRamp: 1, deadband: 0.05 },
+  "all features": { loop: { kd: 0.1, tf: 0.05, kff: 0.6, outRate: 50, spRamp: 1, deadband: 0.05 }, oddMode: "Automatic" },
+  // every other loop in Manual: no pair is all-automatic, so every loop takes the scalar path
+  // (the step runs pairs of steady automatic loops on SIMD lanes)
+  "rack PI+FF, scalar path": { loop: { kff: 0.6, outRate: 50 }, oddMode: "Manual" },
 } as const;
 type Profile = keyof typeof PROFILES;
 
@@ -46,7 +49,8 @@ function bankSpec(loops: number, profile: Profile): BankSpec {
       safeOnLeak: "closed" as const,
       safeOnSensorFault: "open" as const,
       sp: 40,
-      ...PROFILES[profile],
+      mode: i % 2 === 1 ? PROFILES[profile].oddMode : "Automatic",
+      ...PROFILES[profile].loop,
     });
   }
   return { points, loops: loopSpecs, racks: [] };
