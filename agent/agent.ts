@@ -62,6 +62,12 @@ export interface ProblemReport {
   source: string;
   /** null when the problem has gone */
   message: string | null;
+  /**
+   * A one-off event (a state file quarantined, spooled events dropped), not a condition that
+   * goes away by itself: it stays raised until an operator acknowledges it. Without this, a
+   * problem stays raised until its owner reports it resolved (resolveProblem).
+   */
+  untilAcknowledged?: boolean;
 }
 
 export interface RackStatus {
@@ -187,11 +193,11 @@ export class Agent {
     // Racks latched before a restart are isolated again before the first tick.
     if (this.latches.file === null) this.log.warn("no state directory: leak latches will not survive a restart (set stateDir or run under systemd with StateDirectory)");
     const restored = this.latches.load();
-    if (restored.problem !== undefined) this.reportProblem("state:latches", { severity: "Critical", source: "agent", message: `leak latch state: ${restored.problem}` });
+    if (restored.problem !== undefined) this.reportProblem("state:latches", { severity: "Critical", source: "agent", message: `leak latch state: ${restored.problem}`, untilAcknowledged: true });
     // a budget mission control set before the restart still holds: a pod must not come back
     // drawing more than it was last allowed
     const budget = this.budgetStore?.load();
-    if (budget?.problem !== undefined) this.reportProblem("state:power-budget", { severity: "Warning", source: "agent", message: `power budget state: ${budget.problem}` });
+    if (budget?.problem !== undefined) this.reportProblem("state:power-budget", { severity: "Warning", source: "agent", message: `power budget state: ${budget.problem}`, untilAcknowledged: true });
     if (budget?.value !== undefined) this.supervisor.setPowerBudget(budget.value.podKw);
     for (const name of restored.racks) {
       const r = c.racks.findIndex((x) => x.name === name);
@@ -290,9 +296,11 @@ export class Agent {
       // cannot hold up the valves. Only changed outputs are sent, so this is cheap when nothing did.
       this.writeActuators(fresh);
       try {
+        // a failed write is retried every pass (the store keeps what it has not written)
         this.latches.save(c.racks.filter((_, r) => o.rackState[r] !== L.RACK_NORMAL).map((r) => r.name));
+        this.resolveProblem("state:latches-write");
       } catch (err) {
-        this.reportProblem("state:latches", { severity: "Critical", source: "agent", message: `cannot save leak latches: ${(err as Error).message}` });
+        this.reportProblem("state:latches-write", { severity: "Critical", source: "agent", message: `cannot save leak latches: ${(err as Error).message}` });
       }
     }
     for (const [id, p] of this.problems) this.supervisor.alarms.update(id, p.message !== null, { severity: p.severity, source: p.source, message: p.message ?? "resolved" });
@@ -350,8 +358,17 @@ export class Agent {
     this.problems.set(id, p);
   }
 
+  /** Clears a problem's condition (its alarm then clears after the dwell); a no-op if none is raised. */
+  resolveProblem(id: string): void {
+    const p = this.problems.get(id);
+    if (p !== undefined && p.message !== null) this.problems.set(id, { ...p, message: null });
+  }
+
+  /** Acknowledges an alarm; a one-off problem's alarm is thereby resolved. */
   acknowledgeAlarm(id: string, by: string): boolean {
-    return this.supervisor.alarms.acknowledge(id, by);
+    const known = this.supervisor.alarms.acknowledge(id, by);
+    if (known && this.problems.get(id)?.untilAcknowledged === true) this.resolveProblem(id);
+    return known;
   }
 
   /** Sets mission control's pod power budget (null withdraws it); kept across restarts. */

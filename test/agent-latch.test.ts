@@ -1,5 +1,5 @@
 // A leak latch survives an agent restart: the rack stays isolated until an authorised reset.
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -22,8 +22,16 @@ describe("leak latches across a restart", () => {
   let t: TestSim;
   let stateDir: string;
   const agents: Agent[] = [];
-  const start = async (): Promise<Agent> => {
-    const { agent } = testAgent(agentConfig(demoConfigFor(t.sim, (c) => (c.stateDir = stateDir))));
+  /** An agent on the simulator; alarms clear 100 ms after their condition (5 s by default). */
+  const start = async (dir = stateDir): Promise<Agent> => {
+    const { agent } = testAgent(
+      agentConfig(
+        demoConfigFor(t.sim, (c) => {
+          c.stateDir = dir;
+          c.supervisor = { ...(c.supervisor as object), alarmClearDwellMs: 100 };
+        }),
+      ),
+    );
     agents.push(agent);
     await agent.start();
     return agent;
@@ -92,10 +100,36 @@ describe("leak latches across a restart", () => {
     await a.stop({ driveSafe: false, reason: "next test" });
   });
 
-  it("starts anyway with a corrupt latch file: moves it aside and raises a Critical alarm", async () => {
+  it("raises state:latches-write while the latch file cannot be written, and clears it once a write succeeds", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podwarden-state-"));
+    // every write goes through latches.json.tmp: a directory in its place makes each one fail
+    // (a permission bit would not stop a test running as root)
+    mkdirSync(join(dir, "latches.json.tmp"));
+    const a = await start(dir);
+    t.sim.inject({ leak: "rack-5" });
+    try {
+      await waitFor(() => a.supervisor.alarms.get("state:latches-write")?.severity === "Critical", "write alarm");
+      await waitFor(() => t.sim.truth().racks[4].supplyIsolationPct === 0, "valves closed all the same");
+      expect(savedLatches(dir)).toBeNull();
+      rmdirSync(join(dir, "latches.json.tmp"));
+      await waitFor(() => savedLatches(dir)?.includes("rack-5") === true, "latch saved once the disk takes it");
+      await waitFor(() => a.supervisor.alarms.get("state:latches-write") === undefined, "alarm cleared");
+    } finally {
+      t.sim.inject({ leak: "rack-5", state: "dry" });
+    }
+    await waitFor(async () => (await a.resetLeak(4)) === "accepted", "reset");
+    await a.stop({ driveSafe: false, reason: "next test" });
+  });
+
+  it("starts anyway with a corrupt latch file: moves it aside and raises a Critical alarm that holds until acknowledged", async () => {
     writeFileSync(join(stateDir, "latches.json"), "{not json");
     const c = await start();
     await waitFor(() => c.supervisor.alarms.get("state:latches")?.severity === "Critical", "alarm");
     expect(c.supervisor.alarms.get("state:latches")?.message).toMatch(/moved to/);
+    // a one-off event, not a condition: it outlives the alarm dwell until someone has seen it
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(c.supervisor.alarms.get("state:latches")).toBeDefined();
+    expect(c.acknowledgeAlarm("state:latches", "test")).toBe(true);
+    await waitFor(() => c.supervisor.alarms.get("state:latches") === undefined, "alarm cleared after acknowledgement");
   });
 });

@@ -12,7 +12,7 @@ import { freePort } from "../lib/free-port.js";
 import { Mosquitto } from "../lib/mosquitto-process.js";
 import { demoConfigFor } from "./helpers/agent.js";
 import { cpuQuotaGroup } from "./helpers/cgroup.js";
-import { raisedAlarms, startDaemon, type Daemon } from "./helpers/daemon.js";
+import { clearedAlarms, raisedAlarms, startDaemon, type Daemon } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
@@ -69,7 +69,7 @@ describe("faults around the daemon process", () => {
     expect(after.filter((id) => /^(failsafe|device|control|leak)/.test(id))).toEqual([]);
   }, 120_000);
 
-  it("with a full disk: raises the alarm, keeps control, and still publishes live", async () => {
+  it("with a full disk: raises the alarm, keeps control, still publishes live, and clears the alarm once the drained spool frees the disk", async () => {
     const probe = spawnSync("unshare", ["-m", "true"]);
     expect(probe.status, "unshare -m needs root or user namespaces").toBe(0);
     const stateDir = join(dir, "state");
@@ -104,6 +104,8 @@ describe("faults around the daemon process", () => {
         console.log(live.length, JSON.stringify(live.slice(-3).map((m) => [m.seq, m.historical, m.kind])), JSON.stringify(d.lines.filter((l) => /uplink|spool/.test(String(l.msg))).slice(-8).map((l) => l.msg)));
         throw e;
       });
+      // the spool drains to the broker, its files go, and writes succeed again
+      await waitFor(() => clearedAlarms(d).includes("uplink:spool-write"), "the spool-write alarm cleared", 60_000, 100);
       await mc.endAsync(true);
       expect(await healthy(metricsPort)).toBe(true);
       expect(d.child.exitCode).toBeNull();

@@ -119,7 +119,7 @@ describe("broker outages (mosquitto)", () => {
     }
   }, 60_000);
 
-  it("starts with a damaged spool: quarantines the file, raises the alarm, and still delivers the intact records", async () => {
+  it("starts with a damaged spool: quarantines the file, raises the alarm until acknowledged, and still delivers the intact records", async () => {
     const broker = await Mosquitto.start({ persistence: false });
     const first = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
     await broker.kill("SIGKILL");
@@ -143,6 +143,10 @@ describe("broker outages (mosquitto)", () => {
       // the records before the damage still arrive; the pod runs and reports
       await waitFor(() => mc.of("events").filter((e) => e.action === "before-damage").length >= 9, "intact records delivered", 20_000);
       await waitFor(() => ((mc.of("alarms").pop()?.alarms as { id: string }[] | undefined) ?? []).some((a) => a.id === "uplink:spool-corrupt"), "alarm published");
+      // a one-off event: it holds until an operator has acknowledged it, then clears
+      expect(second.agent.acknowledgeAlarm("uplink:spool-corrupt", "test")).toBe(true);
+      await waitFor(() => second.agent.supervisor.alarms.get("uplink:spool-corrupt") === undefined, "alarm cleared after acknowledgement", 15_000);
+      await waitFor(() => !((mc.of("alarms").pop()?.alarms as { id: string }[] | undefined) ?? []).some((a) => a.id === "uplink:spool-corrupt"), "clearance published");
     } finally {
       await mc.close();
       await second.stop();

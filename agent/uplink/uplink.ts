@@ -103,11 +103,11 @@ export class Uplink {
   async start(): Promise<void> {
     const opened = this.spool.open();
     if (this.agent.stateDir === undefined) this.log.warn("no state directory: the spool lives under the temporary directory and may not survive a reboot");
-    if (opened.quarantined.length > 0) this.agent.reportProblem("uplink:spool-corrupt", { severity: "Critical", source: "uplink", message: `store-and-forward spool damaged: ${opened.quarantined.join("; ")}` });
+    if (opened.quarantined.length > 0) this.agent.reportProblem("uplink:spool-corrupt", { severity: "Critical", source: "uplink", message: `store-and-forward spool damaged: ${opened.quarantined.join("; ")}`, untilAcknowledged: true });
     if (opened.tornTail) this.log.warn("spool: an incomplete last record (a write cut short) was cut off");
     if (opened.pending.critical + opened.pending.telemetry > 0) this.log.info({ pending: opened.pending }, "spool: records from before the restart will be sent");
     this.commands.start();
-    if (this.commands.problem !== null) this.agent.reportProblem("uplink:commands", { severity: "Warning", source: "uplink", message: `commands: ${this.commands.problem}` });
+    if (this.commands.problem !== null) this.agent.reportProblem("uplink:commands", { severity: "Warning", source: "uplink", message: `commands: ${this.commands.problem}`, untilAcknowledged: true });
 
     const cfg = this.agent.config;
     const client = mqtt.connect(this.c.url, {
@@ -213,9 +213,10 @@ export class Uplink {
     const ts = Date.now();
     try {
       const { dropped } = this.spool.append(cls, this.topic(topic), (seq) => JSON.stringify({ seq, timestamp: new Date(ts).toISOString(), ...content }), ts);
+      this.agent.resolveProblem("uplink:spool-write");
       if (dropped.telemetry > 0) this.log.warn({ dropped: dropped.telemetry, total: this.spool.dropped().telemetry }, "spool full: oldest telemetry dropped");
       if (dropped.critical > 0) {
-        this.agent.reportProblem("uplink:spool-overflow", { severity: "Critical", source: "uplink", message: `store-and-forward spool full: ${this.spool.dropped().critical} events dropped (oldest first)` });
+        this.agent.reportProblem("uplink:spool-overflow", { severity: "Critical", source: "uplink", message: `store-and-forward spool full: ${this.spool.dropped().critical} events dropped (oldest first)`, untilAcknowledged: true });
       }
     } catch (err) {
       // the disk refused (full, read-only): send live if possible, and say so
@@ -255,6 +256,7 @@ export class Uplink {
           this.agent.reportProblem("uplink:spool-read", { severity: "Critical", source: "uplink", message: `cannot read the store-and-forward spool: ${(err as Error).message}` });
           break;
         }
+        this.agent.resolveProblem("uplink:spool-read");
         if (t === undefined) break;
         const { cls, record } = t;
         const historical = record.ts < this.connectedAtMs;

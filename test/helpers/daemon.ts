@@ -32,6 +32,16 @@ export function startDaemon(configFile: string, o: { wrap?: string[]; env?: Node
 }
 
 /** The ids of alarms the daemon's log says were raised. */
+/** Ids of the alarms the daemon's log says were raised, in order. */
 export function raisedAlarms(d: Daemon): string[] {
-  return d.lines.filter((l) => (l.event as { type?: string } | undefined)?.type === "alarm.raised").map((l) => ((l.event as { alarm: { id: string } }).alarm.id));
+  return alarmEvents(d, "alarm.raised");
+}
+
+/** Ids of the alarms the daemon's log says were cleared, in order. */
+export function clearedAlarms(d: Daemon): string[] {
+  return alarmEvents(d, "alarm.cleared");
+}
+
+function alarmEvents(d: Daemon, type: string): string[] {
+  return d.lines.filter((l) => (l.event as { type?: string } | undefined)?.type === type).map((l) => (l.event as { alarm: { id: string } }).alarm.id);
 }
