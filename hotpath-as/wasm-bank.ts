@@ -5,7 +5,12 @@ import { fileURLToPath } from "node:url";
 import * as L from "./assembly/layout.js";
 import { createViews, type HotPath, type BankViews } from "./views.js";
 
-export type WasmTarget = "release" | "debug";
+/**
+ * release: optimised, with WebAssembly SIMD (two loops or points per operation where they can);
+ * scalar: the same source optimised without SIMD, for CPUs that cannot run it (V8 needs SSE4.1
+ * on x86-64); debug: unoptimised, with SIMD and a source map.
+ */
+export type WasmTarget = "release" | "scalar" | "debug";
 
 interface HotPathExports {
   memory: WebAssembly.Memory;
@@ -66,6 +71,29 @@ export class WasmHotPath implements HotPath {
   }
 }
 
+export interface CompiledHotPath {
+  module: WebAssembly.Module;
+  /** the build that compiled: "scalar" when "release" was asked for and this CPU cannot run its SIMD */
+  target: WasmTarget;
+  path: string;
+}
+
+/**
+ * Compiles a build of the hot path. The release build uses WebAssembly SIMD, which V8 refuses to
+ * compile on a CPU without SSE4.1 (pre-2008 x86-64, early Atoms): it then falls back to the
+ * scalar build of the same source, which computes the same bits, more slowly.
+ */
+export function compileHotPath(target: WasmTarget = "release"): CompiledHotPath {
+  const path = wasmPath(target);
+  try {
+    return { module: new WebAssembly.Module(readFileSync(path)), target, path };
+  } catch (err) {
+    if (target !== "release" || (err as Error).name !== "CompileError") throw err;
+    const scalar = wasmPath("scalar");
+    return { module: new WebAssembly.Module(readFileSync(scalar)), target: "scalar", path: scalar };
+  }
+}
+
 export function loadWasmHotPath(target: WasmTarget = "release"): WasmHotPath {
-  return new WasmHotPath(readFileSync(wasmPath(target)));
+  return new WasmHotPath(compileHotPath(target).module);
 }

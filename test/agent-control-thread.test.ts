@@ -1,5 +1,10 @@
 // The control worker: ticks on its own thread, keeps ticking while the main thread is blocked,
 // takes commands and config patches through shared memory, and stops cleanly.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { ControlThread } from "../agent/control/control-thread.js";
@@ -48,6 +53,36 @@ describe("JIT warm-up bank", () => {
 });
 
 describe("control worker", () => {
+  it("starts on a CPU that cannot run WebAssembly SIMD: says so, and ticks on the scalar build", () => {
+    // V8 compiles WebAssembly SIMD only with SSE4.1 on x86-64; --no-enable-sse4-1 makes this CPU
+    // look like one without it. Run in a child process (V8 flags are per process), from dist/,
+    // as a script file (the control worker inherits the child's node flags, and -e is not one
+    // a worker accepts).
+    const dist = (file: string): string => JSON.stringify(pathToFileURL(join(process.cwd(), "dist", file)).href);
+    const script = `
+      import { compileHotPath } from ${dist("hotpath-as/wasm-bank.js")};
+      import { ControlThread } from ${dist("agent/control/control-thread.js")};
+      import { DEFAULT_POD_CONTROL, podBankSpec } from ${dist("agent/pod-bank.js")};
+      const logs = [];
+      const ct = new ControlThread(podBankSpec(DEFAULT_POD_CONTROL), { periodMs: 1, schedFifo: false, schedPriority: 40, warmupTicks: 200, onLog: (level, message) => logs.push(level + ": " + message) });
+      await ct.start();
+      const t0 = ct.ticks;
+      await new Promise((r) => setTimeout(r, 200));
+      const ticked = ct.ticks - t0;
+      await ct.stop();
+      console.log(JSON.stringify({ target: compileHotPath("release").target, ticked, logs }));`;
+    const dir = mkdtempSync(join(tmpdir(), "podwarden-nosimd-"));
+    const file = join(dir, "no-simd.mjs");
+    writeFileSync(file, script);
+    const r = spawnSync(process.execPath, ["--no-enable-sse4-1", file], { encoding: "utf8", timeout: 60_000 });
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.status, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { target: string; ticked: number; logs: string[] };
+    expect(out.target).toBe("scalar");
+    expect(out.ticked).toBeGreaterThan(0);
+    expect(out.logs.some((l) => l.startsWith("warn: ") && l.includes("scalar build"))).toBe(true);
+  });
+
   it("starts fail-safe (no inputs yet) and goes automatic once samples arrive", async () => {
     const ct = await started();
     expect(ct.outputs()!.loopStatus[0] & L.LS_INTERLOCK_FAILSAFE).toBeTruthy();

@@ -201,13 +201,16 @@ function firstMismatch(a: HotPath, b: HotPath, counts: [number, number, number])
   return null;
 }
 
-describe("WASM hot path vs TypeScript reference", () => {
+// Both builds: the SIMD release build, and the scalar build for CPUs without SIMD.
+const BUILDS = ["release", "scalar"] as const;
+
+describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build) => {
   const runs: [Weather, number][] = [["rough", 1], ["rough", 2], ["rough", 3], ["rough", 20261130], ["calm", 4], ["calm", 5]];
   for (const [weather, seed] of runs) {
     it(`is bit-identical over 10,000 randomised ticks (${weather}, seed ${seed})`, () => {
       const rng = new Prng(seed);
       const lay = randomLayout(rng, weather);
-      const wasm = loadWasmHotPath("release");
+      const wasm = loadWasmHotPath(build);
       const ref = new ReferenceHotPath();
       loadBank(wasm, lay.spec);
       loadBank(ref, lay.spec);
@@ -267,7 +270,7 @@ describe("WASM hot path vs TypeScript reference", () => {
   }
 });
 
-describe("WASM hot path vs TypeScript reference at the limits of f64", () => {
+describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference at the limits of f64", (build) => {
   // Validated inputs keep the steady-automatic (SIMD pair) path finite in the runs above, so
   // its non-finite handling is exercised here: gains large enough that the PID terms overflow
   // to infinity and the sum of opposite infinities is NaN. Every lane must still come out as
@@ -297,7 +300,7 @@ describe("WASM hot path vs TypeScript reference at the limits of f64", () => {
       });
     }
     const spec: BankSpec = { points, loops, racks: [] };
-    const wasm = loadWasmHotPath("release");
+    const wasm = loadWasmHotPath(build);
     const ref = new ReferenceHotPath();
     loadBank(wasm, spec);
     loadBank(ref, spec);

@@ -9,7 +9,7 @@ import { IMPLEMENTATIONS, analogPoint, valveLoop } from "./helpers/hotpath.js";
 
 describe("hot path module", () => {
   it("imports nothing, so step() cannot call out of WASM", () => {
-    for (const target of ["release", "debug"] as const) {
+    for (const target of ["release", "scalar", "debug"] as const) {
       const mod = new WebAssembly.Module(readFileSync(wasmPath(target)));
       expect(WebAssembly.Module.imports(mod)).toEqual([]);
     }

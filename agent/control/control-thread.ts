@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 
 import { MODE_CODE, type BankSpec, type LoopMode } from "../../hotpath-as/bank-config.js";
-import { wasmPath } from "../../hotpath-as/wasm-bank.js";
+import { compileHotPath } from "../../hotpath-as/wasm-bank.js";
 import { monoMs } from "../../lib/clock.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
 import { CTRL, CTRL_F64, Frames, PATCH_BYTES } from "./frames.js";
@@ -72,8 +72,13 @@ export class ControlThread {
 
   /** Starts the worker; resolves after its first tick (warm-up done), rejects if it fails. */
   async start(): Promise<void> {
+    // compiled here once to learn which build this CPU runs; the worker compiles its own copy
+    const build = compileHotPath("release");
+    if (build.target !== "release") {
+      this.o.onLog?.("warn", "this CPU cannot run WebAssembly SIMD (x86-64 needs SSE4.1): the control hot path runs its scalar build, which computes the same outputs more slowly");
+    }
     const input: WorkerInput = {
-      wasmPath: wasmPath("release"),
+      wasmPath: build.path,
       spec: this.spec,
       sizes: this.frames.sizes,
       buffers: this.frames.buffers,

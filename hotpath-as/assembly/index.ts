@@ -145,6 +145,10 @@ export function step(nowMs: f64, dtS: f64): i32 {
 }
 
 function stepPoints(now: f64): void {
+  if (!ASC_FEATURE_SIMD) {
+    for (let i = 0; i < pointCount; i++) stepPoint(i, now);
+    return;
+  }
   // Points go two at a time through the fast-path test on SIMD lanes: on a running pod nearly
   // every point is quiet on nearly every tick (its sample arrives every 10-1000 ticks), so the
   // pass is mostly this test. A pair with either point not quiet takes the scalar path.
@@ -342,6 +346,11 @@ function stepRacks(now: f64): void {
 }
 
 function stepLoops(dt: f64, invDt: f64): void {
+  if (!ASC_FEATURE_SIMD) {
+    // the scalar build, for CPUs that cannot run WebAssembly SIMD (wasm-bank.ts picks it)
+    for (let i = 0; i < loopCount; i++) stepLoop(i, dt, invDt);
+    return;
+  }
   // Loops go two at a time: a pair in which both loops are in steady automatic control (the
   // common case on a running pod) takes the two-lane SIMD path; any other pair, and an odd
   // last loop, take the scalar path, which handles every branch of the interlock priority.

@@ -1,4 +1,5 @@
-// Runs a hot-path test against both implementations: the compiled WASM and the reference model.
+// Runs a hot-path test against every implementation: the compiled WASM (the SIMD release build
+// and the scalar build for CPUs without SIMD) and the reference model.
 import { loadWasmHotPath } from "../../hotpath-as/wasm-bank.js";
 import { ReferenceHotPath } from "../../hotpath-as/reference.js";
 import type { HotPath } from "../../hotpath-as/views.js";
@@ -6,6 +7,7 @@ import type { PointSpec, LoopSpec, RackSpec } from "../../hotpath-as/bank-config
 
 export const IMPLEMENTATIONS: [string, () => HotPath][] = [
   ["wasm", () => loadWasmHotPath("release")],
+  ["wasm scalar build", () => loadWasmHotPath("scalar")],
   ["reference", () => new ReferenceHotPath()],
 ];
 
