@@ -146,7 +146,8 @@ export function step(nowMs: f64, dtS: f64): i32 {
 
 function stepPoints(now: f64): void {
   if (!ASC_FEATURE_SIMD) {
-    for (let i = 0; i < pointCount; i++) stepPoint(i, now);
+    // the scalar build: the quiet test inline, so a quiet point costs no call
+    for (let i = 0; i < pointCount; i++) if (!quietPoint(i, now)) stepPoint(i, now);
     return;
   }
   // Points go two at a time through the fast-path test on SIMD lanes: on a running pod nearly
@@ -165,7 +166,7 @@ function stepPoints(now: f64): void {
 // a point f64 field of slots i, i+1 (i even, so the 16-byte access is aligned)
 @inline function pv2(field: i32, i: i32): v128 { return v128.load(pf(field) + (<usize>i << 3)); }
 
-/** Both points of the pair pass stepPoint's fast-path test (the same comparisons, lane by lane). */
+/** Both points of the pair pass quietPoint's test (the same comparisons, lane by lane). */
 @inline function quietPair(i: i32, nowV: v128): bool {
   const sameTs = f64x2.eq(pv2(L.PF_TS, i), pv2(L.PF_PREV_TS, i));
   const sameValue = f64x2.eq(pv2(L.PF_VALUE, i), pv2(L.PF_PREV_VALUE, i));
@@ -173,13 +174,21 @@ function stepPoints(now: f64): void {
   return i64x2.all_true(v128.and(v128.and(sameTs, sameValue), noTimerDue));
 }
 
+/**
+ * The fast path's test: the same sample as last tick, settled debounce, no timer due, so
+ * nothing about point i can change this tick. (A NaN sample never compares equal, so it always
+ * takes the full path.)
+ */
+@inline function quietPoint(i: i32, now: f64): bool {
+  return gf(pf(L.PF_TS), i) == gf(pf(L.PF_PREV_TS), i) && gf(pf(L.PF_VALUE), i) == gf(pf(L.PF_PREV_VALUE), i) && now < gf(pf(L.PF_QUIET_UNTIL), i);
+}
+
 /** Validates point i: raw quality bits, debounce, hold of the last good sample, leak counters. */
 function stepPoint(i: i32, now: f64): void {
+  // a pair that is not quiet as a whole may still hold one quiet point
+  if (quietPoint(i, now)) return;
   const v = gf(pf(L.PF_VALUE), i);
   const ts = gf(pf(L.PF_TS), i);
-  // Fast path: the same sample as last tick, settled debounce, no timer due. (A NaN sample
-  // never compares equal, so it always takes the full path.)
-  if (ts == gf(pf(L.PF_PREV_TS), i) && v == gf(pf(L.PF_PREV_VALUE), i) && now < gf(pf(L.PF_QUIET_UNTIL), i)) return;
   const kind = gi(pi(L.PI_KIND), i);
   let raw: i32 = 0;
   if (!isFinite(v)) {
