@@ -10,7 +10,10 @@ import { fmt, median } from "./stats.js";
 export interface HotpathRow {
   profile: string;
   loops: number;
+  /** the release build (WebAssembly SIMD) */
   wasmNs: number;
+  /** the scalar build, for CPUs without SIMD */
+  scalarNs: number;
   referenceNs: number;
   speedup: number;
 }
@@ -84,17 +87,21 @@ export function runHotpathBench(quick = false): HotpathResult {
   const rows: HotpathRow[] = [];
   for (const profile of Object.keys(PROFILES) as Profile[]) for (const loops of [1, 10, 100, 1000]) {
     const wasm = loadWasmHotPath("release");
+    const scalar = loadWasmHotPath("scalar");
     const ref = new ReferenceHotPath();
     prepare(wasm, loops, profile);
+    prepare(scalar, loops, profile);
     prepare(ref, loops, profile);
     const ticks = Math.max(200, Math.round((quick ? 2e5 : 2e6) / loops));
     // warm-up: let both reach their top JIT tier before measuring
     timeSteps(wasm, ticks, 3);
+    timeSteps(scalar, ticks, 3);
     timeSteps(ref, ticks, 3);
     const wasmNs = timeSteps(wasm, ticks, quick ? 5 : 15) / loops;
+    const scalarNs = timeSteps(scalar, ticks, quick ? 5 : 15) / loops;
     const referenceNs = timeSteps(ref, ticks, quick ? 5 : 15) / loops;
     if ((wasm.views.loopI.status[0] & L.LS_AUTOMATIC) === 0) throw new Error("bench bank is not running in automatic");
-    rows.push({ profile, loops, wasmNs, referenceNs, speedup: referenceNs / wasmNs });
+    rows.push({ profile, loops, wasmNs, scalarNs, referenceNs, speedup: referenceNs / wasmNs });
   }
   const emptyWasm = loadWasmHotPath("release");
   const emptyRef = new ReferenceHotPath();
@@ -110,10 +117,10 @@ export function runHotpathBench(quick = false): HotpathResult {
 
 export function printHotpath(r: HotpathResult): void {
   console.log("\n## hot path: ns per loop-step (each loop validates its own PV and feed-forward points)");
-  console.log("| profile | loops | WASM ns/loop-step | reference ns/loop-step | WASM speed-up |");
-  console.log("|---|---:|---:|---:|---:|");
+  console.log("| profile | loops | WASM ns/loop-step | WASM scalar build ns/loop-step | reference ns/loop-step | WASM speed-up |");
+  console.log("|---|---:|---:|---:|---:|---:|");
   for (const row of r.rows) {
-    console.log(`| ${row.profile} | ${row.loops} | ${fmt(row.wasmNs)} | ${fmt(row.referenceNs)} | ${fmt(row.speedup)}x |`);
+    console.log(`| ${row.profile} | ${row.loops} | ${fmt(row.wasmNs)} | ${fmt(row.scalarNs)} | ${fmt(row.referenceNs)} | ${fmt(row.speedup)}x |`);
   }
   console.log(`\nper-tick call overhead (empty bank): WASM ${fmt(r.emptyTickNs.wasm, 1)} ns, reference ${fmt(r.emptyTickNs.reference, 1)} ns`);
 }
