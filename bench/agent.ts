@@ -21,7 +21,8 @@ import { fmt, quantile } from "./stats.js";
 export const DAEMON_NODE_FLAGS = shebangNodeFlags(readFileSync("dist/agent/cli.js", "utf8"));
 
 /** `podwarden <args>` in its own process, started as its shebang starts it (the production flags). */
-function podwardenProcess(args: string[], stdout: "ignore" | "pipe"): ChildProcess {
+/** `node dist/agent/cli.js <args>` with the production node flags. */
+export function podwardenProcess(args: string[], stdout: "ignore" | "pipe"): ChildProcess {
   return spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", ...args], { stdio: ["ignore", stdout, "inherit"] });
 }
 
@@ -126,7 +127,8 @@ export async function startSimProcess(dir: string, leaseMs: number): Promise<Sim
   return { child, ports, controlUrl: `http://127.0.0.1:${/control\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]}` };
 }
 
-function demoConfigWithPorts(ports: Record<string, number>, safetyPeriodMs: number): unknown {
+/** The demo pod's config wired to a simulator process's ports, leak sensors polled every `safetyPeriodMs`. */
+export function demoConfigWithPorts(ports: Record<string, number>, safetyPeriodMs: number): unknown {
   const data = demoConfigData((name) => ports[name]);
   for (const g of data.modbus.groups) if (g.name === "safety") g.periodMs = safetyPeriodMs;
   return data;
@@ -205,7 +207,7 @@ async function daemonResources(seconds: number): Promise<AgentResult["resources"
     const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
     return Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks
   };
-  const rssMb = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+  const rssMb = (): number => processRssMb(pid);
   try {
     await new Promise((r) => setTimeout(r, 5000)); // start-up and warm-up done
     const c0 = cpuTicks();
@@ -228,6 +230,11 @@ async function daemonResources(seconds: number): Promise<AgentResult["resources"
 
 /** Leak sensors' poll period in the latency benchmark, ms. */
 const LEAK_POLL_MS = 2;
+
+/** Resident set of a process, MB (Linux). */
+export function processRssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+}
 
 export async function runAgentBench(quick = false, only?: string): Promise<AgentResult> {
   const seconds = quick ? 5 : 20;

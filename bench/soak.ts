@@ -1,13 +1,16 @@
 // `npm run soak -- --minutes N [--seed S]`: the demo pod under a random mix of the fault
 // catalogue (bench/faults.ts) for N minutes, with mission control subscribed at the far end.
+// `npm run soak -- --daemon-rss --minutes N`: instead, the daemon's memory over N minutes
+// (bench/daemon-rss.ts).
 // Reports the RSS slope, tick p99 per window, faults survived, and events (alarms included) lost
 // end to end, which must be 0. A short run is part of `npm test` (test/soak.test.ts).
 import { parseArgs } from "node:util";
 import mqtt from "mqtt";
 import { waitFor } from "../lib/processes.js";
 import { Prng } from "../sim/prng.js";
+import { printDaemonRss, runDaemonRss } from "./daemon-rss.js";
 import { FAULT_CLASSES, startCampaign, trial } from "./faults.js";
-import { fmt } from "./stats.js";
+import { fmt, leastSquaresSlope } from "./stats.js";
 
 export interface SoakReport {
   seconds: number;
@@ -21,21 +24,6 @@ export interface SoakReport {
   windowS: number;
   events: { produced: number; received: number; lost: number; alarmEvents: number };
   spoolDropped: number;
-}
-
-/** Least-squares slope of y over x. */
-function slope(xs: number[], ys: number[]): number {
-  const n = xs.length;
-  if (n < 2) return 0;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    num += (xs[i] - mx) * (ys[i] - my);
-    den += (xs[i] - mx) ** 2;
-  }
-  return den === 0 ? 0 : num / den;
 }
 
 export async function runSoak(o: { seconds: number; seed: number; windowS?: number; log?: (line: string) => void }): Promise<SoakReport> {
@@ -106,7 +94,7 @@ export async function runSoak(o: { seconds: number; seed: number; windowS?: numb
     clearInterval(windows);
     report.tickP99Us.push(hist.percentile(0.99));
     sample();
-    report.rssMb = { start: rssY[0], end: rssY[rssY.length - 1], slopeMbPerMin: slope(rssT, rssY) };
+    report.rssMb = { start: rssY[0], end: rssY[rssY.length - 1], slopeMbPerMin: leastSquaresSlope(rssT, rssY) };
     await mc.endAsync(true);
     await c.stop();
   }
@@ -125,10 +113,17 @@ export function printSoak(r: SoakReport): void {
 
 const isMain = process.argv[1]?.endsWith("soak.js") === true;
 if (isMain) {
-  const { values } = parseArgs({ options: { minutes: { type: "string", default: "10" }, seed: { type: "string", default: "1" } } });
+  const { values } = parseArgs({
+    options: { minutes: { type: "string", default: "10" }, seed: { type: "string", default: "1" }, "daemon-rss": { type: "boolean", default: false } },
+  });
   const minutes = Number(values.minutes);
   if (!(minutes > 0)) throw new Error("--minutes must be a positive number");
-  const r = await runSoak({ seconds: minutes * 60, seed: Number(values.seed) >>> 0, windowS: minutes >= 5 ? 60 : 15, log: (l) => console.log(l) });
-  printSoak(r);
-  process.exitCode = r.events.lost === 0 && r.failures.length === 0 ? 0 : 1;
+  if (values["daemon-rss"]) {
+    // not a fault soak: the daemon in its own process, its memory watched for the whole run
+    printDaemonRss(await runDaemonRss(minutes, (l) => console.log(l)));
+  } else {
+    const r = await runSoak({ seconds: minutes * 60, seed: Number(values.seed) >>> 0, windowS: minutes >= 5 ? 60 : 15, log: (l) => console.log(l) });
+    printSoak(r);
+    process.exitCode = r.events.lost === 0 && r.failures.length === 0 ? 0 : 1;
+  }
 }
