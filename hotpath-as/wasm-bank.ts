@@ -75,7 +75,6 @@ export interface CompiledHotPath {
   module: WebAssembly.Module;
   /** the build that compiled: "scalar" when "release" was asked for and this CPU cannot run its SIMD */
   target: WasmTarget;
-  path: string;
 }
 
 /**
@@ -84,13 +83,11 @@ export interface CompiledHotPath {
  * scalar build of the same source, which computes the same bits, more slowly.
  */
 export function compileHotPath(target: WasmTarget = "release"): CompiledHotPath {
-  const path = wasmPath(target);
   try {
-    return { module: new WebAssembly.Module(readFileSync(path)), target, path };
+    return { module: new WebAssembly.Module(readFileSync(wasmPath(target))), target };
   } catch (err) {
     if (target !== "release" || (err as Error).name !== "CompileError") throw err;
-    const scalar = wasmPath("scalar");
-    return { module: new WebAssembly.Module(readFileSync(scalar)), target: "scalar", path: scalar };
+    return { module: new WebAssembly.Module(readFileSync(wasmPath("scalar"))), target: "scalar" };
   }
 }
 

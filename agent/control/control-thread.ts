@@ -72,13 +72,14 @@ export class ControlThread {
 
   /** Starts the worker; resolves after its first tick (warm-up done), rejects if it fails. */
   async start(): Promise<void> {
-    // compiled here once to learn which build this CPU runs; the worker compiles its own copy
+    // compiled here, where a CPU without SIMD is noticed and logged; the worker receives the
+    // compiled module (V8 shares its code between threads) rather than compiling it again
     const build = compileHotPath("release");
     if (build.target !== "release") {
       this.o.onLog?.("warn", "this CPU cannot run WebAssembly SIMD (x86-64 needs SSE4.1): the control hot path runs its scalar build, which computes the same outputs more slowly");
     }
     const input: WorkerInput = {
-      wasmPath: build.path,
+      module: build.module,
       spec: this.spec,
       sizes: this.frames.sizes,
       buffers: this.frames.buffers,

@@ -15,7 +15,8 @@ import { CTRL, CTRL_F64, Frames, type FrameSizes } from "./frames.js";
 import { warmupSamples, warmupSpec } from "./warmup.js";
 
 export interface WorkerInput {
-  wasmPath: string;
+  /** the hot path build this CPU runs, compiled once on the main thread (compileHotPath) */
+  module: WebAssembly.Module;
   spec: BankSpec;
   sizes: FrameSizes;
   buffers: { ctrl: SharedArrayBuffer; data: SharedArrayBuffer };
@@ -48,8 +49,7 @@ function run(input: WorkerInput): void {
   // plus its constant offset to CLOCK_MONOTONIC (monoMs allocates a BigInt every call).
   const offset = monoMs() - performance.now();
   const now = (): number => performance.now() + offset;
-  const bytes = readFileSync(input.wasmPath);
-  const module = new WebAssembly.Module(bytes);
+  const module = input.module;
   // Warm-up on a scratch instance of the same module: V8 tiers up the shared code, so the real
   // bank's first ticks are not run by the baseline compiler.
   const scratch = new WasmHotPath(module);
