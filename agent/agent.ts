@@ -143,7 +143,7 @@ export class Agent {
     this.ingest =
       c.mqttIngest === undefined
         ? null
-        : new MqttIngest({ url: c.mqttIngest.url, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest`, username: c.mqttIngest.username, password: c.mqttIngest.password, points: c.mqttIngest.points });
+        : new MqttIngest({ ...c.mqttIngest, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest` });
     this.supervisor = new Supervisor(c, (e) => this.emit(e), monoMs);
     this.decisions = { pumpEnable: true, rackPowerOff: c.racks.map(() => false), powerCapsKw: c.racks.map((r) => r.ratedKw) };
     this.spDefault = [...c.racks.map(() => c.control.returnTempSetpointC), c.control.dpSetpointKpa];

@@ -4,6 +4,7 @@
 // makes it "stale" — in both cases the last value keeps its original source time.
 import mqtt, { type MqttClient } from "mqtt";
 import { monoMs } from "../lib/clock.js";
+import { mqttConnectionOptions, type MqttConnectionConfig } from "../lib/mqtt-connection.js";
 import { PointStore, type Quality } from "./points.js";
 
 export interface IngestPointConfig {
@@ -17,11 +18,7 @@ export interface IngestPointConfig {
   offset: number;
 }
 
-export interface IngestConfig {
-  url: string;
-  clientId: string;
-  username?: string;
-  password?: string;
+export interface IngestConfig extends MqttConnectionConfig {
   points: IngestPointConfig[];
 }
 
@@ -76,11 +73,9 @@ export class MqttIngest {
 
   start(): void {
     const client = mqtt.connect(this.c.url, {
+      ...mqttConnectionOptions(this.c),
       clientId: this.c.clientId,
-      username: this.c.username,
-      password: this.c.password,
       reconnectPeriod: 1000,
-      connectTimeout: 5000,
       clean: true,
       resubscribe: true,
     });

@@ -53,6 +53,27 @@ describe("agent config", () => {
     expect(() => parseAgentConfig(text, "a.yaml", {})).toThrow(/mqttIngest\.password: environment variable INGEST_PW is not set/);
   });
 
+  describe.each([
+    ["uplink", ""],
+    ["mqttIngest", "  points: []\n"],
+  ])("a broker connection (%s)", (section, rest) => {
+    const withSection = (keys: string): string => `${demo}\n${section}:\n${keys}${rest}`;
+    it.each([
+      ["TLS on a plain URL", "  url: mqtt://broker:1883\n  tls: { caFile: /etc/hosts }\n", /\.tls: TLS settings need an mqtts:\/\/ URL/],
+      ["half a client key pair", "  url: mqtts://broker:8883\n  tls: { certFile: /etc/hosts }\n", /\.tls: certFile and keyFile go together/],
+      ["a CA file that is not there", "  url: mqtts://broker:8883\n  tls: { caFile: /nonexistent/ca.pem }\n", /\.tls\.caFile: no file \/nonexistent\/ca\.pem/],
+      ["a password and a password file", "  url: mqtt://broker:1883\n  password: x\n  passwordFile: /etc/hosts\n", /\.passwordFile: give password or passwordFile, not both/],
+      ["a password file that is not there", "  url: mqtt://broker:1883\n  passwordFile: /nonexistent/pw\n", /\.passwordFile: no file/],
+    ])("rejects %s, naming the key", (_what, keys, reason) => {
+      expect(() => parseAgentConfig(withSection(keys), "agent.yaml")).toThrow(new RegExp(`${section}${reason.source}`));
+    });
+
+    it("accepts mutual TLS with a private CA and a password file", () => {
+      const c = parseAgentConfig(withSection("  url: mqtts://broker:8883\n  passwordFile: /etc/hosts\n  tls: { caFile: /etc/hosts, certFile: /etc/hosts, keyFile: /etc/hosts, servername: broker.site }\n"), "agent.yaml");
+      expect(c[section as "uplink" | "mqttIngest"]).toMatchObject({ keepaliveS: 10, connectTimeoutMs: 5000, tls: { servername: "broker.site" } });
+    });
+  });
+
   it("never writes the operator's file", () => {
     const f = write(demo);
     const before = statSync(f);

@@ -1,11 +1,23 @@
-// MQTT sensor ingest against a real broker (aedes, in-process).
+// MQTT sensor ingest against real brokers: aedes in-process, and mosquitto for mutual TLS.
+import { readFileSync } from "node:fs";
 import mqtt, { type MqttClient } from "mqtt";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { MqttIngest, jsonPath, topicMatches, type IngestPointConfig } from "../drivers/mqtt-ingest.js";
+import { MqttIngest, jsonPath, topicMatches, type IngestConfig, type IngestPointConfig } from "../drivers/mqtt-ingest.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
+import { Mosquitto } from "../lib/mosquitto-process.js";
+import { brokerPki, type TestPki } from "./helpers/pki.js";
 import { waitFor } from "./helpers/processes.js";
 
 const pt = (over: Partial<IngestPointConfig> & { id: string; topic: string }): IngestPointConfig => ({ path: "", staleMs: 5000, scale: 1, offset: 0, ...over });
+/** An ingest config with the schema's defaults. */
+const ingestConfig = (url: string, points: IngestPointConfig[], over: Partial<IngestConfig> = {}): IngestConfig => ({
+  url,
+  clientId: `ingest-${Math.random().toString(16).slice(2)}`,
+  keepaliveS: 10,
+  connectTimeoutMs: 5000,
+  points,
+  ...over,
+});
 
 describe("MQTT ingest helpers", () => {
   it("matches topic filters with + and #", () => {
@@ -23,6 +35,7 @@ describe("MQTT ingest helpers", () => {
     expect(jsonPath(v, "a.x.c")).toBeUndefined();
     expect(jsonPath(3, "")).toBe(3);
   });
+
 });
 
 describe("MQTT ingest", () => {
@@ -44,7 +57,7 @@ describe("MQTT ingest", () => {
   });
 
   const start = async (points: IngestPointConfig[]): Promise<MqttIngest> => {
-    const i = new MqttIngest({ url: broker.url, clientId: `ingest-${Math.random().toString(16).slice(2)}`, points });
+    const i = new MqttIngest(ingestConfig(broker.url, points));
     ingest = i;
     i.start();
     await waitFor(() => i.points.get(points[0].id) !== undefined, "ingest running", 5000);
@@ -100,5 +113,54 @@ describe("MQTT ingest", () => {
       await pub.publishAsync("t/re", "42", { qos: 1 });
       return i.points.get("r")?.value === 42;
     }, "message after reconnect", 15_000, 200);
+  });
+});
+
+describe("MQTT ingest over mutual TLS, with a real mosquitto", () => {
+  let pki: TestPki;
+  let broker: Mosquitto;
+  let sensor: MqttClient;
+  const ingests: MqttIngest[] = [];
+
+  beforeAll(async () => {
+    pki = await brokerPki(["ingest", "sensor"]);
+    broker = await Mosquitto.start({ conf: pki.mosquittoTls() });
+    const f = (n: string): Buffer => readFileSync(pki.file(n));
+    sensor = await mqtt.connectAsync(`mqtts://127.0.0.1:${broker.port}`, { ca: f("ca.pem"), cert: f("sensor.pem"), key: f("sensor.key"), rejectUnauthorized: true, clientId: "tls-sensor" });
+  }, 60_000);
+  afterAll(async () => {
+    for (const i of ingests) await i.stop();
+    await sensor?.endAsync(true);
+    await broker?.stop();
+    pki?.remove();
+  });
+
+  const ingest = (tls: IngestConfig["tls"]): MqttIngest => {
+    const i = new MqttIngest(ingestConfig(`mqtts://127.0.0.1:${broker.port}`, [pt({ id: "tls.t", topic: "site/tls/t", staleMs: 60_000 })], { tls }));
+    ingests.push(i);
+    i.start();
+    return i;
+  };
+
+  it("reads sensors through a broker it verifies, with its own client certificate", async () => {
+    const i = ingest({ caFile: pki.file("ca.pem"), certFile: pki.file("ingest.pem"), keyFile: pki.file("ingest.key") });
+    await waitFor(async () => {
+      await sensor.publishAsync("site/tls/t", "21.5", { qos: 1 });
+      return i.points.get("tls.t")?.quality === "good";
+    }, "a sample over mutual TLS", 10_000, 200);
+    expect(i.points.get("tls.t")?.value).toBe(21.5);
+  });
+
+  it("reads nothing from a broker its CA did not sign, or without a client certificate", async () => {
+    const wrongCa = ingest({ caFile: pki.file("rogue-ca.pem"), certFile: pki.file("ingest.pem"), keyFile: pki.file("ingest.key") });
+    const noCert = ingest({ caFile: pki.file("ca.pem") });
+    for (let k = 0; k < 10; k++) {
+      await sensor.publishAsync("site/tls/t", "22", { qos: 1 });
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    for (const i of [wrongCa, noCert]) {
+      expect(i.messages).toBe(0);
+      expect(i.points.get("tls.t")?.quality).not.toBe("good");
+    }
   });
 });

@@ -7,7 +7,8 @@ import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signedCommand } from "../agent/commands/client.js";
 import { Mosquitto } from "../lib/mosquitto-process.js";
-import { run, waitFor } from "./helpers/processes.js";
+import { brokerPki, type TestPki } from "./helpers/pki.js";
+import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { MissionControl, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
 
@@ -76,39 +77,20 @@ describe("the example per-pod ACL, with a real mosquitto", () => {
 });
 
 describe("TLS and mutual TLS, with a real mosquitto", () => {
-  let dir: string;
+  let pki: TestPki;
   let broker: Mosquitto;
   let sim: TestSim;
-
-  async function openssl(args: string[]): Promise<void> {
-    const r = await run("openssl", args);
-    if (r.code !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr}`);
-  }
-  async function issue(name: string, cn: string, caName: string, san?: string): Promise<void> {
-    await openssl(["req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", join(dir, `${name}.key`), "-out", join(dir, `${name}.csr`), "-subj", `/CN=${cn}`]);
-    const ext = join(dir, `${name}.ext`);
-    writeFileSync(ext, san === undefined ? "basicConstraints=CA:FALSE\n" : `subjectAltName=${san}\n`);
-    await openssl(["x509", "-req", "-in", join(dir, `${name}.csr`), "-CA", join(dir, `${caName}.pem`), "-CAkey", join(dir, `${caName}.key`), "-CAcreateserial", "-out", join(dir, `${name}.pem`), "-days", "2", "-extfile", ext]);
-  }
-  async function ca(name: string): Promise<void> {
-    await openssl(["req", "-x509", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", join(dir, `${name}.key`), "-out", join(dir, `${name}.pem`), "-days", "2", "-subj", `/CN=${name}`]);
-  }
-  const f = (n: string): string => join(dir, n);
+  const f = (n: string): string => pki.file(n);
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "pw-tls-"));
-    await ca("ca");
-    await ca("rogue-ca");
-    await issue("broker", "127.0.0.1", "ca", "IP:127.0.0.1");
-    await issue("pod", "pod-demo-pod-a", "ca");
-    await issue("mc", "mission-control", "ca");
-    broker = await Mosquitto.start({ conf: [`cafile ${f("ca.pem")}`, `certfile ${f("broker.pem")}`, `keyfile ${f("broker.key")}`, "require_certificate true"] });
+    pki = await brokerPki(["pod", "mc"]);
+    broker = await Mosquitto.start({ conf: pki.mosquittoTls() });
     sim = await startTestSim();
   }, 60_000);
   afterAll(async () => {
     await sim?.stop();
     await broker?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    pki?.remove();
   });
 
   it("connects with a verified broker certificate and its own client certificate", async () => {

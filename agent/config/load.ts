@@ -2,11 +2,12 @@
 // defaults, then the rules a schema cannot say (min < max, references that must resolve).
 // The operator's file is only ever read.
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { parsePublicKey } from "../commands/signing.js";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems, type ModbusConfig } from "../../drivers/modbus/config.js";
-import type { IngestPointConfig } from "../../drivers/mqtt-ingest.js";
+import type { IngestConfig } from "../../drivers/mqtt-ingest.js";
+import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
 import type { LoopTuning, PodControl } from "../pod-bank.js";
 import type { UplinkConfig } from "../uplink/schema.js";
 import type { MetricsConfig } from "../ops/metrics-schema.js";
@@ -59,7 +60,7 @@ export interface AgentConfig {
   modbus: ModbusConfig;
   uplink?: UplinkConfig;
   metrics: MetricsConfig;
-  mqttIngest?: { url: string; clientId?: string; username?: string; password?: string; points: IngestPointConfig[] };
+  mqttIngest?: IngestConfig;
   log: { level: string; modules: Record<string, string> };
 }
 
@@ -142,20 +143,13 @@ function crossChecks(c: AgentConfig): string[] {
   const minSum = c.racks.reduce((a, r) => a + r.minPowerKw, 0);
   if (minSum > s.powerBudget.podKw) out.push(`supervisor.powerBudget.podKw: ${s.powerBudget.podKw} kW is below the racks' minimums (${minSum} kW)`);
   if (c.uplink !== undefined) out.push(...uplinkProblems(c.uplink));
+  if (c.mqttIngest !== undefined) out.push(...mqttConnectionProblems(c.mqttIngest, "mqttIngest"));
   return [...out, ...modbusProblems(c.modbus)];
 }
 
 function uplinkProblems(u: UplinkConfig): string[] {
   const out: string[] = [];
-  const secure = /^(mqtts|ssl|tls):/.test(u.url);
-  if (u.tls !== undefined && !secure) out.push("uplink.tls: TLS settings need an mqtts:// URL");
-  if (u.tls !== undefined && (u.tls.certFile === undefined) !== (u.tls.keyFile === undefined)) out.push("uplink.tls: certFile and keyFile go together (mutual TLS)");
-  for (const key of ["caFile", "certFile", "keyFile"] as const) {
-    const f = u.tls?.[key];
-    if (f !== undefined && !existsSync(f)) out.push(`uplink.tls.${key}: no file ${f}`);
-  }
-  if (u.password !== undefined && u.passwordFile !== undefined) out.push("uplink.passwordFile: give password or passwordFile, not both");
-  if (u.passwordFile !== undefined && !existsSync(u.passwordFile)) out.push(`uplink.passwordFile: no file ${u.passwordFile}`);
+  out.push(...mqttConnectionProblems(u, "uplink"));
   if (u.reconnect.baseMs > u.reconnect.maxMs) out.push("uplink.reconnect.baseMs: must be <= maxMs");
   if (u.spool.segmentBytes * 2 > u.spool.maxBytes) out.push("uplink.spool.segmentBytes: must be at most half of maxBytes");
   const ids = new Set<string>();

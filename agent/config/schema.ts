@@ -2,7 +2,8 @@
 // docs/configuration.md all come from. Units are in the key names.
 import { MODBUS_SCHEMA } from "../../drivers/modbus/config.js";
 import { MQTT_INGEST_POINT_SCHEMA } from "../../drivers/mqtt-ingest.js";
-import { UPLINK_SCHEMA, mqttConnectionProperties } from "../uplink/schema.js";
+import { UPLINK_SCHEMA } from "../uplink/schema.js";
+import { mqttConnectionProperties } from "../../lib/mqtt-connection.js";
 import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
 import { int, num, obj } from "../../lib/schema-builders.js";
 

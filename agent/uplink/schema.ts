@@ -1,26 +1,12 @@
 // The uplink's config keys (kept apart from uplink.ts so config checking does not load mqtt).
-import { int, num, obj, optionalObj } from "../../lib/schema-builders.js";
+import { mqttConnectionProperties, type MqttConnectionConfig } from "../../lib/mqtt-connection.js";
+import { int, num, obj } from "../../lib/schema-builders.js";
 import { ROLES, type Role } from "../commands/schema.js";
 
-export interface TlsConfig {
-  caFile?: string;
-  certFile?: string;
-  keyFile?: string;
-  servername?: string;
-}
-
-export interface UplinkConfig {
-  url: string;
-  clientId?: string;
-  username?: string;
-  password?: string;
-  passwordFile?: string;
+export interface UplinkConfig extends MqttConnectionConfig {
   protocolVersion: 4 | 5;
-  tls?: TlsConfig;
   telemetryMs: number;
   exception: { enabled: boolean; checkMs: number; defaultDeadband: number; deadbands: Record<string, number> };
-  keepaliveS: number;
-  connectTimeoutMs: number;
   reconnect: { baseMs: number; maxMs: number };
   spool: { maxBytes: number; segmentBytes: number; fsyncMs: number; maxInflight: number };
   commands: {
@@ -32,16 +18,6 @@ export interface UplinkConfig {
   };
 }
 
-/** Broker connection keys, shared by the uplink and MQTT sensor ingest. */
-export function mqttConnectionProperties(defaultClientId: string): Record<string, object> {
-  return {
-    url: { type: "string", pattern: "^(mqtt|mqtts|tcp|ssl|tls)://", description: "broker URL, e.g. mqtt://127.0.0.1:1883 or mqtts://broker:8883" },
-    clientId: { type: "string", description: `client id (default ${defaultClientId}); one session per client id` },
-    username: { type: "string", description: "user name (${ENV} allowed)" },
-    password: { type: "string", description: "password: use ${ENV_VAR}, not a literal" },
-  };
-}
-
 export const UPLINK_SCHEMA = {
   type: "object",
   additionalProperties: false,
@@ -49,17 +25,7 @@ export const UPLINK_SCHEMA = {
   description: "MQTT uplink to mission control (docs/mqtt.md, docs/security.md)",
   properties: {
     ...mqttConnectionProperties("podwarden-<site>-<pod>"),
-    passwordFile: { type: "string", description: "read the password from this file (e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/mqtt-password); trailing newline ignored" },
     protocolVersion: { enum: [4, 5], default: 5, description: "MQTT 3.1.1 (4) or 5; request/response correlation (responseTopic, correlationData) needs 5" },
-    tls: optionalObj(
-      {
-        caFile: { type: "string", description: "CA certificate(s) that sign the broker's certificate, PEM" },
-        certFile: { type: "string", description: "client certificate for mutual TLS, PEM (with keyFile)" },
-        keyFile: { type: "string", description: "client private key for mutual TLS, PEM (with certFile)" },
-        servername: { type: "string", description: "name the broker's certificate must carry, if not the URL's host" },
-      },
-      "TLS for mqtts:// URLs; the broker's certificate is always verified",
-    ),
     telemetryMs: int(100, 3_600_000, 1000, "telemetry period, ms"),
     exception: obj(
       {
@@ -70,8 +36,6 @@ export const UPLINK_SCHEMA = {
       },
       "report-by-exception telemetry",
     ),
-    keepaliveS: int(1, 3600, 10, "MQTT keepalive, s; a hung broker is detected within 1.5x this"),
-    connectTimeoutMs: int(100, 600_000, 5000, "give up on a connection attempt (no CONNACK) after this, ms"),
     reconnect: obj(
       {
         baseMs: int(10, 600_000, 500, "first reconnect delay, ms; doubles per failed attempt, with jitter"),

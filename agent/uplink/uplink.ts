@@ -15,12 +15,12 @@
 // full jitter. A hung broker is caught by mqtt.js's keepalive, which times out 1.5x keepalive
 // after the last acknowledgement or ping response. TCP no-delay is on: with Nagle, loopback
 // publishes showed a 35–44 ms tail.
-import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import { Backoff } from "../../drivers/backoff.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
+import { mqttConnectionOptions } from "../../lib/mqtt-connection.js";
 import type { Agent, AgentEvent } from "../agent.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
@@ -45,18 +45,9 @@ export interface UplinkStats {
   commands: { accepted: number; rejected: number; suppressed: number };
 }
 
-/** The MQTT client options for a config: credentials from env/file, TLS files read here. */
+/** The MQTT client options for the uplink: the shared connection options and the protocol version. */
 export function brokerOptions(c: UplinkConfig): IClientOptions {
-  const read = (f: string | undefined): Buffer | undefined => (f === undefined ? undefined : readFileSync(f));
-  const password = c.passwordFile !== undefined ? readFileSync(c.passwordFile, "utf8").replace(/\r?\n$/, "") : c.password;
-  return {
-    username: c.username,
-    password,
-    protocolVersion: c.protocolVersion,
-    keepalive: c.keepaliveS,
-    connectTimeout: c.connectTimeoutMs,
-    ...(c.tls === undefined ? {} : { ca: read(c.tls.caFile), cert: read(c.tls.certFile), key: read(c.tls.keyFile), servername: c.tls.servername, rejectUnauthorized: true }),
-  };
+  return { ...mqttConnectionOptions(c), protocolVersion: c.protocolVersion };
 }
 
 export class Uplink {

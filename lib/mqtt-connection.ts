@@ -1,0 +1,75 @@
+// A broker connection: its config keys, their cross-checks and the mqtt.js options they make.
+// One definition serves the uplink to mission control and MQTT sensor ingest, so a site broker
+// that needs TLS, a private CA, a client certificate or a password from a credential file is
+// reachable from both. (Type-only import of mqtt: config checking must not load the client.)
+import { existsSync, readFileSync } from "node:fs";
+import type { IClientOptions } from "mqtt";
+import { int, optionalObj } from "./schema-builders.js";
+
+export interface TlsConfig {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  servername?: string;
+}
+
+export interface MqttConnectionConfig {
+  url: string;
+  clientId?: string;
+  username?: string;
+  password?: string;
+  passwordFile?: string;
+  tls?: TlsConfig;
+  keepaliveS: number;
+  connectTimeoutMs: number;
+}
+
+/** The schema properties of a broker connection; `defaultClientId` is what the docs show as the default. */
+export function mqttConnectionProperties(defaultClientId: string): Record<string, object> {
+  return {
+    url: { type: "string", pattern: "^(mqtt|mqtts|tcp|ssl|tls)://", description: "broker URL, e.g. mqtt://127.0.0.1:1883 or mqtts://broker:8883" },
+    clientId: { type: "string", description: `client id (default ${defaultClientId}); one session per client id` },
+    username: { type: "string", description: "user name (${ENV} allowed)" },
+    password: { type: "string", description: "password: use ${ENV_VAR}, not a literal" },
+    passwordFile: { type: "string", description: "read the password from this file (e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/mqtt-password); trailing newline ignored" },
+    tls: optionalObj(
+      {
+        caFile: { type: "string", description: "CA certificate(s) that sign the broker's certificate, PEM" },
+        certFile: { type: "string", description: "client certificate for mutual TLS, PEM (with keyFile)" },
+        keyFile: { type: "string", description: "client private key for mutual TLS, PEM (with certFile)" },
+        servername: { type: "string", description: "name the broker's certificate must carry, if not the URL's host" },
+      },
+      "TLS for mqtts:// URLs; the broker's certificate is always verified",
+    ),
+    keepaliveS: int(1, 3600, 10, "MQTT keepalive, s; a hung broker is detected within 1.5x this"),
+    connectTimeoutMs: int(100, 600_000, 5000, "give up on a connection attempt (no CONNACK) after this, ms"),
+  };
+}
+
+/** What the schema cannot say about a connection: TLS on a plain URL, half a key pair, missing files. `at` is the key path. */
+export function mqttConnectionProblems(c: MqttConnectionConfig, at: string): string[] {
+  const out: string[] = [];
+  const secure = /^(mqtts|ssl|tls):/.test(c.url);
+  if (c.tls !== undefined && !secure) out.push(`${at}.tls: TLS settings need an mqtts:// URL`);
+  if (c.tls !== undefined && (c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) out.push(`${at}.tls: certFile and keyFile go together (mutual TLS)`);
+  for (const key of ["caFile", "certFile", "keyFile"] as const) {
+    const f = c.tls?.[key];
+    if (f !== undefined && !existsSync(f)) out.push(`${at}.tls.${key}: no file ${f}`);
+  }
+  if (c.password !== undefined && c.passwordFile !== undefined) out.push(`${at}.passwordFile: give password or passwordFile, not both`);
+  if (c.passwordFile !== undefined && !existsSync(c.passwordFile)) out.push(`${at}.passwordFile: no file ${c.passwordFile}`);
+  return out;
+}
+
+/** The mqtt.js options for a connection: credentials from the config or its file, TLS files read here. */
+export function mqttConnectionOptions(c: MqttConnectionConfig): IClientOptions {
+  const read = (f: string | undefined): Buffer | undefined => (f === undefined ? undefined : readFileSync(f));
+  const password = c.passwordFile !== undefined ? readFileSync(c.passwordFile, "utf8").replace(/\r?\n$/, "") : c.password;
+  return {
+    username: c.username,
+    password,
+    keepalive: c.keepaliveS,
+    connectTimeout: c.connectTimeoutMs,
+    ...(c.tls === undefined ? {} : { ca: read(c.tls.caFile), cert: read(c.tls.certFile), key: read(c.tls.keyFile), servername: c.tls.servername, rejectUnauthorized: true }),
+  };
+}
