@@ -2,6 +2,12 @@
 // into the JSON payload (or none for a bare number), a unit and a staleness window. A message
 // that does not yield a finite number makes the point "invalid"; no message within staleMs
 // makes it "stale" — in both cases the last value keeps its original source time.
+//
+// A sample is only as fresh as its source time says. Without a `timePath` that time is the
+// arrival, and a retained message (the broker's copy, delivered on subscribe, of unknown age: the
+// sensor may have died hours ago) is ignored. With one, the payload's own time sets the age, so a
+// retained message or a reading a gateway queued through an outage arrives as old as it is, and
+// an older reading never replaces a newer one.
 import mqtt, { type MqttClient } from "mqtt";
 import { monoMs } from "../lib/clock.js";
 import { mqttConnectionOptions, type MqttConnectionConfig } from "../lib/mqtt-connection.js";
@@ -12,6 +18,10 @@ export interface IngestPointConfig {
   topic: string;
   /** dotted path into the JSON payload, with [n] for array items; empty = the payload is the number */
   path: string;
+  /** path to the sample's source time in the payload; absent = the arrival time */
+  timePath?: string;
+  /** a numeric source time is epoch milliseconds ("ms") or seconds ("s") */
+  timeUnit: "ms" | "s";
   unit?: string;
   staleMs: number;
   scale: number;
@@ -19,6 +29,8 @@ export interface IngestPointConfig {
 }
 
 export interface IngestConfig extends MqttConnectionConfig {
+  /** a source time further ahead of this controller's wall clock than this is invalid, ms */
+  maxClockSkewMs: number;
   points: IngestPointConfig[];
 }
 
@@ -30,12 +42,26 @@ export const MQTT_INGEST_POINT_SCHEMA = {
     id: { type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: "point id" },
     topic: { type: "string", minLength: 1, description: "topic filter (+ and # allowed)" },
     path: { type: "string", default: "", description: "JSON path: a.b[0].c; empty = bare number payload" },
+    timePath: {
+      type: "string",
+      minLength: 1,
+      description: "JSON path to the sample's source time (epoch number, or ISO 8601 with a zone): its age counts from then, and retained messages are used; absent = arrival time, retained messages ignored",
+    },
+    timeUnit: { enum: ["ms", "s"], default: "ms", description: "unit of a numeric source time (epoch ms or s)" },
     unit: { type: "string", description: "engineering unit" },
     staleMs: { type: "integer", minimum: 10, maximum: 86_400_000, default: 5000, description: "stale after this long without a message, ms" },
     scale: { type: "number", default: 1, description: "engineering = value × scale + offset" },
     offset: { type: "number", default: 0, description: "engineering = value × scale + offset" },
   },
 };
+
+/** The wall-clock ms of a payload's source time: an epoch number in `unit`, or ISO 8601 with a zone; NaN otherwise. */
+export function sourceTimeMs(raw: unknown, unit: "ms" | "s"): number {
+  if (typeof raw === "number") return unit === "s" ? raw * 1000 : raw;
+  // a time without a zone would be read as local time: ambiguous, so refused
+  if (typeof raw === "string" && /^\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)$/.test(raw)) return Date.parse(raw);
+  return NaN;
+}
 
 /** True if an MQTT topic matches a filter with + and # wildcards. */
 export function topicMatches(filter: string, topic: string): boolean {
@@ -67,7 +93,12 @@ export class MqttIngest {
   private client: MqttClient | null = null;
   private staleTimer: NodeJS.Timeout | null = null;
   messages = 0;
+  /** samples refused: no finite number, or no valid source time */
   rejected = 0;
+  /** retained messages not used: a point without timePath cannot tell their age */
+  retainedIgnored = 0;
+  /** samples older than the point's current one, not used */
+  outOfOrder = 0;
 
   constructor(private readonly c: IngestConfig) {}
 
@@ -87,7 +118,7 @@ export class MqttIngest {
       client.subscribe(filters, { qos: 1 });
     });
     client.on("error", () => undefined); // reconnects on its own
-    client.on("message", (topic, payload) => this.onMessage(topic, payload));
+    client.on("message", (topic, payload, packet) => this.onMessage(topic, payload, packet.retain));
     const period = Math.max(10, Math.min(...this.c.points.map((p) => p.staleMs), 1000) / 4);
     this.staleTimer = setInterval(() => this.checkStale(), period);
   }
@@ -96,9 +127,17 @@ export class MqttIngest {
     this.points.publish({ id: p.id, value, sourceTimeMs, quality, unit: p.unit });
   }
 
-  private onMessage(topic: string, payload: Buffer): void {
+  /** The point keeps its last value and time, marked invalid. */
+  private reject(p: IngestPointConfig): void {
+    this.rejected++;
+    const prev = this.points.get(p.id);
+    this.publish(p, prev?.value ?? NaN, prev?.sourceTimeMs ?? -Infinity, "invalid");
+  }
+
+  private onMessage(topic: string, payload: Buffer, retained: boolean): void {
     this.messages++;
     const now = monoMs();
+    const wallNow = Date.now();
     let parsed: unknown;
     try {
       parsed = JSON.parse(payload.toString("utf8"));
@@ -107,15 +146,31 @@ export class MqttIngest {
     }
     for (const p of this.c.points) {
       if (!topicMatches(p.topic, topic)) continue;
+      if (retained && p.timePath === undefined) {
+        this.retainedIgnored++;
+        continue;
+      }
+      let source = now;
+      if (p.timePath !== undefined) {
+        const ageMs = wallNow - sourceTimeMs(jsonPath(parsed, p.timePath), p.timeUnit);
+        if (!(ageMs >= -this.c.maxClockSkewMs)) {
+          this.reject(p); // no usable time, or from too far in the future
+          continue;
+        }
+        source = now - Math.max(0, ageMs);
+      }
       const raw = jsonPath(parsed, p.path);
       const v = typeof raw === "number" ? raw * p.scale + p.offset : NaN;
-      if (Number.isFinite(v)) {
-        this.publish(p, v, now, "good");
-      } else {
-        this.rejected++;
-        const prev = this.points.get(p.id);
-        this.publish(p, prev?.value ?? NaN, prev?.sourceTimeMs ?? -Infinity, "invalid");
+      if (!Number.isFinite(v)) {
+        this.reject(p);
+        continue;
       }
+      const prev = this.points.get(p.id);
+      if (prev !== undefined && source < prev.sourceTimeMs) {
+        this.outOfOrder++;
+        continue;
+      }
+      this.publish(p, v, source, now - source > p.staleMs ? "stale" : "good");
     }
   }
 

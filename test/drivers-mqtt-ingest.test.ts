@@ -2,19 +2,21 @@
 import { readFileSync } from "node:fs";
 import mqtt, { type MqttClient } from "mqtt";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { MqttIngest, jsonPath, topicMatches, type IngestConfig, type IngestPointConfig } from "../drivers/mqtt-ingest.js";
+import { MqttIngest, jsonPath, sourceTimeMs, topicMatches, type IngestConfig, type IngestPointConfig } from "../drivers/mqtt-ingest.js";
+import { monoMs } from "../lib/clock.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
 import { Mosquitto } from "../lib/mosquitto-process.js";
 import { brokerPki, type TestPki } from "./helpers/pki.js";
 import { waitFor } from "./helpers/processes.js";
 
-const pt = (over: Partial<IngestPointConfig> & { id: string; topic: string }): IngestPointConfig => ({ path: "", staleMs: 5000, scale: 1, offset: 0, ...over });
+const pt = (over: Partial<IngestPointConfig> & { id: string; topic: string }): IngestPointConfig => ({ path: "", timeUnit: "ms", staleMs: 5000, scale: 1, offset: 0, ...over });
 /** An ingest config with the schema's defaults. */
 const ingestConfig = (url: string, points: IngestPointConfig[], over: Partial<IngestConfig> = {}): IngestConfig => ({
   url,
   clientId: `ingest-${Math.random().toString(16).slice(2)}`,
   keepaliveS: 10,
   connectTimeoutMs: 5000,
+  maxClockSkewMs: 2000,
   points,
   ...over,
 });
@@ -36,6 +38,13 @@ describe("MQTT ingest helpers", () => {
     expect(jsonPath(3, "")).toBe(3);
   });
 
+  it("reads a source time as epoch ms or s, or ISO 8601 with a zone, and nothing else", () => {
+    expect(sourceTimeMs(1_700_000_000_123, "ms")).toBe(1_700_000_000_123);
+    expect(sourceTimeMs(1_700_000_000, "s")).toBe(1_700_000_000_000);
+    expect(sourceTimeMs("2026-11-30T12:00:00.5Z", "ms")).toBe(Date.UTC(2026, 10, 30, 12, 0, 0, 500));
+    expect(sourceTimeMs("2026-11-30T13:00:00+01:00", "ms")).toBe(Date.UTC(2026, 10, 30, 12));
+    for (const bad of ["2026-11-30T12:00:00", "2026-11-30", "yesterday", "", null, undefined, true, {}]) expect(sourceTimeMs(bad, "ms"), JSON.stringify(bad)).toBeNaN();
+  });
 });
 
 describe("MQTT ingest", () => {
@@ -113,6 +122,69 @@ describe("MQTT ingest", () => {
       await pub.publishAsync("t/re", "42", { qos: 1 });
       return i.points.get("r")?.value === 42;
     }, "message after reconnect", 15_000, 200);
+  });
+
+  it("ignores a retained message it cannot date, and takes the next live one", async () => {
+    // the broker's retained copy may be all that is left of a sensor that died hours ago
+    await pub.publishAsync("t/retained", "17", { qos: 1, retain: true });
+    try {
+      const i = await start([pt({ id: "ret", topic: "t/retained", staleMs: 60_000 })]);
+      await waitFor(() => i.retainedIgnored >= 1, "retained message delivered and ignored");
+      expect(i.points.get("ret")?.quality).toBe("stale"); // never had a sample
+      await pub.publishAsync("t/retained", "18", { qos: 1 });
+      await waitFor(() => i.points.get("ret")?.quality === "good", "live message");
+      expect(i.points.get("ret")?.value).toBe(18);
+    } finally {
+      await pub.publishAsync("t/retained", "", { qos: 1, retain: true });
+    }
+  });
+
+  it("dates a sample by its own source time (timePath): a retained or queued reading arrives as old as it is", async () => {
+    const dated = (id: string, topic: string): IngestPointConfig => pt({ id, topic, path: "v", timePath: "ts", staleMs: 60_000 });
+    await pub.publishAsync("t/dated/recent", JSON.stringify({ v: 5, ts: Date.now() - 1000 }), { qos: 1, retain: true });
+    await pub.publishAsync("t/dated/old", JSON.stringify({ v: 6, ts: new Date(Date.now() - 120_000).toISOString() }), { qos: 1, retain: true });
+    try {
+      const i = await start([dated("recent", "t/dated/recent"), dated("old", "t/dated/old")]);
+      await waitFor(() => i.points.get("recent")?.value === 5 && i.points.get("old")?.value === 6, "both retained samples used");
+      const recent = i.points.get("recent")!;
+      expect(recent.quality).toBe("good");
+      expect(monoMs() - recent.sourceTimeMs).toBeGreaterThanOrEqual(1000);
+      // two minutes old against a one-minute window: stale the moment it arrives
+      const old = i.points.get("old")!;
+      expect(old.quality).toBe("stale");
+      expect(monoMs() - old.sourceTimeMs).toBeGreaterThanOrEqual(120_000);
+      expect(i.retainedIgnored).toBe(0);
+    } finally {
+      await pub.publishAsync("t/dated/recent", "", { qos: 1, retain: true });
+      await pub.publishAsync("t/dated/old", "", { qos: 1, retain: true });
+    }
+  });
+
+  it("never lets an older reading replace a newer one", async () => {
+    const i = await start([pt({ id: "o", topic: "t/order", path: "v", timePath: "t", timeUnit: "s", staleMs: 60_000 })]);
+    const nowS = Date.now() / 1000;
+    await pub.publishAsync("t/order", JSON.stringify({ v: 1, t: nowS - 0.1 }), { qos: 1 });
+    await waitFor(() => i.points.get("o")?.value === 1, "newer reading");
+    const newer = i.points.get("o")!;
+    await pub.publishAsync("t/order", JSON.stringify({ v: 2, t: nowS - 5 }), { qos: 1 }); // a gateway flushing its queue
+    await waitFor(() => i.outOfOrder === 1, "older reading refused");
+    expect(i.points.get("o")).toEqual(newer);
+  });
+
+  it.each([
+    ["no source time", { v: 3 }],
+    ["a time without a zone", { v: 3, ts: "2026-11-30T12:00:00" }],
+    ["a time from the future, beyond the clock skew", { v: 3, ts: Date.now() + 60_000 }],
+    ["a time that is not a time", { v: 3, ts: "soon" }],
+  ])("marks a sample with %s invalid", async (_what, body) => {
+    const i = await start([pt({ id: "d", topic: "t/dating", path: "v", timePath: "ts", staleMs: 60_000 })]);
+    await pub.publishAsync("t/dating", JSON.stringify({ v: 1, ts: Date.now() }), { qos: 1 });
+    await waitFor(() => i.points.get("d")?.quality === "good", "good first");
+    const good = i.points.get("d")!;
+    await pub.publishAsync("t/dating", JSON.stringify(body), { qos: 1 });
+    await waitFor(() => i.points.get("d")?.quality === "invalid", "invalid");
+    expect(i.points.get("d")).toMatchObject({ value: 1, sourceTimeMs: good.sourceTimeMs });
+    expect(i.rejected).toBe(1);
   });
 });
 

@@ -215,6 +215,7 @@ export const AGENT_SCHEMA = {
       description: "sensors read from MQTT topics",
       properties: {
         ...mqttConnectionProperties("podwarden-<site>-<pod>-ingest"),
+        maxClockSkewMs: int(0, 600_000, 2000, "a source time (points[].timePath) further ahead of this controller's clock than this is invalid, ms"),
         points: { type: "array", items: MQTT_INGEST_POINT_SCHEMA, description: "ingested points" },
       },
     },
