@@ -57,8 +57,9 @@ describe("the example per-pod ACL, with a real mosquitto", () => {
     expect(mc.messages.some((m) => m.body.forged === true)).toBe(false);
   });
 
-  it("refuses a wrong password", async () => {
-    await expect(mqtt.connectAsync(broker.url, { protocolVersion: 5, username: "pod-demo-pod-a", password: "wrong", reconnectPeriod: 0, connectTimeout: 3000 })).rejects.toThrow();
+  it("refuses a wrong password, and an anonymous client", async () => {
+    await expect(mqtt.connectAsync(broker.url, { protocolVersion: 5, username: "pod-demo-pod-a", password: "wrong", reconnectPeriod: 0, connectTimeout: 3000 })).rejects.toThrow(/bad user name or password|not authori[sz]ed/i);
+    await expect(mqtt.connectAsync(broker.url, { protocolVersion: 5, reconnectPeriod: 0, connectTimeout: 3000 })).rejects.toThrow(/not authori[sz]ed|bad user name or password/i);
   });
 
   it("answers on the MQTT 5 responseTopic with the request's correlationData", async () => {
@@ -104,6 +105,23 @@ describe("TLS and mutual TLS, with a real mosquitto", () => {
     } finally {
       await mc.close();
       await pod.stop();
+    }
+  });
+
+  it("is refused with an expired client certificate, and refuses a broker whose certificate has expired", async () => {
+    await pki.issue("pod-expired", "pod", "ca", undefined, -1);
+    await pki.issue("broker-expired", "127.0.0.1", "ca", "IP:127.0.0.1", -1);
+    const staleBroker = await Mosquitto.start({ conf: pki.mosquittoTls("broker-expired") });
+    const expiredPod = await startUplinkPod({ brokerUrl: `mqtts://127.0.0.1:${broker.port}`, protocolVersion: 5, sim, uplink: { clientId: "pod-expired", tls: { caFile: f("ca.pem"), certFile: f("pod-expired.pem"), keyFile: f("pod-expired.key") } } });
+    const toStaleBroker = await startUplinkPod({ brokerUrl: `mqtts://127.0.0.1:${staleBroker.port}`, protocolVersion: 5, sim, uplink: { clientId: "pod-to-expired", tls: { caFile: f("ca.pem"), certFile: f("pod.pem"), keyFile: f("pod.key") } } });
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(expiredPod.uplink.stats()).toMatchObject({ connected: false, connects: 0 });
+      expect(toStaleBroker.uplink.stats()).toMatchObject({ connected: false, connects: 0 });
+    } finally {
+      await expiredPod.stop();
+      await toStaleBroker.stop();
+      await staleBroker.stop();
     }
   });
 

@@ -22,17 +22,20 @@ export class TestPki {
     await this.openssl(["req", "-x509", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", this.file(`${name}.key`), "-out", this.file(`${name}.pem`), "-days", "2", "-subj", `/CN=${name}`]);
   }
 
-  /** A certificate for `cn` signed by CA `caName`, with a subjectAltName such as "IP:127.0.0.1" for a server. */
-  async issue(name: string, cn: string, caName: string, san?: string): Promise<void> {
+  /**
+   * A certificate for `cn` signed by CA `caName`, with a subjectAltName such as "IP:127.0.0.1" for
+   * a server, valid for `days` (negative: it expired before it was issued).
+   */
+  async issue(name: string, cn: string, caName: string, san?: string, days = 2): Promise<void> {
     await this.openssl(["req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", this.file(`${name}.key`), "-out", this.file(`${name}.csr`), "-subj", `/CN=${cn}`]);
     const ext = this.file(`${name}.ext`);
     writeFileSync(ext, san === undefined ? "basicConstraints=CA:FALSE\n" : `subjectAltName=${san}\n`);
-    await this.openssl(["x509", "-req", "-in", this.file(`${name}.csr`), "-CA", this.file(`${caName}.pem`), "-CAkey", this.file(`${caName}.key`), "-CAcreateserial", "-out", this.file(`${name}.pem`), "-days", "2", "-extfile", ext]);
+    await this.openssl(["x509", "-req", "-in", this.file(`${name}.csr`), "-CA", this.file(`${caName}.pem`), "-CAkey", this.file(`${caName}.key`), "-CAcreateserial", "-out", this.file(`${name}.pem`), "-days", String(days), "-extfile", ext]);
   }
 
-  /** mosquitto.conf lines for a TLS listener with this PKI's `broker` certificate that requires client certificates from CA `ca`. */
-  mosquittoTls(): string[] {
-    return [`cafile ${this.file("ca.pem")}`, `certfile ${this.file("broker.pem")}`, `keyfile ${this.file("broker.key")}`, "require_certificate true"];
+  /** mosquitto.conf lines for a TLS listener with this PKI's certificate `broker` that requires client certificates from CA `ca`. */
+  mosquittoTls(broker = "broker"): string[] {
+    return [`cafile ${this.file("ca.pem")}`, `certfile ${this.file(`${broker}.pem`)}`, `keyfile ${this.file(`${broker}.key`)}`, "require_certificate true"];
   }
 
   remove(): void {
