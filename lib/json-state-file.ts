@@ -3,6 +3,7 @@
 // so a crash leaves the old file or the new one, never half of one. A file that cannot be read is
 // moved aside (quarantined), never silently overwritten: the caller raises an alarm.
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { open, rename } from "node:fs/promises";
 
 export interface StateLoad<T> {
   /** undefined when there was no file (or it was quarantined) */
@@ -25,6 +26,36 @@ export class JsonStateFile<T> {
     } catch (err) {
       return { problem: `${this.file} unreadable (${(err as Error).message}); moved to ${quarantine(this.file)}` };
     }
+  }
+
+  /** the background saves, one after another (each writes the same temporary file) */
+  private background: Promise<void> = Promise.resolve();
+
+  /**
+   * save(value, true) without blocking the event loop: the write and the fsync run on libuv's
+   * thread pool. Background saves land in the order they were asked for; the promise settles
+   * when this one is on disk (or failed).
+   */
+  saveInBackground(value: T): Promise<void> {
+    const tmp = `${this.file}.bg.tmp`;
+    const run = async (): Promise<void> => {
+      const fh = await open(tmp, "w", 0o600);
+      try {
+        await fh.writeFile(JSON.stringify(value));
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, this.file);
+    };
+    const done = this.background.then(run, run);
+    this.background = done.catch(() => undefined);
+    return done;
+  }
+
+  /** Resolves once every background save asked for so far has finished. */
+  settled(): Promise<void> {
+    return this.background;
   }
 
   /** Writes atomically; with durable, the data is on disk (fsync) before this returns. */

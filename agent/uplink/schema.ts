@@ -47,7 +47,7 @@ export const UPLINK_SCHEMA = {
       {
         maxBytes: int(65_536, 1e12, 64 * 1024 * 1024, "on-disk store-and-forward spool size limit, bytes (in stateDir/spool)"),
         segmentBytes: int(4096, 1 << 30, 1024 * 1024, "spool segment file size, bytes: the unit the overflow policy drops"),
-        fsyncMs: int(0, 60_000, 1000, "flush the spool to disk this often, ms (0 = after every record)"),
+        fsyncMs: int(0, 60_000, 1000, "fsync the spool this often, ms, off the event loop (0 = after every record, blocking: docs/mqtt.md)"),
         maxInflight: int(1, 65_535, 256, "QoS 1 messages in flight awaiting PUBACK: paces replay"),
       },
       "store-and-forward spool",

@@ -11,7 +11,7 @@
 //
 // Reading follows the log from the oldest unacknowledged record to the tail, through the page
 // cache, so the same path serves live sending and replay after an outage.
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { JsonStateFile } from "../../lib/json-state-file.js";
@@ -92,6 +92,9 @@ export class SpoolQueue {
   private readonly ackedAhead = new Set<number>();
   private readCache: { seg: number; bytes: number; buf: Buffer } | null = null;
   private dirty = false;
+  /** descriptors a background fsync is running on, and those to close when it ends */
+  private readonly syncing = new Set<number>();
+  private readonly closeAfterSync = new Set<number>();
   /** records dropped by the overflow policy since start */
   dropped = 0;
 
@@ -187,7 +190,7 @@ export class SpoolQueue {
     // open the new file before letting go of the old one: if the disk refuses, writing goes on
     // (or fails) on the old segment, never on a closed descriptor
     const fd = openSync(file, "a");
-    if (this.fd !== null) closeSync(this.fd);
+    if (this.fd !== null) this.release(this.fd);
     this.fd = fd;
     this.segments.push({ firstId, file, bytes: statSync(file).size, count: 0 });
   }
@@ -361,6 +364,45 @@ export class SpoolQueue {
     return lost;
   }
 
+  /** Closes a segment's descriptor, or, while a background fsync runs on it, once that ends. */
+  private release(fd: number): void {
+    if (this.syncing.has(fd)) this.closeAfterSync.add(fd);
+    else closeSync(fd);
+  }
+
+  /**
+   * flush(true) without blocking the event loop: the fsync and the acknowledged mark's write run
+   * on libuv's thread pool, so a slow disk (an eMMC fsync can take tens of ms) never holds up
+   * the Modbus polls and the leak path on the main thread. Records written meanwhile are covered
+   * by the next flush.
+   */
+  async flushInBackground(): Promise<void> {
+    const fd = this.fd;
+    if (this.dirty && fd !== null) {
+      this.dirty = false;
+      this.syncing.add(fd);
+      try {
+        await new Promise<void>((resolve, reject) => fsync(fd, (err) => (err === null ? resolve() : reject(err))));
+      } catch (err) {
+        this.dirty = true;
+        throw err;
+      } finally {
+        this.syncing.delete(fd);
+        if (this.closeAfterSync.delete(fd)) closeSync(fd);
+      }
+    }
+    const acked = this.ackedId;
+    if (acked !== this.ackedSaved) {
+      this.ackedSaved = acked; // asked for: a later flush need not ask again
+      try {
+        await this.ackedStore.saveInBackground({ ackedId: acked });
+      } catch (err) {
+        this.ackedSaved = -1; // unknown on disk: the next flush writes it again
+        throw err;
+      }
+    }
+  }
+
   /** Puts written records and the acknowledged mark on disk. */
   flush(durable: boolean): void {
     if (this.dirty && durable && this.fd !== null) fsyncSync(this.fd);
@@ -371,9 +413,15 @@ export class SpoolQueue {
     }
   }
 
+  /** Resolves once no background flush is running (close after it: a background save landing after the close's own could put an older acknowledged mark back). */
+  async settled(): Promise<void> {
+    await this.ackedStore.settled();
+    while (this.syncing.size > 0) await new Promise((r) => setImmediate(r));
+  }
+
   close(): void {
     this.flush(true);
-    if (this.fd !== null) closeSync(this.fd);
+    if (this.fd !== null) this.release(this.fd);
     this.fd = null;
   }
 }

@@ -54,6 +54,7 @@ export class Uplink {
   private client: MqttClient | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
+  private backgroundFlush: Promise<void> | null = null;
   private readonly base: string;
   private readonly since = new Date().toISOString();
   private readonly spool: Spool;
@@ -116,7 +117,7 @@ export class Uplink {
     this.attach(this.agent);
     this.timers.push(setInterval(() => this.publishTelemetry(), this.c.telemetryMs));
     if (this.c.exception.enabled) this.timers.push(setInterval(() => this.publishExceptions(), this.c.exception.checkMs));
-    if (this.c.spool.fsyncMs > 0) this.timers.push(setInterval(() => this.flushSpool(), this.c.spool.fsyncMs));
+    if (this.c.spool.fsyncMs > 0) this.timers.push(setInterval(() => this.flushSpoolInBackground(), this.c.spool.fsyncMs));
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, Math.min(5000, this.c.connectTimeoutMs)); // an unreachable broker does not hold the agent up
       client.once("connect", () => {
@@ -217,6 +218,15 @@ export class Uplink {
     }
     if (this.c.spool.fsyncMs === 0) this.flushSpool();
     this.pump();
+  }
+
+  /** The periodic flush, off the event loop; a round still running when the next is due covers it. */
+  private flushSpoolInBackground(): void {
+    if (this.backgroundFlush !== null) return;
+    this.backgroundFlush = this.spool
+      .flushInBackground()
+      .catch((err: unknown) => this.log.error({ err }, "spool flush failed"))
+      .finally(() => (this.backgroundFlush = null));
   }
 
   private flushSpool(): void {
@@ -322,6 +332,8 @@ export class Uplink {
     }
     this.client = null;
     await c?.endAsync(true);
+    await this.backgroundFlush;
+    await this.spool.settled();
     this.spool.close();
   }
 }
