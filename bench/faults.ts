@@ -9,6 +9,7 @@ import { Mosquitto } from "../lib/mosquitto-process.js";
 import { PartitionProxy } from "../lib/partition-proxy.js";
 import { waitFor } from "../lib/processes.js";
 import { simConfig } from "../sim/config.js";
+import { RETURN_TX_RANGE_C } from "../sim/devices/pod-devices.js";
 import { PodSim } from "../sim/pod-sim.js";
 import { fmt, quantile } from "./stats.js";
 
@@ -24,6 +25,24 @@ export interface Campaign {
 /** A rack's return-temperature sensor back to normal: the truth with a little measurement noise. */
 function liveSensor(sim: PodSim, r: number): void {
   sim.inject({ sensor: `rack-${r + 1}.returnTempC`, fault: "noise", sigma: 0.05 });
+}
+
+/**
+ * Each rack's return temperature, the PV of its loop, is read as a 4–20 mA loop current through
+ * the simulator's transmitter (`returnTempMa`), as many sites wire it: every sensor fault below
+ * then reaches the agent the way a real transmitter passes it on (a dead sensor as the 3.5 mA
+ * failure current, an out-of-range one held at 20.5 mA), and the loop-current faults can be
+ * injected on the wire itself.
+ */
+function readReturnTemperaturesThroughTransmitters(d: Record<string, unknown>): void {
+  const modbus = d.modbus as { devices: { name: string; points: object[] }[] };
+  const [at4mA, at20mA] = RETURN_TX_RANGE_C;
+  for (const dev of modbus.devices) {
+    if (!dev.name.startsWith("rack-")) continue;
+    // a new array: YAML anchors may share one points list between the racks
+    dev.points = [...dev.points, { name: "returnTempTx", table: "input", address: 11, type: "u16", scale: 0.001, unit: "°C", group: "control", loop4to20: { at4mA, at20mA } }];
+  }
+  for (const rack of d.racks as { name: string; points: Record<string, unknown> }[]) rack.points = { ...rack.points, returnTempC: `${rack.name}.returnTempTx` };
 }
 
 /** Discards the agent's logs: a campaign measures behaviour, not pino. */
@@ -54,6 +73,7 @@ export async function startCampaign(): Promise<Campaign> {
       control.points = { temperature: { ...checks("temperature"), stuckMs: 500, stuckEps: 0.001 }, flow: checks("flow"), power: checks("power"), pressure: checks("pressure") };
       control.schedFifo = true;
       d.supervisor = { ...(d.supervisor ?? {}), alarmClearDwellMs: 200 };
+      readReturnTemperaturesThroughTransmitters(d);
     },
   });
   // live temperature sensors: real ones never read the same to 0.01 °C for long, and a frozen
@@ -112,6 +132,19 @@ function badReading(name: string, why: string, fault: { fault: "nan" | "value" |
   };
 }
 
+/** The loop current of a rack's return-temperature transmitter is a NAMUR NE 43 failure value: never a PV. */
+function loopCurrentFault(name: string, mA: number): FaultClass {
+  const wire = (r: number): string => `${rackName(r)}.returnTempMa`;
+  return {
+    name,
+    expect: "the reading is invalid, rejected before the PID: the loop fails safe and the valve goes to its fail-open value",
+    inject: (c, r) => c.sim.inject({ sensor: wire(r), fault: "value", value: mA }),
+    safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
+    clear: (c, r) => c.sim.inject({ sensor: wire(r), fault: "clear" }),
+    recovered: automatic,
+  };
+}
+
 async function resetLeak(c: Campaign, r: number): Promise<void> {
   await waitFor(async () => (await c.pod.agent.resetLeak(r)) === "accepted", `${rackName(r)} leak reset`, 10_000, 50);
 }
@@ -128,6 +161,9 @@ export const FAULT_CLASSES: FaultClass[] = [
   badReading("sensor NaN", "rejected before the PID", { fault: "nan" }),
   badReading("sensor out of range", "rejected before the PID", { fault: "value", value: 150 }),
   badReading("sensor frozen", "no change beyond 0.001 °C for 500 ms", { fault: "stuck" }),
+  loopCurrentFault("4–20 mA loop broken (0 mA)", 0),
+  loopCurrentFault("4–20 mA below 3.6 mA (transmitter failure, downscale)", 3.2),
+  loopCurrentFault("4–20 mA above 21 mA (transmitter failure, upscale)", 21.6),
   {
     name: "Modbus exception 4 on every function",
     expect: "the device's points go bad; its loop fails safe",

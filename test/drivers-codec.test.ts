@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeValue, encodeValue, WORD_ORDERS, type DataType } from "../drivers/modbus/codec.js";
 import { encodeRequest, parseResponse } from "../drivers/modbus/master-pdu.js";
+import { fromLoopCurrent } from "../drivers/modbus/loop-current.js";
 import { planReads } from "../drivers/modbus/plan.js";
 import { BusyWindow } from "../drivers/modbus/busy-window.js";
 import { crc16, FC } from "../drivers/modbus/protocol.js";
@@ -152,9 +153,30 @@ describe("Modbus config rules", () => {
     [{ devices: [{ name: "d", unitId: 300, tcp: { port: 1 } }] }, /unitId: must be <= 255/],
     [{ devices: [{ name: "d", unitId: 1, tcp: { port: 1 } }, { name: "d", unitId: 2, tcp: { port: 2 } }] }, /duplicate name "d"/],
     [{ devices: [{ name: "d", unitId: 1, tcp: { port: 1 }, timeoutMs: Infinity }] }, /timeoutMs: must be integer/],
+    [{ devices: [{ name: "d", unitId: 1, tcp: { port: 1 }, points: [{ name: "p", table: "input", address: 0, loop4to20: { at4mA: 5, at20mA: 5 } }] }] }, /loop4to20\.at20mA: must differ from at4mA/],
+    [{ devices: [{ name: "d", unitId: 1, tcp: { port: 1 }, points: [{ name: "p", table: "discrete", address: 0, type: "bool", loop4to20: { at4mA: 0, at20mA: 1 } }] }] }, /loop4to20: a loop current is a register value/],
+    [{ devices: [{ name: "d", unitId: 1, tcp: { port: 1 }, points: [{ name: "p", table: "input", address: 0, loop4to20: { at4mA: 0, at20mA: 1, faultBelowMa: 4.5 } }] }] }, /faultBelowMa: must be <= 4/],
+    [{ devices: [{ name: "d", unitId: 1, tcp: { port: 1 }, points: [{ name: "p", table: "input", address: 0, loop4to20: { at20mA: 1 } }] }] }, /loop4to20\.at4mA: required key is missing/],
   ])("rejects an invalid device config (%#)", (data, reason) => {
     expect(() => modbusConfig(data)).toThrow(ConfigError);
     expect(() => modbusConfig(data)).toThrow(reason);
+  });
+});
+
+describe("4–20 mA loop current", () => {
+  const ne43 = { at4mA: 0, at20mA: 100, faultBelowMa: 3.6, faultAboveMa: 21 };
+  it("maps 4 mA and 20 mA to the ends of the range, linearly between, a reverse range too", () => {
+    expect(fromLoopCurrent(4, ne43)).toBe(0);
+    expect(fromLoopCurrent(12, ne43)).toBe(50);
+    expect(fromLoopCurrent(20, ne43)).toBe(100);
+    // NE 43's saturation band beyond the range is still a measurement
+    expect(fromLoopCurrent(3.8, ne43)).toBeCloseTo(-1.25, 12);
+    expect(fromLoopCurrent(20.5, ne43)).toBeCloseTo(103.125, 12);
+    expect(fromLoopCurrent(8, { ...ne43, at4mA: 400, at20mA: 0 })).toBe(300);
+  });
+
+  it.each([0, 2, 3.59, 21.01, 22, 65.535, NaN, Infinity, -Infinity])("gives no value for a failure current of %s mA", (mA) => {
+    expect(fromLoopCurrent(mA, ne43)).toBeNaN();
   });
 });
 

@@ -60,6 +60,24 @@ describe("Modbus driver against the simulator (TCP)", () => {
     await waitFor(() => point(d, "rack1.flowLpm")!.sourceTimeMs > first, "a newer sample");
   });
 
+  it("reads a 4–20 mA transmitter in engineering units, and a NAMUR NE 43 failure current as invalid", async () => {
+    const tx = { name: "returnTx", table: "input", address: 11, type: "u16", scale: 0.001, unit: "°C", loop4to20: { at4mA: 0, at20mA: 100 } };
+    const d = startDriver({ ...FAST, devices: [rack(2, { points: [...rackPoints(), tx] })] });
+    await waitFor(() => point(d, "rack2.returnTx")?.quality === "good", "first poll");
+    // the transmitter carries the same temperature as the direct register, to its 1 µA (0.00625 °C) step
+    expect(Math.abs(point(d, "rack2.returnTx")!.value - t.sim.truth().racks[1].returnTempC)).toBeLessThan(0.5);
+    for (const [mA, why] of [[0, "broken loop"], [3.3, "downscale failure"], [21.8, "upscale failure"]] as const) {
+      t.sim.inject({ sensor: "rack-2.returnTempMa", fault: "value", value: mA });
+      await waitFor(() => point(d, "rack2.returnTx")?.quality === "invalid", why);
+      expect(point(d, "rack2.returnTx")!.value, why).toBeNaN();
+      t.sim.inject({ sensor: "rack-2.returnTempMa", fault: "clear" });
+      await waitFor(() => point(d, "rack2.returnTx")?.quality === "good", `${why} cleared`);
+    }
+    // the transmitter passes its sensor's failure on as the 3.5 mA failure current
+    t.sim.inject({ sensor: "rack-2.returnTempC", fault: "nan" });
+    await waitFor(() => point(d, "rack2.returnTx")?.quality === "invalid", "sensor failure through the transmitter");
+  });
+
   it("writes outputs on change, verifies them by read-back, and refreshes them", async () => {
     const d = startDriver({
       ...FAST,

@@ -2,6 +2,7 @@
 // The JSON Schema here is embedded in the agent's config schema and documented from it.
 import { validator } from "../../lib/config-file.js";
 import { DATA_TYPES, WORD_ORDERS, registerCount, type DataType, type WordOrder } from "./codec.js";
+import { LOOP_CURRENT_SCHEMA, type LoopCurrentConfig } from "./loop-current.js";
 import { MAX_READ_BITS, MAX_READ_REGISTERS } from "./protocol.js";
 
 export type ReadTable = "coil" | "discrete" | "holding" | "input";
@@ -20,6 +21,8 @@ export interface PointConfig {
   group: string;
   /** a raw value the device uses for "no valid reading" (e.g. -32768) */
   invalidRaw?: number;
+  /** the value is a 4–20 mA loop current, converted to engineering units */
+  loop4to20?: LoopCurrentConfig;
 }
 
 export interface OutputConfig {
@@ -208,6 +211,7 @@ export const MODBUS_SCHEMA = {
                 bit: { type: "integer", minimum: 0, maximum: 15, description: "for type bit" },
                 group: { type: "string", default: "control", description: "polling group" },
                 invalidRaw: { type: "number", description: "raw value meaning no valid reading" },
+                loop4to20: LOOP_CURRENT_SCHEMA,
               },
             },
           },
@@ -263,6 +267,8 @@ export function modbusProblems(c: ModbusConfig, at = "modbus"): string[] {
       if (!bits && pt.type === "bool") out.push(`${pp}.type: use bit (with bit:) for a bit of a register`);
       if ((pt.type === "bit") !== (pt.bit !== undefined)) out.push(`${pp}.bit: required with type bit, and only with it`);
       if (pt.address + (bits ? 1 : registerCount(pt.type)) > 65536) out.push(`${pp}.address: runs past 65535`);
+      if (pt.loop4to20 !== undefined && bits) out.push(`${pp}.loop4to20: a loop current is a register value, not a bit`);
+      if (pt.loop4to20 !== undefined && pt.loop4to20.at4mA === pt.loop4to20.at20mA) out.push(`${pp}.loop4to20.at20mA: must differ from at4mA`);
     });
     d.outputs.forEach((o, k) => {
       const op = `${p}.outputs[${k}]`;

@@ -11,6 +11,7 @@ import { CircuitBreaker } from "./breaker.js";
 import { Bus, newDeviceStats, type BusDevice, type DeviceStats } from "./bus.js";
 import { decodeValue, encodeValue, registerCount } from "./codec.js";
 import type { DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
+import { fromLoopCurrent } from "./loop-current.js";
 import { planReads, type ReadBlock } from "./plan.js";
 import { FC } from "./protocol.js";
 import { RtuTransport } from "./rtu-transport.js";
@@ -218,6 +219,7 @@ export class ModbusDriver {
       try {
         const raw = decodeValue(o.data, offset, point.table === "coil" || point.table === "discrete" ? "bool" : point.type, point.order, point.bit ?? 0);
         value = raw * point.scale + point.offset;
+        if (point.loop4to20 !== undefined) value = fromLoopCurrent(value, point.loop4to20);
         if (!Number.isFinite(value) || (point.invalidRaw !== undefined && raw === point.invalidRaw)) quality = "invalid";
       } catch {
         value = NaN;

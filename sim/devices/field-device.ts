@@ -119,7 +119,8 @@ export class FieldDevice<Ctx> implements SlaveDataModel {
 
   /** The engineering value the device reports now, sensor faults applied. */
   reported(e: RegisterEntry<Ctx>): number {
-    const truth = e.read(this.ctx);
+    const source = e.follows === undefined ? undefined : this.byName.get(e.follows.entry);
+    const truth = e.follows !== undefined && source !== undefined ? e.follows.transmit(this.reported(source)) : e.read(this.ctx);
     const f = this.sensorFaults.get(e.name);
     if (f === undefined) return truth;
     switch (f.fault.kind) {

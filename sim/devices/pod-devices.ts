@@ -92,6 +92,19 @@ export const RACK_STATUS = {
   LEAK_CABLE_FAULT: 64,
 } as const;
 
+/**
+ * A 4–20 mA transmitter's output for a measuring range [lo, hi], as NAMUR NE 43 has it: linear
+ * inside the range, held at 3.8 / 20.5 mA beyond it, and 3.5 mA (downscale failure alarm) when
+ * its sensor gives no reading.
+ */
+export function ne43CurrentMa(value: number, lo: number, hi: number): number {
+  if (!Number.isFinite(value)) return 3.5;
+  return Math.min(20.5, Math.max(3.8, 4 + (16 * (value - lo)) / (hi - lo)));
+}
+
+/** The return-temperature transmitter's measuring range, °C (4 mA, 20 mA). */
+export const RETURN_TX_RANGE_C = [0, 100] as const;
+
 export function rackEntries(now: () => number): RegisterEntry<RackContext>[] {
   const f32 = { type: "f32" as const, order: "CDAB" as const };
   return [
@@ -161,6 +174,17 @@ export function rackEntries(now: () => number): RegisterEntry<RackContext>[] {
         (c.rack.leak === "cable-fault" ? RACK_STATUS.LEAK_CABLE_FAULT : 0),
     },
     { name: "throttlePct", table: "input", address: 10, type: "u16", scale: 0.1, unit: "%", description: "GPU clock throttle (100 = none)", read: (c) => c.rack.throttle * 100 },
+    {
+      name: "returnTempMa",
+      table: "input",
+      address: 11,
+      type: "u16",
+      scale: 0.001,
+      unit: "mA",
+      description: "return temperature through a 4–20 mA transmitter (0–100 °C, NAMUR NE 43: 3.8/20.5 mA beyond the range, 3.5 mA on a sensor failure), read as µA by an analogue input",
+      read: (c) => ne43CurrentMa(c.rack.returnTempC, ...RETURN_TX_RANGE_C),
+      follows: { entry: "returnTempC", transmit: (v) => ne43CurrentMa(v, ...RETURN_TX_RANGE_C) },
+    },
   ];
 }
 

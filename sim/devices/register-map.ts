@@ -17,6 +17,12 @@ export interface RegisterEntry<Ctx> {
   read(ctx: Ctx): number;
   /** present for writable entries (holding registers, coils) */
   write?(ctx: Ctx, value: number): void;
+  /**
+   * A transmitter of another of the device's values: it reports `transmit(that value as
+   * reported)`, so the sensor faults injected there reach it, as a real transmitter passes its
+   * sensor's failure on. (`read` gives the same from the truth.)
+   */
+  follows?: { entry: string; transmit(value: number): number };
 }
 
 export const isBitTable = (t: Table): boolean => t === "coil" || t === "discrete";
