@@ -106,6 +106,8 @@ export class Agent {
   control!: ControlThread;
   private readonly log: Logger;
   private readonly routes = new Map<string, number[]>();
+  /** leak inputs, with the last value written: a change makes the control thread tick at once */
+  private readonly leakPoints = new Map<string, number>();
   private readonly listeners: ((e: AgentEvent) => void)[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
   private decisions: SupervisorDecisions;
@@ -135,7 +137,10 @@ export class Agent {
       this.route(r.points.supplyTempC, p.supplyTempC);
       this.route(r.points.flowLpm, p.flowLpm);
       this.route(r.points.powerKw, p.powerKw);
-      r.points.leak.forEach((id, k) => this.route(id, p.leaks[k]));
+      r.points.leak.forEach((id, k) => {
+        this.route(id, p.leaks[k]);
+        this.leakPoints.set(id, NaN);
+      });
     });
     this.route(c.cdu.points.dpKpa, lay.cdu.dpKpa);
     this.route(c.cdu.points.supplyTempC, lay.cdu.supplyTempC);
@@ -231,6 +236,15 @@ export class Agent {
     // nothing, so the sample ages and the hot path's stale check fails the loop safe in time
     if (p.quality === "good") for (const i of idx) this.control.writeSample(i, p.value, p.sourceTimeMs);
     else if (p.quality === "invalid") for (const i of idx) this.control.writeSample(i, NaN, monoMs());
+    else return;
+    // a leak sensor that changed (wet, dry, cable fault, unreadable) is decided now, not at the
+    // next tick: the isolation valves' close commands leave up to a period sooner
+    const lastLeak = this.leakPoints.get(p.id);
+    const value = p.quality === "good" ? p.value : NaN;
+    if (lastLeak !== undefined && !Object.is(lastLeak, value)) {
+      this.leakPoints.set(p.id, value);
+      this.control.tickNow();
+    }
   }
 
   /** Wakes on every interlock change the worker signals and writes the actuators at once. */

@@ -140,6 +140,34 @@ describe("control worker", () => {
     expect(() => ct.patch({ ...spec, loops: spec.loops.slice(1) })).toThrow(/cannot change the number/);
   }
 
+  it("ticks at once when a leak input changes (tickNow), once per period at most", async () => {
+    // a one-minute period: no regular tick can come during the test, so only an urgent tick can isolate
+    const control = { ...DEFAULT_POD_CONTROL, points: { ...DEFAULT_POD_CONTROL.points, leak: { ...DEFAULT_POD_CONTROL.points.leak, debounceFault: 1 } } };
+    const ct = new ControlThread(podBankSpec(control), { periodMs: 60_000, schedFifo: false, schedPriority: 40, warmupTicks: 200 });
+    threads.push(ct);
+    await ct.start();
+    const lay = podLayout(control);
+    const regular = ct.latenessHistogram().total();
+    expect(ct.ticks).toBe(1); // the first tick, at start
+    expect(ct.outputs()!.rackSupplyOpen[2]).toBe(1);
+    // rack 3's leak sensor reads wet
+    for (let i = 0; i < lay.points; i++) ct.writeSample(i, lay.racks.some((r) => r.leaks.includes(i)) ? (lay.racks[2].leaks.includes(i) ? 1 : 0) : 40, monoMs());
+    ct.tickNow();
+    await waitFor(() => ct.outputs()!.rackSupplyOpen[2] === 0 && ct.outputs()!.rackReturnOpen[2] === 0, "rack isolated by an urgent tick");
+    expect(ct.ticks).toBe(2);
+    expect(ct.urgentTicks).toBe(1);
+    for (const r of [0, 1, 3, 4, 5, 6, 7]) expect(ct.outputs()!.rackSupplyOpen[r], `rack ${r + 1}`).toBe(1);
+    // a chattering sensor asks again and again: no second urgent tick in the same period
+    for (let k = 0; k < 20; k++) {
+      ct.tickNow();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(ct.ticks).toBe(2);
+    expect(ct.urgentTicks).toBe(1);
+    // urgent ticks are not lateness samples
+    expect(ct.latenessHistogram().total()).toBe(regular);
+  });
+
   it("records tick lateness in a histogram the main thread can read", async () => {
     const ct = await started();
     await waitFor(() => ct.ticks > 200, "ticks");

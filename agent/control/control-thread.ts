@@ -111,6 +111,7 @@ export class ControlThread {
     this.worker = null;
     if (w === null) return;
     Atomics.store(this.frames.ctrl, CTRL.STOP, 1);
+    Atomics.add(this.frames.ctrl, CTRL.WAKE, 1);
     Atomics.notify(this.frames.ctrl, CTRL.WAKE);
     const exited = this.exited ?? Promise.resolve(0);
     const timer = setTimeout(() => void w.terminate(), 2000);
@@ -122,6 +123,16 @@ export class ControlThread {
 
   writeSample(point: number, value: number, sourceTimeMs: number): void {
     this.frames.writeSample(point, value, sourceTimeMs);
+  }
+
+  /**
+   * Asks the worker to tick now rather than at its next deadline: a safety input (a leak
+   * sensor) has just changed, and its interlock should not wait up to a period. The cadence
+   * is kept: the next regular tick still comes at its deadline.
+   */
+  tickNow(): void {
+    Atomics.add(this.frames.ctrl, CTRL.WAKE, 1);
+    Atomics.notify(this.frames.ctrl, CTRL.WAKE);
   }
 
   setSetpoint(loop: number, sp: number): void {
@@ -205,6 +216,11 @@ export class ControlThread {
 
   get skipped(): number {
     return Atomics.load(this.frames.ctrl, CTRL.SKIPPED);
+  }
+
+  /** ticks run before their deadline on tickNow() */
+  get urgentTicks(): number {
+    return Atomics.load(this.frames.ctrl, CTRL.URGENT_TICKS);
   }
 
   get schedFifo(): "on" | "refused" | "off" {

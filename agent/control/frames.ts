@@ -12,7 +12,7 @@ import { LOG_HISTOGRAM_BUCKETS } from "../../lib/log-histogram.js";
 
 export const CTRL = {
   STOP: 0,
-  WAKE: 1,
+  WAKE: 1, // bumped to wake the worker: to stop, or to tick now because a safety input changed
   OUT_SEQ: 2,
   CMD_SEQ: 3,
   TICKS: 4,
@@ -25,6 +25,7 @@ export const CTRL = {
   PATCH_GEN: 11, // bank config patch generation (SIGHUP reload)
   PATCH_LEN: 12,
   PATCH_APPLIED: 13,
+  URGENT_TICKS: 14, // ticks run before their deadline because a safety input changed
   COUNT: 16,
 } as const;
 

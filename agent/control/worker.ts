@@ -26,6 +26,9 @@ export interface WorkerInput {
   warmupTicks: number;
 }
 
+/** The shortest dt a tick integrates over, ms: the step refuses dt <= 0. */
+const MIN_DT_MS = 0.01;
+
 function post(kind: string, message: string): void {
   parentPort?.postMessage({ kind, message });
 }
@@ -131,20 +134,36 @@ function run(input: WorkerInput): void {
     Atomics.store(f.ctrl, CTRL.PATCH_APPLIED, patchGen);
   };
 
+  let wakes = Atomics.load(f.ctrl, CTRL.WAKE);
+  let urgentThisPeriod = false;
   while (Atomics.load(f.ctrl, CTRL.STOP) === 0) {
     const deadline = t0 + k * periodMs;
     const wait = deadline - now();
-    if (wait > 0) Atomics.wait(f.ctrl, CTRL.WAKE, 0, wait);
+    if (wait > 0) Atomics.wait(f.ctrl, CTRL.WAKE, wakes, wait);
+    if (Atomics.load(f.ctrl, CTRL.STOP) !== 0) break;
     const tick = now();
-    const lateMs = tick - deadline;
-    hist.record(lateMs * 1000);
-    if (lateMs * 1000 > f.ctrlF[CTRL_F64.MAX_LATE_US]) f.ctrlF[CTRL_F64.MAX_LATE_US] = lateMs * 1000;
-    if (lateMs > periodMs) Atomics.add(f.ctrl, CTRL.OVERRUNS, 1);
-    // After a long stall, skip the missed periods instead of running them back to back.
-    if (lateMs > 10 * periodMs) {
-      const behind = Math.floor(lateMs / periodMs);
-      Atomics.add(f.ctrl, CTRL.SKIPPED, behind);
-      k += behind;
+    // Woken before the deadline by tickNow(): a safety input changed, so this tick runs now, off
+    // the cadence; the regular tick still comes at the deadline (k is not advanced). At most one
+    // per period: a chattering leak sensor cannot multiply the tick rate.
+    const woken = Atomics.load(f.ctrl, CTRL.WAKE);
+    const early = woken !== wakes && tick < deadline;
+    wakes = woken;
+    if (early && urgentThisPeriod) continue;
+    const urgent = early;
+    urgentThisPeriod = urgent;
+    if (urgent) {
+      Atomics.add(f.ctrl, CTRL.URGENT_TICKS, 1);
+    } else {
+      const lateMs = tick - deadline;
+      hist.record(lateMs * 1000);
+      if (lateMs * 1000 > f.ctrlF[CTRL_F64.MAX_LATE_US]) f.ctrlF[CTRL_F64.MAX_LATE_US] = lateMs * 1000;
+      if (lateMs > periodMs) Atomics.add(f.ctrl, CTRL.OVERRUNS, 1);
+      // After a long stall, skip the missed periods instead of running them back to back.
+      if (lateMs > 10 * periodMs) {
+        const behind = Math.floor(lateMs / periodMs);
+        Atomics.add(f.ctrl, CTRL.SKIPPED, behind);
+        k += behind;
+      }
     }
 
     for (let i = 0; i < P; i++) {
@@ -165,8 +184,9 @@ function run(input: WorkerInput): void {
       applyPatch();
     }
 
-    // dt is the time actually elapsed, bounded so a stall does not become one huge integration step
-    const dtS = Math.min(Math.max(tick - last, periodMs * 0.5), periodMs * 5) / 1000;
+    // dt is the time actually elapsed, bounded so a stall does not become one huge integration
+    // step (an urgent tick and the regular one after it share a period between them)
+    const dtS = Math.min(Math.max(tick - last, MIN_DT_MS), periodMs * 5) / 1000;
     last = tick;
     const rc = hp.step(tick, dtS);
     f.ctrlF[CTRL_F64.STEP_NS_LAST] = (now() - tick) * 1e6;
@@ -208,7 +228,7 @@ function run(input: WorkerInput): void {
       Atomics.add(f.ctrl, CTRL.OUT_CHANGED, 1);
       Atomics.notify(f.ctrl, CTRL.OUT_CHANGED);
     }
-    k++;
+    if (!urgent) k++;
   }
 }
 

@@ -127,6 +127,15 @@ export class Metrics {
       },
     });
     new Counter({
+      name: "podwarden_urgent_ticks_total",
+      help: "Control ticks run before their deadline because a leak input changed",
+      registers: [r],
+      collect() {
+        this.reset();
+        this.inc(a().control.urgentTicks);
+      },
+    });
+    new Counter({
       name: "podwarden_tick_overruns_total",
       help: "Control ticks that started more than one period late",
       registers: [r],
