@@ -20,8 +20,7 @@ import { fmt, quantile } from "./stats.js";
 /** The daemon's node flags, read from the CLI's shebang (where they are set for production). */
 export const DAEMON_NODE_FLAGS = shebangNodeFlags(readFileSync("dist/agent/cli.js", "utf8"));
 
-/** `podwarden <args>` in its own process, started as its shebang starts it (the production flags). */
-/** `node dist/agent/cli.js <args>` with the production node flags. */
+/** `podwarden <args>` in its own process (`node dist/agent/cli.js`), with the shebang's production flags. */
 export function podwardenProcess(args: string[], stdout: "ignore" | "pipe"): ChildProcess {
   return spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", ...args], { stdio: ["ignore", stdout, "inherit"] });
 }
