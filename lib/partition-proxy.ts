@@ -3,13 +3,69 @@
 //   drop    black-hole: bytes vanish both ways and new connections get no answer, like an
 //           iptables DROP (the client sees silence, never a reset)
 //   reject  every connection is reset at once and new ones are refused, like an iptables REJECT
+// and, while passing, impair it (impair()): a one-way delay, and stalls where a lossy link would
+// stall a TCP stream (tc netem's delay and loss, as the stream sees them; this kernel has no
+// netem, and a proxy cannot drop a segment TCP would not then resend).
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 
 export type PartitionMode = "pass" | "drop" | "reject";
 
+export interface Impairment {
+  /** added one-way delay, ms */
+  delayMs: number;
+  /**
+   * share of chunks that come after a lost segment: the stream stalls (head-of-line) for
+   * stallMs, as TCP waits for the retransmission, and everything behind waits too
+   */
+  lossShare: number;
+  /** how long a stall lasts, ms (Linux's smallest retransmission timeout is 200 ms) */
+  stallMs: number;
+  /** uniform [0, 1): seeded by the caller, so a run replays */
+  random: () => number;
+}
+
+/** One direction of an impaired link: chunks leave in order, each at its release time. */
+class DelayLine {
+  private readonly queue: { at: number; data: Buffer }[] = [];
+  private lastAt = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly send: (d: Buffer) => void) {}
+
+  get idle(): boolean {
+    return this.queue.length === 0;
+  }
+
+  push(d: Buffer, delayMs: number): void {
+    // never before the chunk ahead of it: a stream keeps its order
+    this.lastAt = Math.max(performance.now() + delayMs, this.lastAt);
+    this.queue.push({ at: this.lastAt, data: d });
+    if (this.timer === null) this.arm();
+  }
+
+  private arm(): void {
+    this.timer = setTimeout(() => this.release(), Math.max(0, this.queue[0].at - performance.now()));
+  }
+
+  private release(): void {
+    this.timer = null;
+    const now = performance.now();
+    while (this.queue.length > 0 && this.queue[0].at <= now) this.send(this.queue.shift()!.data);
+    if (this.queue.length > 0) this.arm();
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.queue.length = 0;
+  }
+}
+
 export class PartitionProxy {
   private server: Server | null = null;
   private readonly pairs = new Set<[Socket, Socket]>();
+  private readonly lines = new Set<DelayLine>();
+  private impairment: Impairment | null = null;
   mode: PartitionMode = "pass";
   port = 0;
 
@@ -23,22 +79,41 @@ export class PartitionProxy {
       upstream.on("error", () => client.destroy());
       const pair: [Socket, Socket] = [client, upstream];
       this.pairs.add(pair);
+      const passing = (to: Socket) => (d: Buffer) => {
+        if (this.mode === "pass" && !to.destroyed) to.write(d);
+      };
+      const up = new DelayLine(passing(upstream));
+      const down = new DelayLine(passing(client));
+      this.lines.add(up).add(down);
       const close = (): void => {
         this.pairs.delete(pair);
+        for (const l of [up, down]) {
+          l.stop();
+          this.lines.delete(l);
+        }
         client.destroy();
         upstream.destroy();
       };
       client.on("close", close);
       upstream.on("close", close);
-      client.on("data", (d: Buffer) => {
-        if (this.mode === "pass") upstream.write(d);
-      });
-      upstream.on("data", (d: Buffer) => {
-        if (this.mode === "pass") client.write(d);
-      });
+      const forward = (line: DelayLine, to: Socket) => (d: Buffer) => {
+        if (this.mode !== "pass") return;
+        const im = this.impairment;
+        const delayMs = im === null ? 0 : im.delayMs + (im.random() < im.lossShare ? im.stallMs : 0);
+        // straight through on a clean link, unless earlier chunks are still queued ahead
+        if (delayMs === 0 && line.idle) to.write(d);
+        else line.push(d, delayMs);
+      };
+      client.on("data", forward(up, upstream));
+      upstream.on("data", forward(down, client));
     });
     await new Promise<void>((r) => this.server!.listen(0, "127.0.0.1", () => r()));
     this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  /** Delays and stalls what passes from now on (null: a clean link again; what is queued still leaves in order). */
+  impair(i: Impairment | null): void {
+    this.impairment = i;
   }
 
   setMode(mode: PartitionMode): void {
@@ -51,6 +126,7 @@ export class PartitionProxy {
   }
 
   async close(): Promise<void> {
+    for (const l of this.lines) l.stop();
     for (const [c, u] of [...this.pairs]) {
       c.destroy();
       u.destroy();

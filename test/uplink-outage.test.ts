@@ -5,6 +5,8 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Mosquitto } from "../lib/mosquitto-process.js";
+import { PartitionProxy } from "../lib/partition-proxy.js";
+import { Prng } from "../sim/prng.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { MissionControl, removeState, startUplinkPod } from "./helpers/uplink.js";
@@ -60,6 +62,42 @@ describe("broker outages (mosquitto)", () => {
       await broker.stop();
     }
   }, 240_000);
+
+  it("loses nothing over a slow, lossy link (+20 ms each way, 2 % of segments stalled 200 ms), with no false hung-broker detection", async () => {
+    const broker = await Mosquitto.start({ persistence: false, general: ["max_queued_messages 0"] });
+    const link = new PartitionProxy(broker.port);
+    await link.listen();
+    const prng = new Prng(12);
+    link.impair({ delayMs: 20, lossShare: 0.02, stallMs: 200, random: () => prng.next() });
+    const pod = await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${link.port}`, protocolVersion: 5, sim, uplink: { keepaliveS: 2, telemetryMs: 200 } });
+    const mc = await MissionControl.connect(broker.url, pod.base, 4, { reconnectPeriod: 50 });
+    let n = 0;
+    const probe = setInterval(() => pod.agent.audit({ action: "lossy-link", by: "test", result: String(++n) }), 10);
+    try {
+      await waitFor(() => pod.uplink.stats().connected, "connected over the impaired link", 10_000);
+      const firstEvent = pod.uplink.stats().lastSeq.critical + 1;
+      const firstTelemetry = pod.uplink.stats().lastSeq.telemetry + 1;
+      await new Promise((r) => setTimeout(r, 8000));
+      clearInterval(probe);
+      await waitFor(() => pod.uplink.stats().spoolDepth.critical === 0 && pod.uplink.stats().spoolDepth.telemetry === 0, "spool drained", 30_000);
+      const last = pod.uplink.stats().lastSeq;
+      await waitFor(() => gaps(seqsOf(mc, "events"), last.critical, firstEvent).length === 0 && gaps(seqsOf(mc, "telemetry"), last.telemetry, firstTelemetry).length === 0, "every event and telemetry message at mission control", 30_000);
+      expect(n).toBeGreaterThan(500);
+      expect(new Set(mc.of("events").filter((e) => e.action === "lossy-link").map((e) => e.result)).size).toBe(n);
+      expect(pod.uplink.stats().spoolDropped).toEqual({ critical: 0, telemetry: 0 });
+      // stalls of 200 ms are far from 1.5 x keepalive: the connection was never given up (and a
+      // reordered or damaged byte stream would have broken it)
+      expect(pod.uplink.stats().connects).toBe(1);
+      // the link really was impaired: no PUBACK can come back in less than the 40 ms round trip
+      expect(pod.uplink.stats().ackUs.p50).toBeGreaterThanOrEqual(40_000);
+    } finally {
+      clearInterval(probe);
+      await mc.close();
+      await pod.stop();
+      await link.close();
+      await broker.stop();
+    }
+  }, 90_000);
 
   it("detects a hung broker (SIGSTOP) within 1.5x keepalive, spools, and delivers everything after SIGCONT", async () => {
     const broker = await Mosquitto.start({ persistence: false });
