@@ -86,6 +86,7 @@ export async function startCampaign(): Promise<Campaign> {
     broker,
     link,
     stop: async () => {
+      stopChattering();
       await pod.stop();
       await link.close();
       await broker.stop();
@@ -145,6 +146,46 @@ function loopCurrentFault(name: string, mA: number): FaultClass {
   };
 }
 
+/** Racks whose leak sensor is toggling, and the timer that toggles it. */
+const chattering = new Map<number, NodeJS.Timeout>();
+function stopChattering(rack?: number): void {
+  for (const [r, t] of chattering) {
+    if (rack !== undefined && r !== rack) continue;
+    clearInterval(t);
+    chattering.delete(r);
+  }
+}
+
+/**
+ * A leak signal that toggles wet/dry at `hz` (a rope that is wet in places, a loose contact),
+ * starting wet. Polled every 20 ms in this campaign, a fast one is seen wet on some polls and dry
+ * on others: the rack must still be isolated and latched.
+ */
+function chatteringLeak(hz: number): FaultClass {
+  return {
+    name: `leak chattering at ${hz} Hz`,
+    expect: "isolated and latched all the same: both isolation valves commanded shut at the device",
+    inject: (c, r) => {
+      let wet = true;
+      c.sim.inject({ leak: rackName(r), state: "wet" });
+      chattering.set(
+        r,
+        setInterval(() => {
+          wet = !wet;
+          c.sim.inject({ leak: rackName(r), state: wet ? "wet" : "dry" });
+        }, 500 / hz),
+      );
+    },
+    safe: isolatedAtDevice,
+    clear: async (c, r) => {
+      stopChattering(r);
+      c.sim.inject({ leak: rackName(r), state: "dry" });
+      await resetLeak(c, r);
+    },
+    recovered: (c, r) => c.sim.devices.racks[r].ctx.supplyIsoOpen && c.sim.devices.racks[r].ctx.returnIsoOpen,
+  };
+}
+
 async function resetLeak(c: Campaign, r: number): Promise<void> {
   await waitFor(async () => (await c.pod.agent.resetLeak(r)) === "accepted", `${rackName(r)} leak reset`, 10_000, 50);
 }
@@ -183,6 +224,9 @@ export const FAULT_CLASSES: FaultClass[] = [
     },
     recovered: (c, r) => c.sim.devices.racks[r].ctx.supplyIsoOpen && c.sim.devices.racks[r].ctx.returnIsoOpen,
   },
+  chatteringLeak(1),
+  chatteringLeak(10),
+  chatteringLeak(100),
   {
     name: "leak-cable fault",
     expect: "a sensor fault (Warning alarm), not a leak: the rack stays in service",
