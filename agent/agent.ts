@@ -163,6 +163,11 @@ export class Agent {
     this.routes.set(pointId, list);
   }
 
+  /** Every field point the agent reads: Modbus, then MQTT ingest. */
+  fieldPoints(): Point[] {
+    return [...this.driver.points.all(), ...(this.ingest?.points.all() ?? [])];
+  }
+
   /** Calls l with every event; returns a function that stops it. */
   onEvent(l: (e: AgentEvent) => void): () => void {
     this.listeners.push(l);

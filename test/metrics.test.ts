@@ -1,7 +1,9 @@
 // Prometheus metrics and health endpoints, scraped over HTTP from a running agent.
+import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../agent/agent.js";
 import { Metrics } from "../agent/ops/metrics.js";
+import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
 import { agentConfig, demoConfigFor, testAgent } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -12,9 +14,19 @@ describe("metrics and health", () => {
   let metrics: Metrics;
   let url: string;
 
+  let broker: EmbeddedBroker;
+
   beforeAll(async () => {
     t = await startTestSim();
-    ({ agent } = testAgent(agentConfig(demoConfigFor(t.sim))));
+    broker = await startEmbeddedBroker();
+    // a BMS sensor over MQTT beside the Modbus devices; its broker kept a retained reading
+    const bms = await mqtt.connectAsync(broker.url, { clientId: "bms" });
+    await bms.publishAsync("bms/inlet", "99", { qos: 1, retain: true });
+    await bms.endAsync();
+    const withIngest = demoConfigFor(t.sim, (d) => {
+      d.mqttIngest = { url: broker.url, points: [{ id: "bms.inletAirC", topic: "bms/inlet", unit: "°C", staleMs: 60_000 }] };
+    });
+    ({ agent } = testAgent(agentConfig(withIngest)));
     await agent.start();
     metrics = new Metrics(() => agent);
     url = `http://127.0.0.1:${await metrics.listen({ enabled: true, host: "127.0.0.1", port: 0 })}`;
@@ -22,6 +34,7 @@ describe("metrics and health", () => {
   afterAll(async () => {
     await metrics.close();
     await agent.stop({ driveSafe: false, reason: "test end" });
+    await broker.close();
     await t.stop();
   });
 
@@ -47,6 +60,25 @@ describe("metrics and health", () => {
       expect(text, name).toContain(name);
     }
     expect(text).toMatch(/podwarden_mode\{mode="(Running|Degraded)"\} 1/);
+  });
+
+  it("exposes MQTT ingest points beside the Modbus ones, and the ingest's counters", async () => {
+    await waitFor(() => agent.ingest?.retainedIgnored === 1, "the retained reading delivered and ignored");
+    const bms = await mqtt.connectAsync(broker.url, { clientId: "bms-live" });
+    try {
+      await waitFor(async () => {
+        await bms.publishAsync("bms/inlet", "24.5", { qos: 1 });
+        return agent.ingest?.points.get("bms.inletAirC")?.quality === "good";
+      }, "a live reading", 10_000, 200);
+    } finally {
+      await bms.endAsync();
+    }
+    const text = await (await fetch(`${url}/metrics`)).text();
+    expect(text).toContain('podwarden_point_value{point="bms.inletAirC",unit="°C"} 24.5');
+    expect(text).toContain('podwarden_point_quality{point="bms.inletAirC",quality="good"} 1');
+    expect(text).toContain('podwarden_mqtt_ingest_messages_total{outcome="retainedIgnored"} 1');
+    expect(Number(/podwarden_mqtt_ingest_messages_total\{outcome="messages"\} (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(2);
+    expect(text).toContain('podwarden_mqtt_ingest_messages_total{outcome="rejected"} 0');
   });
 
   it("answers /healthz and /readyz, and 404 elsewhere", async () => {

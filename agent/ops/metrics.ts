@@ -33,7 +33,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const p of a().driver.points.all()) if (Number.isFinite(p.value)) this.set({ point: p.id, unit: p.unit ?? "" }, p.value);
+        for (const p of a().fieldPoints()) if (Number.isFinite(p.value)) this.set({ point: p.id, unit: p.unit ?? "" }, p.value);
       },
     });
     new Gauge({
@@ -43,7 +43,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const p of a().driver.points.all()) for (const q of QUALITIES) if (q === p.quality) this.set({ point: p.id, quality: q }, 1);
+        for (const p of a().fieldPoints()) for (const q of QUALITIES) if (q === p.quality) this.set({ point: p.id, quality: q }, 1);
       },
     });
     new Gauge({
@@ -153,6 +153,18 @@ export class Metrics {
       collect() {
         this.reset();
         for (const d of a().driver.stats().devices) for (const o of outcomes) this.inc({ device: d.name, outcome: o }, d.stats[o]);
+      },
+    });
+    const ingestOutcomes = ["messages", "rejected", "retainedIgnored", "outOfOrder"] as const;
+    new Counter({
+      name: "podwarden_mqtt_ingest_messages_total",
+      help: "MQTT sensor ingest: messages received, samples rejected (no number, no valid time), retained messages ignored, samples older than the point's",
+      labelNames: ["outcome"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const i = a().ingest;
+        if (i !== null) for (const o of ingestOutcomes) this.inc({ outcome: o }, i[o]);
       },
     });
     new Gauge({

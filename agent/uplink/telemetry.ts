@@ -14,10 +14,6 @@ export interface PointReport {
   sourceTime: string | null;
 }
 
-function allPoints(agent: Agent): Point[] {
-  return [...agent.driver.points.all(), ...(agent.ingest?.points.all() ?? [])];
-}
-
 function report(p: Point, wallNow: number, monoNow: number): PointReport {
   return {
     // JSON has no NaN: an unusable value travels as null, its quality says why
@@ -38,7 +34,7 @@ export function pointReports(points: Iterable<Point>): Record<string, PointRepor
 
 /** The periodic snapshot's content (the uplink adds seq, timestamp and historical). */
 export function periodicTelemetry(agent: Agent): Record<string, unknown> {
-  return { kind: "periodic", ...agent.status(), points: pointReports(allPoints(agent)) };
+  return { kind: "periodic", ...agent.status(), points: pointReports(agent.fieldPoints()) };
 }
 
 /** Tracks what was last reported, to decide what an exception message must carry. */
@@ -49,13 +45,13 @@ export class ExceptionReporter {
 
   /** Remembers everything as reported (after a periodic snapshot). */
   reportedAll(agent: Agent): void {
-    for (const p of allPoints(agent)) this.last.set(p.id, { value: p.value, quality: p.quality });
+    for (const p of agent.fieldPoints()) this.last.set(p.id, { value: p.value, quality: p.quality });
   }
 
   /** The points that changed beyond their deadband since last reported; marks them reported. */
   changed(agent: Agent): Record<string, PointReport> | null {
     const moved: Point[] = [];
-    for (const p of allPoints(agent)) {
+    for (const p of agent.fieldPoints()) {
       const prev = this.last.get(p.id);
       const band = this.c.deadbands[p.id] ?? this.c.defaultDeadband;
       const differs =
