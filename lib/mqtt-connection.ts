@@ -41,7 +41,7 @@ export function mqttConnectionProperties(defaultClientId: string): Record<string
       },
       "TLS for mqtts:// URLs; the broker's certificate is always verified",
     ),
-    keepaliveS: int(1, 3600, 10, "MQTT keepalive, s; a hung broker is detected within 1.5x this"),
+    keepaliveS: int(1, 3600, 10, "MQTT keepalive, s; a silent broker is given up on within 1.5x this (docs/mqtt.md)"),
     connectTimeoutMs: int(100, 600_000, 5000, "give up on a connection attempt (no CONNACK) after this, ms"),
   };
 }

@@ -112,6 +112,8 @@ describe("broker outages (mosquitto)", () => {
       // 1.5 x keepalive (3 s) from the last acknowledgement, which came just before the pause;
       // the margin is for a loaded CI machine, the figure itself is in BENCHMARKS.md
       expect(detectedS).toBeLessThan(3 + 1);
+      // caught by the uplink's silence watchdog (1.45 x keepalive), not by mqtt.js's 1.5 x timeout
+      expect(pod.logs.lines.some((l) => l.msg === "broker silent: giving up the connection")).toBe(true);
       for (let i = 0; i < 20; i++) pod.agent.audit({ action: "during-hang", by: "test", result: String(i) });
       await waitFor(() => pod.uplink.stats().spoolDepth.critical >= 20, "events spooled");
       broker.resume();

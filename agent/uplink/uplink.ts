@@ -12,9 +12,11 @@
 // topics are state, not history: they are republished, current, on every connect.
 //
 // Connection: one client (one session per client id), reconnecting with exponential backoff and
-// full jitter. A hung broker is caught by mqtt.js's keepalive, which times out 1.5x keepalive
-// after the last acknowledgement or ping response. TCP no-delay is on: with Nagle, loopback
-// publishes showed a 35–44 ms tail.
+// full jitter. A hung broker is caught by a silence watchdog: no packet at all from the broker
+// for SILENCE_LIMIT x keepalive ends the connection. mqtt.js's own keepalive times out at 1.5x
+// after the last acknowledgement, on an interval timer that a busy event loop runs late, so on
+// its own it caught a hang at 1.49-1.53 s with keepalive 1 s: at, not within, 1.5x. TCP no-delay
+// is on: with Nagle, loopback publishes showed a 35–44 ms tail.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
@@ -50,11 +52,20 @@ export function brokerOptions(c: UplinkConfig): IClientOptions {
   return { ...mqttConnectionOptions(c), protocolVersion: c.protocolVersion };
 }
 
+/**
+ * A broker silent for this many keepalives is given up on. mqtt.js pings after one keepalive
+ * without an acknowledgement, so a live broker answers well inside the remaining 0.45; the
+ * watchdog's own check every keepalive/40 keeps the detection within 1.5x.
+ */
+const SILENCE_LIMIT = 1.45;
+
 export class Uplink {
   private client: MqttClient | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
   private backgroundFlush: Promise<void> | null = null;
+  /** performance.now() of the last packet from the broker */
+  private lastHeardMs = 0;
   private readonly base: string;
   private readonly since = new Date().toISOString();
   private readonly spool: Spool;
@@ -114,6 +125,8 @@ export class Uplink {
     client.on("connect", () => this.onConnect(client));
     client.on("close", () => this.onClose(client));
     client.on("message", (topic, payload, packet) => this.commands.handle(topic.slice(this.base.length), payload, packet));
+    client.on("packetreceive", () => (this.lastHeardMs = performance.now()));
+    this.timers.push(setInterval(() => this.checkSilence(client), (this.c.keepaliveS * 1000) / 40));
     this.attach(this.agent);
     this.timers.push(setInterval(() => this.publishTelemetry(), this.c.telemetryMs));
     if (this.c.exception.enabled) this.timers.push(setInterval(() => this.publishExceptions(), this.c.exception.checkMs));
@@ -131,12 +144,22 @@ export class Uplink {
     if (client !== this.client) return;
     this.connects++;
     this.connectedAtMs = Date.now();
+    this.lastHeardMs = performance.now(); // the CONNACK
     this.backoff.reset();
     (client.stream as { setNoDelay?: (b: boolean) => void }).setNoDelay?.(true);
     this.log.info({ url: this.c.url, connects: this.connects }, "uplink connected");
     this.publishRetained();
     if (this.c.commands.enabled) client.subscribe(this.topic("request/+"), { qos: 1 });
     this.pump();
+  }
+
+  /** Ends a connection on which the broker has said nothing for SILENCE_LIMIT keepalives: hung, or the link is. */
+  private checkSilence(client: MqttClient): void {
+    if (client !== this.client || !client.connected) return;
+    const silentMs = performance.now() - this.lastHeardMs;
+    if (silentMs <= SILENCE_LIMIT * this.c.keepaliveS * 1000) return;
+    this.log.warn({ silentMs: Math.round(silentMs), keepaliveS: this.c.keepaliveS }, "broker silent: giving up the connection");
+    client.stream.destroy();
   }
 
   private onClose(client: MqttClient): void {
