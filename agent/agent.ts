@@ -239,13 +239,13 @@ export class Agent {
     if (idx === undefined) return;
     // good: the sample; invalid: NaN now (rejected by the hot path); a communication failure:
     // nothing, so the sample ages and the hot path's stale check fails the loop safe in time
-    if (p.quality === "good") for (const i of idx) this.control.writeSample(i, p.value, p.sourceTimeMs);
-    else if (p.quality === "invalid") for (const i of idx) this.control.writeSample(i, NaN, monoMs());
-    else return;
+    if (p.quality !== "good" && p.quality !== "invalid") return;
+    const value = p.quality === "good" ? p.value : NaN;
+    const sourceTimeMs = p.quality === "good" ? p.sourceTimeMs : monoMs();
+    for (const i of idx) this.control.writeSample(i, value, sourceTimeMs);
     // a leak sensor that changed (wet, dry, cable fault, unreadable) is decided now, not at the
     // next tick: the isolation valves' close commands leave up to a period sooner
     const lastLeak = this.leakPoints.get(p.id);
-    const value = p.quality === "good" ? p.value : NaN;
     if (lastLeak !== undefined && !Object.is(lastLeak, value)) {
       this.leakPoints.set(p.id, value);
       this.control.tickNow();

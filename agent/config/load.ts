@@ -148,8 +148,7 @@ function crossChecks(c: AgentConfig): string[] {
 }
 
 function uplinkProblems(u: UplinkConfig): string[] {
-  const out: string[] = [];
-  out.push(...mqttConnectionProblems(u, "uplink"));
+  const out = mqttConnectionProblems(u, "uplink");
   if (u.reconnect.baseMs > u.reconnect.maxMs) out.push("uplink.reconnect.baseMs: must be <= maxMs");
   if (u.spool.segmentBytes * 2 > u.spool.maxBytes) out.push("uplink.spool.segmentBytes: must be at most half of maxBytes");
   const ids = new Set<string>();

@@ -146,10 +146,9 @@ function run(input: WorkerInput): void {
     // the cadence; the regular tick still comes at the deadline (k is not advanced). At most one
     // per period: a chattering leak sensor cannot multiply the tick rate.
     const woken = Atomics.load(f.ctrl, CTRL.WAKE);
-    const early = woken !== wakes && tick < deadline;
+    const urgent = woken !== wakes && tick < deadline;
     wakes = woken;
-    if (early && urgentThisPeriod) continue;
-    const urgent = early;
+    if (urgent && urgentThisPeriod) continue;
     urgentThisPeriod = urgent;
     if (urgent) {
       Atomics.add(f.ctrl, CTRL.URGENT_TICKS, 1);
