@@ -53,11 +53,6 @@ export class JsonStateFile<T> {
     return done;
   }
 
-  /** Resolves once every background save asked for so far has finished. */
-  settled(): Promise<void> {
-    return this.background;
-  }
-
   /** Writes atomically; with durable, the data is on disk (fsync) before this returns. */
   save(value: T, durable = false): void {
     const tmp = `${this.file}.tmp`;

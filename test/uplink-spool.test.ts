@@ -177,7 +177,6 @@ describe("spool", () => {
     for (let i = 0; i < 10; i++) s.append("critical", "e", (n) => body(n, "y".repeat(20)));
     await flushing;
     await s.flushInBackground();
-    await s.settled();
     // read back by a second spool without closing the first (as after a crash): the mark the
     // background flush wrote holds, nothing is lost, nothing acknowledged comes back
     const s2 = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 256 });

@@ -374,7 +374,8 @@ export class SpoolQueue {
    * flush(true) without blocking the event loop: the fsync and the acknowledged mark's write run
    * on libuv's thread pool, so a slow disk (an eMMC fsync can take tens of ms) never holds up
    * the Modbus polls and the leak path on the main thread. Records written meanwhile are covered
-   * by the next flush.
+   * by the next flush. Await it before close(): a background save of the acknowledged mark that
+   * landed after the close's own could put an older mark back.
    */
   async flushInBackground(): Promise<void> {
     const fd = this.fd;
@@ -411,12 +412,6 @@ export class SpoolQueue {
       this.ackedStore.save({ ackedId: this.ackedId }, durable);
       this.ackedSaved = this.ackedId;
     }
-  }
-
-  /** Resolves once no background flush is running (close after it: a background save landing after the close's own could put an older acknowledged mark back). */
-  async settled(): Promise<void> {
-    await this.ackedStore.settled();
-    while (this.syncing.size > 0) await new Promise((r) => setImmediate(r));
   }
 
   close(): void {

@@ -120,14 +120,9 @@ export class Spool {
     for (const q of Object.values(this.queues)) q.flush(durable);
   }
 
-  /** flush(true) off the event loop (SpoolQueue.flushInBackground). */
+  /** flush(true) off the event loop (SpoolQueue.flushInBackground); await it before close(). */
   async flushInBackground(): Promise<void> {
     await Promise.all(Object.values(this.queues).map((q) => q.flushInBackground()));
-  }
-
-  /** Resolves once no background flush is running: the uplink waits for it before close(). */
-  async settled(): Promise<void> {
-    await Promise.all(Object.values(this.queues).map((q) => q.settled()));
   }
 
   close(): void {

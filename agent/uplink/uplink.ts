@@ -355,8 +355,7 @@ export class Uplink {
     }
     this.client = null;
     await c?.endAsync(true);
-    await this.backgroundFlush;
-    await this.spool.settled();
+    await this.backgroundFlush; // the only background flush: the closing one comes after it
     this.spool.close();
   }
 }
