@@ -115,6 +115,9 @@ const automatic = (c: Campaign, r: number): boolean => (loopStatus(c, r) & L.LS_
 /** the valve command the device holds equals the loop's declared sensor-fault value (fail-open: outMax) */
 const valveAtSafeValue = (c: Campaign, r: number): boolean => Math.abs(c.sim.devices.racks[r].ctx.valveCmdPct - c.pod.config.control.rackLoop.outMax) < 0.5;
 const isolatedAtDevice = (c: Campaign, r: number): boolean => !c.sim.devices.racks[r].ctx.supplyIsoOpen && !c.sim.devices.racks[r].ctx.returnIsoOpen;
+const inServiceAtDevice = (c: Campaign, r: number): boolean => c.sim.devices.racks[r].ctx.supplyIsoOpen && c.sim.devices.racks[r].ctx.returnIsoOpen;
+/** the rack's loop is in fail-safe and the valve at its fail-open value */
+const failedSafe = (c: Campaign, r: number): boolean => failsafe(c, r) && valveAtSafeValue(c, r);
 
 /** the uplink noticed: it is no longer connected (and spools) */
 const uplinkDown = (c: Campaign): boolean => !c.pod.uplink.stats().connected;
@@ -127,7 +130,7 @@ function badReading(name: string, why: string, fault: { fault: "nan" | "value" |
     name,
     expect: `${why}: the loop fails safe and the valve goes to its fail-open value`,
     inject: (c, r) => c.sim.inject({ sensor: `${rackName(r)}.returnTempC`, ...fault }),
-    safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
+    safe: failedSafe,
     clear: (c, r) => liveSensor(c.sim, r),
     recovered: automatic,
   };
@@ -140,7 +143,7 @@ function loopCurrentFault(name: string, mA: number): FaultClass {
     name,
     expect: "the reading is invalid, rejected before the PID: the loop fails safe and the valve goes to its fail-open value",
     inject: (c, r) => c.sim.inject({ sensor: wire(r), fault: "value", value: mA }),
-    safe: (c, r) => failsafe(c, r) && valveAtSafeValue(c, r),
+    safe: failedSafe,
     clear: (c, r) => c.sim.inject({ sensor: wire(r), fault: "clear" }),
     recovered: automatic,
   };
@@ -179,14 +182,15 @@ function chatteringLeak(hz: number): FaultClass {
     safe: isolatedAtDevice,
     clear: async (c, r) => {
       stopChattering(r);
-      c.sim.inject({ leak: rackName(r), state: "dry" });
-      await resetLeak(c, r);
+      await dryAndReset(c, r);
     },
-    recovered: (c, r) => c.sim.devices.racks[r].ctx.supplyIsoOpen && c.sim.devices.racks[r].ctx.returnIsoOpen,
+    recovered: inServiceAtDevice,
   };
 }
 
-async function resetLeak(c: Campaign, r: number): Promise<void> {
+/** The rack's leak sensor dry again, then its latch reset (authorised; refused while it still reads wet). */
+async function dryAndReset(c: Campaign, r: number): Promise<void> {
+  c.sim.inject({ leak: rackName(r), state: "dry" });
   await waitFor(async () => (await c.pod.agent.resetLeak(r)) === "accepted", `${rackName(r)} leak reset`, 10_000, 50);
 }
 
@@ -219,10 +223,9 @@ export const FAULT_CLASSES: FaultClass[] = [
     inject: (c, r) => c.sim.inject({ leak: rackName(r), state: "wet" }),
     safe: isolatedAtDevice,
     clear: async (c, r) => {
-      c.sim.inject({ leak: rackName(r), state: "dry" });
-      await resetLeak(c, r);
+      await dryAndReset(c, r);
     },
-    recovered: (c, r) => c.sim.devices.racks[r].ctx.supplyIsoOpen && c.sim.devices.racks[r].ctx.returnIsoOpen,
+    recovered: inServiceAtDevice,
   },
   chatteringLeak(1),
   chatteringLeak(10),
