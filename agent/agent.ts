@@ -310,17 +310,10 @@ export class Agent {
     const fresh = this.control.outputs();
     const o = fresh ?? this.outputs;
     if (o !== undefined) {
-      // A new latch means a new isolation: its close commands leave before the latch file is
-      // written, so a slow disk (a write and rename can wait on the journal for tens of ms)
-      // cannot hold up the valves. Only changed outputs are sent, so this is cheap when nothing did.
+      // A new latch means a new isolation: its close commands leave first. Only changed outputs
+      // are sent, so this is cheap when nothing did.
       this.writeActuators(fresh);
-      try {
-        // a failed write is retried every pass (the store keeps what it has not written)
-        this.latches.save(c.racks.filter((_, r) => o.rackState[r] !== L.RACK_NORMAL).map((r) => r.name));
-        this.resolveProblem("state:latches-write");
-      } catch (err) {
-        this.reportProblem("state:latches-write", { severity: "Critical", source: "agent", message: `cannot save leak latches: ${(err as Error).message}` });
-      }
+      this.saveLatches(o);
     }
     for (const [id, p] of this.problems) this.supervisor.alarms.update(id, p.message !== null, { severity: p.severity, source: p.source, message: p.message ?? "resolved" });
     const overruns = this.control.overruns;
@@ -383,6 +376,18 @@ export class Agent {
     if (p !== undefined && p.message !== null) this.problems.set(id, { ...p, message: null });
   }
 
+  /**
+   * Writes the racks latched in `o` to the latch file if the set changed: written and synced off
+   * the event loop (a write and rename can wait on the journal for tens of ms). A failed write is
+   * alarmed and retried on the next call.
+   */
+  private saveLatches(o: ControlOutputs): void {
+    this.latches.save(this.config.racks.filter((_, r) => o.rackState[r] !== L.RACK_NORMAL).map((r) => r.name))?.then(
+      () => this.resolveProblem("state:latches-write"),
+      (err: Error) => this.reportProblem("state:latches-write", { severity: "Critical", source: "agent", message: `cannot save leak latches: ${err.message}` }),
+    );
+  }
+
   /** Acknowledges an alarm; a one-off problem's alarm is thereby resolved. */
   acknowledgeAlarm(id: string, by: string): boolean {
     const known = this.supervisor.alarms.acknowledge(id, by);
@@ -390,9 +395,10 @@ export class Agent {
     return known;
   }
 
-  /** Sets mission control's pod power budget (null withdraws it); kept across restarts. */
-  setPowerBudget(kw: number | null): void {
-    this.budgetStore?.save({ podKw: kw }, true);
+  /** Sets mission control's pod power budget (null withdraws it); kept across restarts. Rejects if it cannot be saved. */
+  async setPowerBudget(kw: number | null): Promise<void> {
+    // on disk first (written and synced off the event loop), so an accepted budget survives a restart
+    await this.budgetStore?.saveInBackground({ podKw: kw });
     this.supervisor.setPowerBudget(kw);
   }
 
@@ -530,6 +536,11 @@ export class Agent {
     this.timers.length = 0;
     if (opts.driveSafe) await this.driveSafe(opts.timeoutMs ?? 2000);
     this.running = false;
+    // a leak latched since the last supervisor pass is saved too, and every latch on its way to
+    // disk lands before the process may exit: otherwise the restart would return the rack to service
+    const o = this.control.outputs() ?? this.outputs;
+    if (o !== undefined) this.saveLatches(o);
+    await this.latches.settled();
     await this.control.stop();
     await this.ingest?.stop();
     await this.driver.stop();

@@ -23,7 +23,9 @@ function checkLatchFile(data: unknown): LatchFile {
 
 export class LatchStore {
   private readonly store: JsonStateFile<LatchFile> | null;
-  private last = "";
+  /** the set on disk or on its way there (sorted, as JSON); null when unknown, so the next save writes */
+  private wanted: string | null = null;
+  private lastWrite: Promise<void> = Promise.resolve();
 
   constructor(stateDir: string | undefined) {
     this.store = stateDir === undefined ? null : new JsonStateFile(join(stateDir, "latches.json"), checkLatchFile);
@@ -36,17 +38,32 @@ export class LatchStore {
   load(): LatchLoad {
     const got = this.store?.load() ?? {};
     const racks = got.value?.racks ?? [];
-    this.last = JSON.stringify([...racks].sort());
+    this.wanted = JSON.stringify([...racks].sort());
     return got.problem === undefined ? { racks } : { racks, problem: got.problem };
   }
 
-  /** Writes the latched set if it changed. */
-  save(racks: string[]): void {
-    if (this.store === null) return;
+  /**
+   * Writes the latched set if it differs from what is on disk or on its way there. The write is
+   * durable (fsync: a leak can trip the controller's own power a moment later) and runs off the
+   * event loop, so a slow disk holds up neither the drivers nor the valves. The promise settles
+   * when this write has landed or failed; after a failure the next save() writes again. null when
+   * there is nothing to write.
+   */
+  save(racks: string[]): Promise<void> | null {
+    if (this.store === null) return null;
     const sorted = [...racks].sort();
     const key = JSON.stringify(sorted);
-    if (key === this.last) return;
-    this.store.save({ racks: sorted, savedAt: new Date().toISOString() });
-    this.last = key;
+    if (key === this.wanted) return null;
+    this.wanted = key;
+    const written = this.store.saveInBackground({ racks: sorted, savedAt: new Date().toISOString() });
+    this.lastWrite = written.catch(() => {
+      if (this.wanted === key) this.wanted = null;
+    });
+    return written;
+  }
+
+  /** Settles once every write asked for so far has landed or failed: await it before exiting. */
+  settled(): Promise<void> {
+    return this.lastWrite;
   }
 }

@@ -71,7 +71,7 @@ describe("leak latches across a restart", () => {
     let commandAtSave: number | null | undefined;
     const spy = vi.spyOn(LatchStore.prototype, "save").mockImplementation(function (this: LatchStore, racks: string[]) {
       if (racks.includes("rack-3") && commandAtSave === undefined) commandAtSave = a.driver.outputState("rack-3.supplyIsolationOpen")?.value;
-      save.call(this, racks);
+      return save.call(this, racks);
     });
     // The race this guards against: the supervisor's period falling between the control
     // thread's isolation and the interlock watch waking. Made certain here: inside the wet
@@ -102,16 +102,16 @@ describe("leak latches across a restart", () => {
 
   it("raises state:latches-write while the latch file cannot be written, and clears it once a write succeeds", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podwarden-state-"));
-    // every write goes through latches.json.tmp: a directory in its place makes each one fail
+    // every write goes through latches.json.bg.tmp: a directory in its place makes each one fail
     // (a permission bit would not stop a test running as root)
-    mkdirSync(join(dir, "latches.json.tmp"));
+    mkdirSync(join(dir, "latches.json.bg.tmp"));
     const a = await start(dir);
     t.sim.inject({ leak: "rack-5" });
     try {
       await waitFor(() => a.supervisor.alarms.get("state:latches-write")?.severity === "Critical", "write alarm");
       await waitFor(() => t.sim.truth().racks[4].supplyIsolationPct === 0, "valves closed all the same");
       expect(savedLatches(dir)).toBeNull();
-      rmdirSync(join(dir, "latches.json.tmp"));
+      rmdirSync(join(dir, "latches.json.bg.tmp"));
       await waitFor(() => savedLatches(dir)?.includes("rack-5") === true, "latch saved once the disk takes it");
       await waitFor(() => a.supervisor.alarms.get("state:latches-write") === undefined, "alarm cleared");
     } finally {
@@ -119,6 +119,22 @@ describe("leak latches across a restart", () => {
     }
     await waitFor(async () => (await a.resetLeak(4)) === "accepted", "reset");
     await a.stop({ driveSafe: false, reason: "next test" });
+  });
+
+  it("saves a leak latched since the last supervisor pass before stop() returns", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podwarden-state-"));
+    const a = await start(dir);
+    // no supervisor pass from here on: only the stop path can write the latch
+    (a as unknown as { supervise(): void }).supervise = (): void => undefined;
+    t.sim.inject({ leak: "rack-7" });
+    try {
+      await waitFor(() => a.control.outputs()?.rackState[6] !== RACK_NORMAL, "latched in the control thread");
+      expect(savedLatches(dir)).toBeNull();
+      await a.stop({ driveSafe: true, reason: "SIGTERM" });
+      expect(savedLatches(dir)).toEqual(["rack-7"]);
+    } finally {
+      t.sim.inject({ leak: "rack-7", state: "dry" });
+    }
   });
 
   it("starts anyway with a corrupt latch file: moves it aside and raises a Critical alarm that holds until acknowledged", async () => {

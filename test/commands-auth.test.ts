@@ -1,6 +1,6 @@
 // Command authorisation: signature, key, role, pod, expiry, replay (across restarts), malformed
 // and hostile payloads. Real Ed25519 keys (node:crypto), a real state directory.
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -43,12 +43,12 @@ function spec(over: Partial<CommandSpec> = {}): CommandSpec {
 const buf = (s: string): Buffer => Buffer.from(s);
 
 describe("command authorisation", () => {
-  it("accepts a command signed by a configured key whose role allows it", () => {
+  it("accepts a command signed by a configured key whose role allows it", async () => {
     const { auth } = setup();
-    const v = auth.check("setpoint", buf(signedCommand(spec())), Date.now());
+    const v = await auth.check("setpoint", buf(signedCommand(spec())), Date.now());
     expect(v.ok).toBe(true);
     // a PEM key works as well as a raw one
-    expect(auth.check("reset-leak", buf(signedCommand(spec({ command: "reset-leak", params: { rack: "rack-1" }, keyId: "eng", privateKey: parsePrivateKey(eng.privatePem) }))), Date.now()).ok).toBe(true);
+    expect((await auth.check("reset-leak", buf(signedCommand(spec({ command: "reset-leak", params: { rack: "rack-1" }, keyId: "eng", privateKey: parsePrivateKey(eng.privatePem) }))), Date.now())).ok).toBe(true);
   });
 
   const cases: [string, (now: number) => [string, string], string][] = [
@@ -83,11 +83,11 @@ describe("command authorisation", () => {
     ["with a zero seq", () => ["setpoint", signedCommand(spec({ seq: 0 }))], "malformed"],
   ];
   for (const [what, make, code] of cases) {
-    it(`rejects a command ${what} (${code})`, () => {
+    it(`rejects a command ${what} (${code})`, async () => {
       const { auth } = setup();
       const now = Date.now();
       const [topic, payload] = make(now);
-      const v = auth.check(topic as "setpoint", buf(payload), now);
+      const v = await auth.check(topic as "setpoint", buf(payload), now);
       expect(v.ok).toBe(false);
       if (!v.ok) {
         expect(v.code).toBe(code);
@@ -96,37 +96,60 @@ describe("command authorisation", () => {
     });
   }
 
-  it("a signed number that is not finite never passes: the schema refuses it", () => {
+  it("a signed number that is not finite never passes: the schema refuses it", async () => {
     const { auth } = setup();
     const body = { ...commandBody(spec()), params: { loop: "rack-1.valve", value: Number.POSITIVE_INFINITY, leaseS: 60 } };
-    const v = auth.check("setpoint", buf(signedCommand(spec(), body)), Date.now());
+    const v = await auth.check("setpoint", buf(signedCommand(spec(), body)), Date.now());
     // JSON.stringify writes Infinity as null: the signed body carries null, which is not a number
     expect(v).toMatchObject({ ok: false, code: "invalid-params" });
   });
 
-  it("refuses a replay, and a reordered older seq, also after a restart", () => {
+  it("refuses a replay, and a reordered older seq, also after a restart", async () => {
     const { auth, opts } = setup();
     const first = signedCommand(spec({ seq: 100 }));
     const older = signedCommand(spec({ seq: 99 }));
-    expect(auth.check("setpoint", buf(first), Date.now()).ok).toBe(true);
-    expect(auth.check("setpoint", buf(first), Date.now())).toMatchObject({ ok: false, code: "replayed" });
-    expect(auth.check("setpoint", buf(older), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    expect((await auth.check("setpoint", buf(first), Date.now())).ok).toBe(true);
+    expect(await auth.check("setpoint", buf(first), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    expect(await auth.check("setpoint", buf(older), Date.now())).toMatchObject({ ok: false, code: "replayed" });
     // the agent restarts: a new authorizer on the same state directory
     const again = new CommandAuthorizer(opts);
-    expect(again.check("setpoint", buf(first), Date.now())).toMatchObject({ ok: false, code: "replayed" });
-    expect(again.check("setpoint", buf(signedCommand(spec({ seq: 101 }))), Date.now()).ok).toBe(true);
+    expect(await again.check("setpoint", buf(first), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    expect((await again.check("setpoint", buf(signedCommand(spec({ seq: 101 }))), Date.now())).ok).toBe(true);
     // each key has its own sequence
-    expect(again.check("reset-leak", buf(signedCommand(spec({ seq: 1, command: "reset-leak", params: { rack: "r" }, keyId: "eng", privateKey: parsePrivateKey(eng.privatePem) }))), Date.now()).ok).toBe(true);
+    expect((await again.check("reset-leak", buf(signedCommand(spec({ seq: 1, command: "reset-leak", params: { rack: "r" }, keyId: "eng", privateKey: parsePrivateKey(eng.privatePem) }))), Date.now())).ok).toBe(true);
   });
 
-  it("a rejected command does not use up its seq", () => {
+  it("refuses a copy that arrives while the first is still being recorded", async () => {
+    const { auth } = setup();
+    const cmd = buf(signedCommand(spec()));
+    const [first, copy] = await Promise.all([auth.check("setpoint", cmd, Date.now()), auth.check("setpoint", cmd, Date.now())]);
+    expect(first.ok).toBe(true);
+    expect(copy).toMatchObject({ ok: false, code: "replayed" });
+  });
+
+  it("refuses a command whose seq cannot be recorded, and does not use the seq up", async () => {
+    const { auth, opts } = setup();
+    // every write goes through command-seq.json.bg.tmp: a directory in its place makes it fail
+    const blocker = join(opts.stateDir as string, "command-seq.json.bg.tmp");
+    mkdirSync(blocker);
+    const cmd = buf(signedCommand(spec({ seq: 900 })));
+    const v = await auth.check("setpoint", cmd, Date.now());
+    expect(v).toMatchObject({ ok: false, code: "unavailable" });
+    if (!v.ok) expect(v.reason).toMatch(/cannot record the command sequence/);
+    rmdirSync(blocker);
+    expect((await auth.check("setpoint", cmd, Date.now())).ok).toBe(true);
+    // and it is on disk: a restarted authorizer refuses it
+    expect(await new CommandAuthorizer(opts).check("setpoint", cmd, Date.now())).toMatchObject({ ok: false, code: "replayed" });
+  });
+
+  it("a rejected command does not use up its seq", async () => {
     const { auth } = setup();
     const bad = spec({ seq: 500, params: { loop: "x", value: "y", leaseS: 1 } });
-    expect(auth.check("setpoint", buf(signedCommand(bad)), Date.now()).ok).toBe(false);
-    expect(auth.check("setpoint", buf(signedCommand(spec({ seq: 500 }))), Date.now()).ok).toBe(true);
+    expect((await auth.check("setpoint", buf(signedCommand(bad)), Date.now())).ok).toBe(false);
+    expect((await auth.check("setpoint", buf(signedCommand(spec({ seq: 500 }))), Date.now())).ok).toBe(true);
   });
 
-  it("with a damaged replay-guard file: quarantines it, reports it, and refuses commands issued before the restart", () => {
+  it("with a damaged replay-guard file: quarantines it, reports it, and refuses commands issued before the restart", async () => {
     const { opts } = setup();
     const stateDir = opts.stateDir as string;
     const recorded = signedCommand(spec({ seq: 7, nowMs: Date.now() - 10_000 }));
@@ -134,14 +157,14 @@ describe("command authorisation", () => {
     const auth = new CommandAuthorizer(opts);
     expect(auth.problem).toMatch(/command-seq.json unreadable/);
     expect(readdirSync(stateDir).some((f) => f.startsWith("command-seq.json.corrupt-"))).toBe(true);
-    expect(auth.check("setpoint", buf(recorded), Date.now())).toMatchObject({ ok: false, code: "replayed" });
-    expect(auth.check("setpoint", buf(signedCommand(spec({ seq: 8, nowMs: Date.now() + 5 }))), Date.now() + 10).ok).toBe(true);
+    expect(await auth.check("setpoint", buf(recorded), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    expect((await auth.check("setpoint", buf(signedCommand(spec({ seq: 8, nowMs: Date.now() + 5 }))), Date.now() + 10)).ok).toBe(true);
   });
 
-  it("refuses every command when replay protection cannot persist (no state directory)", () => {
+  it("refuses every command when replay protection cannot persist (no state directory)", async () => {
     const { auth } = setup({ stateDir: undefined });
     expect(auth.problem).toMatch(/no state directory/);
-    expect(auth.check("setpoint", buf(signedCommand(spec())), Date.now())).toMatchObject({ ok: false, code: "unavailable" });
+    expect(await auth.check("setpoint", buf(signedCommand(spec())), Date.now())).toMatchObject({ ok: false, code: "unavailable" });
   });
 
   it("rejects keys that are not Ed25519 public keys", () => {

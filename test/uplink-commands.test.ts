@@ -2,6 +2,8 @@
 // client sends them, the agent acts on the simulated pod (ground truth from the simulator), and
 // every outcome comes back as a response and an audit event. Bad commands and a flood of them
 // change nothing.
+import { mkdirSync, readFileSync, rmdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signedCommand } from "../agent/commands/client.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
@@ -26,6 +28,7 @@ describe("commands over MQTT (aedes)", () => {
     await broker?.close();
   });
 
+  const stateDir = (): string => pod.agent.stateDir ?? "";
   const audits = (): Record<string, unknown>[] => mc.of("events").filter((e) => e.type === "command.audit");
 
   it("answers a snapshot for an observer, with the transaction id, and audits it", async () => {
@@ -103,6 +106,25 @@ describe("commands over MQTT (aedes)", () => {
     expect(await mc.send("power-budget", { podKw: minSum + 10 })).toMatchObject({ status: "rejected", error: { code: "forbidden" } });
     expect((await mc.send("power-budget", { podKw: minSum + 10 }, "engineer")).status).toBe("ok");
     await waitFor(() => pod.agent.status().racks.reduce((a, r) => a + r.powerCapKw, 0) <= minSum + 10 + 1e-9, "caps within the new budget", 10_000);
+    expect(JSON.parse(readFileSync(join(stateDir(), "power-budget.json"), "utf8"))).toEqual({ podKw: minSum + 10 });
+  });
+
+  it("refuses a power budget it cannot save, and keeps the one it has (a restart would not know the new one)", async () => {
+    const minSum = pod.agent.config.racks.reduce((a, r) => a + r.minPowerKw, 0);
+    const budget = async (): Promise<number> => ((await mc.send("snapshot", {}, "observer")).data as { powerBudgetKw: number }).powerBudgetKw;
+    const before = await budget();
+    // every background write goes through <file>.bg.tmp: a directory in its place makes it fail
+    const blocker = join(stateDir(), "power-budget.json.bg.tmp");
+    mkdirSync(blocker);
+    try {
+      const r = await mc.send("power-budget", { podKw: minSum + 20 }, "engineer");
+      expect(r).toMatchObject({ status: "rejected", error: { code: "unavailable" } });
+      expect(await budget()).toBe(before);
+    } finally {
+      rmdirSync(blocker);
+    }
+    expect((await mc.send("power-budget", { podKw: minSum + 20 }, "engineer")).status).toBe("ok");
+    expect(await budget()).toBe(minSum + 20);
   });
 
   it("rejects bad commands with a reason, and a flood of 1,000 a second changes nothing", async () => {

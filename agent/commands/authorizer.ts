@@ -55,7 +55,11 @@ export class CommandAuthorizer {
     this.problem = o.stateDir === undefined ? "no state directory: replay protection cannot persist, so every command is refused" : this.guard?.problem ?? null;
   }
 
-  check(topicCommand: CommandName, payload: Buffer, nowMs: number): Authorised | Rejected {
+  /**
+   * Every check but the replay guard's runs before this returns its promise, in arrival order; an
+   * accepted command's verdict comes once its seq is on disk.
+   */
+  async check(topicCommand: CommandName, payload: Buffer, nowMs: number): Promise<Authorised | Rejected> {
     if (payload.length > MAX_COMMAND_BYTES) return { ok: false, code: "malformed", reason: `payload of ${payload.length} bytes exceeds ${MAX_COMMAND_BYTES}` };
     let raw: unknown;
     try {
@@ -99,7 +103,7 @@ export class CommandAuthorizer {
 
     if (this.guard === null) return reject("unavailable", this.problem ?? "no replay guard");
     try {
-      const v = this.guard.admit(keyId, body.seq, issued);
+      const v = await this.guard.admit(keyId, body.seq, issued);
       if (!v.ok) return reject("replayed", v.reason);
     } catch (err) {
       // could not record the seq: refusing is the only safe answer

@@ -122,7 +122,7 @@ export async function executeCommand(agent: Agent, body: CommandBody, by: string
     case "power-budget": {
       const kw = p.podKw as number;
       if (!inRange(kw, limits.powerBudgetKw)) return outside("pod power budget (kW)", kw, limits.powerBudgetKw);
-      agent.setPowerBudget(kw);
+      await agent.setPowerBudget(kw);
       return { status: "ok", data: { podKw: kw } };
     }
   }

@@ -1,6 +1,7 @@
 // Replay protection that survives restarts. Every signing key has its own strictly increasing
 // sequence number: a command is accepted only if its seq is above the highest one accepted for
-// that key, and the new high-water mark is on disk (fsync) before the command acts. A replayed
+// that key, and the new high-water mark is on disk (fsync, off the event loop) before the command
+// acts. A replayed
 // or reordered command is refused; the sender re-signs with a fresh seq. Gaps are fine.
 //
 // Why a counter and not a nonce set: the check needs no clock, so a wall-clock jump can neither
@@ -44,14 +45,24 @@ export class ReplayGuard {
     return this.high.get(keyId) ?? 0;
   }
 
-  /** Checks and, if fresh, records the seq durably. Throws if it cannot be recorded. */
-  admit(keyId: string, seq: number, issuedAtMs: number): ReplayVerdict {
+  /**
+   * Checks the seq and, if fresh, records it durably. The write and its fsync run off the event
+   * loop (a flash disk can take tens of ms); the verdict comes once the seq is on disk, so the
+   * command acts only then. The seq is claimed at once, before the write lands: a copy arriving
+   * meanwhile is refused. Rejects if the seq cannot be recorded, and then gives the claim back
+   * unless a later seq has been claimed since: the disk still holds the old mark.
+   */
+  async admit(keyId: string, seq: number, issuedAtMs: number): Promise<ReplayVerdict> {
     const last = this.highWater(keyId);
     if (seq <= last) return { ok: false, reason: `seq ${seq} is not above ${last}, the last accepted for key ${keyId} (replayed or out of order)` };
     if (this.notBeforeMs !== null && issuedAtMs < this.notBeforeMs) return { ok: false, reason: "issued before the replay guard's state was lost; re-sign the command" };
-    const next = new Map(this.high).set(keyId, seq);
-    this.store.save({ keys: Object.fromEntries(next) }, true);
     this.high.set(keyId, seq);
+    try {
+      await this.store.saveInBackground({ keys: Object.fromEntries(this.high) });
+    } catch (err) {
+      if (this.high.get(keyId) === seq) this.high.set(keyId, last);
+      throw err;
+    }
     return { ok: true };
   }
 }

@@ -83,14 +83,18 @@ export class CommandService {
       ...(props?.correlationData === undefined ? {} : { correlationData: props.correlationData }),
     };
     if (!isCommandName(name)) return this.reject({ ok: false, code: "malformed", reason: `no command "${name}"` }, name, replyTo);
-    const verdict = this.authorizer.check(name, payload, Date.now());
-    if (!verdict.ok) return this.reject(verdict, name, replyTo);
-
-    const { body, keyId } = verdict;
-    const by = `key ${keyId}`;
-    executeCommand(this.agent(), body, by).then(
-      (outcome) => this.answer(name, body.transaction, keyId, outcome, replyTo),
-      (err: Error) => this.answer(name, body.transaction, keyId, { status: "rejected", code: "unavailable", reason: `failed: ${err.message}` }, replyTo),
+    // the verdict on an authentic command waits for its seq to be on disk (off the event loop)
+    this.authorizer.check(name, payload, Date.now()).then(
+      (verdict) => {
+        if (!verdict.ok) return this.reject(verdict, name, replyTo);
+        const { body, keyId } = verdict;
+        executeCommand(this.agent(), body, `key ${keyId}`).then(
+          (outcome) => this.answer(name, body.transaction, keyId, outcome, replyTo),
+          (err: Error) => this.answer(name, body.transaction, keyId, { status: "rejected", code: "unavailable", reason: `failed: ${err.message}` }, replyTo),
+        );
+      },
+      // not expected (every check returns a verdict), but a command must never go unanswered
+      (err: Error) => this.reject({ ok: false, code: "unavailable", reason: `cannot check the command: ${err.message}` }, name, replyTo),
     );
   }
 
