@@ -14,7 +14,7 @@ import { LatchStore } from "./latch-store.js";
 import { JsonStateFile } from "../lib/json-state-file.js";
 import { join } from "node:path";
 import { SetpointLeases } from "./supervisor/setpoints.js";
-import { Supervisor, type PodMode, type Reading, type SupervisorDecisions, type SupervisorEvent } from "./supervisor/supervisor.js";
+import { qualityWords, Supervisor, type PodMode, type Reading, type SupervisorDecisions, type SupervisorEvent } from "./supervisor/supervisor.js";
 
 function checkBudgetFile(data: unknown): { podKw: number | null } {
   const kw = (data as { podKw?: unknown } | null)?.podKw;
@@ -295,7 +295,13 @@ export class Agent {
 
   private reading(bankIndex: number, pointId: string, o: ControlOutputs | undefined): Reading {
     const p = this.driver.points.get(pointId) ?? this.ingest?.points.get(pointId);
-    return { value: p?.value ?? NaN, good: o !== undefined && o.pointQuality[bankIndex] === 0 && p !== undefined };
+    const good = o !== undefined && o.pointQuality[bankIndex] === 0 && p !== undefined;
+    if (good) return { value: p.value, good };
+    // the hot path's verdict, then what the driver saw (its quality and, say, a failure current)
+    const words = [o === undefined ? "no control output yet" : qualityWords(o.pointQuality[bankIndex])];
+    if (p === undefined) words.push("never reported by its driver");
+    else if (p.quality !== "good") words.push(`${p.quality}${p.detail === undefined ? "" : ` (${p.detail})`}`);
+    return { value: p?.value ?? NaN, good, why: `${pointId}: ${words.filter((w) => w !== "").join(", ")}` };
   }
 
   private supervise(): void {

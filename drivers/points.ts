@@ -24,6 +24,10 @@ export interface Point {
   unit?: string;
   /** the Modbus exception code, for quality "exception" and "config" */
   exceptionCode?: number;
+  /** a 4–20 mA point's loop current as read, mA, also when it is a failure current (the value is then NaN) */
+  loopCurrentMa?: number;
+  /** why a reading is not good, in words, where the driver knows more than the quality says */
+  detail?: string;
 }
 
 export type PointListener = (p: Point) => void;

@@ -4,9 +4,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import type { Agent } from "../agent/agent.js";
+import { pointReports } from "../agent/uplink/telemetry.js";
 import { agentConfig, demoConfigFor, testAgent, type LogCapture } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+/** rack-6's return temperature, the PV of its loop, read as a 4–20 mA loop current (the simulator's transmitter) */
+function readRack6ThroughTransmitter(d: Record<string, unknown>): void {
+  const dev = (d.modbus as { devices: { name: string; points: object[] }[] }).devices.find((x) => x.name === "rack-6")!;
+  // a new array: YAML anchors may share one points list between the racks
+  dev.points = [...dev.points, { name: "returnTempTx", table: "input", address: 11, type: "u16", scale: 0.001, unit: "°C", group: "control", loop4to20: { at4mA: 0, at20mA: 100 } }];
+  const rack = (d.racks as { name: string; points: Record<string, unknown> }[]).find((r) => r.name === "rack-6")!;
+  rack.points = { ...rack.points, returnTempC: "rack-6.returnTempTx" };
+}
 
 describe("agent against the simulated pod", () => {
   let t: TestSim;
@@ -16,7 +26,7 @@ describe("agent against the simulated pod", () => {
 
   beforeAll(async () => {
     t = await startTestSim({ plant: { load: { profile: "idle", pct: 70 } }, devices: { leaseMs: 3000 } });
-    ({ agent, logs } = testAgent(agentConfig(demoConfigFor(t.sim))));
+    ({ agent, logs } = testAgent(agentConfig(demoConfigFor(t.sim, readRack6ThroughTransmitter))));
     agent.onEvent((e) => events.push(e.type));
     await agent.start();
   }, 30_000);
@@ -74,11 +84,31 @@ describe("agent against the simulated pod", () => {
     // gets no heartbeat either, and its own lease (3 s) opens its valve too
     await waitFor(() => (agent.status().racks[4].loopStatus & L.LS_INTERLOCK_FAILSAFE) !== 0, "loop fail-safe", 10_000);
     expect(agent.status().racks[4].loopStatus & L.LS_PV_BAD).toBeTruthy();
+    // the alarm names the input and why: the hot path's verdict, then what the driver saw
+    await waitFor(() => /PV input bad, feed-forward input bad \(rack-5\.returnTempC: [^;]*stale, (timeout|offline|disconnected); rack-5\.powerKw: [^;]*stale/.test(agent.supervisor.alarms.get("failsafe:rack-5.valve")?.message ?? ""), "alarm names the input");
     await waitFor(() => agent.supervisor.alarms.get("device:rack-5") !== undefined, "device alarm", 10_000);
     expect(agent.supervisor.mode).toBe("Degraded");
     t.sim.inject({ device: "rack-5", offline: false });
     await waitFor(() => (agent.status().racks[4].loopStatus & L.LS_AUTOMATIC) !== 0, "back in automatic", 20_000);
     await waitFor(() => agent.supervisor.alarms.get("device:rack-5") === undefined, "device alarm cleared", 20_000);
+  }, 60_000);
+
+  it("fails a loop safe on a 4–20 mA failure current, says what the current was, and recovers", async () => {
+    t.sim.inject({ sensor: "rack-6.returnTempMa", fault: "value", value: 0 });
+    await waitFor(() => (agent.status().racks[5].loopStatus & L.LS_INTERLOCK_FAILSAFE) !== 0, "loop fail-safe", 10_000);
+    await waitFor(() => agent.supervisor.alarms.get("failsafe:rack-6.valve") !== undefined, "fail-safe alarm");
+    expect(agent.supervisor.alarms.get("failsafe:rack-6.valve")?.message).toMatch(/PV input bad \(rack-6\.returnTempTx: no usable value, invalid \(loop current 0\.00 mA, below 3\.6 mA: a broken loop/);
+    // telemetry carries the failure current beside the missing value
+    const tx = pointReports(agent.fieldPoints())["rack-6.returnTempTx"];
+    expect(tx).toMatchObject({ value: null, quality: "invalid", loopCurrentMa: 0 });
+    expect(tx.detail).toMatch(/below 3\.6 mA/);
+    t.sim.inject({ sensor: "rack-6.returnTempMa", fault: "clear" });
+    await waitFor(() => (agent.status().racks[5].loopStatus & L.LS_AUTOMATIC) !== 0, "back in automatic", 20_000);
+    const good = pointReports(agent.fieldPoints())["rack-6.returnTempTx"];
+    expect(good.quality).toBe("good");
+    expect(good.loopCurrentMa).toBeGreaterThan(4);
+    expect(good.loopCurrentMa).toBeLessThan(20);
+    expect(good.detail).toBeUndefined();
   }, 60_000);
 
   it("logs JSON lines with a module per line", () => {

@@ -66,10 +66,15 @@ describe("Modbus driver against the simulator (TCP)", () => {
     await waitFor(() => point(d, "rack2.returnTx")?.quality === "good", "first poll");
     // the transmitter carries the same temperature as the direct register, to its 1 µA (0.00625 °C) step
     expect(Math.abs(point(d, "rack2.returnTx")!.value - t.sim.truth().racks[1].returnTempC)).toBeLessThan(0.5);
+    expect(point(d, "rack2.returnTx")!.loopCurrentMa).toBeCloseTo(4 + (16 * point(d, "rack2.returnTx")!.value) / 100, 9);
+    expect(point(d, "rack2.returnTx")!.detail).toBeUndefined();
     for (const [mA, why] of [[0, "broken loop"], [3.3, "downscale failure"], [21.8, "upscale failure"]] as const) {
       t.sim.inject({ sensor: "rack-2.returnTempMa", fault: "value", value: mA });
       await waitFor(() => point(d, "rack2.returnTx")?.quality === "invalid", why);
       expect(point(d, "rack2.returnTx")!.value, why).toBeNaN();
+      // what the current was goes along, in mA and in words
+      expect(point(d, "rack2.returnTx")!.loopCurrentMa, why).toBeCloseTo(mA, 3);
+      expect(point(d, "rack2.returnTx")!.detail, why).toMatch(mA < 4 ? /below 3\.6 mA/ : /above 21 mA/);
       t.sim.inject({ sensor: "rack-2.returnTempMa", fault: "clear" });
       await waitFor(() => point(d, "rack2.returnTx")?.quality === "good", `${why} cleared`);
     }

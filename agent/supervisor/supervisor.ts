@@ -14,6 +14,8 @@ export interface Reading {
   value: number;
   /** the hot path's debounced quality is good */
   good: boolean;
+  /** when not good: which point, and why, in words (the alarms name it) */
+  why?: string;
 }
 
 export interface SupervisorInputs {
@@ -46,6 +48,23 @@ const REASONS: [number, string][] = [
 
 export function failsafeReasons(status: number): string {
   return REASONS.filter(([bit]) => status & bit)
+    .map(([, s]) => s)
+    .join(", ");
+}
+
+const QUALITY_WORDS: [number, string][] = [
+  [L.Q_NOT_FINITE, "no usable value"],
+  [L.Q_RANGE, "out of range"],
+  [L.Q_RATE, "changing faster than its rate limit"],
+  [L.Q_STALE, "stale"],
+  [L.Q_STUCK, "stuck"],
+  [L.Q_CABLE_FAULT, "cable fault"],
+  [L.Q_NEVER, "never read"],
+];
+
+/** The hot path's debounced quality bits of a point, in words. */
+export function qualityWords(bits: number): string {
+  return QUALITY_WORDS.filter(([bit]) => bits & bit)
     .map(([, s]) => s)
     .join(", ");
 }
@@ -133,7 +152,11 @@ export class Supervisor {
       const fs = (st & L.LS_INTERLOCK_FAILSAFE) !== 0;
       if (fs) anyFailsafe = true;
       if (fs || st === 0) allLive = false;
-      a.update(`failsafe:${name}`, fs, { severity: "Warning", source: name, message: `${name} in fail-safe: ${failsafeReasons(st)}` });
+      // a rack loop's inputs are its return temperature (PV) and its power (feed-forward): name the bad one
+      const rack = i.racks[idx] as SupervisorInputs["racks"][number] | undefined;
+      const inputs = [st & L.LS_PV_BAD ? rack?.returnTempC.why : undefined, st & L.LS_FF_BAD ? rack?.powerKw.why : undefined].filter((w) => w !== undefined);
+      const detail = inputs.length > 0 ? ` (${inputs.join("; ")})` : "";
+      a.update(`failsafe:${name}`, fs, { severity: "Warning", source: name, message: `${name} in fail-safe: ${failsafeReasons(st)}${detail}` });
     });
 
     // ---- racks -----------------------------------------------------------------------------

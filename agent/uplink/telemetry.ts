@@ -12,6 +12,10 @@ export interface PointReport {
   quality: string;
   /** wall-clock time of the reading, ISO 8601 (null: never read) */
   sourceTime: string | null;
+  /** a 4–20 mA point's loop current as read, mA: what a failure current was */
+  loopCurrentMa?: number;
+  /** why the reading is not good, where the driver knows more than the quality says */
+  detail?: string;
 }
 
 function report(p: Point, wallNow: number, monoNow: number): PointReport {
@@ -21,6 +25,8 @@ function report(p: Point, wallNow: number, monoNow: number): PointReport {
     ...(p.unit === undefined ? {} : { unit: p.unit }),
     quality: p.quality,
     sourceTime: Number.isFinite(p.sourceTimeMs) ? new Date(wallNow - (monoNow - p.sourceTimeMs)).toISOString() : null,
+    ...(p.loopCurrentMa !== undefined && Number.isFinite(p.loopCurrentMa) ? { loopCurrentMa: p.loopCurrentMa } : {}),
+    ...(p.detail === undefined ? {} : { detail: p.detail }),
   };
 }
 

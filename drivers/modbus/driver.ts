@@ -11,7 +11,7 @@ import { CircuitBreaker } from "./breaker.js";
 import { Bus, newDeviceStats, type BusDevice, type DeviceStats } from "./bus.js";
 import { decodeValue, encodeValue, registerCount } from "./codec.js";
 import type { DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
-import { fromLoopCurrent } from "./loop-current.js";
+import { fromLoopCurrent, failureCurrentWords } from "./loop-current.js";
 import { planReads, type ReadBlock } from "./plan.js";
 import { FC } from "./protocol.js";
 import { RtuTransport } from "./rtu-transport.js";
@@ -216,16 +216,22 @@ export class ModbusDriver {
     for (const { point, offset } of block.points) {
       let quality: Quality = "good";
       let value: number;
+      let current: { loopCurrentMa: number; detail?: string } | undefined;
       try {
         const raw = decodeValue(o.data, offset, point.table === "coil" || point.table === "discrete" ? "bool" : point.type, point.order, point.bit ?? 0);
         value = raw * point.scale + point.offset;
-        if (point.loop4to20 !== undefined) value = fromLoopCurrent(value, point.loop4to20);
+        if (point.loop4to20 !== undefined) {
+          // the current goes along, so an operator sees what a failure current was, not just "invalid"
+          const fault = failureCurrentWords(value, point.loop4to20);
+          current = fault === null ? { loopCurrentMa: value } : { loopCurrentMa: value, detail: fault };
+          value = fromLoopCurrent(value, point.loop4to20);
+        }
         if (!Number.isFinite(value) || (point.invalidRaw !== undefined && raw === point.invalidRaw)) quality = "invalid";
       } catch {
         value = NaN;
         quality = "corrupt";
       }
-      this.points.publish({ id: `${d.name}.${point.name}`, value, sourceTimeMs: now, quality, unit: point.unit });
+      this.points.publish({ id: `${d.name}.${point.name}`, value, sourceTimeMs: now, quality, unit: point.unit, ...current });
     }
   }
 

@@ -34,3 +34,12 @@ export function fromLoopCurrent(mA: number, c: LoopCurrentConfig): number {
   if (!(mA >= c.faultBelowMa && mA <= c.faultAboveMa)) return NaN;
   return c.at4mA + ((mA - 4) * (c.at20mA - c.at4mA)) / 16;
 }
+
+/** What a failure current means, in words (null for a current inside the valid band). */
+export function failureCurrentWords(mA: number, c: LoopCurrentConfig): string | null {
+  const at = `loop current ${Number.isFinite(mA) ? mA.toFixed(2) : String(mA)} mA`;
+  if (mA < c.faultBelowMa) return `${at}, below ${c.faultBelowMa} mA: a broken loop, a dead transmitter or its downscale failure alarm`;
+  if (mA > c.faultAboveMa) return `${at}, above ${c.faultAboveMa} mA: a short or the transmitter's upscale failure alarm`;
+  if (!Number.isFinite(mA)) return `${at}: not a number`;
+  return null;
+}
