@@ -10,6 +10,7 @@ import mqtt from "mqtt";
 import { startPodHarness, type PodHarness } from "../agent/pod-harness.js";
 import { startEmbeddedBroker } from "../lib/embedded-broker.js";
 import { Mosquitto } from "../lib/mosquitto-process.js";
+import { disableNagle } from "../lib/mqtt-connection.js";
 import { stopProcess, waitFor } from "../lib/processes.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -102,7 +103,7 @@ async function bareLatency(brokerUrl: string, samples: number): Promise<LatencyR
   const topic = "bench/floor/events";
   const probe = await probeSubscriber(brokerUrl, topic, 5, samples);
   const client = await mqtt.connectAsync(brokerUrl, { protocolVersion: 5, clientId: "bench-floor" });
-  (client.stream as { setNoDelay?: (b: boolean) => void }).setNoDelay?.(true);
+  disableNagle(client);
   const ack: number[] = [];
   try {
     for (let i = 0; i < samples; i++) {

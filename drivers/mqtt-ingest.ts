@@ -10,7 +10,7 @@
 // an older reading never replaces a newer one.
 import mqtt, { type MqttClient } from "mqtt";
 import { monoMs } from "../lib/clock.js";
-import { mqttConnectionOptions, type MqttConnectionConfig } from "../lib/mqtt-connection.js";
+import { disableNagle, mqttConnectionOptions, type MqttConnectionConfig } from "../lib/mqtt-connection.js";
 import { PointStore, type Quality } from "./points.js";
 
 export interface IngestPointConfig {
@@ -112,8 +112,7 @@ export class MqttIngest {
     });
     this.client = client;
     client.on("connect", () => {
-      const stream = (client as unknown as { stream?: { setNoDelay?: (b: boolean) => void } }).stream;
-      stream?.setNoDelay?.(true);
+      disableNagle(client);
       const filters = [...new Set(this.c.points.map((p) => p.topic))];
       client.subscribe(filters, { qos: 1 });
     });

@@ -46,10 +46,16 @@ const REASONS: [number, string][] = [
   [L.LS_CMD_INVALID, "command invalid"],
 ];
 
-export function failsafeReasons(status: number): string {
-  return REASONS.filter(([bit]) => status & bit)
+/** The words of the bits set in `bits`, in the table's order. */
+function bitWords(table: readonly [number, string][], bits: number): string {
+  return table
+    .filter(([bit]) => bits & bit)
     .map(([, s]) => s)
     .join(", ");
+}
+
+export function failsafeReasons(status: number): string {
+  return bitWords(REASONS, status);
 }
 
 const QUALITY_WORDS: [number, string][] = [
@@ -64,9 +70,7 @@ const QUALITY_WORDS: [number, string][] = [
 
 /** The hot path's debounced quality bits of a point, in words. */
 export function qualityWords(bits: number): string {
-  return QUALITY_WORDS.filter(([bit]) => bits & bit)
-    .map(([, s]) => s)
-    .join(", ");
+  return bitWords(QUALITY_WORDS, bits);
 }
 
 export class Supervisor {

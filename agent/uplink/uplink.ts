@@ -22,7 +22,7 @@ import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import { Backoff } from "../../drivers/backoff.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
-import { mqttConnectionOptions } from "../../lib/mqtt-connection.js";
+import { disableNagle, mqttConnectionOptions } from "../../lib/mqtt-connection.js";
 import type { Agent, AgentEvent } from "../agent.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
@@ -146,7 +146,7 @@ export class Uplink {
     this.connectedAtMs = Date.now();
     this.lastHeardMs = performance.now(); // the CONNACK
     this.backoff.reset();
-    (client.stream as { setNoDelay?: (b: boolean) => void }).setNoDelay?.(true);
+    disableNagle(client);
     this.log.info({ url: this.c.url, connects: this.connects }, "uplink connected");
     this.publishRetained();
     if (this.c.commands.enabled) client.subscribe(this.topic("request/+"), { qos: 1 });
