@@ -1,9 +1,12 @@
 // Small JSON state files in the state directory (leak latches, command replay guard, power
 // budget): state that must survive a restart. Written to a temporary file, flushed and renamed,
-// so a crash leaves the old file or the new one, never half of one. A file that cannot be read is
-// moved aside (quarantined), never silently overwritten: the caller raises an alarm.
+// so a crash leaves the old file or the new one, never half of one. A durable write also syncs
+// the directory after the rename: until then the rename itself may not survive a power cut. A file
+// that cannot be read is moved aside (quarantined), never silently overwritten: the caller raises
+// an alarm.
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { open, rename } from "node:fs/promises";
+import { dirname } from "node:path";
 
 export interface StateLoad<T> {
   /** undefined when there was no file (or it was quarantined) */
@@ -47,6 +50,12 @@ export class JsonStateFile<T> {
         await fh.close();
       }
       await rename(tmp, this.file);
+      const dir = await open(dirname(this.file), "r");
+      try {
+        await dir.sync();
+      } finally {
+        await dir.close();
+      }
     };
     const done = this.background.then(run, run);
     this.background = done.catch(() => undefined);
@@ -64,6 +73,14 @@ export class JsonStateFile<T> {
       closeSync(fd);
     }
     renameSync(tmp, this.file);
+    if (durable) {
+      const dir = openSync(dirname(this.file), "r");
+      try {
+        fsyncSync(dir);
+      } finally {
+        closeSync(dir);
+      }
+    }
   }
 }
 

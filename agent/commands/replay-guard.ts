@@ -1,8 +1,8 @@
 // Replay protection that survives restarts. Every signing key has its own strictly increasing
 // sequence number: a command is accepted only if its seq is above the highest one accepted for
 // that key, and the new high-water mark is on disk (fsync, off the event loop) before the command
-// acts. A replayed
-// or reordered command is refused; the sender re-signs with a fresh seq. Gaps are fine.
+// acts. A replayed or reordered command is refused; the sender re-signs with a fresh seq. Gaps
+// are fine.
 //
 // Why a counter and not a nonce set: the check needs no clock, so a wall-clock jump can neither
 // reopen an old command nor expire the memory of one.
