@@ -341,6 +341,7 @@ export class Agent {
         manualIsolate: this.control.frames.rackManualIsolate[i] === 1,
       })),
       cduSupplyTempC: this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
+      cduDpKpa: this.reading(lay.cdu.dpKpa, c.cdu.points.dpKpa, o),
       devices: stats.devices.map((d) => ({
         name: d.name,
         ok: d.connected && d.breaker === "closed",

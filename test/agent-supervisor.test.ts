@@ -147,6 +147,7 @@ describe("supervisor", () => {
     rackState: new Array(8).fill(L.RACK_NORMAL),
     rackStatus: new Array(8).fill(0),
     cduSupplyTempC: good(35),
+    cduDpKpa: good(80),
     devices: [],
     ...over,
     racks: [...(over.racks ?? Array.from({ length: 8 }, (): Rack => ({ returnTempC: good(45), supplyTempC: good(35), flowLpm: good(100), powerKw: good((COOLANT_KJ_PER_L_K / 60) * 100 * 10), manualIsolate: false })))],
@@ -166,6 +167,22 @@ describe("supervisor", () => {
     s.evaluate(inputs({ controlHealthy: false }));
     expect(s.mode).toBe("Failsafe");
     expect(events.filter((e) => e.type === "mode.changed").map((e) => (e as { to: string }).to)).toEqual(["Running", "Degraded", "Failsafe"]);
+  });
+
+  it("names the bad input of a loop in fail-safe, and why: a rack loop's PV and feed-forward, the pump loop's PV", () => {
+    const s = new Supervisor(config, () => undefined, () => 0);
+    const i = inputs({ loopStatus: [...new Array(8).fill(L.LS_AUTOMATIC), L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD], cduDpKpa: { value: NaN, good: false, why: "cdu.dpKpa: stale, timeout" } });
+    (i.loopStatus as number[])[2] = L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD | L.LS_FF_BAD;
+    i.racks[2] = { ...i.racks[2], returnTempC: { value: NaN, good: false, why: "rack-3.returnTempTx: no usable value, invalid (loop current 0.00 mA)" }, powerKw: { value: 10, good: false, why: "rack-3.powerKw: out of range" } };
+    s.evaluate(i);
+    expect(s.alarms.get("failsafe:rack-3.valve")?.message).toBe(
+      "rack-3.valve in fail-safe: PV input bad, feed-forward input bad (rack-3.returnTempTx: no usable value, invalid (loop current 0.00 mA); rack-3.powerKw: out of range)",
+    );
+    expect(s.alarms.get("failsafe:cdu.pump")?.message).toBe("cdu.pump in fail-safe: PV input bad (cdu.dpKpa: stale, timeout)");
+    // a reason that is not an input (here the setpoint) names none
+    const sp = inputs({ loopStatus: [L.LS_INTERLOCK_FAILSAFE | L.LS_SP_INVALID, ...new Array(8).fill(L.LS_AUTOMATIC)] });
+    s.evaluate(sp);
+    expect(s.alarms.get("failsafe:rack-1.valve")?.message).toBe("rack-1.valve in fail-safe: setpoint invalid");
   });
 
   it("keeps an over-temperature tier until the temperature falls below it by the hysteresis", () => {

@@ -28,6 +28,8 @@ export interface SupervisorInputs {
   rackStatus: readonly number[];
   racks: readonly { returnTempC: Reading; supplyTempC: Reading; flowLpm: Reading; powerKw: Reading; manualIsolate: boolean }[];
   cduSupplyTempC: Reading;
+  /** the pump loop's PV */
+  cduDpKpa: Reading;
   devices: readonly { name: string; ok: boolean; why: string }[];
 }
 
@@ -156,9 +158,11 @@ export class Supervisor {
       const fs = (st & L.LS_INTERLOCK_FAILSAFE) !== 0;
       if (fs) anyFailsafe = true;
       if (fs || st === 0) allLive = false;
-      // a rack loop's inputs are its return temperature (PV) and its power (feed-forward): name the bad one
+      // name the bad input: a rack loop's are its return temperature (PV) and power (feed-forward),
+      // the pump loop's its differential pressure (PV)
       const rack = i.racks[idx] as SupervisorInputs["racks"][number] | undefined;
-      const inputs = [st & L.LS_PV_BAD ? rack?.returnTempC.why : undefined, st & L.LS_FF_BAD ? rack?.powerKw.why : undefined].filter((w) => w !== undefined);
+      const pv = rack === undefined ? i.cduDpKpa : rack.returnTempC;
+      const inputs = [st & L.LS_PV_BAD ? pv.why : undefined, st & L.LS_FF_BAD ? rack?.powerKw.why : undefined].filter((w) => w !== undefined);
       const detail = inputs.length > 0 ? ` (${inputs.join("; ")})` : "";
       a.update(`failsafe:${name}`, fs, { severity: "Warning", source: name, message: `${name} in fail-safe: ${failsafeReasons(st)}${detail}` });
     });
