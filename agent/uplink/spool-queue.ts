@@ -91,6 +91,10 @@ export class SpoolQueue {
   private readonly inflight = new Set<number>();
   private readonly ackedAhead = new Set<number>();
   private readCache: { seg: number; bytes: number; buf: Buffer } | null = null;
+  /** the record last appended, where it starts in which segment: peek() need not decode it back */
+  private appended: { seg: number; off: number; record: SpoolRecord; next: number } | null = null;
+  /** what the last peek() decoded, at which read position (the object itself): take() needs no second decode */
+  private peeked: { at: Pos; record: SpoolRecord; next: number } | null = null;
   private dirty = false;
   /** descriptors a background fsync is running on, and those to close when it ends */
   private readonly syncing = new Set<number>();
@@ -212,6 +216,9 @@ export class SpoolQueue {
       if (written !== rec.length) ftruncateSync(this.fd as number, last.bytes);
     }
     if (written !== rec.length) throw new Error(`ENOSPC: only ${written} of ${rec.length} bytes written`);
+    // a live record is sent right after it is written: the reader takes it from here rather than
+    // reading back from disk what was just written there (three system calls and a decode each)
+    this.appended = { seg: this.segments.length - 1, off: last.bytes, record: r, next: last.bytes + rec.length };
     last.bytes += rec.length;
     last.count++;
     this.dirty = true;
@@ -255,23 +262,32 @@ export class SpoolQueue {
         this.read = { seg: this.read.seg + 1, off: 0 };
         continue;
       }
-      const buf = this.segmentBuffer(this.read.seg);
-      const d = decodeAt(buf, this.read.off);
+      const a = this.appended;
+      const d = a !== null && a.seg === this.read.seg && a.off === this.read.off ? a : decodeAt(this.segmentBuffer(this.read.seg), this.read.off);
       if (!("record" in d)) throw new Error(`spool segment ${seg.file} changed under the reader at ${this.read.off}`);
       if (d.record.id <= this.ackedId || this.ackedAhead.has(d.record.id)) {
         this.read = { seg: this.read.seg, off: d.next };
         continue;
       }
+      this.peeked = { at: this.read, record: d.record, next: d.next };
       return d.record;
     }
   }
 
   /** Takes the record peek() returned: it is now in flight until ack() or rewind(). */
   take(r: SpoolRecord): void {
-    const buf = this.segmentBuffer(this.read.seg);
-    const d = decodeAt(buf, this.read.off);
-    if (!("record" in d) || d.record.id !== r.id) throw new Error("take() without a matching peek()");
-    this.read = { seg: this.read.seg, off: d.next };
+    // every move of the read position makes a new Pos, so an unmoved one is the same object
+    const p = this.peeked;
+    let next: number;
+    if (p !== null && p.at === this.read && p.record.id === r.id) {
+      next = p.next;
+    } else {
+      const d = decodeAt(this.segmentBuffer(this.read.seg), this.read.off);
+      if (!("record" in d) || d.record.id !== r.id) throw new Error("take() without a matching peek()");
+      next = d.next;
+    }
+    this.peeked = null;
+    this.read = { seg: this.read.seg, off: next };
     this.inflight.add(r.id);
   }
 
@@ -342,6 +358,7 @@ export class SpoolQueue {
     const s = this.segments.shift() as Segment;
     unlinkSync(s.file);
     this.readCache = null;
+    this.appended = null; // its segment index has shifted
     this.read = this.read.seg === 0 ? { seg: 0, off: 0 } : { seg: this.read.seg - 1, off: this.read.off };
   }
 
