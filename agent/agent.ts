@@ -148,7 +148,9 @@ export class Agent {
     this.ingest =
       c.mqttIngest === undefined
         ? null
-        : new MqttIngest({ ...c.mqttIngest, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest` });
+        : new MqttIngest({ ...c.mqttIngest, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest` }, (silentMs) =>
+            logs.module("ingest").warn({ silentMs: Math.round(silentMs), keepaliveS: c.mqttIngest?.keepaliveS }, "sensor broker silent: giving up the connection"),
+          );
     this.supervisor = new Supervisor(c, (e) => this.emit(e), monoMs);
     this.decisions = { pumpEnable: true, rackPowerOff: c.racks.map(() => false), powerCapsKw: c.racks.map((r) => r.ratedKw) };
     this.spDefault = [...c.racks.map(() => c.control.returnTempSetpointC), c.control.dpSetpointKpa];

@@ -10,7 +10,7 @@
 // an older reading never replaces a newer one.
 import mqtt, { type MqttClient } from "mqtt";
 import { monoMs } from "../lib/clock.js";
-import { disableNagle, mqttConnectionOptions, type MqttConnectionConfig } from "../lib/mqtt-connection.js";
+import { disableNagle, mqttConnectionOptions, watchBrokerSilence, type MqttConnectionConfig } from "../lib/mqtt-connection.js";
 import { PointStore, type Quality } from "./points.js";
 
 export interface IngestPointConfig {
@@ -99,8 +99,15 @@ export class MqttIngest {
   retainedIgnored = 0;
   /** samples older than the point's current one, not used */
   outOfOrder = 0;
+  /** connections given up because the broker fell silent (a hung broker, a silent partition) */
+  silentBrokerDrops = 0;
+  private stopSilenceWatch: () => void = () => undefined;
 
-  constructor(private readonly c: IngestConfig) {}
+  constructor(
+    private readonly c: IngestConfig,
+    /** told when a silent broker's connection is given up (the client then reconnects on its own) */
+    private readonly onSilentBroker: (silentMs: number) => void = () => undefined,
+  ) {}
 
   start(): void {
     const client = mqtt.connect(this.c.url, {
@@ -118,6 +125,10 @@ export class MqttIngest {
     });
     client.on("error", () => undefined); // reconnects on its own
     client.on("message", (topic, payload, packet) => this.onMessage(topic, payload, packet.retain));
+    this.stopSilenceWatch = watchBrokerSilence(client, this.c.keepaliveS, (silentMs) => {
+      this.silentBrokerDrops++;
+      this.onSilentBroker(silentMs);
+    });
     const period = Math.max(10, Math.min(...this.c.points.map((p) => p.staleMs), 1000) / 4);
     this.staleTimer = setInterval(() => this.checkStale(), period);
   }
@@ -183,6 +194,7 @@ export class MqttIngest {
   }
 
   async stop(): Promise<void> {
+    this.stopSilenceWatch();
     if (this.staleTimer !== null) clearInterval(this.staleTimer);
     this.staleTimer = null;
     const c = this.client;

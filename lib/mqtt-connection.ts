@@ -82,3 +82,35 @@ export function mqttConnectionOptions(c: MqttConnectionConfig): IClientOptions {
 export function disableNagle(client: MqttClient): void {
   (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
 }
+
+/**
+ * A broker silent for this many keepalives is given up on. mqtt.js pings after one keepalive
+ * without an acknowledgement, so a live broker answers well inside the remaining 0.45; checked
+ * every keepalive/40, the detection stays within the 1.5x the `keepaliveS` key promises.
+ */
+export const SILENCE_LIMIT = 1.45;
+
+/**
+ * Gives up a connection whose broker has sent nothing, not even a PINGRESP, for SILENCE_LIMIT
+ * keepalives (a hung broker, a silent partition). mqtt.js's own check fires at 1.5x plus its
+ * timer's delay, a few ms late. Destroying the socket closes the client as any lost connection
+ * does, and its owner reconnects. Returns the function that stops the watch.
+ */
+export function watchBrokerSilence(client: MqttClient, keepaliveS: number, onSilent: (silentMs: number) => void): () => void {
+  let lastHeardMs = performance.now();
+  const heard = (): void => {
+    lastHeardMs = performance.now();
+  };
+  client.on("packetreceive", heard); // the CONNACK too: a new connection starts heard
+  const timer = setInterval(() => {
+    if (!client.connected) return;
+    const silentMs = performance.now() - lastHeardMs;
+    if (silentMs <= SILENCE_LIMIT * keepaliveS * 1000) return;
+    onSilent(silentMs);
+    client.stream.destroy();
+  }, (keepaliveS * 1000) / 40);
+  return () => {
+    clearInterval(timer);
+    client.off("packetreceive", heard);
+  };
+}

@@ -6,6 +6,7 @@ import { MqttIngest, jsonPath, sourceTimeMs, topicMatches, type IngestConfig, ty
 import { monoMs } from "../lib/clock.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
 import { Mosquitto } from "../lib/mosquitto-process.js";
+import { PartitionProxy } from "../lib/partition-proxy.js";
 import { brokerPki, type TestPki } from "./helpers/pki.js";
 import { waitFor } from "./helpers/processes.js";
 
@@ -122,6 +123,34 @@ describe("MQTT ingest", () => {
       await pub.publishAsync("t/re", "42", { qos: 1 });
       return i.points.get("r")?.value === 42;
     }, "message after reconnect", 15_000, 200);
+  });
+
+  it("gives up a silent broker's connection after 1.45 keepalives, goes stale meanwhile, and reads again once the link heals", async () => {
+    const link = new PartitionProxy(broker.port);
+    await link.listen();
+    const silences: number[] = [];
+    const i = new MqttIngest(ingestConfig(`mqtt://127.0.0.1:${link.port}`, [pt({ id: "q", topic: "t/quiet", staleMs: 500 })], { keepaliveS: 1 }), (ms) => silences.push(ms));
+    ingest = i;
+    try {
+      i.start();
+      await waitFor(async () => {
+        await pub.publishAsync("t/quiet", "1", { qos: 1 });
+        return i.points.get("q")?.quality === "good";
+      }, "good through the link");
+      link.setMode("drop"); // the link goes silent both ways: no PINGRESP comes back
+      await waitFor(() => i.silentBrokerDrops > 0, "silent broker given up", 5000);
+      expect(silences[0]).toBeGreaterThanOrEqual(1450);
+      await waitFor(() => i.points.get("q")?.quality === "stale", "stale while cut off");
+      link.setMode("pass");
+      await waitFor(async () => {
+        await pub.publishAsync("t/quiet", "2", { qos: 1 });
+        return i.points.get("q")?.quality === "good" && i.points.get("q")?.value === 2;
+      }, "good again after the reconnect", 15_000, 200);
+    } finally {
+      await i.stop();
+      ingest = null;
+      await link.close();
+    }
   });
 
   it("ignores a retained message it cannot date, and takes the next live one", async () => {

@@ -22,7 +22,7 @@ import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import { Backoff } from "../../drivers/backoff.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
-import { disableNagle, mqttConnectionOptions } from "../../lib/mqtt-connection.js";
+import { disableNagle, mqttConnectionOptions, watchBrokerSilence } from "../../lib/mqtt-connection.js";
 import type { Agent, AgentEvent } from "../agent.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
@@ -52,20 +52,12 @@ export function brokerOptions(c: UplinkConfig): IClientOptions {
   return { ...mqttConnectionOptions(c), protocolVersion: c.protocolVersion };
 }
 
-/**
- * A broker silent for this many keepalives is given up on. mqtt.js pings after one keepalive
- * without an acknowledgement, so a live broker answers well inside the remaining 0.45; the
- * watchdog's own check every keepalive/40 keeps the detection within 1.5x.
- */
-const SILENCE_LIMIT = 1.45;
-
 export class Uplink {
   private client: MqttClient | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
+  private stopSilenceWatch: () => void = () => undefined;
   private backgroundFlush: Promise<void> | null = null;
-  /** performance.now() of the last packet from the broker */
-  private lastHeardMs = 0;
   private readonly base: string;
   private readonly since = new Date().toISOString();
   private readonly spool: Spool;
@@ -125,8 +117,9 @@ export class Uplink {
     client.on("connect", () => this.onConnect(client));
     client.on("close", () => this.onClose(client));
     client.on("message", (topic, payload, packet) => this.commands.handle(topic.slice(this.base.length), payload, packet));
-    client.on("packetreceive", () => (this.lastHeardMs = performance.now()));
-    this.timers.push(setInterval(() => this.checkSilence(client), (this.c.keepaliveS * 1000) / 40));
+    this.stopSilenceWatch = watchBrokerSilence(client, this.c.keepaliveS, (silentMs) =>
+      this.log.warn({ silentMs: Math.round(silentMs), keepaliveS: this.c.keepaliveS }, "broker silent: giving up the connection"),
+    );
     this.attach(this.agent);
     this.timers.push(setInterval(() => this.publishTelemetry(), this.c.telemetryMs));
     if (this.c.exception.enabled) this.timers.push(setInterval(() => this.publishExceptions(), this.c.exception.checkMs));
@@ -144,7 +137,6 @@ export class Uplink {
     if (client !== this.client) return;
     this.connects++;
     this.connectedAtMs = Date.now();
-    this.lastHeardMs = performance.now(); // the CONNACK
     this.backoff.reset();
     disableNagle(client);
     this.log.info({ url: this.c.url, connects: this.connects }, "uplink connected");
@@ -154,14 +146,6 @@ export class Uplink {
   }
 
   /** Ends a connection on which the broker has said nothing for SILENCE_LIMIT keepalives: hung, or the link is. */
-  private checkSilence(client: MqttClient): void {
-    if (client !== this.client || !client.connected) return;
-    const silentMs = performance.now() - this.lastHeardMs;
-    if (silentMs <= SILENCE_LIMIT * this.c.keepaliveS * 1000) return;
-    this.log.warn({ silentMs: Math.round(silentMs), keepaliveS: this.c.keepaliveS }, "broker silent: giving up the connection");
-    client.stream.destroy();
-  }
-
   private onClose(client: MqttClient): void {
     if (client !== this.client) return;
     // what was in flight is sent again from the spool: keep mqtt.js from also resending it
@@ -339,6 +323,7 @@ export class Uplink {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
     this.timers.length = 0;
+    this.stopSilenceWatch();
     if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
     this.unsubscribe?.();
