@@ -171,7 +171,7 @@ describe("supervisor", () => {
 
   it("names the bad input of a loop in fail-safe, and why: a rack loop's PV and feed-forward, the pump loop's PV", () => {
     const s = new Supervisor(config, () => undefined, () => 0);
-    const i = inputs({ loopStatus: [...new Array(8).fill(L.LS_AUTOMATIC), L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD], cduDpKpa: { value: NaN, good: false, why: "cdu.dpKpa: stale, timeout" } });
+    const i = inputs({ loopStatus: [...new Array<number>(8).fill(L.LS_AUTOMATIC), L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD], cduDpKpa: { value: NaN, good: false, why: "cdu.dpKpa: stale, timeout" } });
     (i.loopStatus as number[])[2] = L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD | L.LS_FF_BAD;
     i.racks[2] = { ...i.racks[2], returnTempC: { value: NaN, good: false, why: "rack-3.returnTempTx: no usable value, invalid (loop current 0.00 mA)" }, powerKw: { value: 10, good: false, why: "rack-3.powerKw: out of range" } };
     s.evaluate(i);
@@ -180,7 +180,7 @@ describe("supervisor", () => {
     );
     expect(s.alarms.get("failsafe:cdu.pump")?.message).toBe("cdu.pump in fail-safe: PV input bad (cdu.dpKpa: stale, timeout)");
     // a reason that is not an input (here the setpoint) names none
-    const sp = inputs({ loopStatus: [L.LS_INTERLOCK_FAILSAFE | L.LS_SP_INVALID, ...new Array(8).fill(L.LS_AUTOMATIC)] });
+    const sp = inputs({ loopStatus: [L.LS_INTERLOCK_FAILSAFE | L.LS_SP_INVALID, ...new Array<number>(8).fill(L.LS_AUTOMATIC)] });
     s.evaluate(sp);
     expect(s.alarms.get("failsafe:rack-1.valve")?.message).toBe("rack-1.valve in fail-safe: setpoint invalid");
   });
