@@ -133,6 +133,11 @@ export class MqttIngest {
     this.staleTimer = setInterval(() => this.checkStale(), period);
   }
 
+  /** the connection to the sensor broker is up */
+  get connected(): boolean {
+    return this.client?.connected === true;
+  }
+
   private publish(p: IngestPointConfig, value: number, sourceTimeMs: number, quality: Quality): void {
     this.points.publish({ id: p.id, value, sourceTimeMs, quality, unit: p.unit });
   }

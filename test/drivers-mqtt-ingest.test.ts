@@ -140,12 +140,14 @@ describe("MQTT ingest", () => {
       link.setMode("drop"); // the link goes silent both ways: no PINGRESP comes back
       await waitFor(() => i.silentBrokerDrops > 0, "silent broker given up", 5000);
       expect(silences[0]).toBeGreaterThanOrEqual(1450);
+      await waitFor(() => !i.connected, "disconnected");
       await waitFor(() => i.points.get("q")?.quality === "stale", "stale while cut off");
       link.setMode("pass");
       await waitFor(async () => {
         await pub.publishAsync("t/quiet", "2", { qos: 1 });
         return i.points.get("q")?.quality === "good" && i.points.get("q")?.value === 2;
       }, "good again after the reconnect", 15_000, 200);
+      expect(i.connected).toBe(true);
     } finally {
       await i.stop();
       ingest = null;

@@ -79,6 +79,8 @@ describe("metrics and health", () => {
     expect(text).toContain('podwarden_mqtt_ingest_messages_total{outcome="retainedIgnored"} 1');
     expect(Number(/podwarden_mqtt_ingest_messages_total\{outcome="messages"\} (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(2);
     expect(text).toContain('podwarden_mqtt_ingest_messages_total{outcome="rejected"} 0');
+    expect(text).toContain("podwarden_mqtt_ingest_connected 1");
+    expect(text).toContain("podwarden_mqtt_ingest_silent_broker_drops_total 0");
   });
 
   it("answers /healthz and /readyz, and 404 elsewhere", async () => {

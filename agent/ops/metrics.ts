@@ -168,6 +168,26 @@ export class Metrics {
       },
     });
     new Gauge({
+      name: "podwarden_mqtt_ingest_connected",
+      help: "1 while the MQTT sensor ingest's broker connection is up (absent without mqttIngest)",
+      registers: [r],
+      collect() {
+        this.reset();
+        const i = a().ingest;
+        if (i !== null) this.set(i.connected ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: "podwarden_mqtt_ingest_silent_broker_drops_total",
+      help: "MQTT sensor ingest connections given up because the broker sent nothing for 1.45 keepalives",
+      registers: [r],
+      collect() {
+        this.reset();
+        const i = a().ingest;
+        if (i !== null) this.inc(i.silentBrokerDrops);
+      },
+    });
+    new Gauge({
       name: "podwarden_modbus_request_duration_seconds",
       help: "Modbus request duration quantiles per device",
       labelNames: ["device", "quantile"],
