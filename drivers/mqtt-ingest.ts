@@ -138,8 +138,8 @@ export class MqttIngest {
     return this.client?.connected === true;
   }
 
-  private publish(p: IngestPointConfig, value: number, sourceTimeMs: number, quality: Quality): void {
-    this.points.publish({ id: p.id, value, sourceTimeMs, quality, unit: p.unit });
+  private publish(p: IngestPointConfig, value: number, sourceTimeMs: number, quality: Quality, detail?: string): void {
+    this.points.publish({ id: p.id, value, sourceTimeMs, quality, unit: p.unit, ...(detail === undefined ? {} : { detail }) });
   }
 
   /** The point keeps its last value and time, marked invalid. */
@@ -194,7 +194,11 @@ export class MqttIngest {
     for (const p of this.c.points) {
       const prev = this.points.get(p.id);
       const last = prev?.sourceTimeMs ?? -Infinity;
-      if (now - last > p.staleMs && prev?.quality !== "stale") this.publish(p, prev?.value ?? NaN, last, "stale");
+      if (!(now - last > p.staleMs)) continue;
+      // which end went quiet, kept current while the point stays stale: an operator looks at
+      // the sensor, or at the broker and the network
+      const why = this.connected ? "no message within staleMs; the sensor broker is connected" : "no message within staleMs; the sensor broker is not connected";
+      if (prev?.quality !== "stale" || prev.detail !== why) this.publish(p, prev?.value ?? NaN, last, "stale", why);
     }
   }
 

@@ -111,6 +111,7 @@ describe("MQTT ingest", () => {
       return i.points.get("s")?.quality === "good";
     }, "good");
     await waitFor(() => i.points.get("s")?.quality === "stale", "stale");
+    expect(i.points.get("s")?.detail).toMatch(/sensor broker is connected/); // the sensor went quiet, not the broker
     await pub.publishAsync("t/stale", "2", { qos: 1 });
     await waitFor(() => i.points.get("s")?.quality === "good" && i.points.get("s")?.value === 2, "good again");
   });
@@ -142,6 +143,7 @@ describe("MQTT ingest", () => {
       expect(silences[0]).toBeGreaterThanOrEqual(1450);
       await waitFor(() => !i.connected, "disconnected");
       await waitFor(() => i.points.get("q")?.quality === "stale", "stale while cut off");
+      await waitFor(() => /sensor broker is not connected/.test(i.points.get("q")?.detail ?? ""), "stale, and why");
       link.setMode("pass");
       await waitFor(async () => {
         await pub.publishAsync("t/quiet", "2", { qos: 1 });
