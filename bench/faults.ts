@@ -4,12 +4,12 @@
 // benchmark (`npm run bench -- --only faults`), the soak (`npm run soak`) and the fault tests
 // all drive these same classes.
 import * as L from "../hotpath-as/assembly/layout.js";
+import { readReturnTempsThroughTransmitters } from "../agent/demo-config.js";
 import { startPodHarness, type PodHarness } from "../agent/pod-harness.js";
 import { Mosquitto } from "../lib/mosquitto-process.js";
 import { PartitionProxy } from "../lib/partition-proxy.js";
 import { waitFor } from "../lib/processes.js";
 import { simConfig } from "../sim/config.js";
-import { RETURN_TX_RANGE_C } from "../sim/devices/pod-devices.js";
 import { PodSim } from "../sim/pod-sim.js";
 import { fmt, quantile } from "./stats.js";
 
@@ -25,24 +25,6 @@ export interface Campaign {
 /** A rack's return-temperature sensor back to normal: the truth with a little measurement noise. */
 function liveSensor(sim: PodSim, r: number): void {
   sim.inject({ sensor: `rack-${r + 1}.returnTempC`, fault: "noise", sigma: 0.05 });
-}
-
-/**
- * Each rack's return temperature, the PV of its loop, is read as a 4–20 mA loop current through
- * the simulator's transmitter (`returnTempMa`), as many sites wire it: every sensor fault below
- * then reaches the agent the way a real transmitter passes it on (a dead sensor as the 3.5 mA
- * failure current, an out-of-range one held at 20.5 mA), and the loop-current faults can be
- * injected on the wire itself.
- */
-function readReturnTemperaturesThroughTransmitters(d: Record<string, unknown>): void {
-  const modbus = d.modbus as { devices: { name: string; points: object[] }[] };
-  const [at4mA, at20mA] = RETURN_TX_RANGE_C;
-  for (const dev of modbus.devices) {
-    if (!dev.name.startsWith("rack-")) continue;
-    // a new array: YAML anchors may share one points list between the racks
-    dev.points = [...dev.points, { name: "returnTempTx", table: "input", address: 11, type: "u16", scale: 0.001, unit: "°C", group: "control", loop4to20: { at4mA, at20mA } }];
-  }
-  for (const rack of d.racks as { name: string; points: Record<string, unknown> }[]) rack.points = { ...rack.points, returnTempC: `${rack.name}.returnTempTx` };
 }
 
 /** Discards the agent's logs: a campaign measures behaviour, not pino. */
@@ -73,7 +55,9 @@ export async function startCampaign(): Promise<Campaign> {
       control.points = { temperature: { ...checks("temperature"), stuckMs: 500, stuckEps: 0.001 }, flow: checks("flow"), power: checks("power"), pressure: checks("pressure") };
       control.schedFifo = true;
       d.supervisor = { ...(d.supervisor ?? {}), alarmClearDwellMs: 200 };
-      readReturnTemperaturesThroughTransmitters(d);
+      // every sensor fault below reaches the agent as a transmitter passes it on (a dead sensor
+      // as the 3.5 mA failure current, an out-of-range one held at 20.5 mA)
+      readReturnTempsThroughTransmitters(d);
     },
   });
   // live temperature sensors: real ones never read the same to 0.01 °C for long, and a frozen

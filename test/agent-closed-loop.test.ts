@@ -4,19 +4,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import type { Agent } from "../agent/agent.js";
+import { readReturnTempsThroughTransmitters } from "../agent/demo-config.js";
 import { pointReports } from "../agent/uplink/telemetry.js";
 import { agentConfig, demoConfigFor, testAgent, type LogCapture } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
-
-/** rack-6's return temperature, the PV of its loop, read as a 4–20 mA loop current (the simulator's transmitter) */
-function readRack6ThroughTransmitter(d: Record<string, unknown>): void {
-  const dev = (d.modbus as { devices: { name: string; points: object[] }[] }).devices.find((x) => x.name === "rack-6")!;
-  // a new array: YAML anchors may share one points list between the racks
-  dev.points = [...dev.points, { name: "returnTempTx", table: "input", address: 11, type: "u16", scale: 0.001, unit: "°C", group: "control", loop4to20: { at4mA: 0, at20mA: 100 } }];
-  const rack = (d.racks as { name: string; points: Record<string, unknown> }[]).find((r) => r.name === "rack-6")!;
-  rack.points = { ...rack.points, returnTempC: "rack-6.returnTempTx" };
-}
 
 describe("agent against the simulated pod", () => {
   let t: TestSim;
@@ -26,7 +18,7 @@ describe("agent against the simulated pod", () => {
 
   beforeAll(async () => {
     t = await startTestSim({ plant: { load: { profile: "idle", pct: 70 } }, devices: { leaseMs: 3000 } });
-    ({ agent, logs } = testAgent(agentConfig(demoConfigFor(t.sim, readRack6ThroughTransmitter))));
+    ({ agent, logs } = testAgent(agentConfig(demoConfigFor(t.sim, (d) => readReturnTempsThroughTransmitters(d, (rack) => rack === "rack-6")))));
     agent.onEvent((e) => events.push(e.type));
     await agent.start();
   }, 30_000);
