@@ -88,7 +88,7 @@ export function disableNagle(client: MqttClient): void {
  * without an acknowledgement, so a live broker answers well inside the remaining 0.45; checked
  * every keepalive/40, the detection stays within the 1.5x the `keepaliveS` key promises.
  */
-export const SILENCE_LIMIT = 1.45;
+const SILENCE_LIMIT = 1.45;
 
 /**
  * Gives up a connection whose broker has sent nothing, not even a PINGRESP, for SILENCE_LIMIT

@@ -12,11 +12,12 @@
 // topics are state, not history: they are republished, current, on every connect.
 //
 // Connection: one client (one session per client id), reconnecting with exponential backoff and
-// full jitter. A hung broker is caught by a silence watchdog: no packet at all from the broker
-// for SILENCE_LIMIT x keepalive ends the connection. mqtt.js's own keepalive times out at 1.5x
-// after the last acknowledgement, on an interval timer that a busy event loop runs late, so on
-// its own it caught a hang at 1.49-1.53 s with keepalive 1 s: at, not within, 1.5x. TCP no-delay
-// is on: with Nagle, loopback publishes showed a 35–44 ms tail.
+// full jitter. A hung broker is caught by a silence watchdog (watchBrokerSilence in
+// lib/mqtt-connection.ts): no packet at all from the broker for 1.45 x keepalive ends the
+// connection. mqtt.js's own keepalive times out at 1.5x after the last acknowledgement, on an
+// interval timer that a busy event loop runs late, so on its own it caught a hang at 1.49-1.53 s
+// with keepalive 1 s: at, not within, 1.5x. TCP no-delay is on: with Nagle, loopback publishes
+// showed a 35–44 ms tail.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
@@ -145,7 +146,7 @@ export class Uplink {
     this.pump();
   }
 
-  /** Ends a connection on which the broker has said nothing for SILENCE_LIMIT keepalives: hung, or the link is. */
+  /** The connection closed (lost, refused, or given up by the silence watchdog): spool, and retry after a backoff. */
   private onClose(client: MqttClient): void {
     if (client !== this.client) return;
     // what was in flight is sent again from the spool: keep mqtt.js from also resending it
