@@ -7,6 +7,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { open, rename } from "node:fs/promises";
 import { dirname } from "node:path";
+import { syncDirectory, syncDirectoryInBackground } from "./sync-directory.js";
 
 export interface StateLoad<T> {
   /** undefined when there was no file (or it was quarantined) */
@@ -50,12 +51,7 @@ export class JsonStateFile<T> {
         await fh.close();
       }
       await rename(tmp, this.file);
-      const dir = await open(dirname(this.file), "r");
-      try {
-        await dir.sync();
-      } finally {
-        await dir.close();
-      }
+      await syncDirectoryInBackground(dirname(this.file));
     };
     const done = this.background.then(run, run);
     this.background = done.catch(() => undefined);
@@ -73,14 +69,7 @@ export class JsonStateFile<T> {
       closeSync(fd);
     }
     renameSync(tmp, this.file);
-    if (durable) {
-      const dir = openSync(dirname(this.file), "r");
-      try {
-        fsyncSync(dir);
-      } finally {
-        closeSync(dir);
-      }
-    }
+    if (durable) syncDirectory(dirname(this.file));
   }
 }
 

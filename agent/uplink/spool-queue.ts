@@ -15,6 +15,7 @@ import { closeSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdi
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { JsonStateFile } from "../../lib/json-state-file.js";
+import { syncDirectory, syncDirectoryInBackground } from "../../lib/sync-directory.js";
 
 const HEADER = 8;
 const MAX_RECORD = 1 << 20;
@@ -95,10 +96,18 @@ export class SpoolQueue {
   private appended: { seg: number; off: number; record: SpoolRecord; next: number } | null = null;
   /** what the last peek() decoded, at which read position (the object itself): take() needs no second decode */
   private peeked: { at: Pos; record: SpoolRecord; next: number } | null = null;
-  private dirty = false;
-  /** descriptors a background fsync is running on, and those to close when it ends */
+  /**
+   * Descriptors holding records written since their last fsync: the newest segment's, and an
+   * older segment's written up to its rollover (which stays open until its records are synced,
+   * or they would reach the disk only whenever the kernel got round to it).
+   */
+  private readonly unsynced = new Set<number>();
+  /** descriptors a background fsync is running on */
   private readonly syncing = new Set<number>();
-  private readonly closeAfterSync = new Set<number>();
+  /** descriptors no longer written, closed once nothing waits to sync them */
+  private readonly retired = new Set<number>();
+  /** a segment file was created since the directory was last synced: its name is not yet durable */
+  private dirUnsynced = false;
   /** records dropped by the overflow policy since start */
   dropped = 0;
 
@@ -194,8 +203,9 @@ export class SpoolQueue {
     // open the new file before letting go of the old one: if the disk refuses, writing goes on
     // (or fails) on the old segment, never on a closed descriptor
     const fd = openSync(file, "a");
-    if (this.fd !== null) this.release(this.fd);
+    if (this.fd !== null) this.retire(this.fd);
     this.fd = fd;
+    this.dirUnsynced = true;
     this.segments.push({ firstId, file, bytes: statSync(file).size, count: 0 });
   }
 
@@ -221,7 +231,7 @@ export class SpoolQueue {
     this.appended = { seg: this.segments.length - 1, off: last.bytes, record: r, next: last.bytes + rec.length };
     last.bytes += rec.length;
     last.count++;
-    this.dirty = true;
+    this.unsynced.add(this.fd as number);
   }
 
   /** Appends a record; returns its id (this queue's sequence number). Throws if the disk refuses. */
@@ -381,32 +391,44 @@ export class SpoolQueue {
     return lost;
   }
 
-  /** Closes a segment's descriptor, or, while a background fsync runs on it, once that ends. */
-  private release(fd: number): void {
-    if (this.syncing.has(fd)) this.closeAfterSync.add(fd);
-    else closeSync(fd);
+  /** The descriptor takes no more writes: it is closed now, or once its records are synced. */
+  private retire(fd: number): void {
+    this.retired.add(fd);
+    this.closeIfDone(fd);
+  }
+
+  private closeIfDone(fd: number): void {
+    if (this.retired.has(fd) && !this.unsynced.has(fd) && !this.syncing.has(fd)) {
+      this.retired.delete(fd);
+      closeSync(fd);
+    }
   }
 
   /**
-   * flush(true) without blocking the event loop: the fsync and the acknowledged mark's write run
+   * flush() without blocking the event loop: the fsyncs and the acknowledged mark's write run
    * on libuv's thread pool, so a slow disk (an eMMC fsync can take tens of ms) never holds up
    * the Modbus polls and the leak path on the main thread. Records written meanwhile are covered
    * by the next flush. Await it before close(): a background save of the acknowledged mark that
    * landed after the close's own could put an older mark back.
    */
   async flushInBackground(): Promise<void> {
-    const fd = this.fd;
-    if (this.dirty && fd !== null) {
-      this.dirty = false;
-      this.syncing.add(fd);
-      try {
-        await new Promise<void>((resolve, reject) => fsync(fd, (err) => (err === null ? resolve() : reject(err))));
-      } catch (err) {
-        this.dirty = true;
-        throw err;
-      } finally {
+    const fds = [...this.unsynced];
+    const dir = this.dirUnsynced;
+    this.unsynced.clear();
+    this.dirUnsynced = false;
+    for (const fd of fds) this.syncing.add(fd);
+    try {
+      await Promise.all(fds.map((fd) => new Promise<void>((resolve, reject) => fsync(fd, (err) => (err === null ? resolve() : reject(err))))));
+      if (dir) await syncDirectoryInBackground(this.dir);
+    } catch (err) {
+      // not known to be on disk: the next flush syncs them again
+      for (const fd of fds) this.unsynced.add(fd);
+      if (dir) this.dirUnsynced = true;
+      throw err;
+    } finally {
+      for (const fd of fds) {
         this.syncing.delete(fd);
-        if (this.closeAfterSync.delete(fd)) closeSync(fd);
+        this.closeIfDone(fd);
       }
     }
     const acked = this.ackedId;
@@ -421,19 +443,26 @@ export class SpoolQueue {
     }
   }
 
-  /** Puts written records and the acknowledged mark on disk. */
-  flush(durable: boolean): void {
-    if (this.dirty && durable && this.fd !== null) fsyncSync(this.fd);
-    this.dirty = false;
+  /** Puts written records, new segments' names and the acknowledged mark on disk (fsync). */
+  flush(): void {
+    for (const fd of [...this.unsynced]) {
+      fsyncSync(fd);
+      this.unsynced.delete(fd);
+      this.closeIfDone(fd);
+    }
+    if (this.dirUnsynced) {
+      syncDirectory(this.dir);
+      this.dirUnsynced = false;
+    }
     if (this.ackedId !== this.ackedSaved) {
-      this.ackedStore.save({ ackedId: this.ackedId }, durable);
+      this.ackedStore.save({ ackedId: this.ackedId }, true);
       this.ackedSaved = this.ackedId;
     }
   }
 
   close(): void {
-    this.flush(true);
-    if (this.fd !== null) this.release(this.fd);
+    this.flush();
+    if (this.fd !== null) this.retire(this.fd);
     this.fd = null;
   }
 }

@@ -116,11 +116,12 @@ export class Spool {
     return { critical: this.queues.critical.dropped, telemetry: this.queues.telemetry.dropped };
   }
 
-  flush(durable: boolean): void {
-    for (const q of Object.values(this.queues)) q.flush(durable);
+  /** Puts everything written on disk (fsync): records, new segment files, acknowledged marks. */
+  flush(): void {
+    for (const q of Object.values(this.queues)) q.flush();
   }
 
-  /** flush(true) off the event loop (SpoolQueue.flushInBackground); await it before close(). */
+  /** flush() off the event loop (SpoolQueue.flushInBackground); await it before close(). */
   async flushInBackground(): Promise<void> {
     await Promise.all(Object.values(this.queues).map((q) => q.flushInBackground()));
   }

@@ -239,7 +239,7 @@ export class Uplink {
 
   private flushSpool(): void {
     try {
-      this.spool.flush(true);
+      this.spool.flush();
     } catch (err) {
       this.log.error({ err }, "spool flush failed");
     }
