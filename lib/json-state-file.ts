@@ -1,7 +1,7 @@
 // Small JSON state files in the state directory (leak latches, command replay guard, power
 // budget): state that must survive a restart. Written to a temporary file, flushed and renamed,
-// so a crash leaves the old file or the new one, never half of one. A durable write also syncs
-// the directory after the rename: until then the rename itself may not survive a power cut. A file
+// so a crash leaves the old file or the new one, never half of one. Every write also syncs the
+// directory after the rename: until then the rename itself may not survive a power cut. A file
 // that cannot be read is moved aside (quarantined), never silently overwritten: the caller raises
 // an alarm.
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
@@ -36,7 +36,7 @@ export class JsonStateFile<T> {
   private background: Promise<void> = Promise.resolve();
 
   /**
-   * save(value, true) without blocking the event loop: the write and the fsync run on libuv's
+   * save(value) without blocking the event loop: the write and the fsync run on libuv's
    * thread pool. Background saves land in the order they were asked for; the promise settles
    * when this one is on disk (or failed).
    */
@@ -58,18 +58,18 @@ export class JsonStateFile<T> {
     return done;
   }
 
-  /** Writes atomically; with durable, the data is on disk (fsync) before this returns. */
-  save(value: T, durable = false): void {
+  /** Writes atomically and durably: the data and the rename are on disk (fsync) before this returns. */
+  save(value: T): void {
     const tmp = `${this.file}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
     try {
       writeSync(fd, JSON.stringify(value));
-      if (durable) fsyncSync(fd);
+      fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
     renameSync(tmp, this.file);
-    if (durable) syncDirectory(dirname(this.file));
+    syncDirectory(dirname(this.file));
   }
 }
 

@@ -455,7 +455,7 @@ export class SpoolQueue {
       this.dirUnsynced = false;
     }
     if (this.ackedId !== this.ackedSaved) {
-      this.ackedStore.save({ ackedId: this.ackedId }, true);
+      this.ackedStore.save({ ackedId: this.ackedId });
       this.ackedSaved = this.ackedId;
     }
   }
