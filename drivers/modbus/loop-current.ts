@@ -37,9 +37,10 @@ export function fromLoopCurrent(mA: number, c: LoopCurrentConfig): number {
 
 /** What a failure current means, in words (null for a current inside the valid band). */
 export function failureCurrentWords(mA: number, c: LoopCurrentConfig): string | null {
+  // every read of a 4–20 mA point comes through here: a valid current builds no string
+  if (mA >= c.faultBelowMa && mA <= c.faultAboveMa) return null;
   const at = `loop current ${Number.isFinite(mA) ? mA.toFixed(2) : String(mA)} mA`;
   if (mA < c.faultBelowMa) return `${at}, below ${c.faultBelowMa} mA: a broken loop, a dead transmitter or its downscale failure alarm`;
   if (mA > c.faultAboveMa) return `${at}, above ${c.faultAboveMa} mA: a short or the transmitter's upscale failure alarm`;
-  if (!Number.isFinite(mA)) return `${at}: not a number`;
-  return null;
+  return `${at}: not a number`;
 }
