@@ -4,8 +4,9 @@
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
 //                   trials (default 1): the latency and the daemon's CPU at that rate
 import { parseArgs } from "node:util";
+import { spawnSync } from "node:child_process";
 import { cpus, totalmem } from "node:os";
-import { LEAK_POLL_MS, printAgent, runAgentBench } from "./agent.js";
+import { DAEMON_NODE_FLAGS, LEAK_POLL_MS, printAgent, runAgentBench } from "./agent.js";
 import { printControl, runControlBench } from "./control.js";
 import { printDrivers, runDriverBench } from "./drivers.js";
 import { printHotpath, runHotpathBench } from "./hotpath.js";
@@ -23,13 +24,35 @@ if (!(Number.isInteger(leakPollMs) && leakPollMs >= 1)) {
 }
 const wants = (name: string): boolean => values.only === undefined || values.only === name;
 
-console.log(`# podwarden benchmarks, ${new Date().toISOString()}`);
-console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`);
+// set in the child that runs one group with the daemon's flags (below): the parent printed the header
+const NESTED_ENV = "PODWARDEN_BENCH_NESTED";
+if (process.env[NESTED_ENV] === undefined) {
+  console.log(`# podwarden benchmarks, ${new Date().toISOString()}`);
+  console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`);
+}
+
+/**
+ * Runs one group in a child node with the daemon's production flags (the CLI's shebang), for a
+ * group whose agent runs inside the bench process: its figures must be the agent's as
+ * `podwarden run` runs it, not under node's defaults.
+ */
+function runWithDaemonFlags(group: string): void {
+  const args = [...DAEMON_NODE_FLAGS, process.argv[1], "--only", group, ...(values.quick ? ["--quick"] : [])];
+  const r = spawnSync(process.execPath, args, { stdio: "inherit", env: { ...process.env, [NESTED_ENV]: "1" } });
+  if (r.status !== 0) throw new Error(`bench group ${group} with the daemon's flags failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`);
+}
+const hasDaemonFlags = DAEMON_NODE_FLAGS.every((f) => process.execArgv.includes(f));
 
 if (wants("hotpath")) printHotpath(runHotpathBench(values.quick));
 if (wants("control")) printControl(runControlBench());
 if (wants("sim")) printSim(await runSimBench(values.quick));
 if (wants("drivers")) printDrivers(await runDriverBench(values.quick));
 if (wants("agent")) printAgent(await runAgentBench(values.quick, leakPollMs));
-if (wants("uplink")) printUplink(await runUplinkBench(values.quick));
+// The uplink group's agent runs in this process. Under node's defaults it had four V8 helper
+// threads where the daemon has one, and they woke at every collection and preempted the broker
+// on the other core (`perf sched`, BENCHMARKS.md).
+if (wants("uplink")) {
+  if (hasDaemonFlags) printUplink(await runUplinkBench(values.quick));
+  else runWithDaemonFlags("uplink");
+}
 if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));
