@@ -162,6 +162,22 @@ describe("Modbus driver against the simulator (TCP)", () => {
     expect(d.stats().devices[0].breaker).toBe("closed");
   });
 
+  it("retries a timed-out read its configured number of times before reporting the failure", async () => {
+    const leakOnly = rackPoints().filter((p) => p.name === "leakState");
+    const d = startDriver({ ...FAST, devices: [rack(5, { timeoutMs: 60, retries: 2, breaker: { failures: 100 }, points: leakOnly })] });
+    await waitFor(() => point(d, "rack5.leakState")?.quality === "good", "good first");
+    // the counters as they stand when the first failure is published: every attempt made by then
+    let atFailure: { timeouts: number; retries: number } | null = null;
+    d.points.subscribe((p) => {
+      if (atFailure === null && p.quality === "timeout") atFailure = { timeouts: d.stats().devices[0].stats.timeouts, retries: d.stats().devices[0].stats.retries };
+    });
+    t.sim.inject({ device: "rack-5", offline: true });
+    await waitFor(() => atFailure !== null, "the failure published");
+    expect(atFailure).toEqual({ timeouts: 3, retries: 2 }); // the first attempt and two retries
+    t.sim.inject({ device: "rack-5", offline: false });
+    await waitFor(() => point(d, "rack5.leakState")?.quality === "good", "recovered");
+  });
+
   it("never matches a late response to a later request", async () => {
     // answers arrive after the timeout: each is dropped, none is taken for the next request
     const d = startDriver({ ...FAST, devices: [rack(7, { timeoutMs: 60, breaker: { failures: 100 }, points: rackPoints().filter((p) => p.name === "leakState" || p.name === "supplyTempC") })] });

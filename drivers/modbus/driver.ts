@@ -8,7 +8,7 @@
 import { monoMs } from "../../lib/clock.js";
 import { PointStore, type Point, type Quality } from "../points.js";
 import { CircuitBreaker } from "./breaker.js";
-import { Bus, newDeviceStats, type BusDevice, type DeviceStats } from "./bus.js";
+import { Bus, newDeviceStats, type BusDevice, type DeviceStats, type Job } from "./bus.js";
 import { decodeValue, encodeValue, registerCount } from "./codec.js";
 import type { DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
 import { fromLoopCurrent, failureCurrentWords } from "./loop-current.js";
@@ -27,6 +27,8 @@ interface DeviceRuntime extends BusDevice {
 interface GroupPoll {
   device: DeviceRuntime;
   blocks: ReadBlock[];
+  /** one bus job per block, built once: a poll allocates nothing of its own (see groupPoll()) */
+  jobs: Job[];
   priority: number;
   periodMs: number;
   pending: number;
@@ -118,7 +120,7 @@ export class ModbusDriver {
       this.devices.set(dc.name, device);
       for (const [gname, g] of groups) {
         const blocks = planReads(dc, dc.points.filter((p) => p.group === gname));
-        if (blocks.length > 0) this.polls.push({ device, blocks, priority: g.priority, periodMs: g.periodMs, pending: 0, overruns: 0, polls: 0 });
+        if (blocks.length > 0) this.polls.push(this.groupPoll(device, blocks, g.priority, g.periodMs));
       }
       for (const oc of dc.outputs) {
         const id = `${dc.name}.${oc.name}`;
@@ -183,6 +185,27 @@ export class ModbusDriver {
     for (const out of this.outputs.values()) if (out.device.bus === bus) out.state.quality = "disconnected";
   }
 
+  /**
+   * A polling group of one device. Its bus jobs are built here, once, not at every poll: at a
+   * 1 ms poll, a job per poll (with the bus's copy of it) was the largest share of what V8 moved
+   * to the old generation (BENCHMARKS.md). A job is never submitted twice at once: poll() skips
+   * a cycle while the last one is pending.
+   */
+  private groupPoll(device: DeviceRuntime, blocks: ReadBlock[], priority: number, periodMs: number): GroupPoll {
+    const poll: GroupPoll = { device, blocks, jobs: [], priority, periodMs, pending: 0, overruns: 0, polls: 0 };
+    poll.jobs = blocks.map((block) => ({
+      device,
+      request: block.request,
+      priority,
+      sheddable: priority >= 2,
+      done: (o: ModbusOutcome) => {
+        poll.pending--;
+        this.onRead(device, block, o);
+      },
+    }));
+    return poll;
+  }
+
   private poll(poll: GroupPoll): void {
     if (!this.running) return;
     if (poll.pending > 0) {
@@ -190,19 +213,9 @@ export class ModbusDriver {
       return;
     }
     poll.polls++;
-    const d = poll.device;
-    for (const block of poll.blocks) {
+    for (const job of poll.jobs) {
       poll.pending++;
-      d.bus.submit({
-        device: d,
-        request: block.request,
-        priority: poll.priority,
-        sheddable: poll.priority >= 2,
-        done: (o) => {
-          poll.pending--;
-          this.onRead(d, block, o);
-        },
-      });
+      poll.device.bus.submit(job);
     }
   }
 
@@ -243,7 +256,9 @@ export class ModbusDriver {
     const c = out.config;
     const raw = c.table === "coil" ? [value !== 0 ? 1 : 0] : encodeValue((value - c.offset) / c.scale, c.type, c.order);
     out.state.value = value;
-    out.raw = raw;
+    // an unchanged value keeps the words it has: the new array then dies young, where replacing
+    // it at every actuator pass (20 a second per output) made each one old-generation garbage
+    if (!sameWords(raw, out.raw)) out.raw = raw;
     if (!sameWords(raw, out.lastSentRaw)) this.write(out);
   }
 
