@@ -134,7 +134,10 @@ describe("Modbus RTU bus sharing", () => {
           // a timeout well above the fast device's few-ms answer: this test is about sharing the
           // bus, and the simulator answering from this test's own event loop must not turn a
           // pause of the loop (a collection, a busy machine) into failed polls
-          { name: "fast", bus: "rs485", unitId: 12, timeoutMs: 250, retries: 0, points: STATIC_POINTS.slice(3) },
+          // and a breaker that the slow device's late answers cannot open: each one (400 ms after
+          // its request, long after the bus guard) garbles whatever fast reply is on the wire, and
+          // three in a row before the slow breaker opened once opened this one too (CI, loaded)
+          { name: "fast", bus: "rs485", unitId: 12, timeoutMs: 250, retries: 0, breaker: { failures: 10 }, points: STATIC_POINTS.slice(3) },
         ],
       }),
     );
