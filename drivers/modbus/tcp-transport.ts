@@ -59,9 +59,9 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
   private generation = 0;
   private timer: NodeJS.Timeout | null = null;
   private readonly backoff: Backoff;
-  /** resolvers of requests in flight: settled as "disconnected" when the connection drops */
   /**
-   * The settle functions of the requests in flight (at most maxInFlight). An array, not a Set:
+   * The settle functions of the requests in flight (at most maxInFlight), settled as
+   * "disconnected" when the connection drops. An array, not a Set:
    * V8 rebuilds a Set's hash table on an add after a delete, and for a Set that has reached the
    * old generation it allocates the new table there, ~70 bytes of old-space garbage per request
    * (at a 1 ms poll on 8 devices, a third of what drove the daemon's full collections).
