@@ -144,7 +144,7 @@ export class Metrics {
         this.inc(a().control.overruns);
       },
     });
-    const outcomes = ["ok", "timeouts", "exceptions", "corrupt", "disconnected", "offlineSkips", "retries"] as const;
+    const outcomes = ["ok", "timeouts", "exceptions", "corrupt", "collisions", "disconnected", "offlineSkips", "retries"] as const;
     new Counter({
       name: "podwarden_modbus_requests_total",
       help: "Modbus requests per device by outcome",

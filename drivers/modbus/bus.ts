@@ -29,6 +29,8 @@ export interface DeviceStats {
   timeouts: number;
   exceptions: number;
   corrupt: number;
+  /** RTU answers garbled by another unit's frame: retried, not held against this device */
+  collisions: number;
   disconnected: number;
   offlineSkips: number;
   retries: number;
@@ -54,6 +56,7 @@ export const newDeviceStats = (): DeviceStats => ({
   timeouts: 0,
   exceptions: 0,
   corrupt: 0,
+  collisions: 0,
   disconnected: 0,
   offlineSkips: 0,
   retries: 0,
@@ -165,6 +168,10 @@ export class Bus {
         case "corrupt":
           d.stats.corrupt++;
           d.breaker.failure();
+          retry = true;
+          break;
+        case "collision":
+          d.stats.collisions++;
           retry = true;
           break;
         case "exception": {

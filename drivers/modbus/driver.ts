@@ -63,6 +63,7 @@ function outcomeQuality(o: Extract<ModbusOutcome, { ok: false }>): Quality {
     case "timeout":
       return "timeout";
     case "corrupt":
+    case "collision":
       return "corrupt";
     case "exception":
       return exceptionPolicy(o.code ?? 0).quality;

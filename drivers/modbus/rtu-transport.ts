@@ -102,13 +102,15 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
     const ex = this.current;
     if (ex === null) return;
     const b = this.buf;
-    if (b.length >= 1 && b[0] !== ex.unit) return this.corrupt(`unit ${b[0]} answered for ${ex.unit}`);
+    // another unit's frame, or a good frame with more behind it: a neighbour's late answer is on
+    // the wire, which says nothing about the addressed device (kind "collision")
+    if (b.length >= 1 && b[0] !== ex.unit) return this.corrupt(`unit ${b[0]} answered for ${ex.unit}`, "collision");
     if (b.length >= 2) {
       const isException = b[1] === (ex.req.fc | 0x80);
       if (!isException && b[1] !== ex.req.fc) return this.corrupt(`function code ${b[1]}`);
       const want = 1 + (isException ? 2 : responseLength(ex.req)) + 2;
       if (b.length >= want) {
-        if (b.length > want) return this.corrupt("trailing bytes after the frame");
+        if (b.length > want) return this.corrupt("trailing bytes after the frame", crcOk(b.subarray(0, want)) ? "collision" : "corrupt");
         if (!crcOk(b)) return this.corrupt("CRC error");
         this.finish(parseResponse(ex.req, b.subarray(1, want - 2)));
         return;
@@ -122,10 +124,10 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
     }, this.o.interFrameMs);
   }
 
-  private corrupt(why: string): void {
+  private corrupt(why: string, kind: "corrupt" | "collision" = "corrupt"): void {
     this.corruptFrames++;
     this.quietUntil = monoMs() + this.o.guardMs;
-    this.finish({ ok: false, kind: "corrupt", message: why });
+    this.finish({ ok: false, kind, message: why });
   }
 
   private finish(o: ModbusOutcome): void {

@@ -10,7 +10,12 @@ export type ModbusRequest =
   | { fc: typeof FC.WRITE_MULTIPLE_COILS; address: number; values: number[] }
   | { fc: typeof FC.WRITE_MULTIPLE_REGISTERS; address: number; values: number[] };
 
-export type FailureKind = "timeout" | "exception" | "disconnected" | "corrupt" | "error";
+/**
+ * "collision": on a shared RTU bus, what arrived was another unit's frame (a neighbour's late
+ * answer) or the addressed unit's frame run together with one. The bus was garbled, not the
+ * addressed device shown dead, so it is retried but not held against that device's breaker.
+ */
+export type FailureKind = "timeout" | "exception" | "disconnected" | "corrupt" | "collision" | "error";
 
 export type ModbusOutcome =
   | { ok: true; data: number[] }
