@@ -366,6 +366,9 @@ export class SpoolQueue {
 
   private dropSegment0(): void {
     const s = this.segments.shift() as Segment;
+    // No directory sync of its own: a segment goes only once the acknowledged mark has moved past
+    // it (released or dropped), and saving that mark at the next flush syncs this same directory,
+    // which puts the deletion on disk with it (test/spool-durability.test.ts).
     unlinkSync(s.file);
     this.readCache = null;
     this.appended = null; // its segment index has shifted
