@@ -150,15 +150,20 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
 
   /** The connection is gone (or never came): settle what is in flight, retry after a backoff. */
   private lost(): void {
-    this.generation++; // late events from the old client are ignored from here on
-    this.dispose();
-    this.setConnected(false);
-    for (const settle of this.inFlight.slice()) settle({ ok: false, kind: "disconnected", message: "connection lost" });
+    this.closeConnection("connection lost");
     if (this.stopped || this.timer !== null) return;
     this.timer = setTimeout(() => {
       this.timer = null;
       if (!this.stopped) this.connect();
     }, this.backoff.next());
+  }
+
+  /** Closes the connection and fails what is in flight as disconnected, with `why`. */
+  private closeConnection(why: string): void {
+    this.generation++; // late events from the old client are ignored from here on
+    this.dispose();
+    this.setConnected(false);
+    for (const settle of this.inFlight.slice()) settle({ ok: false, kind: "disconnected", message: why });
   }
 
   private dispose(): void {
@@ -238,10 +243,7 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    this.generation++;
-    this.dispose();
-    this.setConnected(false);
-    for (const settle of this.inFlight.slice()) settle({ ok: false, kind: "disconnected", message: "stopped" });
+    this.closeConnection("stopped");
     await new Promise((r) => setImmediate(r));
   }
 }
