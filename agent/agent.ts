@@ -49,6 +49,22 @@ export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
   return shape(a) === shape(b);
 }
 
+/** The state directory a config gives: its own `stateDir`, else systemd's StateDirectory. */
+export function stateDirOf(c: AgentConfig): string | undefined {
+  return c.stateDir ?? process.env.STATE_DIRECTORY;
+}
+
+/**
+ * What a reload may not change, because it is the daemon's identity: the pod it claims on this
+ * host and in MQTT, and the directory its latches, spool and replay guard live in (moving that
+ * live would leave a latched leak behind in the old one). Returns why, or null.
+ */
+export function identityChange(a: AgentConfig, b: AgentConfig): string | null {
+  if (a.site !== b.site || a.pod !== b.pod) return `the pod changed (${a.site}/${a.pod} -> ${b.site}/${b.pod})`;
+  if (stateDirOf(a) !== stateDirOf(b)) return `the state directory changed (${stateDirOf(a) ?? "none"} -> ${stateDirOf(b) ?? "none"})`;
+  return null;
+}
+
 export type AgentEvent =
   | SupervisorEvent
   | { type: "setpoint.expired"; loop: string; value: number }
@@ -463,7 +479,7 @@ export class Agent {
 
   /** Where state that must survive a restart lives, if anywhere. */
   get stateDir(): string | undefined {
-    return this.config.stateDir ?? process.env.STATE_DIRECTORY;
+    return stateDirOf(this.config);
   }
 
   setMaintenance(on: boolean): void {

@@ -6,7 +6,8 @@
 // WebAssembly and the control worker allocates nothing per tick, so none costs control timing.
 // This line is the one place the flags are written: the systemd unit and the benchmarks are
 // checked against it (test/systemd.test.ts).
-// podwarden command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or invalid config.
+// podwarden command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or invalid config,
+// 3 another daemon already runs this pod or this state directory (docs/operations.md).
 //
 // Each subcommand's code is imported when that subcommand runs: `podwarden run` then never
 // loads the simulator, the embedded broker or the command signer, which would only cost the
@@ -15,6 +16,7 @@ import { parseArgs } from "node:util";
 import { ConfigError } from "../lib/config-file.js";
 import { loadAgentConfig } from "./config/load.js";
 import { join } from "node:path";
+import { InstanceLockError } from "./ops/instance-lock.js";
 import { packageVersion } from "./version.js";
 
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
@@ -30,6 +32,9 @@ usage:
                                                          sign and send a command, print its response
   podwarden --version
   podwarden --help
+
+exit codes: 0 ok, 1 failure, 2 usage or invalid config, 3 (run) another podwarden already runs
+this pod or this state directory on this host
 
 options:
   -c, --config <file>     config file (YAML)
@@ -182,6 +187,10 @@ async function main(argv: string[]): Promise<number> {
     if (err instanceof ConfigError || err instanceof UsageError) {
       process.stderr.write(`podwarden: ${err.message}\n`);
       return 2;
+    }
+    if (err instanceof InstanceLockError) {
+      process.stderr.write(`podwarden: ${err.message}\n`);
+      return 3;
     }
     process.stderr.write(`podwarden: ${(err as Error).stack ?? String(err)}\n`);
     return 1;

@@ -4,11 +4,12 @@
 //                   running config stays; tuning changes apply in place, structural ones restart
 //                   the agent's internals (device leases hold the actuators meanwhile)
 import { ConfigError } from "../lib/config-file.js";
-import { Agent, sameStructure } from "./agent.js";
+import { Agent, identityChange, sameStructure, stateDirOf } from "./agent.js";
 import { loadAgentConfig, type LoadedConfig } from "./config/load.js";
 import { Logs } from "./log.js";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { AdminSocket } from "./ops/admin-socket.js";
+import { daemonClaims, InstanceLock } from "./ops/instance-lock.js";
 import { Metrics } from "./ops/metrics.js";
 import { SystemdNotifier } from "./ops/systemd.js";
 import type { Uplink } from "./uplink/uplink.js";
@@ -28,6 +29,10 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   const logs = new Logs(loaded.config.log, { site: loaded.config.site, pod: loaded.config.pod });
   const log = logs.module("daemon");
   log.info({ version: packageVersion(), config: configPath, hash: loaded.hash }, "podwarden starting");
+  // before anything touches a device or a state file: a second daemon for this pod refuses to
+  // start (throws InstanceLockError: the CLI exits 3)
+  const { site, pod } = loaded.config;
+  const lock = await InstanceLock.acquire(daemonClaims(site, pod, stateDirOf(loaded.config)), { pid: process.pid, pod: `${site}/${pod}`, config: resolve(configPath) });
   let agent = new Agent(loaded, logs);
   await agent.start();
   let uplink: Uplink | null = null;
@@ -89,6 +94,11 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       log.info("reload: config unchanged");
       return;
     }
+    const fixed = identityChange(agent.config, next.config);
+    if (fixed !== null) {
+      log.error({ problems: [fixed] }, "reload rejected: site, pod and stateDir change only with a restart; the running config stays");
+      return;
+    }
     systemd.notify("RELOADING=1");
     if (sameStructure(agent.config, next.config)) {
       agent.applyTuning(next.config);
@@ -132,6 +142,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
           await uplink?.stop(); // "offline" goes out after the actuators are safe
           await metrics?.close();
           await admin?.close();
+          await lock.release();
         })
         .then(
           () => {

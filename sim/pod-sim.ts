@@ -158,6 +158,11 @@ export class PodSim {
     return this.tcp.reduce((n, f) => n + f.connections, 0);
   }
 
+  /** Modbus TCP connections accepted since start, over all devices: who ever talked to them. */
+  connectionsAccepted(): number {
+    return this.tcp.reduce((n, f) => n + f.accepted, 0);
+  }
+
   /** Drops every Modbus TCP connection, as a device reboot would. */
   dropConnections(): void {
     for (const f of this.tcp) f.dropConnections();

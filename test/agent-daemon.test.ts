@@ -1,5 +1,5 @@
 // `podwarden run` as a real process against the simulator: signals and what the devices do.
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -31,6 +31,7 @@ describe("podwarden run (daemon process)", () => {
   });
   afterAll(async () => {
     await t.stop();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("on SIGTERM drives actuators safe, stops its heartbeats and exits 0 by itself", async () => {
@@ -61,7 +62,7 @@ describe("podwarden run (daemon process)", () => {
   }, 120_000);
 
   it("resets a leak latch through `podwarden reset-leak` (the local admin socket), refusing while wet", async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), "podwarden-admin-"));
+    const stateDir = mkdtempSync(join(dir, "state-"));
     const d = startDaemon(configFile((c) => (c.stateDir = stateDir)));
     daemons.push(d);
     await running(d);
@@ -84,6 +85,37 @@ describe("podwarden run (daemon process)", () => {
     expect(await d.exit).toBe(0);
   }, 60_000);
 
+  it("refuses a second daemon for the same pod or the same state directory (exit 3, naming the first), before it touches a device", async () => {
+    const stateDir = mkdtempSync(join(dir, "state-"));
+    const first = startDaemon(configFile((c) => (c.stateDir = stateDir)));
+    daemons.push(first);
+    await running(first);
+    await waitFor(() => leases().every((x) => !x), "leases held");
+    const accepted = t.sim.connectionsAccepted();
+    const second = (patch: (c: Record<string, unknown>) => void): ReturnType<typeof run> => run("node", ["dist/agent/cli.js", "run", "-c", configFile(patch)]);
+    const samePod = await second((c) => (c.stateDir = mkdtempSync(join(dir, "state-"))));
+    expect(samePod.code, samePod.stderr).toBe(3);
+    expect(samePod.stderr).toContain(`pid ${first.child.pid}`);
+    expect(samePod.stderr).toMatch(/already running pod \S+\/\S+: stop it first/);
+    const sameDir = await second((c) => {
+      c.stateDir = stateDir;
+      c.pod = "pod-z";
+    });
+    expect(sameDir.code, sameDir.stderr).toBe(3);
+    expect(sameDir.stderr).toMatch(/already running state directory /);
+    // neither ever connected to a device, so neither wrote a safe value under the running one
+    expect(t.sim.connectionsAccepted()).toBe(accepted);
+    expect(first.child.exitCode).toBeNull();
+    // the claims end with the process, however it ends: after SIGKILL one starts at once
+    first.child.kill("SIGKILL");
+    await first.exit;
+    const next = startDaemon(configFile((c) => (c.stateDir = stateDir)));
+    daemons.push(next);
+    await running(next);
+    next.child.kill("SIGTERM");
+    expect(await next.exit).toBe(0);
+  }, 90_000);
+
   it("on SIGHUP rejects an invalid config and keeps running; applies a valid tuning change", async () => {
     const file = configFile();
     const before = statSync(file).mtimeMs;
@@ -98,6 +130,11 @@ describe("podwarden run (daemon process)", () => {
     const rejected = d.lines.find((l) => String(l.msg).startsWith("reload rejected"))!;
     expect(JSON.stringify(rejected.problems)).toMatch(/control\.returnTempSetpointC/);
     expect(d.child.exitCode).toBeNull();
+    // the daemon's identity (the state directory here) changes only with a restart
+    writeFileSync(file, `${original}\nstateDir: ${join(dir, "elsewhere")}\n`);
+    d.child.kill("SIGHUP");
+    await waitFor(() => d.lines.filter((l) => String(l.msg).startsWith("reload rejected")).length === 2, "identity change rejected");
+    expect(JSON.stringify(d.lines.filter((l) => String(l.msg).startsWith("reload rejected"))[1].problems)).toMatch(/state directory changed/);
     writeFileSync(file, original.replace("returnTempSetpointC: 45", "returnTempSetpointC: 44"));
     d.child.kill("SIGHUP");
     await waitFor(() => d.lines.some((l) => l.msg === "reload: tuning applied in place"), "tuning applied");

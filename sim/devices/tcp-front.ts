@@ -10,6 +10,8 @@ const MBAP_LEN = 7;
 export class ModbusTcpFront {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
+  /** connections accepted since start, open or not */
+  accepted = 0;
   private readonly byUnit = new Map<number, FieldDevice<unknown>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   /** frames dropped for a bad MBAP header */
@@ -42,6 +44,7 @@ export class ModbusTcpFront {
 
   private accept(socket: Socket): void {
     this.sockets.add(socket);
+    this.accepted++;
     socket.setNoDelay(true);
     let buf = Buffer.alloc(0);
     socket.on("data", (chunk) => {
