@@ -31,7 +31,6 @@ export function startDaemon(configFile: string, o: { wrap?: string[]; env?: Node
   return { child, lines, exit };
 }
 
-/** The ids of alarms the daemon's log says were raised. */
 /** Ids of the alarms the daemon's log says were raised, in order. */
 export function raisedAlarms(d: Daemon): string[] {
   return alarmEvents(d, "alarm.raised");
