@@ -588,15 +588,19 @@ const SP_RAMP_AT: usize = LOOP_F64 + <usize>(L.LF_SP_RAMP * LOOP_F64_STRIDE);
 const SP_RAMPED_AT: usize = LOOP_F64 + <usize>(L.LF_SP_RAMPED * LOOP_F64_STRIDE);
 const TF_AT: usize = LOOP_F64 + <usize>(L.LF_TF * LOOP_F64_STRIDE);
 
-// a point's held value for each lane; a negative index reads as 0 (the scalar path's ff default)
+// Point a's held value in lane 0 and point b's in lane 1: two loads straight into the lanes,
+// no branch. Both indices must be in range; a caller with an optional point passes 0 for a
+// missing one and masks that lane's result away.
 @inline function heldPair(a: i32, b: i32): v128 {
-  const va = a >= 0 ? gf(pf(L.PF_HELD), a) : 0.0;
-  const vb = b >= 0 ? gf(pf(L.PF_HELD), b) : 0.0;
-  return f64x2.replace_lane(f64x2.splat(va), 1, vb);
+  const held = pf(L.PF_HELD);
+  return v128.load64_lane(held + (<usize>b << 3), v128.load64_zero(held + (<usize>a << 3)), 1);
 }
-@inline function laneMask(a: bool, b: bool): v128 {
-  return i64x2.replace_lane(i64x2.splat(a ? -1 : 0), 1, b ? -1 : 0);
-}
+// Both loops' i32 field in lanes 0 and 1 (lanes 2 and 3 zero), in one load.
+@inline function i32Pair(field: i32, i: i32): v128 { return v128.load64_zero(li(field) + (<usize>i << 2)); }
+// An i32x4 compare result's lanes 0 and 1 widened to the two 64-bit lanes.
+@inline function widen(m: v128): v128 { return i32x4.shuffle(m, m, 0, 0, 1, 1); }
+// A negative index as 0 (a missing optional point), without a branch.
+@inline function orZero(p: i32): i32 { return p & ~(p >> 31); }
 @inline function finiteV(x: v128): v128 { return f64x2.eq(f64x2.sub(x, x), f64x2.splat(0)); }
 
 // Lane constants live in static memory: V8 rebuilds a v128.const with three or four
@@ -637,7 +641,10 @@ function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
   const lo = v128.load(o, OUT_MIN_AT);
   const hi = v128.load(o, OUT_MAX_AT);
   const pv = heldPair(pvA, pvB);
-  const ff = heldPair(ffA, ffB);
+  // a loop without a feed-forward point (index -1) reads point 0's value here, and ffOff (its
+  // index's sign, spread over the lane) clears its term to 0
+  const ff = heldPair(orZero(ffA), orZero(ffB));
+  const ffOff = widen(i32x4.shr_s(i32Pair(L.LI_FF_POINT, i), 31));
 
   // setpoint ramp (never entering here, so it continues from the ramped value)
   const spRate = v128.load(o, SP_RAMP_AT);
@@ -649,7 +656,7 @@ function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
   const spr = v128.bitselect(ramped, sp, f64x2.gt(spRate, zero));
   v128.store(o, spr, SP_RAMPED_AT);
 
-  const reverse = laneMask(gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE, gi(li(L.LI_ACTION), i + 1) == L.ACTION_REVERSE);
+  const reverse = widen(i32x4.eq(i32Pair(L.LI_ACTION, i), i32x4.splat(L.ACTION_REVERSE)));
   const act = v128.bitselect(minusOne(), plusOne(), reverse);
   // |act * d| == |d| exactly, so the deadband test can run beside the multiply, not after it
   const deviation = f64x2.sub(pv, spr);
@@ -671,7 +678,7 @@ function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
   }
 
   const pTerm = f64x2.mul(v128.load(o, KP_AT), err);
-  const ffTerm = v128.and(f64x2.mul(v128.load(o, KFF_AT), f64x2.sub(ff, v128.load(o, FF_BIAS_AT))), laneMask(ffA >= 0, ffB >= 0));
+  const ffTerm = v128.andnot(f64x2.mul(v128.load(o, KFF_AT), f64x2.sub(ff, v128.load(o, FF_BIAS_AT))), ffOff);
 
   // The slew limit as a band around the last output. A lane without one gets (-Inf, +Inf),
   // against which every pmin/pmax below is the identity, as the scalar path's skipped `if`.
