@@ -33,6 +33,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   // start (throws InstanceLockError: the CLI exits 3)
   const { site, pod } = loaded.config;
   const lock = await InstanceLock.acquire(daemonClaims(site, pod, stateDirOf(loaded.config)), { pid: process.pid, pod: `${site}/${pod}`, config: resolve(configPath) });
+  if (lock.unguarded.length > 0) log.warn({ problems: lock.unguarded }, "cannot claim this pod on the host: running without the guard against a second daemon");
   let agent = new Agent(loaded, logs);
   await agent.start();
   let uplink: Uplink | null = null;

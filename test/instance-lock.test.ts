@@ -1,5 +1,6 @@
 // The daemon's claims on its pod and state directory (agent/ops/instance-lock.ts), in process.
 // test/agent-daemon.test.ts runs the same through `podwarden run`.
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +33,20 @@ describe("instance lock", () => {
     // and a released claim can be taken again
     const again = await InstanceLock.acquire(daemonClaims(site, "a", undefined), me);
     await again.release();
+  });
+
+  it("runs unguarded, saying why, when the platform refuses the claim's socket (here: no descriptors left)", () => {
+    // a child with a small descriptor limit, every descriptor used before it claims
+    const script = `
+      import { openSync } from "node:fs";
+      import { daemonClaims, InstanceLock } from "./dist/agent/ops/instance-lock.js";
+      try { for (;;) openSync("/dev/null", "r"); } catch {}
+      const lock = await InstanceLock.acquire(daemonClaims(${JSON.stringify(site)}, "e", undefined), { pid: process.pid, pod: "x", config: "y" });
+      process.stdout.write(JSON.stringify(lock.unguarded));
+    `;
+    const r = spawnSync("sh", ["-c", 'ulimit -n 64 && exec node --input-type=module -e "$0"', script], { encoding: "utf8", timeout: 30_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([`pod ${site}/e: the claim's socket was refused (EMFILE)`]);
   });
 
   it("sees one state directory reached by two paths (a symlink) as one claim", async () => {

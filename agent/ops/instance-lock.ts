@@ -13,7 +13,7 @@
 // The socket answers every connection with who holds it, for the second daemon's error message.
 import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
-import { createConnection, createServer, type Server } from "node:net";
+import { createConnection, createServer, Server } from "node:net";
 import { resolve } from "node:path";
 
 export class InstanceLockError extends Error {}
@@ -54,20 +54,33 @@ function socketName(key: string): string {
 }
 
 export class InstanceLock {
-  private constructor(private readonly servers: Server[]) {}
+  private constructor(
+    private readonly servers: Server[],
+    /**
+     * Claims that could not be made for a reason other than a holder (the platform refused the
+     * socket: a security policy, say), with that reason. The daemon runs without them and says
+     * so: refusing to start over a guard against a rare mistake would leave the pod uncontrolled.
+     */
+    readonly unguarded: string[],
+  ) {}
 
   /**
    * Takes every claim or none: throws InstanceLockError naming the daemon that holds one.
    */
   static async acquire(claims: Claim[], holder: Holder): Promise<InstanceLock> {
     const held: Server[] = [];
+    const unguarded: string[] = [];
     try {
-      for (const c of claims) held.push(await listenOn(c, holder));
+      for (const c of claims) {
+        const s = await listenOn(c, holder);
+        if (s instanceof Server) held.push(s);
+        else unguarded.push(`${c.what}: the claim's socket was refused (${(s as NodeJS.ErrnoException).code ?? s.message})`);
+      }
     } catch (err) {
       await Promise.all(held.map(closeServer));
       throw err;
     }
-    return new InstanceLock(held);
+    return new InstanceLock(held, unguarded);
   }
 
   async release(): Promise<void> {
@@ -75,7 +88,8 @@ export class InstanceLock {
   }
 }
 
-async function listenOn(c: Claim, holder: Holder): Promise<Server> {
+/** The claim's socket; or the platform's error if it refused the socket itself. */
+async function listenOn(c: Claim, holder: Holder): Promise<Server | Error> {
   const answer = `${JSON.stringify(holder)}\n`;
   const server = createServer((sock) => {
     sock.on("error", () => undefined);
@@ -91,7 +105,7 @@ async function listenOn(c: Claim, holder: Holder): Promise<Server> {
       });
     });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") return err as Error;
     const other = await askHolder(name);
     const who = other === null ? "another podwarden" : `another podwarden (pid ${other.pid}, config ${other.config})`;
     throw new InstanceLockError(`${who} is already running ${c.what}: stop it first (a second one would drive the same devices and take over its MQTT session)`);
