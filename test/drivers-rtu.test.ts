@@ -225,12 +225,14 @@ describe("Modbus RTU collisions", () => {
   });
 
   const GARBLED = 8;
+  // timeoutMs far above a pty round trip: on a loaded machine an exchange must fail only as
+  // scripted (a timeout instead of a collision would change the counts below)
   const startDriver = (): ModbusDriver => {
     const d = new ModbusDriver(
       modbusConfig({
         groups: [{ name: "control", periodMs: 40, priority: 1 }],
         buses: [{ name: "rs485", path: pty.a, baudRate: 115200, guardMs: 5, interFrameMs: 10 }],
-        devices: [{ name: "rack", bus: "rs485", unitId: 12, timeoutMs: 300, retries: 1, retryDelayMs: 5, breaker: { failures: 3, openMs: 60_000, maxOpenMs: 60_000 }, points: STATIC_POINTS.slice(3) }],
+        devices: [{ name: "rack", bus: "rs485", unitId: 12, timeoutMs: 1000, retries: 1, retryDelayMs: 5, breaker: { failures: 3, openMs: 60_000, maxOpenMs: 60_000 }, points: STATIC_POINTS.slice(3) }],
       }),
     );
     d.start();
