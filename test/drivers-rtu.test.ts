@@ -161,6 +161,9 @@ describe("Modbus RTU bus sharing", () => {
     expect(polls).toBeGreaterThan(10);
     expect(driver.stats().devices.find((d) => d.name === "slow")!.trips).toBeGreaterThan(0);
     expect(driver.stats().devices.find((d) => d.name === "fast")!.trips).toBe(0);
+    // the slow device's late answers were seen: as stray bytes on the bus, or as collisions
+    const stray = driver.stats().buses.find((b) => b.name === "rtu:rs485")!.strayBytes;
+    expect(stray + driver.stats().devices.find((d) => d.name === "fast")!.stats.collisions).toBeGreaterThan(0);
   });
 });
 

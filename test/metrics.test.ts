@@ -55,6 +55,10 @@ describe("metrics and health", () => {
       'podwarden_modbus_requests_total{device="rack-1",outcome="ok"}',
       'podwarden_modbus_request_duration_seconds{device="cdu",quantile="0.5"}',
       'podwarden_modbus_device_up{device="cdu"} 1',
+      'podwarden_modbus_bus_utilization{bus="tcp:cdu"}',
+      'podwarden_modbus_bus_budget_overruns_total{bus="tcp:cdu"} 0',
+      'podwarden_modbus_bus_desyncs_total{bus="tcp:rack-1"} 0',
+      'podwarden_modbus_bus_stray_bytes_total{bus="tcp:rack-1"} 0',
       "podwarden_process_resident_memory_bytes",
     ]) {
       expect(text, name).toContain(name);

@@ -7,6 +7,7 @@ import { createServer, type Server } from "node:http";
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import * as L from "../../hotpath-as/assembly/layout.js";
 import { QUALITIES } from "../../drivers/points.js";
+import type { BusStats } from "../../drivers/modbus/driver.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { Agent } from "../agent.js";
 import type { MetricsConfig } from "./metrics-schema.js";
@@ -210,6 +211,7 @@ export class Metrics {
         for (const d of a().driver.stats().devices) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
       },
     });
+    this.busMetrics(r);
     this.uplinkMetrics(r);
   }
 
@@ -217,6 +219,38 @@ export class Metrics {
   attach(agent: () => Agent, uplink: () => UplinkStats | null = this.uplink): void {
     this.agent = agent;
     this.uplink = uplink;
+  }
+
+  /** Per Modbus bus (`tcp:<device>`, one per TCP device; `rtu:<bus>`, shared by its devices). */
+  private busMetrics(r: Registry): void {
+    const buses = (): BusStats[] => this.agent().driver.stats().buses;
+    new Gauge({
+      name: "podwarden_modbus_bus_utilization",
+      help: "Share of the last second a Modbus bus spent in transactions",
+      labelNames: ["bus"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const b of buses()) this.set({ bus: b.name }, b.utilization);
+      },
+    });
+    const counters: [string, string, (b: BusStats) => number][] = [
+      ["podwarden_modbus_bus_budget_overruns_total", "Telemetry polls skipped because the bus was over its time budget", (b) => b.budgetOverruns],
+      ["podwarden_modbus_bus_desyncs_total", "TCP connections dropped because the stream was out of step (a frame no device can send, or a timeout with part of a frame buffered)", (b) => b.desyncs],
+      ["podwarden_modbus_bus_stray_bytes_total", "RTU bytes that arrived while no request was waiting for them: late answers or line noise", (b) => b.strayBytes],
+    ];
+    for (const [name, help, value] of counters) {
+      new Counter({
+        name,
+        help,
+        labelNames: ["bus"],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const b of buses()) this.inc({ bus: b.name }, value(b));
+        },
+      });
+    }
   }
 
   private uplinkMetrics(r: Registry): void {

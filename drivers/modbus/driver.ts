@@ -347,12 +347,22 @@ export class ModbusDriver {
   /** Per-device and per-bus counters, for metrics and tests. */
   stats(): {
     devices: { name: string; connected: boolean; breaker: string; trips: number; stats: DeviceStats }[];
-    buses: { name: string; connected: boolean; utilization: number; budgetOverruns: number }[];
+    buses: BusStats[];
     polls: { device: string; priority: number; polls: number; overruns: number }[];
   } {
     return {
       devices: [...this.devices.values()].map((d) => ({ name: d.name, connected: d.bus.transport.connected, breaker: d.breaker.state, trips: d.breaker.trips, stats: d.stats })),
-      buses: [...this.buses.values()].map((b) => ({ name: b.name, connected: b.transport.connected, utilization: b.utilization(), budgetOverruns: b.budgetOverruns })),
+      buses: [...this.buses.values()].map((b) => {
+        const t = b.transport;
+        return {
+          name: b.name,
+          connected: t.connected,
+          utilization: b.utilization(),
+          budgetOverruns: b.budgetOverruns,
+          desyncs: t instanceof TcpTransport ? t.desyncs : 0,
+          strayBytes: t instanceof RtuTransport ? t.strayBytes : 0,
+        };
+      }),
       polls: this.polls.map((p) => ({ device: p.device.name, priority: p.priority, polls: p.polls, overruns: p.overruns })),
     };
   }
@@ -361,6 +371,20 @@ export class ModbusDriver {
   transportOf(device: string): TcpTransport | RtuTransport | undefined {
     return this.devices.get(device)?.bus.transport as TcpTransport | RtuTransport | undefined;
   }
+}
+
+/** A bus's counters (docs/operations.md, the podwarden_modbus_bus_* metrics). */
+export interface BusStats {
+  name: string;
+  connected: boolean;
+  /** share of the last second spent in transactions */
+  utilization: number;
+  /** telemetry polls skipped because the bus was over its time budget */
+  budgetOverruns: number;
+  /** TCP: connections dropped because the stream was out of step */
+  desyncs: number;
+  /** RTU: bytes that arrived when no request was waiting for them (late answers, line noise) */
+  strayBytes: number;
 }
 
 export type { Point };
