@@ -43,7 +43,7 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   private reopenTimer: NodeJS.Timeout | null = null;
   private gapTimer: NodeJS.Timeout | null = null;
   private readonly backoff: Backoff;
-  corruptFrames = 0;
+  /** bytes that arrived while no request waited for them (a late answer, line noise) */
   strayBytes = 0;
 
   constructor(private readonly o: RtuTransportOptions) {
@@ -125,7 +125,6 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   }
 
   private corrupt(why: string, kind: "corrupt" | "collision" = "corrupt"): void {
-    this.corruptFrames++;
     this.quietUntil = monoMs() + this.o.guardMs;
     this.finish({ ok: false, kind, message: why });
   }
