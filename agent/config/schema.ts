@@ -65,7 +65,7 @@ export const AGENT_SCHEMA = {
   properties: {
     site: { ...ident, description: "site id: the second level of every MQTT topic" },
     pod: { ...ident, description: "pod id: the third level of every MQTT topic" },
-    stateDir: { type: "string", minLength: 1, description: "directory for state that must survive a restart (leak latches); default $STATE_DIRECTORY, set by systemd's StateDirectory" },
+    stateDir: { type: "string", minLength: 1, description: "directory for state that must survive a restart (leak latches, power budget, spool, replay guard); default $STATE_DIRECTORY, set by systemd's StateDirectory; one daemon per directory, and a reload cannot change it" },
     control: obj(
       {
         periodMs: num(0.1, 100, 1, "control tick period, ms"),
