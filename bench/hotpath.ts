@@ -21,6 +21,11 @@ export interface HotpathRow {
 export interface HotpathResult {
   rows: HotpathRow[];
   emptyTickNs: { wasm: number; reference: number };
+  /**
+   * The rack bank's 1000 loops' 2000 points stepped with no loops, per loop: the point pass's
+   * share of a loop-step (the rest is the loop pass).
+   */
+  pointPassNs: { wasm: number; reference: number };
 }
 
 const PROFILES = {
@@ -62,8 +67,10 @@ function bankSpec(loops: number, profile: Profile): BankSpec {
   return { points, loops: loopSpecs, racks: [] };
 }
 
-function prepare(hp: HotPath, loops: number, profile: Profile): void {
-  loadBank(hp, bankSpec(loops, profile));
+/** Loads the profile's bank (or only its points) and gives every point a first sample. */
+function prepare(hp: HotPath, loops: number, profile: Profile, pointsOnly = false): void {
+  const spec = bankSpec(loops, profile);
+  loadBank(hp, pointsOnly ? { ...spec, loops: [] } : spec);
   for (let i = 0; i < loops; i++) {
     writeSample(hp.views, 2 * i, 38 + (i % 7), 0);
     writeSample(hp.views, 2 * i + 1, 20 + (i % 13), 0);
@@ -117,6 +124,13 @@ export function runHotpathBench(quick = false): HotpathResult {
     if ((wasm.views.loopI.status[0] & L.LS_AUTOMATIC) === 0) throw new Error("bench bank is not running in automatic");
     rows.push({ profile, loops, wasmNs, scalarNs, referenceNs, speedup: referenceNs / wasmNs });
   }
+  const pointsOnly = (hp: HotPath): number => {
+    prepare(hp, 1000, "rack PI+FF", true);
+    const ticks = quick ? 200 : 2000;
+    timeSteps(hp, ticks, 3);
+    return timeSteps(hp, ticks, quick ? 5 : 15) / 1000;
+  };
+  const pointPassNs = { wasm: pointsOnly(loadWasmHotPath("release")), reference: pointsOnly(new ReferenceHotPath()) };
   const emptyWasm = loadWasmHotPath("release");
   const emptyRef = new ReferenceHotPath();
   emptyWasm.configure(0, 0, 0);
@@ -126,6 +140,7 @@ export function runHotpathBench(quick = false): HotpathResult {
   return {
     rows,
     emptyTickNs: { wasm: timeSteps(emptyWasm, 1e6, 9), reference: timeSteps(emptyRef, 1e6, 9) },
+    pointPassNs,
   };
 }
 
@@ -137,4 +152,7 @@ export function printHotpath(r: HotpathResult): void {
     console.log(`| ${row.profile} | ${row.loops} | ${fmt(row.wasmNs)} | ${fmt(row.scalarNs)} | ${fmt(row.referenceNs)} | ${fmt(row.speedup)}x |`);
   }
   console.log(`\nper-tick call overhead (empty bank): WASM ${fmt(r.emptyTickNs.wasm, 1)} ns, reference ${fmt(r.emptyTickNs.reference, 1)} ns`);
+  console.log(
+    `point pass alone (the rack bank's 2000 points at 1000 loops, no loops stepped), per loop: WASM ${fmt(r.pointPassNs.wasm)} ns, reference ${fmt(r.pointPassNs.reference)} ns (the rest of a loop-step is the loop pass)`,
+  );
 }
