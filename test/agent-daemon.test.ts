@@ -18,7 +18,13 @@ describe("podwarden run (daemon process)", () => {
     writeFileSync(f, stringify(demoConfigFor(t.sim, patch)));
     return f;
   };
-  const running = async (d: Daemon): Promise<void> => waitFor(() => d.lines.some((l) => l.msg === "podwarden running"), "daemon running", 30_000);
+  /** Starts `podwarden run` on the config file and waits until it says it is running. */
+  const launch = async (file: string): Promise<Daemon> => {
+    const d = startDaemon(file);
+    daemons.push(d);
+    await waitFor(() => d.lines.some((l) => l.msg === "podwarden running"), "daemon running", 30_000);
+    return d;
+  };
   const leases = (): boolean[] => t.sim.truth().devices.map((x) => x.leaseExpired);
 
   beforeAll(async () => {
@@ -35,9 +41,7 @@ describe("podwarden run (daemon process)", () => {
   });
 
   it("on SIGTERM drives actuators safe, stops its heartbeats and exits 0 by itself", async () => {
-    const d = startDaemon(configFile());
-    daemons.push(d);
-    await running(d);
+    const d = await launch(configFile());
     await waitFor(() => leases().every((x) => !x), "leases held");
     d.child.kill("SIGTERM");
     expect(await d.exit).toBe(0);
@@ -49,9 +53,7 @@ describe("podwarden run (daemon process)", () => {
   }, 60_000);
 
   it("on SIGKILL the devices' leases expire and every valve reaches its fail position", async () => {
-    const d = startDaemon(configFile());
-    daemons.push(d);
-    await running(d);
+    const d = await launch(configFile());
     // let the loops take the valves away from their fail position first
     await waitFor(() => t.sim.truth().racks.some((r) => r.valveCommandPct < 99), "valves under control", 60_000, 100);
     d.child.kill("SIGKILL");
@@ -63,9 +65,7 @@ describe("podwarden run (daemon process)", () => {
 
   it("resets a leak latch through `podwarden reset-leak` (the local admin socket), refusing while wet", async () => {
     const stateDir = mkdtempSync(join(dir, "state-"));
-    const d = startDaemon(configFile((c) => (c.stateDir = stateDir)));
-    daemons.push(d);
-    await running(d);
+    const d = await launch(configFile((c) => (c.stateDir = stateDir)));
     await waitFor(() => leases().every((x) => !x), "leases held");
     t.sim.inject({ leak: "rack-4" });
     await waitFor(() => t.sim.truth().racks[3].supplyIsolationPct === 0, "rack-4 isolated", 15_000);
@@ -87,9 +87,7 @@ describe("podwarden run (daemon process)", () => {
 
   it("refuses a second daemon for the same pod or the same state directory (exit 3, naming the first), before it touches a device", async () => {
     const stateDir = mkdtempSync(join(dir, "state-"));
-    const first = startDaemon(configFile((c) => (c.stateDir = stateDir)));
-    daemons.push(first);
-    await running(first);
+    const first = await launch(configFile((c) => (c.stateDir = stateDir)));
     await waitFor(() => leases().every((x) => !x), "leases held");
     const accepted = t.sim.connectionsAccepted();
     const second = (patch: (c: Record<string, unknown>) => void): ReturnType<typeof run> => run("node", ["dist/agent/cli.js", "run", "-c", configFile(patch)]);
@@ -109,9 +107,7 @@ describe("podwarden run (daemon process)", () => {
     // the claims end with the process, however it ends: after SIGKILL one starts at once
     first.child.kill("SIGKILL");
     await first.exit;
-    const next = startDaemon(configFile((c) => (c.stateDir = stateDir)));
-    daemons.push(next);
-    await running(next);
+    const next = await launch(configFile((c) => (c.stateDir = stateDir)));
     next.child.kill("SIGTERM");
     expect(await next.exit).toBe(0);
   }, 90_000);
@@ -119,9 +115,7 @@ describe("podwarden run (daemon process)", () => {
   it("on SIGHUP rejects an invalid config and keeps running; applies a valid tuning change", async () => {
     const file = configFile();
     const before = statSync(file).mtimeMs;
-    const d = startDaemon(file);
-    daemons.push(d);
-    await running(d);
+    const d = await launch(file);
     await waitFor(() => leases().every((x) => !x), "leases held");
     const original = readFileSync(file, "utf8");
     writeFileSync(file, original.replace("returnTempSetpointC: 45", "returnTempSetpointC: .nan"));
