@@ -605,16 +605,26 @@ const TF_AT: usize = LOOP_F64 + <usize>(L.LF_TF * LOOP_F64_STRIDE);
 
 // Lane constants live in static memory: V8 rebuilds a v128.const with three or four
 // instructions at every use, and one load replaces them.
-const F64_LANES: usize = memory.data<f64>([1.0, 1.0, -1.0, -1.0, Infinity, Infinity, -Infinity, -Infinity], 16);
-const STATUS_LANES: usize = memory.data<i64>([
-  L.LS_AUTOMATIC, L.LS_AUTOMATIC, L.LS_SAT_HIGH, L.LS_SAT_HIGH, L.LS_SAT_LOW, L.LS_SAT_LOW,
-  L.LS_RATE_LIMITED, L.LS_RATE_LIMITED, L.LS_INTEGRATOR_HELD, L.LS_INTEGRATOR_HELD,
-], 16);
-@inline function lanes(table: usize, k: i32): v128 { return v128.load(table + <usize>(k << 4)); }
-@inline function plusOne(): v128 { return lanes(F64_LANES, 0); }
-@inline function minusOne(): v128 { return lanes(F64_LANES, 1); }
-@inline function plusInf(): v128 { return lanes(F64_LANES, 2); }
-@inline function minusInf(): v128 { return lanes(F64_LANES, 3); }
+const F64_LANES: usize = memory.data<f64>([-0.0, -0.0, NaN, NaN], 16);
+@inline function signBits(): v128 { return v128.load(F64_LANES); }
+@inline function nanLanes(): v128 { return v128.load(F64_LANES + 16); }
+
+// The pair's status words, looked up rather than built on the lanes: the four limit masks
+// leave the vector unit as two bits each (i64x2.bitmask), and their eight bits index a table
+// holding both loops' status words side by side, ready for one 64-bit store. Lane arithmetic
+// is what the pair path waits on; a table load is not.
+const STATUS_TABLE: usize = memory.data(256 * 8, 8);
+// key bits, two per mask (lane 0, lane 1): target <= hi, target >= lo, slew-limited, held
+@inline function laneStatus(key: i32, lane: i32): u64 {
+  let s: i32 = L.LS_AUTOMATIC;
+  if (((key >> lane) & 1) == 0) s |= L.LS_SAT_HIGH;
+  if (((key >> (2 + lane)) & 1) == 0) s |= L.LS_SAT_LOW;
+  if (((key >> (4 + lane)) & 1) != 0) s |= L.LS_RATE_LIMITED;
+  if (((key >> (6 + lane)) & 1) != 0) s |= L.LS_INTEGRATOR_HELD;
+  return <u64><u32>s;
+}
+// runs once, when the module is instantiated
+for (let k = 0; k < 256; k++) store<u64>(STATUS_TABLE + (<usize>k << 3), laneStatus(k, 0) | (laneStatus(k, 1) << 32));
 
 /**
  * Loops i and i+1 (i even) through the automatic branch on SIMD lanes, if both are in steady
@@ -650,18 +660,22 @@ function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
   const spRate = v128.load(o, SP_RAMP_AT);
   const sprLast = v128.load(o, SP_RAMPED_AT);
   const spStep = f64x2.mul(spRate, dtV);
-  const sprUp = f64x2.add(sprLast, spStep);
-  const sprDown = f64x2.sub(sprLast, spStep);
-  const ramped = v128.bitselect(sprUp, v128.bitselect(sprDown, sp, f64x2.lt(sp, sprDown)), f64x2.gt(sp, sprUp));
+  // The scalar if-chain (above the band: top; below it: bottom; else sp) is sp clamped into
+  // [last - step, last + step] by pmax then pmin: with step >= 0 the band is never inverted,
+  // and a NaN edge makes pmin/pmax return their first operand, as the scalar tests fall through.
+  const ramped = f64x2.pmin(f64x2.pmax(sp, f64x2.sub(sprLast, spStep)), f64x2.add(sprLast, spStep));
   const spr = v128.bitselect(ramped, sp, f64x2.gt(spRate, zero));
   v128.store(o, spr, SP_RAMPED_AT);
 
   const reverse = widen(i32x4.eq(i32Pair(L.LI_ACTION, i), i32x4.splat(L.ACTION_REVERSE)));
-  const act = v128.bitselect(minusOne(), plusOne(), reverse);
-  // |act * d| == |d| exactly, so the deadband test can run beside the multiply, not after it
+  // Multiplying by the action's -1 flips the sign bit and nothing else; XOR does the same in
+  // one cycle. (The two differ only on a NaN, and neither value here can be NaN: the PV is a
+  // good sample, and the ramp above returns a non-NaN value for a finite setpoint.)
+  const flip = v128.and(reverse, signBits());
+  // |act * d| == |d| exactly, so the deadband test can run beside the sign flip, not after it
   const deviation = f64x2.sub(pv, spr);
   const inDeadband = f64x2.le(f64x2.abs(deviation), v128.load(o, DEADBAND_AT));
-  const err = v128.andnot(f64x2.mul(act, deviation), inDeadband);
+  const err = v128.andnot(v128.xor(deviation, flip), inDeadband);
 
   // derivative on measurement, only in the lanes with kd != 0 (the scalar path skips it otherwise)
   const kd = v128.load(o, KD_AT);
@@ -674,19 +688,20 @@ function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
     let dFilt = f64x2.add(dLast, f64x2.mul(alpha, f64x2.sub(slope, dLast)));
     dFilt = v128.and(dFilt, finiteV(dFilt));
     v128.store(o, v128.bitselect(dFilt, dLast, kdOn), DFILT_AT);
-    dTerm = v128.and(f64x2.mul(kd, f64x2.mul(act, dFilt)), kdOn);
+    dTerm = v128.and(f64x2.mul(kd, v128.xor(dFilt, flip)), kdOn); // dFilt is finite here
   }
 
   const pTerm = f64x2.mul(v128.load(o, KP_AT), err);
   const ffTerm = v128.andnot(f64x2.mul(v128.load(o, KFF_AT), f64x2.sub(ff, v128.load(o, FF_BIAS_AT))), ffOff);
 
-  // The slew limit as a band around the last output. A lane without one gets (-Inf, +Inf),
-  // against which every pmin/pmax below is the identity, as the scalar path's skipped `if`.
+  // The slew limit as a band around the last output. A lane without one gets a NaN step, so
+  // a NaN band: pmin/pmax below then return their first operand and every compare against the
+  // band is false, exactly as the scalar path's skipped `if`.
   const rate = v128.load(o, OUT_RATE_AT);
   const slew = v128.and(f64x2.gt(rate, zero), finiteV(prev));
-  const maxStep = f64x2.mul(rate, dtV);
-  const up = v128.bitselect(f64x2.add(prev, maxStep), plusInf(), slew);
-  const down = v128.bitselect(f64x2.sub(prev, maxStep), minusInf(), slew);
+  const maxStep = v128.bitselect(f64x2.mul(rate, dtV), nanLanes(), slew);
+  const up = f64x2.add(prev, maxStep);
+  const down = f64x2.sub(prev, maxStep);
   // conditional integration against the envelope narrowed by that band
   // (pmin(a, b) is `b < a ? b : a` and pmax(a, b) is `a < b ? b : a`, exactly the scalar tests)
   const hiLim = f64x2.pmin(hi, up);
@@ -711,12 +726,9 @@ function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
   const clamped = v128.bitselect(f64x2.pmin(target, hi), lo, aboveLo);
   const out = f64x2.pmax(f64x2.pmin(clamped, up), down);
 
-  // status lanes: LS_AUTOMATIC, then each limit bit where its mask is set (table order above)
-  let status = lanes(STATUS_LANES, 0);
-  status = v128.or(status, v128.andnot(lanes(STATUS_LANES, 1), f64x2.le(target, hi)));
-  status = v128.or(status, v128.andnot(lanes(STATUS_LANES, 2), aboveLo));
-  status = v128.or(status, v128.and(lanes(STATUS_LANES, 3), v128.or(f64x2.gt(clamped, up), f64x2.lt(clamped, down))));
-  status = v128.or(status, v128.and(lanes(STATUS_LANES, 4), held));
+  const statusKey = i64x2.bitmask(f64x2.le(target, hi)) | (i64x2.bitmask(aboveLo) << 2)
+    | (i64x2.bitmask(v128.or(f64x2.gt(clamped, up), f64x2.lt(clamped, down))) << 4)
+    | (i64x2.bitmask(held) << 6);
 
   v128.store(o, pv, PV_PREV_AT);
   v128.store(o, pv, PV_AT);
@@ -725,6 +737,6 @@ function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
   v128.store(o, out, MANUAL_AT);
   v128.store(o, out, OVERRIDE_AT);
   // LI_BRANCH already holds BRANCH_AUTOMATIC for both (required above)
-  v128.store64_lane(li(L.LI_STATUS) + (<usize>i << 2), i32x4.shuffle(status, status, 0, 2, 0, 2), 0);
+  store<u64>(li(L.LI_STATUS) + (<usize>i << 2), load<u64>(STATUS_TABLE + (<usize>statusKey << 3)));
   return true;
 }
