@@ -89,6 +89,15 @@ export function writePoint(v: BankViews, i: number, s: PointSpec): void {
   v.pointI.debounceFault[i] = Math.max(1, s.debounceFault ?? 1);
   v.pointI.debounceClear[i] = Math.max(1, s.debounceClear ?? 1);
   v.pointF.quietUntil[i] = -Infinity; // new limits: evaluate the point in full next tick
+  markPoint(v, i);
+}
+
+/**
+ * Tells the step that point i's sample or config changed. The step validates only marked
+ * points between its periodic full scans, so every write to a point goes with this.
+ */
+export function markPoint(v: BankViews, i: number): void {
+  v.pointDirty[i >>> 5] |= 1 << (i & 31);
 }
 
 export function writeLoop(v: BankViews, i: number, s: LoopSpec): void {
@@ -145,4 +154,5 @@ export function loadBank(hp: HotPath, spec: BankSpec): void {
 export function writeSample(v: BankViews, point: number, value: number, sourceTimeMs: number): void {
   v.pointF.value[point] = value;
   v.pointF.ts[point] = sourceTimeMs;
+  markPoint(v, point);
 }

@@ -105,6 +105,8 @@ export interface BankViews {
   readonly pointI: Views<typeof POINT_I32_FIELDS, Int32Array>;
   readonly rackF: Views<typeof RACK_F64_FIELDS, Float64Array>;
   readonly rackI: Views<typeof RACK_I32_FIELDS, Int32Array>;
+  /** One bit per point: set by writeSample/writePoint, read and cleared by the step (see REGION_POINT_DIRTY). */
+  readonly pointDirty: Uint32Array;
 }
 
 /** Bytes from one field array to the next in a region (see FIELD_PAD_BYTES in the layout). */
@@ -120,6 +122,7 @@ export const REGION_BYTES: readonly number[] = [
   L.POINT_I32_FIELDS * stride(L.MAX_POINTS, 4),
   L.RACK_F64_FIELDS * stride(L.MAX_RACKS, 8),
   L.RACK_I32_FIELDS * stride(L.MAX_RACKS, 4),
+  L.MAX_POINTS / 8,
 ];
 
 type AnyBuffer = ArrayBuffer | SharedArrayBuffer;
@@ -145,6 +148,7 @@ export function createViews(buffer: AnyBuffer, base: readonly number[]): BankVie
     pointI: viewsOf(POINT_I32_FIELDS, i32(L.REGION_POINT_I32, L.MAX_POINTS)),
     rackF: viewsOf(RACK_F64_FIELDS, f64(L.REGION_RACK_F64, L.MAX_RACKS)),
     rackI: viewsOf(RACK_I32_FIELDS, i32(L.REGION_RACK_I32, L.MAX_RACKS)),
+    pointDirty: new Uint32Array(buffer, base[L.REGION_POINT_DIRTY], L.MAX_POINTS / 32),
   };
 }
 

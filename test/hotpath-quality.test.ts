@@ -145,6 +145,24 @@ describe.each(IMPLEMENTATIONS)("point quality (%s)", (_name, make) => {
     expect(hp.views.pointF.held[0]).toBe(32);
   });
 
+  // writeSample marks the point; the step validates marked points at once and every point at
+  // least every FULL_SCAN_TICKS ticks, so a host that forgets the mark is late, never ignored.
+  it("takes in a sample written without its mark within FULL_SCAN_TICKS ticks", () => {
+    const hp = bank();
+    writeSample(hp.views, 0, 42, now);
+    tick(hp);
+    for (let k = 0; k < 5; k++) tick(hp); // settled and quiet
+    hp.views.pointF.value[0] = 43;
+    hp.views.pointF.ts[0] = now;
+    let ticks = 0;
+    while (hp.views.pointF.held[0] !== 43 && ticks < L.FULL_SCAN_TICKS) {
+      tick(hp);
+      ticks++;
+    }
+    expect(hp.views.pointF.held[0]).toBe(43);
+    expect(hp.views.loopF.pv[0]).toBe(43);
+  });
+
   it("refuses a tick with a bad dt and changes nothing", () => {
     const hp = bank();
     writeSample(hp.views, 0, 42, now);

@@ -28,8 +28,8 @@ export function warmupSpec(loops: number, points: number): BankSpec {
 
 /**
  * A new sample on every point for warm-up tick `tick`. Fresh samples every tick keep the full
- * point validation running: with unchanged samples every point would take the quiet fast path,
- * and V8 would leave the validation code in its baseline tier for the first real samples.
+ * point validation running: with unchanged samples no point would be validated after the first
+ * tick, and V8 would leave the validation code in its baseline tier for the first real samples.
  */
 export function warmupSamples(hp: HotPath, points: number, tick: number): void {
   for (let i = 0; i < Math.max(1, points); i++) writeSample(hp.views, i, 40 + ((i + tick) % 5), tick);

@@ -26,10 +26,17 @@ const POINT_F64: usize = memory.data(L.POINT_F64_FIELDS * POINT_F64_STRIDE, 64);
 const POINT_I32: usize = memory.data(L.POINT_I32_FIELDS * POINT_I32_STRIDE, 64);
 const RACK_F64: usize = memory.data(L.RACK_F64_FIELDS * RACK_F64_STRIDE, 64);
 const RACK_I32: usize = memory.data(L.RACK_I32_FIELDS * RACK_I32_STRIDE, 64);
+const POINT_DIRTY: usize = memory.data(L.MAX_POINTS >> 3, 16);
 
 let loopCount: i32 = 0;
 let pointCount: i32 = 0;
 let rackCount: i32 = 0;
+// The point pass validates every point (a full scan) when the tick time reaches scanDue, the
+// earliest time a stale or stuck timer of a point not otherwise marked can fall due, or when
+// ticksToScan runs out; between scans it validates only the points marked in POINT_DIRTY.
+// -Infinity forces a full scan at the next tick.
+let scanDue: f64 = -Infinity;
+let ticksToScan: i32 = 0;
 
 const COUNT_CAP: i32 = 0x3fffffff; // debounce counters saturate here instead of wrapping
 
@@ -62,6 +69,7 @@ export function regionPtr(region: i32): usize {
     case L.REGION_POINT_I32: return POINT_I32;
     case L.REGION_RACK_F64: return RACK_F64;
     case L.REGION_RACK_I32: return RACK_I32;
+    case L.REGION_POINT_DIRTY: return POINT_DIRTY;
     default: return 0;
   }
 }
@@ -74,6 +82,7 @@ export function configure(loops: i32, points: i32, racks: i32): i32 {
   loopCount = loops;
   pointCount = points;
   rackCount = racks;
+  scanDue = -Infinity;
   return L.STEP_OK;
 }
 
@@ -83,6 +92,7 @@ export function configure(loops: i32, points: i32, racks: i32): i32 {
  * The host calls it once after writing config, before the first tick.
  */
 export function resetState(): void {
+  scanDue = -Infinity;
   for (let i = 0; i < L.MAX_POINTS; i++) {
     sf(pf(L.PF_VALUE), i, NaN);
     sf(pf(L.PF_TS), i, -Infinity);
@@ -144,23 +154,91 @@ export function step(nowMs: f64, dtS: f64): i32 {
   return L.STEP_OK;
 }
 
+// The point pass gives every point exactly the verdict the reference model's pass (which tests
+// every point's quiet condition every tick) gives it, while looking only at the points whose
+// quiet test can fail. A point's test fails on a new sample (the host marks the point), on a
+// timer falling due (scanDue), or every tick while its sample or timer keeps it unsettled
+// (pointStaysMarked keeps its mark). So a quiet tick costs one look at the marks, not one
+// quiet test per point.
 function stepPoints(now: f64): void {
-  if (!ASC_FEATURE_SIMD) {
-    // the scalar build: the quiet test inline, so a quiet point costs no call
-    for (let i = 0; i < pointCount; i++) if (!quietPoint(i, now)) stepPoint(i, now);
+  if (!(now < scanDue) || --ticksToScan <= 0) {
+    scanAllPoints(now);
     return;
   }
-  // Points go two at a time through the fast-path test on SIMD lanes: on a running pod nearly
-  // every point is quiet on nearly every tick (its sample arrives every 10-1000 ticks), so the
-  // pass is mostly this test. A pair with either point not quiet takes the scalar path.
+  const words = (pointCount + 31) >>> 5;
+  for (let w = 0; w < words; w++) {
+    const at = POINT_DIRTY + (<usize>w << 2);
+    let bits = load<u32>(at);
+    if (bits == 0) continue;
+    const first = w << 5;
+    if (pointCount - first < 32) bits &= (<u32>1 << <u32>(pointCount - first)) - 1; // marks past the last point mean nothing
+    let keep: u32 = 0;
+    while (bits != 0) {
+      const b = <i32>ctz(bits);
+      bits &= bits - 1;
+      stepPoint(first + b, now);
+      if (pointStaysMarked(first + b)) keep |= <u32>1 << <u32>b;
+    }
+    store<u32>(at, keep);
+  }
+}
+
+/** Every point through the quiet test; settles the marks and scanDue afresh. */
+function scanAllPoints(now: f64): void {
+  memory.fill(POINT_DIRTY, 0, L.MAX_POINTS >> 3);
+  scanDue = Infinity;
+  ticksToScan = L.FULL_SCAN_TICKS;
+  if (!ASC_FEATURE_SIMD) {
+    // the scalar build: the quiet test inline, so a quiet point costs no call
+    for (let i = 0; i < pointCount; i++) {
+      if (!quietPoint(i, now)) stepPoint(i, now);
+      settleMark(i);
+    }
+    return;
+  }
+  // Points go two at a time through the quiet test on SIMD lanes: on a running pod nearly every
+  // point is quiet at any one tick, so the scan is mostly this test. A pair with either point
+  // not quiet takes the scalar path.
   const nowV = f64x2.splat(now);
   const pairs = pointCount & ~1;
+  let dueV = f64x2.splat(Infinity);
   for (let i = 0; i < pairs; i += 2) {
-    if (quietPair(i, nowV)) continue;
+    if (quietPair(i, nowV)) {
+      // a quiet point's quietUntil is later than now, so it is a pending timer, not a mark
+      dueV = f64x2.pmin(dueV, pv2(L.PF_QUIET_UNTIL, i));
+      continue;
+    }
     stepPoint(i, now);
+    settleMark(i);
     stepPoint(i + 1, now);
+    settleMark(i + 1);
   }
-  if (pairs < pointCount) stepPoint(pairs, now);
+  if (pairs < pointCount) {
+    stepPoint(pairs, now);
+    settleMark(pairs);
+  }
+  const due = f64x2.extract_lane(dueV, 0) < f64x2.extract_lane(dueV, 1) ? f64x2.extract_lane(dueV, 0) : f64x2.extract_lane(dueV, 1);
+  if (due < scanDue) scanDue = due;
+}
+
+/**
+ * With no new sample, will point i's quiet test fail at some coming tick? If it fails whatever
+ * the time (a NaN sample, a sample not yet taken in, a verdict not settled), the point is marked
+ * for the next tick; if only from a time on, that time bounds scanDue.
+ */
+@inline function pointStaysMarked(i: i32): bool {
+  const q = gf(pf(L.PF_QUIET_UNTIL), i);
+  const sameSample = gf(pf(L.PF_TS), i) == gf(pf(L.PF_PREV_TS), i) && gf(pf(L.PF_VALUE), i) == gf(pf(L.PF_PREV_VALUE), i);
+  if (!sameSample || !(q > -Infinity)) return true;
+  if (q < scanDue) scanDue = q;
+  return false;
+}
+
+@inline function settleMark(i: i32): void {
+  if (pointStaysMarked(i)) {
+    const at = POINT_DIRTY + (<usize>(i >>> 5) << 2);
+    store<u32>(at, load<u32>(at) | (<u32>1 << <u32>(i & 31)));
+  }
 }
 
 // a point f64 field of slots i, i+1 (i even, so the 16-byte access is aligned)

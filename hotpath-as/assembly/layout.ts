@@ -25,7 +25,15 @@ export const REGION_POINT_F64 = 2;
 export const REGION_POINT_I32 = 3;
 export const REGION_RACK_F64 = 4;
 export const REGION_RACK_I32 = 5;
-export const REGION_COUNT = 6;
+// One bit per point, 32 to a u32 word (point i: word i >> 5, bit i & 31). The host sets a
+// point's bit whenever it writes the point's sample or config (bank-config.ts does); the step
+// then validates only marked points, the points whose verdict can still change on their own
+// (debouncing, leak, NaN sample), and, when a stale or stuck timer falls due, every point.
+export const REGION_POINT_DIRTY = 6;
+export const REGION_COUNT = 7;
+// Every this many ticks the step validates every point whatever the marks say, so a sample
+// written without its mark is still seen within this many ticks.
+export const FULL_SCAN_TICKS = 100;
 
 // ---- loop f64 fields --------------------------------------------------------------------
 // config (written by the host when config loads or a command is accepted, never per tick)
