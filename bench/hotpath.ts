@@ -84,16 +84,14 @@ function prepare(hp: HotPath, loops: number, profile: Profile, pointsOnly = fals
  */
 function timeSteps(hp: HotPath, ticks: number, rounds: number, freshPoints = 0): number {
   const step = hp.step.bind(hp);
-  const { value, ts } = hp.views.pointF;
+  const views = hp.views;
   let now = 1;
   const run = (withStep: boolean): number => {
     const t0 = process.hrtime.bigint();
     for (let k = 0; k < ticks; k++) {
       now += 1;
-      for (let p = 0; p < freshPoints; p++) {
-        value[p] = 40 + (k & 1) * 0.01; // inside every point's range and rate limit
-        ts[p] = now;
-      }
+      // inside every point's range and rate limit; writeSample also marks the point for the step
+      for (let p = 0; p < freshPoints; p++) writeSample(views, p, 40 + (k & 1) * 0.01, now);
       if (withStep) step(now, 0.001);
     }
     return Number(process.hrtime.bigint() - t0) / ticks;

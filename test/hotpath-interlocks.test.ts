@@ -261,4 +261,51 @@ describe.each(IMPLEMENTATIONS)("interlocks (%s)", (_name, make) => {
     for (let k = 0; k < 3; k++) tick({ leak0: 1 });
     expect(hp.views.loopF.out[0]).toBe(0);
   });
+
+  // The two loops form a pair in steady automatic control, the step's fast lane. A fault in
+  // one loop's input must take that loop (only) out of it on the very tick it turns bad, well
+  // between the step's periodic full point scans.
+  it("takes only the loop with the bad input out of a steady automatic pair, on that tick", () => {
+    start();
+    for (let k = 0; k < 10; k++) tick();
+    const auto = (i: number): boolean => (hp.views.loopI.status[i] & L.LS_AUTOMATIC) !== 0;
+    expect([auto(0), auto(1)]).toEqual([true, true]);
+    now += 1;
+    feedAll();
+    writeSample(hp.views, P_TEMP0, NaN, now);
+    hp.step(now, 0.001);
+    expect(hp.views.loopI.status[0] & (L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD)).toBe(L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD);
+    expect(hp.views.loopF.out[0]).toBe(100); // fail-open
+    expect(auto(1)).toBe(true);
+    for (let k = 0; k < 3; k++) tick();
+    expect([auto(0), auto(1)]).toEqual([true, true]);
+    // the same for a rack: isolating rack 1 takes loop 1 to its leak-safe value, loop 0 stays
+    hp.views.rackI.manualIsolate[1] = 1;
+    tick();
+    expect(hp.views.loopI.status[1] & L.LS_INTERLOCK_LEAK).toBeTruthy();
+    expect(hp.views.loopF.out[1]).toBe(0); // closed
+    expect(auto(0)).toBe(true);
+  });
+
+  it("fails safe on a PV or feed-forward binding that names no point, rebound inside a running pair", () => {
+    const noSuchPoint = twoRacks().points.length;
+    // each case breaks one binding of one loop of the pair; the other loop stays automatic
+    const cases: { loop: number; binding: "pvPoint" | "ffPoint"; reason: number }[] = [
+      { loop: 0, binding: "pvPoint", reason: L.LS_PV_BAD },
+      { loop: 1, binding: "pvPoint", reason: L.LS_PV_BAD },
+      { loop: 0, binding: "ffPoint", reason: L.LS_FF_BAD },
+      { loop: 1, binding: "ffPoint", reason: L.LS_FF_BAD },
+    ];
+    for (const c of cases) {
+      start();
+      for (let k = 0; k < 5; k++) tick();
+      // rebound while both loops are in steady automatic control, as a config reload does
+      hp.views.loopI[c.binding][c.loop] = noSuchPoint;
+      tick();
+      const other = 1 - c.loop;
+      expect(hp.views.loopI.status[c.loop] & (L.LS_INTERLOCK_FAILSAFE | c.reason)).toBe(L.LS_INTERLOCK_FAILSAFE | c.reason);
+      expect(hp.views.loopF.out[c.loop]).toBe(100);
+      expect(hp.views.loopI.status[other] & L.LS_AUTOMATIC).toBeTruthy();
+    }
+  });
 });

@@ -37,6 +37,13 @@ let rackCount: i32 = 0;
 // -Infinity forces a full scan at the next tick.
 let scanDue: f64 = -Infinity;
 let ticksToScan: i32 = 0;
+// How many configured points have a bad debounced quality, and how many racks have their
+// valves closed. While both are 0 (a healthy pod) every in-range binding is a good input, and
+// the pair admission need not look up each loop's points and rack. badPoints follows each
+// quality change the step makes and is recounted at every full point scan; racksClosed is
+// counted by every rack pass.
+let badPoints: i32 = 0;
+let racksClosed: i32 = 0;
 
 const COUNT_CAP: i32 = 0x3fffffff; // debounce counters saturate here instead of wrapping
 
@@ -83,6 +90,7 @@ export function configure(loops: i32, points: i32, racks: i32): i32 {
   pointCount = points;
   rackCount = racks;
   scanDue = -Infinity;
+  countBadPoints();
   return L.STEP_OK;
 }
 
@@ -93,6 +101,7 @@ export function configure(loops: i32, points: i32, racks: i32): i32 {
  */
 export function resetState(): void {
   scanDue = -Infinity;
+  badPoints = pointCount; // every point Q_NEVER
   for (let i = 0; i < L.MAX_POINTS; i++) {
     sf(pf(L.PF_VALUE), i, NaN);
     sf(pf(L.PF_TS), i, -Infinity);
@@ -158,7 +167,7 @@ export function step(nowMs: f64, dtS: f64): i32 {
 // every point's quiet condition every tick) gives it, while looking only at the points whose
 // quiet test can fail. A point's test fails on a new sample (the host marks the point), on a
 // timer falling due (scanDue), or every tick while its sample or timer keeps it unsettled
-// (pointStaysMarked keeps its mark). So a quiet tick costs one look at the marks, not one
+// (stepPoint tells its caller to keep the mark). So a quiet tick costs one look at the marks, not one
 // quiet test per point.
 function stepPoints(now: f64): void {
   if (!(now < scanDue) || --ticksToScan <= 0) {
@@ -176,14 +185,13 @@ function stepPoints(now: f64): void {
     while (bits != 0) {
       const b = <i32>ctz(bits);
       bits &= bits - 1;
-      stepPoint(first + b, now);
-      if (pointStaysMarked(first + b)) keep |= <u32>1 << <u32>b;
+      if (stepPoint(first + b, now)) keep |= <u32>1 << <u32>b;
     }
     store<u32>(at, keep);
   }
 }
 
-/** Every point through the quiet test; settles the marks and scanDue afresh. */
+/** Every point through the quiet test; settles the marks, scanDue and badPoints afresh. */
 function scanAllPoints(now: f64): void {
   memory.fill(POINT_DIRTY, 0, L.MAX_POINTS >> 3);
   scanDue = Infinity;
@@ -191,9 +199,13 @@ function scanAllPoints(now: f64): void {
   if (!ASC_FEATURE_SIMD) {
     // the scalar build: the quiet test inline, so a quiet point costs no call
     for (let i = 0; i < pointCount; i++) {
-      if (!quietPoint(i, now)) stepPoint(i, now);
-      settleMark(i);
+      if (!quietPoint(i, now)) {
+        if (stepPoint(i, now)) markPoint(i);
+      } else if (gf(pf(L.PF_QUIET_UNTIL), i) < scanDue) {
+        scanDue = gf(pf(L.PF_QUIET_UNTIL), i);
+      }
     }
+    countBadPoints();
     return;
   }
   // Points go two at a time through the quiet test on SIMD lanes: on a running pod nearly every
@@ -208,37 +220,24 @@ function scanAllPoints(now: f64): void {
       dueV = f64x2.pmin(dueV, pv2(L.PF_QUIET_UNTIL, i));
       continue;
     }
-    stepPoint(i, now);
-    settleMark(i);
-    stepPoint(i + 1, now);
-    settleMark(i + 1);
+    if (stepPoint(i, now)) markPoint(i);
+    if (stepPoint(i + 1, now)) markPoint(i + 1);
   }
-  if (pairs < pointCount) {
-    stepPoint(pairs, now);
-    settleMark(pairs);
-  }
+  if (pairs < pointCount && stepPoint(pairs, now)) markPoint(pairs);
   const due = f64x2.extract_lane(dueV, 0) < f64x2.extract_lane(dueV, 1) ? f64x2.extract_lane(dueV, 0) : f64x2.extract_lane(dueV, 1);
   if (due < scanDue) scanDue = due;
+  countBadPoints();
 }
 
-/**
- * With no new sample, will point i's quiet test fail at some coming tick? If it fails whatever
- * the time (a NaN sample, a sample not yet taken in, a verdict not settled), the point is marked
- * for the next tick; if only from a time on, that time bounds scanDue.
- */
-@inline function pointStaysMarked(i: i32): bool {
-  const q = gf(pf(L.PF_QUIET_UNTIL), i);
-  const sameSample = gf(pf(L.PF_TS), i) == gf(pf(L.PF_PREV_TS), i) && gf(pf(L.PF_VALUE), i) == gf(pf(L.PF_PREV_VALUE), i);
-  if (!sameSample || !(q > -Infinity)) return true;
-  if (q < scanDue) scanDue = q;
-  return false;
+function countBadPoints(): void {
+  let n = 0;
+  for (let i = 0; i < pointCount; i++) if (gi(pi(L.PI_QUALITY), i) != 0) n++;
+  badPoints = n;
 }
 
-@inline function settleMark(i: i32): void {
-  if (pointStaysMarked(i)) {
-    const at = POINT_DIRTY + (<usize>(i >>> 5) << 2);
-    store<u32>(at, load<u32>(at) | (<u32>1 << <u32>(i & 31)));
-  }
+@inline function markPoint(i: i32): void {
+  const at = POINT_DIRTY + (<usize>(i >>> 5) << 2);
+  store<u32>(at, load<u32>(at) | (<u32>1 << <u32>(i & 31)));
 }
 
 // a point f64 field of slots i, i+1 (i even, so the 16-byte access is aligned)
@@ -261,14 +260,28 @@ function scanAllPoints(now: f64): void {
   return gf(pf(L.PF_TS), i) == gf(pf(L.PF_PREV_TS), i) && gf(pf(L.PF_VALUE), i) == gf(pf(L.PF_PREV_VALUE), i) && now < gf(pf(L.PF_QUIET_UNTIL), i);
 }
 
-/** Validates point i: raw quality bits, debounce, hold of the last good sample, leak counters. */
-function stepPoint(i: i32, now: f64): void {
-  // a pair that is not quiet as a whole may still hold one quiet point
-  if (quietPoint(i, now)) return;
+/**
+ * Validates point i: raw quality bits, debounce, hold of the last good sample, leak counters.
+ * Returns whether, with no new sample, the point's quiet test fails whatever the time (a NaN
+ * sample, a sample not yet taken in, a verdict not settled): the caller keeps it marked for the
+ * next tick. If it fails only from a time on, that time has gone into scanDue.
+ */
+function stepPoint(i: i32, now: f64): bool {
+  // A pair that is not quiet as a whole may still hold one quiet point, and a marked point may
+  // be quiet (the same sample written again). Its timer still counts: a full scan is
+  // rebuilding scanDue from every point.
+  if (quietPoint(i, now)) {
+    const due = gf(pf(L.PF_QUIET_UNTIL), i);
+    if (due < scanDue) scanDue = due;
+    return false;
+  }
   const v = gf(pf(L.PF_VALUE), i);
   const ts = gf(pf(L.PF_TS), i);
   const kind = gi(pi(L.PI_KIND), i);
   let raw: i32 = 0;
+  // whether, after this tick, the sample equals the one last taken in (its prev fields): only
+  // a finite sample is taken in, and a NaN source time never equals itself
+  let sameSample = false;
   if (!isFinite(v)) {
     raw |= L.Q_NOT_FINITE;
   } else {
@@ -289,6 +302,9 @@ function stepPoint(i: i32, now: f64): void {
       si(pi(L.PI_RATE_FAULT), i, rateFault);
       sf(pf(L.PF_PREV_VALUE), i, v);
       sf(pf(L.PF_PREV_TS), i, ts);
+      sameSample = ts == ts;
+    } else {
+      sameSample = v == gf(pf(L.PF_PREV_VALUE), i);
     }
     if (gi(pi(L.PI_RATE_FAULT), i) != 0) raw |= L.Q_RATE;
     const stuckMs = gf(pf(L.PF_STUCK_MS), i);
@@ -311,6 +327,7 @@ function stepPoint(i: i32, now: f64): void {
     si(pi(L.PI_FAULT_COUNT), i, n);
     si(pi(L.PI_CLEAR_COUNT), i, 0);
     if (n >= gi(pi(L.PI_DEBOUNCE_FAULT), i)) {
+      if (gi(pi(L.PI_QUALITY), i) == 0) badPoints++;
       si(pi(L.PI_QUALITY), i, raw);
       settled = true;
     }
@@ -321,6 +338,7 @@ function stepPoint(i: i32, now: f64): void {
     si(pi(L.PI_CLEAR_COUNT), i, n);
     si(pi(L.PI_FAULT_COUNT), i, 0);
     if (n >= gi(pi(L.PI_DEBOUNCE_CLEAR), i)) {
+      if (gi(pi(L.PI_QUALITY), i) != 0) badPoints--;
       si(pi(L.PI_QUALITY), i, 0);
       settled = true;
     }
@@ -339,6 +357,8 @@ function stepPoint(i: i32, now: f64): void {
     }
   }
   sf(pf(L.PF_QUIET_UNTIL), i, quiet);
+  const staysMarked = !sameSample || !(quiet > -Infinity);
+  if (!staysMarked && quiet < scanDue) scanDue = quiet;
 
   if (kind == L.KIND_LEAK) {
     // Wet ticks accumulate until a full clear-debounce of dry ticks: a chattering leak
@@ -358,10 +378,11 @@ function stepPoint(i: i32, now: f64): void {
       if (wet != 0) si(ri(L.RI_WET), r, 1);
       if (gi(pi(L.PI_QUALITY), i) != 0) si(ri(L.RI_LEAK_FAULT), r, 1);
     }
-  }
+  }  return staysMarked;
 }
 
 function stepRacks(now: f64): void {
+  racksClosed = 0;
   for (let r = 0; r < rackCount; r++) {
     const wet = gi(ri(L.RI_WET), r);
     const leakFault = gi(ri(L.RI_LEAK_FAULT), r);
@@ -410,6 +431,7 @@ function stepRacks(now: f64): void {
     const manual = gi(ri(L.RI_MANUAL_ISOLATE), r) != 0;
     const closed = state != L.RACK_NORMAL || manual;
     si(ri(L.RI_SUPPLY_OPEN), r, closed ? 0 : 1);
+    if (closed) racksClosed++;
     si(ri(L.RI_RETURN_OPEN), r, closed ? 0 : 1);
 
     let status: i32 = 0;
@@ -442,8 +464,9 @@ function stepLoops(dt: f64, invDt: f64): void {
   // common case on a running pod) takes the two-lane SIMD path; any other pair, and an odd
   // last loop, take the scalar path, which handles every branch of the interlock priority.
   const pairs = loopCount & ~1;
+  const inputsAllGood = badPoints == 0 && racksClosed == 0;
   for (let i = 0; i < pairs; i += 2) {
-    if (!stepAutomaticPair(i, dt, invDt)) {
+    if (!stepAutomaticPair(i, dt, invDt, inputsAllGood)) {
       stepLoop(i, dt, invDt);
       stepLoop(i + 1, dt, invDt);
     }
@@ -710,18 +733,25 @@ for (let k = 0; k < 256; k++) store<u64>(STATUS_TABLE + (<usize>k << 3), laneSta
  * and feed-forward points good, and the rack (if any) in service. Otherwise it returns false
  * having changed nothing, and the caller runs both through the scalar path.
  */
-function stepAutomaticPair(i: i32, dt: f64, invDt: f64): bool {
+function stepAutomaticPair(i: i32, dt: f64, invDt: f64, inputsAllGood: bool): bool {
   const o: usize = <usize>i << 3; // byte offset of slot i in a loop f64 field
   if (li2(L.LI_MODE, i) != bothAre(L.MODE_AUTOMATIC) || li2(L.LI_BRANCH, i) != bothAre(L.BRANCH_AUTOMATIC)) return false;
   const sp = v128.load(o, SP_AT);
   if (!i64x2.all_true(finiteV(sp))) return false;
   const pvA = gi(li(L.LI_PV_POINT), i);
   const pvB = gi(li(L.LI_PV_POINT), i + 1);
-  if (!goodPoint(pvA) || !goodPoint(pvB)) return false;
   const ffA = gi(li(L.LI_FF_POINT), i);
   const ffB = gi(li(L.LI_FF_POINT), i + 1);
-  if ((ffA >= 0 && !goodPoint(ffA)) || (ffB >= 0 && !goodPoint(ffB))) return false;
-  if (!rackInService(gi(li(L.LI_RACK), i)) || !rackInService(gi(li(L.LI_RACK), i + 1))) return false;
+  if (inputsAllGood) {
+    // every configured point is good and every rack in service: only the bindings' range counts
+    // (a PV index must name a point; a feed-forward index may also be negative, for none)
+    const pc = pointCount;
+    if ((<u32>pvA >= <u32>pc) | (<u32>pvB >= <u32>pc) | (ffA >= pc) | (ffB >= pc)) return false;
+  } else {
+    if (!goodPoint(pvA) || !goodPoint(pvB)) return false;
+    if ((ffA >= 0 && !goodPoint(ffA)) || (ffB >= 0 && !goodPoint(ffB))) return false;
+    if (!rackInService(gi(li(L.LI_RACK), i)) || !rackInService(gi(li(L.LI_RACK), i + 1))) return false;
+  }
 
   const zero = f64x2.splat(0);
   const dtV = f64x2.splat(dt);
