@@ -10,7 +10,11 @@ const COUNT_CAP = 0x3fffffff;
 
 const isFinite = (x: number): boolean => x - x === 0;
 const absf = (x: number): number => (x < 0 ? -x : x);
-const clampf = (x: number, lo: number, hi: number): number => (!(x >= lo) ? lo : x > hi ? hi : x);
+// NaN clamps to lo (lo < NaN is false). The two comparisons are f64x2.pmax(lo, x), then pmin(_, hi).
+const clampf = (x: number, lo: number, hi: number): number => {
+  const y = lo < x ? x : lo;
+  return hi < y ? hi : y;
+};
 const incSat = (n: number): number => (n < COUNT_CAP ? n + 1 : n);
 
 function safeOutput(action: number, fixed: number, prev: number, lo: number, hi: number): number {
@@ -372,8 +376,9 @@ export class ReferenceHotPath implements HotPath {
             const pTerm = lf.kp[i] * err;
             const ffTerm = ffIdx >= 0 ? lf.kff[i] * (ff - lf.ffBias[i]) : 0.0;
             let integral = lf.integral[i];
-            // the terms other than the integral, summed once: the integral's chain then has one add
-            const rest = pTerm + dTerm + ffTerm;
+            // the terms other than the integral, summed once, P last: the error's chain to the
+            // output then has one add before the integral's (the D and FF sum does not wait on it)
+            const rest = pTerm + (dTerm + ffTerm);
             // bumpless: on entry choose the integral that reproduces the current output
             if (entering) integral = isFinite(prev) ? prev - rest : 0.0;
 

@@ -63,8 +63,10 @@ const COUNT_CAP: i32 = 0x3fffffff; // debounce counters saturate here instead of
 
 @inline function isFinite(x: f64): bool { return x - x == 0; }
 @inline function absf(x: f64): f64 { return x < 0 ? -x : x; }
-// NaN clamps to lo: an undefined command never escapes the envelope.
-@inline function clampf(x: f64, lo: f64, hi: f64): f64 { return !(x >= lo) ? lo : (x > hi ? hi : x); }
+// NaN clamps to lo: an undefined command never escapes the envelope. Written as the two
+// comparisons f64x2.pmax(lo, x) and f64x2.pmin(_, hi) make, so the pair path clamps with two
+// instructions. (x == lo gives lo, so a -0 against a +0 bound comes out +0.)
+@inline function clampf(x: f64, lo: f64, hi: f64): f64 { const y = lo < x ? x : lo; return hi < y ? hi : y; }
 @inline function incSat(n: i32): i32 { return n < COUNT_CAP ? n + 1 : n; }
 
 // ---- host API (never called per tick except step) -----------------------------------------
@@ -591,8 +593,9 @@ function stepLoops(dt: f64, invDt: f64): void {
         const pTerm = gf(lf(L.LF_KP), i) * err;
         const ffTerm = ffIdx >= 0 ? gf(lf(L.LF_KFF), i) * (ff - gf(lf(L.LF_FF_BIAS), i)) : 0.0;
         let integral = gf(lf(L.LF_INTEGRAL), i);
-        // the terms other than the integral, summed once: the integral's chain then has one add
-        const rest = pTerm + dTerm + ffTerm;
+        // the terms other than the integral, summed once, P last: the error's chain to the
+        // output then has one add before the integral's (the D and FF sum does not wait on it)
+        const rest = pTerm + (dTerm + ffTerm);
         // bumpless: on entry choose the integral that reproduces the current output
         if (entering) integral = isFinite(prev) ? prev - rest : 0.0;
 
@@ -817,7 +820,7 @@ for (let k = 0; k < 256; k++) store<u64>(STATUS_TABLE + (<usize>k << 3), laneSta
   // (pmin(a, b) is `b < a ? b : a` and pmax(a, b) is `a < b ? b : a`, exactly the scalar tests)
   const hiLim = f64x2.pmin(hi, up);
   const loLim = f64x2.pmax(lo, down);
-  const rest = f64x2.add(f64x2.add(pTerm, dTerm), ffTerm);
+  const rest = f64x2.add(pTerm, f64x2.add(dTerm, ffTerm));
   const iDelta = f64x2.mul(err, f64x2.mul(v128.load(o, KI_AT), dtV));
   const integralLast = v128.load(o, INTEGRAL_AT);
   const candidate = f64x2.add(integralLast, iDelta);
@@ -834,7 +837,7 @@ for (let k = 0; k < 256; k++) store<u64>(STATUS_TABLE + (<usize>k << 3), laneSta
 
   // envelope clamp (NaN goes to lo, as clampf), then the slew band
   const aboveLo = f64x2.ge(target, lo);
-  const clamped = v128.bitselect(f64x2.pmin(target, hi), lo, aboveLo);
+  const clamped = f64x2.pmin(f64x2.pmax(lo, target), hi); // clampf, NaN to lo
   const out = f64x2.pmax(f64x2.pmin(clamped, up), down);
 
   const statusKey = i64x2.bitmask(f64x2.le(target, hi)) | (i64x2.bitmask(aboveLo) << 2)
