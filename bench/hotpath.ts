@@ -22,8 +22,9 @@ export interface HotpathResult {
   rows: HotpathRow[];
   emptyTickNs: { wasm: number; reference: number };
   /**
-   * The rack bank's 1000 loops' 2000 points stepped with no loops, per loop: the point pass's
-   * share of a loop-step (the rest is the loop pass).
+   * The rack bank's 1000 loops' 2000 points stepped with no loops and no new samples, per loop:
+   * the point pass's share of a loop-step (the rest is the loop pass). With no new samples the
+   * step looks only at the point marks, plus a full scan every FULL_SCAN_TICKS ticks.
    */
   pointPassNs: { wasm: number; reference: number };
 }
@@ -151,6 +152,6 @@ export function printHotpath(r: HotpathResult): void {
   }
   console.log(`\nper-tick call overhead (empty bank): WASM ${fmt(r.emptyTickNs.wasm, 1)} ns, reference ${fmt(r.emptyTickNs.reference, 1)} ns`);
   console.log(
-    `point pass alone (the rack bank's 2000 points at 1000 loops, no loops stepped), per loop: WASM ${fmt(r.pointPassNs.wasm)} ns, reference ${fmt(r.pointPassNs.reference)} ns (the rest of a loop-step is the loop pass)`,
+    `point pass alone (the rack bank's 2000 points at 1000 loops, no loops stepped, no new samples), per loop: WASM ${fmt(r.pointPassNs.wasm)} ns, reference ${fmt(r.pointPassNs.reference)} ns (the rest of a loop-step is the loop pass)`,
   );
 }
