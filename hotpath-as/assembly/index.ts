@@ -173,10 +173,18 @@ export function step(nowMs: f64, dtS: f64): i32 {
 // quiet test per point.
 function stepPoints(now: f64): void {
   if (!(now < scanDue) || --ticksToScan <= 0) {
-    scanAllPoints(now);
+    scanAllPoints(now, true);
     return;
   }
   const words = (pointCount + 31) >>> 5;
+  // With most points marked (samples for most of the bank in one tick), the full scan's
+  // two-lane quiet test is cheaper than walking the marks one point at a time.
+  let marked: i32 = 0;
+  for (let w = 0; w < words; w++) marked += <i32>popcnt(load<u32>(POINT_DIRTY + (<usize>w << 2)));
+  if (marked > (pointCount >> 1)) {
+    scanAllPoints(now, false);
+    return;
+  }
   for (let w = 0; w < words; w++) {
     const at = POINT_DIRTY + (<usize>w << 2);
     let bits = load<u32>(at);
@@ -193,8 +201,11 @@ function stepPoints(now: f64): void {
   }
 }
 
-/** Every point through the quiet test; settles the marks, scanDue and badPoints afresh. */
-function scanAllPoints(now: f64): void {
+/**
+ * Every point through the quiet test; settles the marks and scanDue afresh, and with `recount`
+ * badPoints too (the count the step keeps is exact; the periodic recount is a second line).
+ */
+function scanAllPoints(now: f64, recount: bool): void {
   memory.fill(POINT_DIRTY, 0, L.MAX_POINTS >> 3);
   scanDue = Infinity;
   ticksToScan = L.FULL_SCAN_TICKS;
@@ -207,7 +218,7 @@ function scanAllPoints(now: f64): void {
         scanDue = gf(pf(L.PF_QUIET_UNTIL), i);
       }
     }
-    countBadPoints();
+    if (recount) countBadPoints();
     return;
   }
   // Points go two at a time through the quiet test on SIMD lanes: on a running pod nearly every
@@ -228,7 +239,7 @@ function scanAllPoints(now: f64): void {
   if (pairs < pointCount && stepPoint(pairs, now)) markPoint(pairs);
   const due = f64x2.extract_lane(dueV, 0) < f64x2.extract_lane(dueV, 1) ? f64x2.extract_lane(dueV, 0) : f64x2.extract_lane(dueV, 1);
   if (due < scanDue) scanDue = due;
-  countBadPoints();
+  if (recount) countBadPoints();
 }
 
 function countBadPoints(): void {
