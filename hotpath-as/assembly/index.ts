@@ -214,8 +214,8 @@ function scanAllPoints(now: f64, recount: bool): void {
     for (let i = 0; i < pointCount; i++) {
       if (!quietPoint(i, now)) {
         if (stepPoint(i, now)) markPoint(i);
-      } else if (gf(pf(L.PF_QUIET_UNTIL), i) < scanDue) {
-        scanDue = gf(pf(L.PF_QUIET_UNTIL), i);
+      } else {
+        timerDueAt(gf(pf(L.PF_QUIET_UNTIL), i));
       }
     }
     if (recount) countBadPoints();
@@ -238,7 +238,7 @@ function scanAllPoints(now: f64, recount: bool): void {
   }
   if (pairs < pointCount && stepPoint(pairs, now)) markPoint(pairs);
   const due = f64x2.extract_lane(dueV, 0) < f64x2.extract_lane(dueV, 1) ? f64x2.extract_lane(dueV, 0) : f64x2.extract_lane(dueV, 1);
-  if (due < scanDue) scanDue = due;
+  timerDueAt(due);
   if (recount) countBadPoints();
 }
 
@@ -246,6 +246,11 @@ function countBadPoints(): void {
   let n = 0;
   for (let i = 0; i < pointCount; i++) if (gi(pi(L.PI_QUALITY), i) != 0) n++;
   badPoints = n;
+}
+
+/** A point's verdict can change, with no new sample, at time t: the full scan comes no later. */
+@inline function timerDueAt(t: f64): void {
+  if (t < scanDue) scanDue = t;
 }
 
 @inline function markPoint(i: i32): void {
@@ -284,8 +289,7 @@ function stepPoint(i: i32, now: f64): bool {
   // be quiet (the same sample written again). Its timer still counts: a full scan is
   // rebuilding scanDue from every point.
   if (quietPoint(i, now)) {
-    const due = gf(pf(L.PF_QUIET_UNTIL), i);
-    if (due < scanDue) scanDue = due;
+    timerDueAt(gf(pf(L.PF_QUIET_UNTIL), i));
     return false;
   }
   const v = gf(pf(L.PF_VALUE), i);
@@ -371,7 +375,7 @@ function stepPoint(i: i32, now: f64): bool {
   }
   sf(pf(L.PF_QUIET_UNTIL), i, quiet);
   const staysMarked = !sameSample || !(quiet > -Infinity);
-  if (!staysMarked && quiet < scanDue) scanDue = quiet;
+  if (!staysMarked) timerDueAt(quiet);
 
   if (kind == L.KIND_LEAK) {
     // Wet ticks accumulate until a full clear-debounce of dry ticks: a chattering leak
@@ -391,7 +395,8 @@ function stepPoint(i: i32, now: f64): bool {
       if (wet != 0) si(ri(L.RI_WET), r, 1);
       if (gi(pi(L.PI_QUALITY), i) != 0) si(ri(L.RI_LEAK_FAULT), r, 1);
     }
-  }  return staysMarked;
+  }
+  return staysMarked;
 }
 
 function stepRacks(now: f64): void {
