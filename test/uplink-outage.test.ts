@@ -1,9 +1,11 @@
 // Broker outages against a real mosquitto: 100 restarts during telemetry and events, a hung
-// (SIGSTOPped) broker, a broker killed outright, and the daemon restarting mid-outage. Nothing
+// (SIGSTOPped) broker, a broker killed outright, and the daemon restarting mid-outage; and 100
+// restarts of aedes in this process. Nothing
 // the pod says may be lost: every event and telemetry message is counted by its sequence number.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
 import { Mosquitto } from "../lib/mosquitto-process.js";
 import { PartitionProxy } from "../lib/partition-proxy.js";
 import { Prng } from "../sim/prng.js";
@@ -193,4 +195,68 @@ describe("broker outages (mosquitto)", () => {
       await broker.stop();
     }
   }, 60_000);
+});
+
+// The same restarts against aedes in this process (MQTT 3.1.1). aedes keeps its sessions in
+// memory, so a restarted instance has forgotten mission control's subscription and anything it
+// had queued for it: what a broker without persistence loses is not the pod's to count. The
+// count is therefore taken where the pod's responsibility ends, at the broker: every sequence
+// number must reach some broker instance, which then acknowledged it.
+describe("broker outages (aedes in-process)", () => {
+  let sim: TestSim;
+  beforeAll(async () => {
+    sim = await startTestSim();
+  }, 30_000);
+  afterAll(async () => {
+    await sim?.stop();
+  });
+
+  it("loses no event and no telemetry across 100 broker restarts", async () => {
+    const received = { events: [] as number[], telemetry: [] as number[] };
+    let historical = 0;
+    let base = "";
+    const start = async (port = 0): Promise<EmbeddedBroker> => {
+      const b = await startEmbeddedBroker(port);
+      b.aedes.on("publish", (packet, client) => {
+        if (client === null) return; // the broker's own $SYS messages
+        const kind = packet.topic === `${base}events` ? "events" : packet.topic === `${base}telemetry` ? "telemetry" : null;
+        if (kind === null) return;
+        const body = JSON.parse(packet.payload.toString()) as { seq: number; historical: boolean };
+        received[kind].push(body.seq);
+        if (body.historical) historical++;
+      });
+      return b;
+    };
+    let broker = await start();
+    const port = broker.port;
+    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, sim });
+    base = pod.base;
+    let n = 0;
+    const probe = setInterval(() => pod.agent.audit({ action: "probe", by: "test", result: String(++n) }), 10);
+    try {
+      for (let cycle = 0; cycle < 100; cycle++) {
+        const connects = pod.uplink.stats().connects;
+        await broker.close(); // every connection dropped at once, no goodbye
+        await new Promise((r) => setTimeout(r, (cycle % 4) * 30)); // down for 0-90 ms
+        broker = await start(port);
+        await waitFor(() => pod.uplink.stats().connects > connects, `pod reconnected (cycle ${cycle})`, 15_000, 10);
+        await new Promise((r) => setTimeout(r, 60 + (cycle % 5) * 40));
+      }
+      clearInterval(probe);
+      await waitFor(() => pod.uplink.stats().spoolDepth.critical === 0 && pod.uplink.stats().spoolDepth.telemetry === 0, "spool drained", 30_000);
+      const last = pod.uplink.stats().lastSeq;
+      expect(n).toBeGreaterThan(500);
+      expect(last.critical).toBeGreaterThanOrEqual(n);
+      expect(gaps(received.events, last.critical)).toEqual([]);
+      expect(gaps(received.telemetry, last.telemetry)).toEqual([]);
+      expect(pod.uplink.stats().spoolDropped).toEqual({ critical: 0, telemetry: 0 });
+      expect(pod.uplink.stats().connects).toBeGreaterThanOrEqual(101);
+      // some of it was spooled across an outage, and says so
+      expect(historical).toBeGreaterThan(0);
+    } finally {
+      clearInterval(probe);
+      await pod.stop();
+      await broker.close();
+    }
+  }, 240_000);
 });
