@@ -54,17 +54,24 @@ async function tickWindow(pod: PodHarness, what: string, during: () => Promise<v
   return { what, p50Us: h.percentile(0.5), p99Us: h.percentile(0.99), maxUs: h.percentile(1), ticks: ct.ticks - ticks0 };
 }
 
+/** What the readiness marker carries as its action: never counted as a probe. */
+const READY_MARKER = "bench-probe-ready";
+
 /**
  * The probe subscriber: mosquitto_sub, a C client in its own process, stamping each message
  * with the wall clock as it handles it (`%U`, ns). A Node subscriber's own event loop and
  * garbage collector added up to ~0.4 ms to the p99 of every row, the floor included; the
- * instrument should be quieter than what it measures. Resolves once it is subscribed; its
- * result is the latency of each probe (receipt minus the µs stamp the probe carries).
+ * instrument should be quieter than what it measures. For the same reason it runs without
+ * `-d`: with it, mosquitto_sub wrote two debug lines into the pipe to this process before
+ * stamping each message (each write waking this process, on a machine of two vCPUs), and the
+ * rows' p99 came out ~0.1 ms higher (BENCHMARKS.md). Readiness is therefore seen by content:
+ * a ready marker published from another client until the subscriber prints one. Its result is
+ * the latency of each probe (receipt minus the µs stamp the probe carries).
  */
 async function probeSubscriber(url: string, topic: string, protocolVersion: 4 | 5, count: number): Promise<{ result: Promise<number[]>; child: ChildProcess }> {
   const u = new URL(url);
-  // stdbuf: line-buffered output through the pipe, so readiness (SUBACK) shows when it happens
-  const child = spawn("stdbuf", ["-oL", "mosquitto_sub", "-h", u.hostname, "-p", u.port, "-t", topic, "-q", "1", "-V", protocolVersion === 5 ? "mqttv5" : "mqttv311", "-d", "-F", "%U|%p"], { stdio: ["ignore", "pipe", "inherit"] });
+  // mosquitto_sub flushes its output after each message, so a pipe shows each when it arrives
+  const child = spawn("mosquitto_sub", ["-h", u.hostname, "-p", u.port, "-t", topic, "-q", "1", "-V", protocolVersion === 5 ? "mqttv5" : "mqttv311", "-F", "%U|%p"], { stdio: ["ignore", "pipe", "inherit"] });
   const latencies: number[] = [];
   let subscribed = false;
   let partial = "";
@@ -77,16 +84,29 @@ async function probeSubscriber(url: string, topic: string, protocolVersion: 4 | 
     const lines = (partial + d.toString()).split("\n");
     partial = lines.pop() ?? "";
     for (const line of lines) {
-      if (line.includes("received SUBACK")) subscribed = true;
       const bar = line.indexOf("|");
-      if (bar < 0 || !/^\d+\.\d+$/.test(line.slice(0, bar))) continue; // -d's own lines
+      if (bar < 0 || !/^\d+\.\d+$/.test(line.slice(0, bar))) continue;
       const probe = JSON.parse(line.slice(bar + 1)) as { action?: string; result?: string };
+      if (probe.action === READY_MARKER) subscribed = true;
       if (probe.action !== "bench-latency") continue;
       latencies.push(Number(line.slice(0, bar)) * 1000 - Number(probe.result));
       if (latencies.length === count) resolve(latencies);
     }
   });
-  await waitFor(() => subscribed, "probe subscriber subscribed");
+  const marker = await mqtt.connectAsync(url, { protocolVersion, clientId: "bench-probe-ready" });
+  try {
+    const t0 = Date.now();
+    while (!subscribed) {
+      if (Date.now() - t0 > 10_000) throw new Error("probe subscriber did not subscribe within 10 s");
+      await marker.publishAsync(topic, JSON.stringify({ action: READY_MARKER }), { qos: 1 });
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } catch (err) {
+    await stopProcess(child);
+    throw err;
+  } finally {
+    await marker.endAsync(true);
+  }
   return { result, child };
 }
 
