@@ -1,6 +1,8 @@
-// Exponential backoff with full jitter, for reconnects and circuit breakers: the k-th retry
-// waits a random time in [base * 2^k / 2, base * 2^k], capped at max. Jitter keeps a fleet of
-// clients from reconnecting in lockstep after a broker or device restart.
+// Exponential backoff with jitter, for reconnects and circuit breakers: the k-th retry waits a
+// random time in [c / 2, c], c = min(max, base * 2^k) ("equal jitter": half fixed, half random).
+// The random half keeps a fleet of clients from reconnecting in lockstep after a broker or
+// device restart; the fixed half keeps a floor under every wait, so a peer that refuses at once
+// is never retried at once (full jitter, a wait anywhere in [0, c], can draw a retry of ~0 ms).
 export interface BackoffOptions {
   baseMs: number;
   maxMs: number;

@@ -41,7 +41,7 @@ export const UPLINK_SCHEMA = {
         baseMs: int(10, 600_000, 500, "first reconnect delay, ms; doubles per failed attempt, with jitter"),
         maxMs: int(10, 3_600_000, 30_000, "longest reconnect delay, ms"),
       },
-      "reconnect backoff (exponential with full jitter)",
+      "reconnect backoff (exponential with jitter: each wait between half and all of its ceiling)",
     ),
     spool: obj(
       {

@@ -12,7 +12,7 @@
 // topics are state, not history: they are republished, current, on every connect.
 //
 // Connection: one client (one session per client id), reconnecting with exponential backoff and
-// full jitter. A hung broker is caught by a silence watchdog (watchBrokerSilence in
+// jitter (drivers/backoff.ts). A hung broker is caught by a silence watchdog (watchBrokerSilence in
 // lib/mqtt-connection.ts): no packet at all from the broker for 1.45 x keepalive ends the
 // connection. mqtt.js's own keepalive times out at 1.5x after the last acknowledgement, on an
 // interval timer that a busy event loop runs late, so on its own it caught a hang at 1.49-1.53 s
