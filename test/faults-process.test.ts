@@ -114,6 +114,32 @@ describe("faults around the daemon process", () => {
     }
   }, 180_000);
 
+  it("killed outright (SIGKILL): the broker marks it offline through its MQTT Will, retained for whoever looks later", async () => {
+    const broker = await Mosquitto.start({ persistence: false });
+    try {
+      const cfg = join(dir, "will.yaml");
+      writeFileSync(cfg, stringify(demoConfigFor(t.sim, (c) => (c.uplink = { url: broker.url, protocolVersion: 5, keepaliveS: 5 }))));
+      const d = startDaemon(cfg);
+      daemons.push(d);
+      const stateOf = async (): Promise<{ state: string; retained: boolean }[]> => {
+        // a fresh subscriber sees only what the broker keeps: the retained state
+        const c = await mqtt.connectAsync(broker.url, { protocolVersion: 5 });
+        const got: { state: string; retained: boolean }[] = [];
+        c.on("message", (_t, p, packet) => got.push({ state: (JSON.parse(p.toString()) as { state: string }).state, retained: packet.retain }));
+        await c.subscribeAsync("podwarden/demo/pod-a/state", { qos: 1 });
+        await new Promise((r) => setTimeout(r, 300));
+        await c.endAsync(true);
+        return got;
+      };
+      await waitFor(async () => (await stateOf()).some((m) => m.state === "online" && m.retained), "retained online", 60_000, 200);
+      await stopProcess(d.child, "SIGKILL"); // no goodbye: only the broker can speak for it now
+      await waitFor(async () => (await stateOf()).some((m) => m.state === "offline" && m.retained), "retained offline from the Will", 20_000, 200);
+      expect(await stateOf()).toEqual([{ state: "offline", retained: true }]);
+    } finally {
+      await broker.stop();
+    }
+  }, 120_000);
+
   it("starved of CPU by a cgroup quota: counts the missed deadlines, stays up, and recovers when the quota lifts", async () => {
     expect(process.getuid?.(), "a CPU quota needs root (cgroups)").toBe(0);
     const metricsPort = await freePort();

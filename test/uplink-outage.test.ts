@@ -1,8 +1,9 @@
 // Broker outages against a real mosquitto: 100 restarts during telemetry and events, a hung
 // (SIGSTOPped) broker, a broker killed outright, and the daemon restarting mid-outage; and 100
-// restarts of aedes in this process. Nothing
+// restarts of aedes in this process; and the reconnects themselves (backoff, retained topics). Nothing
 // the pod says may be lost: every event and telemetry message is counted by its sequence number.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
@@ -259,4 +260,85 @@ describe("broker outages (aedes in-process)", () => {
       await broker.close();
     }
   }, 240_000);
+});
+
+describe("reconnecting", () => {
+  let sim: TestSim;
+  beforeAll(async () => {
+    sim = await startTestSim();
+  }, 30_000);
+  afterAll(async () => {
+    await sim?.stop();
+  });
+
+  it("backs off exponentially with jitter while the broker refuses, and starts from the base again once connected", async () => {
+    // a broker that takes each connection and drops it before CONNACK, noting when it came
+    const attempts: number[] = [];
+    const refusing = createServer((s) => {
+      attempts.push(performance.now());
+      s.destroy();
+    });
+    await new Promise<void>((r) => refusing.listen(0, "127.0.0.1", () => r()));
+    const port = (refusing.address() as AddressInfo).port;
+    const pod = await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${port}`, protocolVersion: 4, sim, uplink: { reconnect: { baseMs: 40, maxMs: 320 } } });
+    let broker: EmbeddedBroker | null = null;
+    try {
+      await waitFor(() => attempts.length >= 12, "a dozen attempts", 20_000, 10);
+      await new Promise<void>((r) => refusing.close(() => r()));
+      const retries = pod.logs.lines.filter((l) => l.msg === "uplink disconnected; spooling").map((l) => ({ ms: l.retryInMs as number, attempt: l.attempt as number }));
+      // the uplink's own draws: attempt k waits in [c/2, c], c = min(320, 40 * 2^(k-1))
+      for (const r of retries.slice(0, 11)) {
+        const ceiling = Math.min(320, 40 * 2 ** (r.attempt - 1));
+        expect(r.ms, `attempt ${r.attempt}`).toBeGreaterThanOrEqual(ceiling / 2 - 1);
+        expect(r.ms, `attempt ${r.attempt}`).toBeLessThanOrEqual(ceiling + 1);
+      }
+      expect(retries.slice(0, 11).map((r) => r.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+      // the broker saw them spaced at least as far apart as drawn (a timer never fires early)
+      for (let k = 1; k < 11; k++) expect(attempts[k] - attempts[k - 1], `gap before attempt ${k + 1}`).toBeGreaterThanOrEqual(retries[k - 1].ms - 2);
+      // jitter: once at the cap, the waits are not all the same
+      const capped = retries.slice(4, 11).map((r) => r.ms);
+      expect(Math.max(...capped) - Math.min(...capped)).toBeGreaterThan(5);
+
+      // a real broker on that port: connected, and the next loss retries from the base
+      broker = await startEmbeddedBroker(port);
+      await waitFor(() => pod.uplink.stats().connected, "connected to the real broker", 10_000, 10);
+      const before = pod.logs.lines.length;
+      broker.dropClients();
+      await waitFor(() => pod.logs.lines.slice(before).some((l) => l.msg === "uplink disconnected; spooling"), "the loss noticed");
+      const next = pod.logs.lines.slice(before).find((l) => l.msg === "uplink disconnected; spooling")!;
+      expect(next.attempt).toBe(1);
+      expect(next.retryInMs as number).toBeLessThanOrEqual(40 + 1);
+      await waitFor(() => pod.uplink.stats().connected, "reconnected", 10_000, 10);
+    } finally {
+      refusing.close();
+      await pod.stop();
+      await broker?.close();
+    }
+  }, 60_000);
+
+  it("republishes retained state, info and alarms on every connect (a broker restarted without persistence forgot them)", async () => {
+    const broker = await Mosquitto.start({ persistence: false });
+    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
+    try {
+      await waitFor(() => pod.uplink.stats().connected, "connected");
+      for (let cycle = 0; cycle < 3; cycle++) {
+        const connects = pod.uplink.stats().connects;
+        await broker.restart("SIGKILL");
+        await waitFor(() => pod.uplink.stats().connects > connects, `reconnected (cycle ${cycle})`, 15_000, 10);
+        // a subscriber that arrives after the reconnect gets the pod's retained topics from the broker
+        const mc = await MissionControl.connect(broker.url, pod.base, 5);
+        try {
+          await waitFor(() => ["state", "info", "alarms"].every((t) => mc.messages.some((m) => m.topic === pod.base + t && m.retain)), "retained state, info and alarms", 10_000);
+          expect(mc.of("state").at(-1)?.state).toBe("online");
+          expect(mc.of("info").at(-1)?.pod).toBe("pod-a");
+          expect(Array.isArray(mc.of("alarms").at(-1)?.alarms)).toBe(true);
+        } finally {
+          await mc.close();
+        }
+      }
+    } finally {
+      await pod.stop();
+      await broker.stop();
+    }
+  }, 60_000);
 });
