@@ -49,15 +49,19 @@ export class ExceptionReporter {
 
   constructor(private readonly c: UplinkConfig["exception"]) {}
 
-  /** Remembers everything as reported (after a periodic snapshot). */
-  reportedAll(agent: Agent): void {
-    for (const p of agent.fieldPoints()) this.last.set(p.id, { value: p.value, quality: p.quality });
+  /** Remembers every point as reported (after a periodic snapshot). */
+  reportedAll(points: Iterable<Point>): void {
+    for (const p of points) this.last.set(p.id, { value: p.value, quality: p.quality });
   }
 
-  /** The points that changed beyond their deadband since last reported; marks them reported. */
-  changed(agent: Agent): Record<string, PointReport> | null {
+  /**
+   * The points that changed beyond their deadband since last reported; marks them reported.
+   * Measured from the value last *reported*, not the last read: a slow drift is reported once it
+   * has moved a deadband in all, however small each step.
+   */
+  changed(points: Iterable<Point>): Record<string, PointReport> | null {
     const moved: Point[] = [];
-    for (const p of agent.fieldPoints()) {
+    for (const p of points) {
       const prev = this.last.get(p.id);
       const band = this.c.deadbands[p.id] ?? this.c.defaultDeadband;
       const differs =

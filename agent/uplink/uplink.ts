@@ -297,11 +297,11 @@ export class Uplink {
 
   private publishTelemetry(): void {
     this.spoolAndSend("telemetry", "telemetry", periodicTelemetry(this.agent));
-    this.exceptions.reportedAll(this.agent);
+    this.exceptions.reportedAll(this.agent.fieldPoints());
   }
 
   private publishExceptions(): void {
-    const points = this.exceptions.changed(this.agent);
+    const points = this.exceptions.changed(this.agent.fieldPoints());
     if (points !== null) this.spoolAndSend("telemetry", "telemetry", { kind: "exception", points });
   }
 
