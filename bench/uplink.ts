@@ -63,8 +63,8 @@ const READY_MARKER = "bench-probe-ready";
  * garbage collector added up to ~0.4 ms to the p99 of every row, the floor included; the
  * instrument should be quieter than what it measures. For the same reason it runs without
  * `-d`: with it, mosquitto_sub wrote two debug lines into the pipe to this process before
- * stamping each message (each write waking this process, on a machine of two vCPUs), and the
- * rows' p99 came out ~0.1 ms higher (BENCHMARKS.md). Readiness is therefore seen by content:
+ * stamping each message (each write waking this process, on a machine of two vCPUs): inside
+ * the measured interval, and ~0.1 ms on every row's p99 in a scratch A/B (BENCHMARKS.md). Readiness is therefore seen by content:
  * a ready marker published from another client until the subscriber prints one. Its result is
  * the latency of each probe (receipt minus the µs stamp the probe carries).
  */
