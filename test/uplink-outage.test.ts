@@ -12,7 +12,7 @@ import { PartitionProxy } from "../lib/partition-proxy.js";
 import { Prng } from "../sim/prng.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
-import { MissionControl, removeState, startUplinkPod } from "./helpers/uplink.js";
+import { MissionControl, removeState, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
 
 /** Sequence numbers from first to last with none missing (duplicates allowed: at least once). */
 function gaps(seqs: number[], upTo: number, from = 1): number[] {
@@ -23,32 +23,46 @@ function gaps(seqs: number[], upTo: number, from = 1): number[] {
 }
 const seqsOf = (mc: MissionControl, topic: string): number[] => mc.of(topic).map((b) => b.seq as number);
 
-describe("broker outages (mosquitto)", () => {
-  let sim: TestSim;
-  beforeAll(async () => {
-    sim = await startTestSim();
-  }, 30_000);
-  afterAll(async () => {
-    await sim?.stop();
-  });
+// one simulator serves every pod in this file
+let sim: TestSim;
+beforeAll(async () => {
+  sim = await startTestSim();
+}, 30_000);
+afterAll(async () => {
+  await sim?.stop();
+});
 
+/**
+ * 100 broker restarts (`restart`) while the pod audits a probe event every 10 ms; each waits for
+ * the pod to reconnect, then lets it run 60-220 ms. Returns the number of probes, once the
+ * spool has drained.
+ */
+async function restartsDuringProbes(pod: UplinkPod, restart: (cycle: number) => Promise<void>): Promise<number> {
+  let n = 0;
+  const probe = setInterval(() => pod.agent.audit({ action: "probe", by: "test", result: String(++n) }), 10);
+  try {
+    for (let cycle = 0; cycle < 100; cycle++) {
+      const connects = pod.uplink.stats().connects;
+      await restart(cycle);
+      await waitFor(() => pod.uplink.stats().connects > connects, `pod reconnected (cycle ${cycle})`, 15_000, 10);
+      await new Promise((r) => setTimeout(r, 60 + (cycle % 5) * 40));
+    }
+  } finally {
+    clearInterval(probe);
+  }
+  await waitFor(() => pod.uplink.stats().spoolDepth.critical === 0 && pod.uplink.stats().spoolDepth.telemetry === 0, "spool drained", 30_000);
+  return n;
+}
+
+describe("broker outages (mosquitto)", () => {
   it("loses no event and no telemetry across 100 broker restarts", async () => {
     // mission control keeps a persistent session, and the broker keeps it across restarts, so
     // what the broker acknowledged to the pod reaches mission control too
     const broker = await Mosquitto.start({ persistence: true, general: ["max_queued_messages 0", "max_inflight_messages 0"] });
     const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
     const mc = await MissionControl.connect(broker.url, pod.base, 4, { clientId: "mc-outage", clean: false, reconnectPeriod: 50 });
-    let n = 0;
-    const probe = setInterval(() => pod.agent.audit({ action: "probe", by: "test", result: String(++n) }), 10);
     try {
-      for (let cycle = 0; cycle < 100; cycle++) {
-        const connects = pod.uplink.stats().connects;
-        await broker.restart("SIGTERM");
-        await waitFor(() => pod.uplink.stats().connects > connects, `pod reconnected (cycle ${cycle})`, 15_000, 10);
-        await new Promise((r) => setTimeout(r, 60 + (cycle % 5) * 40));
-      }
-      clearInterval(probe);
-      await waitFor(() => pod.uplink.stats().spoolDepth.critical === 0 && pod.uplink.stats().spoolDepth.telemetry === 0, "spool drained", 30_000);
+      const n = await restartsDuringProbes(pod, () => broker.restart("SIGTERM"));
       const last = pod.uplink.stats().lastSeq;
       await waitFor(() => gaps(seqsOf(mc, "events"), last.critical).length === 0 && gaps(seqsOf(mc, "telemetry"), last.telemetry).length === 0, "every event and telemetry message at mission control", 30_000);
       expect(n).toBeGreaterThan(500);
@@ -59,7 +73,6 @@ describe("broker outages (mosquitto)", () => {
       // some of it was spooled across an outage, and says so
       expect(mc.of("events").some((e) => e.historical === true)).toBe(true);
     } finally {
-      clearInterval(probe);
       await mc.close();
       await pod.stop();
       await broker.stop();
@@ -204,14 +217,6 @@ describe("broker outages (mosquitto)", () => {
 // count is therefore taken where the pod's responsibility ends, at the broker: every sequence
 // number must reach some broker instance, which then acknowledged it.
 describe("broker outages (aedes in-process)", () => {
-  let sim: TestSim;
-  beforeAll(async () => {
-    sim = await startTestSim();
-  }, 30_000);
-  afterAll(async () => {
-    await sim?.stop();
-  });
-
   it("loses no event and no telemetry across 100 broker restarts", async () => {
     const received = { events: [] as number[], telemetry: [] as number[] };
     let historical = 0;
@@ -232,19 +237,12 @@ describe("broker outages (aedes in-process)", () => {
     const port = broker.port;
     const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, sim });
     base = pod.base;
-    let n = 0;
-    const probe = setInterval(() => pod.agent.audit({ action: "probe", by: "test", result: String(++n) }), 10);
     try {
-      for (let cycle = 0; cycle < 100; cycle++) {
-        const connects = pod.uplink.stats().connects;
+      const n = await restartsDuringProbes(pod, async (cycle) => {
         await broker.close(); // every connection dropped at once, no goodbye
         await new Promise((r) => setTimeout(r, (cycle % 4) * 30)); // down for 0-90 ms
         broker = await start(port);
-        await waitFor(() => pod.uplink.stats().connects > connects, `pod reconnected (cycle ${cycle})`, 15_000, 10);
-        await new Promise((r) => setTimeout(r, 60 + (cycle % 5) * 40));
-      }
-      clearInterval(probe);
-      await waitFor(() => pod.uplink.stats().spoolDepth.critical === 0 && pod.uplink.stats().spoolDepth.telemetry === 0, "spool drained", 30_000);
+      });
       const last = pod.uplink.stats().lastSeq;
       expect(n).toBeGreaterThan(500);
       expect(last.critical).toBeGreaterThanOrEqual(n);
@@ -255,7 +253,6 @@ describe("broker outages (aedes in-process)", () => {
       // some of it was spooled across an outage, and says so
       expect(historical).toBeGreaterThan(0);
     } finally {
-      clearInterval(probe);
       await pod.stop();
       await broker.close();
     }
@@ -263,14 +260,6 @@ describe("broker outages (aedes in-process)", () => {
 });
 
 describe("reconnecting", () => {
-  let sim: TestSim;
-  beforeAll(async () => {
-    sim = await startTestSim();
-  }, 30_000);
-  afterAll(async () => {
-    await sim?.stop();
-  });
-
   it("backs off exponentially with jitter while the broker refuses, and starts from the base again once connected", async () => {
     // a broker that takes each connection and drops it before CONNACK, noting when it came
     const attempts: number[] = [];
