@@ -1,46 +1,37 @@
-// The agent: wires config, drivers, the control worker and the supervisor into one pod
-// controller, and owns its lifecycle (start safe, keep leases only while healthy, stop safe).
+// The agent: owns the pod controller's lifecycle (start safe, keep device leases only while
+// healthy, stop safe) and wires the parts together: the field drivers into one point store,
+// the pod stage's wiring between the points, the control worker and the actuators, and the
+// supervisor. It hands each service the narrow face it needs (pod-api.ts) and speaks no protocol.
 import * as L from "../hotpath-as/assembly/layout.js";
-import type { LoopMode, SafeAction } from "../hotpath-as/bank-config.js";
+import type { LoopMode } from "../hotpath-as/bank-config.js";
 import { ModbusDriver } from "../drivers/modbus/driver.js";
 import { MqttIngest } from "../drivers/mqtt-ingest.js";
-import type { Point } from "../drivers/points.js";
 import { monoMs } from "../lib/clock.js";
+import { JsonStateFile } from "../lib/json-state-file.js";
+import { PointStore, type Point } from "../lib/points.js";
+import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
+import { podLayout, type PodLayout } from "../pod/layout.js";
+import { pumpStatus, rackStatuses } from "../pod/status-view.js";
+import { qualityWords } from "../pod/status-words.js";
+import { ACTUATOR_PASS_MS, PodWiring, type PodDecisions } from "../pod/wiring.js";
+import { join } from "node:path";
+import { commandLimits } from "./commands/executor.js";
 import type { AgentConfig, LoadedConfig } from "./config/load.js";
 import { ControlThread, type ControlOutputs } from "./control/control-thread.js";
-import type { Logger, Logs } from "./log.js";
-import { podBankSpec, podLayout, type PodControl, type PodLayout } from "./pod-bank.js";
 import { LatchStore } from "./latch-store.js";
-import { JsonStateFile } from "../lib/json-state-file.js";
-import { join } from "node:path";
+import type { Logger, Logs } from "./log.js";
+import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter } from "./pod-api.js";
+import { ProblemRegistry } from "./problems.js";
+import type { Alarm } from "./supervisor/alarms.js";
 import { SetpointLeases } from "./supervisor/setpoints.js";
-import { qualityWords, Supervisor, type PodMode, type Reading, type SupervisorDecisions, type SupervisorEvent } from "./supervisor/supervisor.js";
+import { Supervisor, type PodMode, type Reading } from "./supervisor/supervisor.js";
+
+export type { AgentEvent, PodStatus, ProblemReport } from "./pod-api.js";
 
 function checkBudgetFile(data: unknown): { podKw: number | null } {
   const kw = (data as { podKw?: unknown } | null)?.podKw;
   if (kw !== null && (typeof kw !== "number" || !Number.isFinite(kw) || kw < 0)) throw new Error("podKw is not a budget");
   return { podKw: kw };
-}
-
-export function podControlFromConfig(c: AgentConfig): PodControl {
-  return {
-    racks: c.racks.length,
-    leakSensors: c.racks.map((r) => r.points.leak.length),
-    returnTempSetpointC: c.control.returnTempSetpointC,
-    dpSetpointKpa: c.control.dpSetpointKpa,
-    rackLoop: c.control.rackLoop,
-    pumpLoop: c.control.pumpLoop,
-    points: c.control.points,
-    isolation: c.control.isolation,
-  };
-}
-
-/** The value a loop's actuator takes for a declared safe action, for a shutdown. */
-function safeValue(a: SafeAction, outMin: number, outMax: number, current: number): number {
-  if (a === "open") return outMax;
-  if (a === "closed") return outMin;
-  if (a === "hold") return Number.isFinite(current) ? current : outMax;
-  return Math.min(Math.max(a.fixed, outMin), outMax);
 }
 
 /** Same devices, points, racks and wiring: a reload can patch tuning in place. */
@@ -65,68 +56,23 @@ export function identityChange(a: AgentConfig, b: AgentConfig): string | null {
   return null;
 }
 
-export type AgentEvent =
-  | SupervisorEvent
-  | { type: "setpoint.expired"; loop: string; value: number }
-  | { type: "agent.started" }
-  | { type: "agent.stopping"; reason: string }
-  | { type: "command.audit"; action: string; rack?: string; by: string; result: string; transaction?: string; reason?: string; suppressed?: number };
-
-/** A condition outside the control loops (state files, the uplink's spool) shown as an alarm. */
-export interface ProblemReport {
-  severity: "Warning" | "Critical";
-  source: string;
-  /** null when the problem has gone */
-  message: string | null;
-  /**
-   * A one-off event (a state file quarantined, spooled events dropped), not a condition that
-   * goes away by itself: it stays raised until an operator acknowledges it. Without this, a
-   * problem stays raised until its owner reports it resolved (resolveProblem).
-   */
-  untilAcknowledged?: boolean;
-}
-
-export interface RackStatus {
-  name: string;
-  returnTempC: number;
-  supplyTempC: number;
-  flowLpm: number;
-  powerKw: number;
-  powerCapKw: number;
-  valvePct: number;
-  supplyIsolationOpen: boolean;
-  returnIsolationOpen: boolean;
-  isolation: "Normal" | "Isolating" | "Isolated" | "Escalated";
-  leak: "OK" | "Warning" | "Critical";
-  loopStatus: number;
-  setpointC: number;
-}
-
-export interface PodStatus {
-  mode: PodMode;
-  racks: RackStatus[];
-  pump: { speedCmdPct: number; dpKpa: number; enabled: boolean; loopStatus: number; setpointKpa: number };
-  control: { ticks: number; overruns: number; p50Us: number; p99Us: number; p999Us: number; maxUs: number; schedFifo: string };
-}
-
-const ISOLATION = ["Normal", "Isolating", "Isolated", "Escalated"] as const;
-
-export class Agent {
+export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemReporter {
   readonly config: AgentConfig;
   readonly configHash: string;
+  readonly identity: PodIdentity;
   readonly layout: PodLayout;
+  /** every field point, from every driver */
+  readonly points = new PointStore();
   readonly driver: ModbusDriver;
   readonly ingest: MqttIngest | null;
   readonly supervisor: Supervisor;
   readonly leases = new SetpointLeases();
   control!: ControlThread;
+  private readonly wiring: PodWiring;
   private readonly log: Logger;
-  private readonly routes = new Map<string, number[]>();
-  /** leak inputs, with the last value written: a change makes the control thread tick at once */
-  private readonly leakPoints = new Map<string, number>();
   private readonly listeners: ((e: AgentEvent) => void)[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
-  private decisions: SupervisorDecisions;
+  private decisions: PodDecisions;
   private outputs: ControlOutputs | undefined;
   private lastOverruns = 0;
   private running = false;
@@ -134,8 +80,9 @@ export class Agent {
   private readonly spDefault: number[];
   private readonly loopSp: number[];
   private readonly latches: LatchStore;
-  private readonly problems = new Map<string, ProblemReport>();
+  private readonly problems: ProblemRegistry;
   private readonly budgetStore: JsonStateFile<{ podKw: number | null }> | null;
+  private limits_: CommandLimits;
 
   constructor(
     loaded: LoadedConfig,
@@ -144,49 +91,38 @@ export class Agent {
     this.config = loaded.config;
     this.configHash = loaded.hash;
     const c = this.config;
+    this.identity = { site: c.site, pod: c.pod, configHash: loaded.hash, racks: c.racks.map((r) => ({ name: r.name, ratedKw: r.ratedKw })), stateDir: stateDirOf(c) };
     this.log = logs.module("agent");
-    this.layout = podLayout(podControlFromConfig(c));
-    const lay = this.layout;
-    c.racks.forEach((r, i) => {
-      const p = lay.racks[i];
-      this.route(r.points.returnTempC, p.returnTempC);
-      this.route(r.points.supplyTempC, p.supplyTempC);
-      this.route(r.points.flowLpm, p.flowLpm);
-      this.route(r.points.powerKw, p.powerKw);
-      r.points.leak.forEach((id, k) => {
-        this.route(id, p.leaks[k]);
-        this.leakPoints.set(id, NaN);
-      });
-    });
-    this.route(c.cdu.points.dpKpa, lay.cdu.dpKpa);
-    this.route(c.cdu.points.supplyTempC, lay.cdu.supplyTempC);
-    this.driver = new ModbusDriver(c.modbus);
+    this.problems = new ProblemRegistry(this.log);
+    this.layout = podLayout(c);
+    this.wiring = new PodWiring(c, this.layout, { writeCaps: c.supervisor.powerBudget.writeCaps });
+    this.driver = new ModbusDriver(c.modbus, { points: this.points });
     this.ingest =
       c.mqttIngest === undefined
         ? null
-        : new MqttIngest({ ...c.mqttIngest, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest` }, (silentMs) =>
-            logs.module("ingest").warn({ silentMs: Math.round(silentMs), keepaliveS: c.mqttIngest?.keepaliveS }, "sensor broker silent: giving up the connection"),
+        : new MqttIngest(
+            { ...c.mqttIngest, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest` },
+            (silentMs) => logs.module("ingest").warn({ silentMs: Math.round(silentMs), keepaliveS: c.mqttIngest?.keepaliveS }, "sensor broker silent: giving up the connection"),
+            this.points,
           );
-    this.supervisor = new Supervisor(c, (e) => this.emit(e), monoMs);
-    this.decisions = { pumpEnable: true, rackPowerOff: c.racks.map(() => false), powerCapsKw: c.racks.map((r) => r.ratedKw) };
-    this.spDefault = [...c.racks.map(() => c.control.returnTempSetpointC), c.control.dpSetpointKpa];
+    this.supervisor = new Supervisor(c.supervisor, c, this.layout, (e) => this.emit(e), monoMs);
+    this.decisions = this.wiring.initialDecisions();
+    this.spDefault = defaultSetpoints(c.control, this.layout);
     this.loopSp = [...this.spDefault];
+    this.limits_ = commandLimits(c);
     this.latches = new LatchStore(this.stateDir);
     this.budgetStore = this.stateDir === undefined ? null : new JsonStateFile(join(this.stateDir, "power-budget.json"), checkBudgetFile);
   }
 
-  private route(pointId: string, bankIndex: number): void {
-    const list = this.routes.get(pointId) ?? [];
-    list.push(bankIndex);
-    this.routes.set(pointId, list);
+  get limits(): CommandLimits {
+    return this.limits_;
   }
 
-  /** Every field point the agent reads: Modbus, then MQTT ingest. */
+  /** Every field point the agent reads: Modbus and MQTT ingest alike. */
   fieldPoints(): Point[] {
-    return [...this.driver.points.all(), ...(this.ingest?.points.all() ?? [])];
+    return [...this.points.all()];
   }
 
-  /** Calls l with every event; returns a function that stops it. */
   onEvent(l: (e: AgentEvent) => void): () => void {
     this.listeners.push(l);
     return () => {
@@ -202,16 +138,26 @@ export class Agent {
     this.log[level]({ event: e }, e.type);
   }
 
+  mode(): PodMode {
+    return this.supervisor.mode;
+  }
+
+  activeAlarms(): Alarm[] {
+    return this.supervisor.alarms.active();
+  }
+
   /** Open while the control loop is healthy: the drivers refresh device leases only then. */
   healthy(): boolean {
-    const maxAge = Math.max(50, 20 * this.config.control.periodMs);
-    return this.running && !this.stopping && this.control.healthy(maxAge) && this.supervisor.mode !== "Failsafe";
+    return this.running && !this.stopping && this.control.healthy(this.controlMaxAgeMs()) && this.supervisor.mode !== "Failsafe";
+  }
+
+  private controlMaxAgeMs(): number {
+    return Math.max(50, 20 * this.config.control.periodMs);
   }
 
   async start(): Promise<void> {
     const c = this.config;
-    const spec = podBankSpec(podControlFromConfig(c), this.layout);
-    this.control = new ControlThread(spec, {
+    this.control = new ControlThread(podBankSpec(c.control, this.layout), {
       periodMs: c.control.periodMs,
       schedFifo: c.control.schedFifo,
       schedPriority: c.control.schedPriority,
@@ -228,46 +174,32 @@ export class Agent {
     if (budget?.problem !== undefined) this.reportProblem("state:power-budget", { severity: "Warning", source: "agent", message: `power budget state: ${budget.problem}`, untilAcknowledged: true });
     if (budget?.value !== undefined) this.supervisor.setPowerBudget(budget.value.podKw);
     for (const name of restored.racks) {
-      const r = c.racks.findIndex((x) => x.name === name);
-      if (r >= 0) {
+      const r = this.layout.rackIndex(name);
+      if (r !== undefined) {
         this.control.restoreLatch(r);
         this.log.warn({ rack: name }, "leak latch restored from before the restart: rack isolated until an authorised reset");
       }
     }
     await this.control.start();
-    const ctlLog = this.logs.module("control");
-    if (this.control.schedFifo === "on") ctlLog.info("control thread running SCHED_FIFO");
+    if (this.control.schedFifo === "on") this.logs.module("control").info("control thread running SCHED_FIFO");
     this.running = true;
     // Until inputs arrive every loop is in fail-safe: the first writes put every actuator in its
     // declared safe state before any valid data exists.
     this.driver.setHealthGate(() => this.healthy());
-    this.driver.points.subscribe((p) => this.onPoint(p));
-    this.ingest?.points.subscribe((p) => this.onPoint(p));
+    this.points.subscribe((p) => this.onPoint(p));
     this.driver.start();
     this.ingest?.start();
     this.writeActuators();
     this.timers.push(setInterval(() => this.supervise(), c.supervisor.periodMs));
-    this.timers.push(setInterval(() => this.writeActuators(), 50));
+    this.timers.push(setInterval(() => this.writeActuators(), ACTUATOR_PASS_MS));
     void this.interlockWatch();
     this.emit({ type: "agent.started" });
   }
 
   private onPoint(p: Point): void {
-    const idx = this.routes.get(p.id);
-    if (idx === undefined) return;
-    // good: the sample; invalid: NaN now (rejected by the hot path); a communication failure:
-    // nothing, so the sample ages and the hot path's stale check fails the loop safe in time
-    if (p.quality !== "good" && p.quality !== "invalid") return;
-    const value = p.quality === "good" ? p.value : NaN;
-    const sourceTimeMs = p.quality === "good" ? p.sourceTimeMs : monoMs();
-    for (const i of idx) this.control.writeSample(i, value, sourceTimeMs);
-    // a leak sensor that changed (wet, dry, cable fault, unreadable) is decided now, not at the
-    // next tick: the isolation valves' close commands leave up to a period sooner
-    const lastLeak = this.leakPoints.get(p.id);
-    if (lastLeak !== undefined && !Object.is(lastLeak, value)) {
-      this.leakPoints.set(p.id, value);
-      this.control.tickNow();
-    }
+    // a leak input that changed is decided now, not at the next tick: the isolation valves'
+    // close commands leave up to a period sooner
+    if (this.wiring.routeSample(p, this.control, monoMs())) this.control.tickNow();
   }
 
   /** Wakes on every interlock change the worker signals and writes the actuators at once. */
@@ -278,8 +210,17 @@ export class Agent {
     }
   }
 
-  private setOutput(id: string | undefined, v: number): void {
-    if (id === undefined || !Number.isFinite(v)) return;
+  /** Sends the actuator commands for `o` (by default, the control thread's outputs read now). */
+  private writeActuators(o: ControlOutputs | undefined = this.control.outputs()): void {
+    if (!this.running) return;
+    if (o === undefined) return;
+    this.outputs = o;
+    if (this.stopping) return;
+    this.wiring.writeActuators(o, this.decisions, this);
+  }
+
+  /** The wiring's output sink: the Modbus driver, with a failed write logged rather than thrown. */
+  setOutput(id: string, v: number): void {
     try {
       this.driver.setOutput(id, v);
     } catch (err) {
@@ -287,32 +228,8 @@ export class Agent {
     }
   }
 
-  /** Sends the actuator commands for `o` (by default, the control thread's outputs read now). */
-  private writeActuators(o: ControlOutputs | undefined = this.control.outputs()): void {
-    if (!this.running) return;
-    if (o === undefined) return;
-    this.outputs = o;
-    if (this.stopping) return;
-    const c = this.config;
-    const lay = this.layout;
-    const d = this.decisions;
-    const set = (id: string | undefined, v: number): void => this.setOutput(id, v);
-    // isolation valves first: on a leak they must not queue behind the rack's valve write
-    c.racks.forEach((r, i) => {
-      set(r.outputs.supplyIsolation, o.rackSupplyOpen[i]);
-      set(r.outputs.returnIsolation, o.rackReturnOpen[i]);
-    });
-    c.racks.forEach((r, i) => {
-      set(r.outputs.valve, Math.round(o.loopOut[lay.rackLoops[i]] * 10) / 10);
-      set(r.outputs.powerOff, d.rackPowerOff[i] ? 1 : 0);
-      if (c.supervisor.powerBudget.writeCaps) set(r.outputs.powerCap, Math.round(d.powerCapsKw[i] * 10) / 10);
-    });
-    set(c.cdu.outputs.pumpSpeed, Math.round(o.loopOut[lay.pumpLoop] * 10) / 10);
-    set(c.cdu.outputs.pumpEnable, d.pumpEnable ? 1 : 0);
-  }
-
   private reading(bankIndex: number, pointId: string, o: ControlOutputs | undefined): Reading {
-    const p = this.driver.points.get(pointId) ?? this.ingest?.points.get(pointId);
+    const p = this.points.get(pointId);
     const good = o !== undefined && o.pointQuality[bankIndex] === 0 && p !== undefined;
     if (good) return { value: p.value, good };
     // the hot path's verdict, then what the driver saw (its quality and, say, a failure current)
@@ -329,7 +246,7 @@ export class Agent {
     for (const l of this.leases.expire(now)) {
       this.loopSp[l.loop] = this.spDefault[l.loop];
       this.control.setSetpoint(l.loop, this.spDefault[l.loop]);
-      this.emit({ type: "setpoint.expired", loop: this.loopName(l.loop), value: this.spDefault[l.loop] });
+      this.emit({ type: "setpoint.expired", loop: this.layout.loopName(l.loop), value: this.spDefault[l.loop] });
     }
     const fresh = this.control.outputs();
     const o = fresh ?? this.outputs;
@@ -339,13 +256,13 @@ export class Agent {
       this.writeActuators(fresh);
       this.saveLatches(o);
     }
-    for (const [id, p] of this.problems) this.supervisor.alarms.update(id, p.message !== null, { severity: p.severity, source: p.source, message: p.message ?? "resolved" });
+    this.problems.updateAlarms(this.supervisor.alarms);
     const overruns = this.control.overruns;
     const stats = this.driver.stats();
     const lay = this.layout;
     this.decisions = this.supervisor.evaluate({
       nowMs: now,
-      controlHealthy: this.control.healthy(Math.max(50, 20 * c.control.periodMs)),
+      controlHealthy: this.control.healthy(this.controlMaxAgeMs()),
       overrunsDelta: overruns - this.lastOverruns,
       loopStatus: o?.loopStatus ?? [],
       loopOut: o?.loopOut ?? [],
@@ -369,36 +286,12 @@ export class Agent {
     this.lastOverruns = overruns;
   }
 
-  loopName(loop: number): string {
-    return loop < this.config.racks.length ? `${this.config.racks[loop].name}.valve` : "cdu.pump";
-  }
-
-  // ---- operations the uplink's commands map onto -----------------------------------------------
-
-  rackIndex(name: string): number {
-    const i = this.config.racks.findIndex((r) => r.name === name);
-    if (i < 0) throw new Error(`no rack "${name}"`);
-    return i;
-  }
-
-  /** The loop index for a loop name as alarms and events use it (`<rack>.valve`, `cdu.pump`). */
-  loopIndex(name: string): number {
-    for (let loop = 0; loop <= this.config.racks.length; loop++) if (this.loopName(loop) === name) return loop;
-    throw new Error(`no loop "${name}"`);
-  }
-
-  /** Raises (message set) or clears (message null) an alarm for a condition outside the loops. */
   reportProblem(id: string, p: ProblemReport): void {
-    // a failing write is reported on every attempt (a full disk: each telemetry period); log it
-    // once per change of message, not every time
-    if (p.message !== null && p.message !== this.problems.get(id)?.message) this.log.error({ alarm: id }, p.message);
-    this.problems.set(id, p);
+    this.problems.reportProblem(id, p);
   }
 
-  /** Clears a problem's condition (its alarm then clears after the dwell); a no-op if none is raised. */
   resolveProblem(id: string): void {
-    const p = this.problems.get(id);
-    if (p !== undefined && p.message !== null) this.problems.set(id, { ...p, message: null });
+    this.problems.resolveProblem(id);
   }
 
   /**
@@ -416,7 +309,7 @@ export class Agent {
   /** Acknowledges an alarm; a one-off problem's alarm is thereby resolved. */
   acknowledgeAlarm(id: string, by: string): boolean {
     const known = this.supervisor.alarms.acknowledge(id, by);
-    if (known && this.problems.get(id)?.untilAcknowledged === true) this.resolveProblem(id);
+    if (known) this.problems.acknowledged(id);
     return known;
   }
 
@@ -427,12 +320,11 @@ export class Agent {
     this.supervisor.setPowerBudget(kw);
   }
 
-  /** Everything mission control needs to rebuild its picture of the pod. */
   snapshot(): Record<string, unknown> {
     return {
       status: this.status(),
       alarms: this.supervisor.alarms.active(),
-      setpointLeases: this.leases.all().map((l) => ({ loop: this.loopName(l.loop), value: l.value, expiresInMs: Math.max(0, Math.round(l.expiresAtMs - monoMs())), by: l.by })),
+      setpointLeases: this.leases.all().map((l) => ({ loop: this.layout.loopName(l.loop), value: l.value, expiresInMs: Math.max(0, Math.round(l.expiresAtMs - monoMs())), by: l.by })),
       powerBudgetKw: this.supervisor.powerBudgetKw,
       configHash: this.configHash,
     };
@@ -472,8 +364,7 @@ export class Agent {
     return "timeout";
   }
 
-  /** Records an operator action as an event (and so in the log and on the events topic). */
-  audit(a: Omit<Extract<AgentEvent, { type: "command.audit" }>, "type">): void {
+  audit(a: AuditRecord): void {
     this.emit({ type: "command.audit", ...a });
   }
 
@@ -487,39 +378,17 @@ export class Agent {
   }
 
   status(): PodStatus {
-    const o = this.outputs ?? this.control.outputs();
-    const c = this.config;
-    const lay = this.layout;
-    const val = (id: string): number => this.driver.points.get(id)?.value ?? this.ingest?.points.get(id)?.value ?? NaN;
+    const view = {
+      outputs: this.outputs ?? this.control.outputs(),
+      decisions: this.decisions,
+      value: (id: string): number => this.points.get(id)?.value ?? NaN,
+      setpoints: this.loopSp,
+    };
     const ct = this.control;
     return {
       mode: this.supervisor.mode,
-      racks: c.racks.map((r, i) => {
-        const state = o?.rackState[i] ?? 0;
-        const rs = o?.rackStatus[i] ?? 0;
-        return {
-          name: r.name,
-          returnTempC: val(r.points.returnTempC),
-          supplyTempC: val(r.points.supplyTempC),
-          flowLpm: val(r.points.flowLpm),
-          powerKw: val(r.points.powerKw),
-          powerCapKw: this.decisions.powerCapsKw[i],
-          valvePct: o?.loopOut[lay.rackLoops[i]] ?? NaN,
-          supplyIsolationOpen: o?.rackSupplyOpen[i] === 1,
-          returnIsolationOpen: o?.rackReturnOpen[i] === 1,
-          isolation: ISOLATION[state] ?? "Normal",
-          leak: state !== L.RACK_NORMAL || rs & L.RS_LEAK_WET ? "Critical" : rs & L.RS_LEAK_SENSOR_FAULT ? "Warning" : "OK",
-          loopStatus: o?.loopStatus[lay.rackLoops[i]] ?? 0,
-          setpointC: this.loopSp[i],
-        };
-      }),
-      pump: {
-        speedCmdPct: o?.loopOut[lay.pumpLoop] ?? NaN,
-        dpKpa: val(c.cdu.points.dpKpa),
-        enabled: this.decisions.pumpEnable,
-        loopStatus: o?.loopStatus[lay.pumpLoop] ?? 0,
-        setpointKpa: this.loopSp[lay.pumpLoop],
-      },
+      racks: rackStatuses(this.config, this.layout, view),
+      pump: pumpStatus(this.config, this.layout, view),
       control: {
         ticks: ct.ticks,
         overruns: ct.overruns,
@@ -532,14 +401,28 @@ export class Agent {
     };
   }
 
+  controlStats(): ReturnType<PodDiagnostics["controlStats"]> {
+    const ct = this.control;
+    return { ticks: ct.ticks, urgentTicks: ct.urgentTicks, overruns: ct.overruns, maxLatenessUs: ct.maxLatenessUs, lateness: ct.latenessHistogram() };
+  }
+
+  modbusStats(): ReturnType<ModbusDriver["stats"]> {
+    return this.driver.stats();
+  }
+
+  ingestStats(): ReturnType<PodDiagnostics["ingestStats"]> {
+    const i = this.ingest;
+    return i === null ? null : { connected: i.connected, messages: i.messages, rejected: i.rejected, retainedIgnored: i.retainedIgnored, outOfOrder: i.outOfOrder, silentBrokerDrops: i.silentBrokerDrops };
+  }
+
   /** New tuning in place (same structure): gains, limits, checks, thresholds, setpoint defaults. */
   applyTuning(next: AgentConfig): void {
     if (!sameStructure(this.config, next)) throw new Error("structure changed: a restart is needed");
-    this.control.patch(podBankSpec(podControlFromConfig(next), this.layout));
-    this.supervisor.reconfigure(next);
+    this.control.patch(podBankSpec(next.control, this.layout));
+    this.supervisor.reconfigure(next.supervisor);
     Object.assign(this.config, { control: next.control, supervisor: next.supervisor, log: next.log });
-    const defaults = [...next.racks.map(() => next.control.returnTempSetpointC), next.control.dpSetpointKpa];
-    defaults.forEach((sp, loop) => {
+    this.limits_ = commandLimits(this.config);
+    defaultSetpoints(next.control, this.layout).forEach((sp, loop) => {
       this.spDefault[loop] = sp;
       if (this.leases.get(loop) === undefined) {
         this.loopSp[loop] = sp;
@@ -573,21 +456,15 @@ export class Agent {
 
   private async driveSafe(timeoutMs: number): Promise<void> {
     const c = this.config;
-    const o = this.control.outputs() ?? this.outputs;
-    const rl = c.control.rackLoop;
-    const pl = c.control.pumpLoop;
     const writes: string[] = [];
-    const set = (id: string | undefined, v: number): void => {
-      if (id === undefined) return;
+    for (const w of this.wiring.safeWrites(this.control.outputs() ?? this.outputs, c.control.rackLoop, c.control.pumpLoop)) {
       try {
-        this.driver.setOutput(id, Math.round(v * 10) / 10);
-        writes.push(id);
+        this.driver.setOutput(w.id, w.value);
+        writes.push(w.id);
       } catch (err) {
-        this.log.error({ err }, `cannot write ${id} safe`);
+        this.log.error({ err }, `cannot write ${w.id} safe`);
       }
-    };
-    c.racks.forEach((r, i) => set(r.outputs.valve, safeValue(rl.safeOnSensorFault, rl.outMin, rl.outMax, o?.loopOut[this.layout.rackLoops[i]] ?? NaN)));
-    set(c.cdu.outputs.pumpSpeed, safeValue(pl.safeOnSensorFault, pl.outMin, pl.outMax, o?.loopOut[this.layout.pumpLoop] ?? NaN));
+    }
     const t0 = monoMs();
     const done = (): boolean =>
       writes.every((id) => {

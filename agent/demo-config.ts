@@ -2,6 +2,7 @@
 // simulator on other ports: the demo, the tests and the benchmarks all start from it.
 import { readFileSync } from "node:fs";
 import { parseYaml } from "../lib/config-file.js";
+import { validateAgentConfig, type AgentConfig } from "./config/load.js";
 import { RETURN_TX_RANGE_C } from "../sim/devices/pod-devices.js";
 
 export const DEMO_AGENT_CONFIG = "configs/demo-pod.yaml";
@@ -21,6 +22,16 @@ export function demoConfigData(portOf?: (device: string) => number | undefined, 
     }
   }
   return data;
+}
+
+/**
+ * The demo pod's config, validated with the schema's defaults filled in: the daemon's own
+ * tuning, for the virtual pod, the benches and the tests. `patch` edits the data first.
+ */
+export function demoAgentConfig(patch?: (data: DemoConfigData) => void): AgentConfig {
+  const data = demoConfigData();
+  patch?.(data);
+  return validateAgentConfig(data, DEMO_AGENT_CONFIG);
 }
 
 /**

@@ -2,12 +2,10 @@
 // Read it with `journalctl -u podwarden -o cat | npx pino-pretty` (docs/operations.md).
 import { pino, type Logger, type DestinationStream } from "pino";
 
-export type { Logger };
+import type { LogConfig } from "./log-schema.js";
 
-export interface LogConfig {
-  level: string;
-  modules: Record<string, string>;
-}
+export type { Logger };
+export type { LogConfig };
 
 export class Logs {
   readonly root: Logger;

@@ -11,7 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { ControlThread } from "../agent/control/control-thread.js";
-import { DEFAULT_POD_CONTROL, podBankSpec } from "../agent/pod-bank.js";
+import { demoAgentConfig } from "../agent/demo-config.js";
+import { podBankSpec } from "../pod/bank.js";
+import { podLayout } from "../pod/layout.js";
 import { demoConfigData } from "../agent/demo-config.js";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import { shebangNodeFlags } from "../lib/node-flags.js";
@@ -57,7 +59,7 @@ function loadMainThread(): () => void {
 }
 
 async function tickLateness(seconds: number): Promise<{ row: LatenessRow; sched: string }> {
-  const ct = new ControlThread(podBankSpec(DEFAULT_POD_CONTROL), { periodMs: 1, schedFifo: true, schedPriority: 40, warmupTicks: 20000 });
+  const ct = new ControlThread(podBankSpec(demoAgentConfig().control, podLayout(demoAgentConfig())), { periodMs: 1, schedFifo: true, schedPriority: 40, warmupTicks: 20000 });
   await ct.start();
   ct.latenessHistogram().reset(); // drop the start-up ticks
   const stopLoad = loadMainThread();

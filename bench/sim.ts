@@ -4,7 +4,7 @@
 import { createHistogram } from "node:perf_hooks";
 import { ServerTCP } from "modbus-serial";
 import { ModbusClient } from "../drivers/modbus/modbus-serial.js";
-import { DEFAULT_POD_CONTROL } from "../agent/pod-bank.js";
+import { demoAgentConfig } from "../agent/demo-config.js";
 import { freePort } from "../lib/free-port.js";
 import { simConfig } from "../sim/config.js";
 import { PodSim } from "../sim/pod-sim.js";
@@ -26,7 +26,7 @@ export interface SimResult {
 function virtualSpeed(plantS: number): SimResult["virtual"] {
   const vp = new VirtualPod(
     simConfig({ plant: { load: { profile: "training", lowPct: 30, highPct: 95, periodS: 60 } } }),
-    DEFAULT_POD_CONTROL,
+    demoAgentConfig(),
   );
   vp.run(10); // warm-up: JIT tiers
   const t0 = performance.now();

@@ -10,50 +10,11 @@
 // an older reading never replaces a newer one.
 import mqtt, { type MqttClient } from "mqtt";
 import { monoMs } from "../lib/clock.js";
-import { disableNagle, mqttConnectionOptions, watchBrokerSilence, type MqttConnectionConfig } from "../lib/mqtt-connection.js";
-import { PointStore, type Quality } from "./points.js";
+import { disableNagle, mqttConnectionOptions, watchBrokerSilence } from "../lib/mqtt-connection.js";
+import type { IngestConfig, IngestPointConfig } from "./mqtt-ingest-schema.js";
 
-export interface IngestPointConfig {
-  id: string;
-  topic: string;
-  /** dotted path into the JSON payload, with [n] for array items; empty = the payload is the number */
-  path: string;
-  /** path to the sample's source time in the payload; absent = the arrival time */
-  timePath?: string;
-  /** a numeric source time is epoch milliseconds ("ms") or seconds ("s") */
-  timeUnit: "ms" | "s";
-  unit?: string;
-  staleMs: number;
-  scale: number;
-  offset: number;
-}
-
-export interface IngestConfig extends MqttConnectionConfig {
-  /** a source time further ahead of this controller's wall clock than this is invalid, ms */
-  maxClockSkewMs: number;
-  points: IngestPointConfig[];
-}
-
-export const MQTT_INGEST_POINT_SCHEMA = {
-  type: "object",
-  additionalProperties: false,
-  required: ["id", "topic"],
-  properties: {
-    id: { type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: "point id" },
-    topic: { type: "string", minLength: 1, description: "topic filter (+ and # allowed)" },
-    path: { type: "string", default: "", description: "JSON path: a.b[0].c; empty = bare number payload" },
-    timePath: {
-      type: "string",
-      minLength: 1,
-      description: "JSON path to the sample's source time (epoch number, or ISO 8601 with a zone): its age counts from then, and retained messages are used; absent = arrival time, retained messages ignored",
-    },
-    timeUnit: { enum: ["ms", "s"], default: "ms", description: "unit of a numeric source time (epoch ms or s)" },
-    unit: { type: "string", description: "engineering unit" },
-    staleMs: { type: "integer", minimum: 10, maximum: 86_400_000, default: 5000, description: "stale after this long without a message, ms" },
-    scale: { type: "number", default: 1, description: "engineering = value × scale + offset" },
-    offset: { type: "number", default: 0, description: "engineering = value × scale + offset" },
-  },
-};
+export type { IngestConfig, IngestPointConfig } from "./mqtt-ingest-schema.js";
+import { PointStore, type Quality } from "../lib/points.js";
 
 /** The wall-clock ms of a payload's source time: an epoch number in `unit`, or ISO 8601 with a zone; NaN otherwise. */
 export function sourceTimeMs(raw: unknown, unit: "ms" | "s"): number {
@@ -89,7 +50,6 @@ export function jsonPath(value: unknown, path: string): unknown {
 }
 
 export class MqttIngest {
-  readonly points = new PointStore();
   private client: MqttClient | null = null;
   private staleTimer: NodeJS.Timeout | null = null;
   messages = 0;
@@ -107,6 +67,8 @@ export class MqttIngest {
     private readonly c: IngestConfig,
     /** told when a silent broker's connection is given up (the client then reconnects on its own) */
     private readonly onSilentBroker: (silentMs: number) => void = () => undefined,
+    /** where points are published; one store serves every driver of an agent */
+    readonly points: PointStore = new PointStore(),
   ) {}
 
   start(): void {

@@ -1,7 +1,7 @@
 // Which generated sections each doc has, and their content from the code.
 import { AGENT_SCHEMA } from "../agent/config/schema.js";
 import { MODBUS_SCHEMA } from "../drivers/modbus/config.js";
-import { MQTT_INGEST_POINT_SCHEMA } from "../drivers/mqtt-ingest.js";
+import { MQTT_INGEST_POINT_SCHEMA } from "../drivers/mqtt-ingest-schema.js";
 import { schemaTable } from "../lib/schema-doc.js";
 import { SIM_SCHEMA } from "../sim/config.js";
 import { FAULT_ACTION_SCHEMA } from "../sim/faults.js";

@@ -1,17 +1,29 @@
-// Virtual time: the real WASM hot path and the plant model in lockstep, with no I/O.
+// Virtual time: the daemon's own pod stage and the real WASM hot path against the plant model,
+// in lockstep, with no I/O.
 //
-// Each 1 ms tick: due sensor samples go into the bank (read through the simulated devices, so
-// injected sensor faults apply), the hot path steps, its outputs are written to the devices as
-// the agent would write them over Modbus (with the lease heartbeat), and the plant advances.
+// Each 1 ms tick: each polling group due reads its device through the simulated device's own
+// request handling (so offline devices, exceptions and injected sensor faults apply) with the
+// daemon's Modbus point config; the pod wiring routes the samples into the bank; the hot path
+// steps; every ACTUATOR_PASS_MS, and at once on an interlock change, the pod wiring computes the
+// actuator writes (safety first, rounded, with power caps and the pump enable) and they are sent
+// to the devices as the driver would send them, with the lease heartbeat; the plant advances.
 // Seeded and deterministic: the same config, seed and scenario give the same trace.
 import * as L from "../hotpath-as/assembly/layout.js";
 import { loadBank, writeSample } from "../hotpath-as/bank-config.js";
 import type { HotPath } from "../hotpath-as/views.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
-import { podBankSpec, podLayout, type PodControl, type PodLayout } from "../agent/pod-bank.js";
+import { encodeRequest, parseResponse } from "../drivers/modbus/master-pdu.js";
+import type { DeviceConfig, ModbusConfig, OutputConfig } from "../drivers/modbus/config.js";
+import { planReads, type ReadBlock } from "../drivers/modbus/plan.js";
+import { FC } from "../drivers/modbus/protocol.js";
+import type { ModbusRequest } from "../drivers/modbus/types.js";
+import { decodePoint, encodeOutput, writeRequest } from "../drivers/modbus/values.js";
+import { podBankSpec } from "../pod/bank.js";
+import type { PodConfig } from "../pod/config.js";
+import { podLayout, type PodLayout } from "../pod/layout.js";
+import { ACTUATOR_PASS_MS, InterlockChangeDetector, PodWiring, type OutputSink, type PodDecisions, type PodOutputs, type SampleSink } from "../pod/wiring.js";
 import type { SimConfig } from "./config.js";
 import type { FieldDevice } from "./devices/field-device.js";
-
 import { PodSim } from "./pod-sim.js";
 import type { Scenario } from "./scenario.js";
 
@@ -23,91 +35,166 @@ export interface TraceRow {
   racks: { ret: number; valve: number; flow: number; power: number; state: number; status: number }[];
 }
 
-export interface VirtualOptions {
-  tickMs: number;
-  /** how often each sensor is sampled, ms (a field bus is slower than the tick) */
-  sampleMs: number;
-  /** leak sensors' sampling period, ms */
-  leakSampleMs: number;
-  traceEveryS: number;
+/** A write that reached a simulated device: what the wiring sent, in engineering units. */
+export interface DeviceWrite {
+  /** plant time, ms */
+  tMs: number;
+  /** the output id (device.output) */
+  id: string;
+  value: number;
 }
 
-const DEFAULTS: VirtualOptions = { tickMs: 1, sampleMs: 100, leakSampleMs: 100, traceEveryS: 1 };
+/** What the virtual pod runs: the daemon's pod section and Modbus devices (an agent config is one). */
+export interface VirtualPodConfig extends PodConfig {
+  modbus: Pick<ModbusConfig, "devices" | "groups">;
+  supervisor?: { powerBudget: { writeCaps: boolean } };
+}
+
+export interface VirtualOptions {
+  tickMs: number;
+  traceEveryS: number;
+  /** keep every device write in `writes` (tests of write order) */
+  recordWrites: boolean;
+}
+
+const DEFAULTS: VirtualOptions = { tickMs: 1, traceEveryS: 1, recordWrites: false };
 
 const round = (x: number, digits = 6): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
-export class VirtualPod {
+type SimDevice = FieldDevice<unknown>;
+
+interface GroupPoll {
+  device: SimDevice;
+  deviceName: string;
+  blocks: ReadBlock[];
+  periodMs: number;
+  nextMs: number;
+}
+
+interface OutputSlot {
+  device: SimDevice;
+  config: OutputConfig;
+  lastRaw: number[] | null;
+}
+
+const sameWords = (a: number[] | null, b: number[]): boolean => a !== null && a.length === b.length && a.every((x, i) => x === b[i]);
+
+export class VirtualPod implements SampleSink, OutputSink {
   readonly sim: PodSim;
   readonly hp: HotPath;
   readonly trace: TraceRow[] = [];
   readonly layout: PodLayout;
+  readonly wiring: PodWiring;
+  /** every write sent to a device, with recordWrites */
+  readonly writes: DeviceWrite[] = [];
+  /** what the supervisor decided (power caps, power-off, pump enable): a test or a caller sets it */
+  decisions: PodDecisions;
   private readonly opts: VirtualOptions;
   private readonly plantEvery: number;
+  private readonly polls: GroupPoll[] = [];
+  private readonly outputs = new Map<string, OutputSlot>();
+  private readonly leases: { device: SimDevice; address: number; periodMs: number; nextMs: number }[] = [];
+  private readonly interlocks: InterlockChangeDetector;
+  private readonly hpOutputs: PodOutputs;
   private tick = 0;
-  private nextSampleMs = 0;
-  private nextLeakSampleMs = 0;
+  private nextActuateMs = 0;
   private nextTraceS = 0;
 
   constructor(
     config: SimConfig,
-    readonly control: PodControl,
+    pod: VirtualPodConfig,
     scenario?: Scenario,
     opts: Partial<VirtualOptions> = {},
     hp: HotPath = loadWasmHotPath("release"),
   ) {
     this.opts = { ...DEFAULTS, ...opts };
-    if (control.racks !== config.plant.racks) throw new Error(`control has ${control.racks} racks, plant ${config.plant.racks}`);
+    if (pod.racks.length !== config.plant.racks) throw new Error(`the pod config has ${pod.racks.length} racks, the plant ${config.plant.racks}`);
     this.plantEvery = Math.round((config.plant.dtS * 1000) / this.opts.tickMs);
     if (this.plantEvery < 1 || Math.abs(this.plantEvery * this.opts.tickMs - config.plant.dtS * 1000) > 1e-9) {
       throw new Error(`plant dt ${config.plant.dtS} s must be a whole number of ${this.opts.tickMs} ms ticks`);
     }
     this.sim = new PodSim(config, scenario);
     this.hp = hp;
-    this.layout = podLayout(control);
-    loadBank(hp, podBankSpec(control, this.layout));
+    this.layout = podLayout(pod);
+    this.wiring = new PodWiring(pod, this.layout, { writeCaps: pod.supervisor?.powerBudget.writeCaps ?? true });
+    this.decisions = this.wiring.initialDecisions();
+    this.interlocks = new InterlockChangeDetector(this.layout.loops, this.layout.racks.length);
+    loadBank(hp, podBankSpec(pod.control, this.layout));
+    const v = hp.views;
+    this.hpOutputs = { loopOut: v.loopF.out, rackSupplyOpen: v.rackI.supplyOpen, rackReturnOpen: v.rackI.returnOpen };
+    this.plan(pod.modbus);
+  }
+
+  /** The daemon's polling plan, less what the hot path does not read; its outputs; its leases. */
+  private plan(m: VirtualPodConfig["modbus"]): void {
+    const simDevices = new Map(this.sim.devices.all.map((d) => [d.name, d as SimDevice]));
+    const inputs = new Set(this.wiring.inputs);
+    for (const dc of m.devices) {
+      const device = simDevices.get(dc.name);
+      if (device === undefined) throw new Error(`the simulated pod has no device "${dc.name}"`);
+      for (const g of m.groups) {
+        const points = dc.points.filter((p) => p.group === g.name && inputs.has(`${dc.name}.${p.name}`));
+        const blocks = planReads(dc, points);
+        if (blocks.length > 0) this.polls.push({ device, deviceName: dc.name, blocks, periodMs: g.periodMs, nextMs: 0 });
+      }
+      for (const oc of dc.outputs) this.outputs.set(`${dc.name}.${oc.name}`, { device, config: oc, lastRaw: null });
+      this.addLease(device, dc);
+    }
+  }
+
+  private addLease(device: SimDevice, dc: DeviceConfig): void {
+    if (dc.lease !== undefined) this.leases.push({ device, address: dc.lease.address, periodMs: dc.lease.periodMs, nextMs: 0 });
   }
 
   get timeMs(): number {
     return this.tick * this.opts.tickMs;
   }
 
-  private sample(dev: FieldDevice<unknown>, name: string, point: number, now: number): void {
-    const e = dev.entry(name);
-    if (e === undefined) throw new Error(`${dev.name} has no ${name}`);
-    writeSample(this.hp.views, point, dev.reported(e), now);
+  /** One request to a simulated device, as the driver would send it; null when it did not answer. */
+  private request(device: SimDevice, req: ModbusRequest): number[] | null {
+    const res = device.respond(encodeRequest(req));
+    if (res === null) return null;
+    const o = parseResponse(req, res);
+    return o.ok ? o.data : null;
   }
 
-  private sampleAll(now: number, analog: boolean, leak: boolean): void {
-    const { racks, cdu } = this.sim.devices;
-    const lay = this.layout;
-    racks.forEach((dev, r) => {
-      const p = lay.racks[r];
-      if (analog) {
-        this.sample(dev, "returnTempC", p.returnTempC, now);
-        this.sample(dev, "supplyTempC", p.supplyTempC, now);
-        this.sample(dev, "flowLpm", p.flowLpm, now);
-        this.sample(dev, "powerKw", p.powerKw, now);
+  /** SampleSink: the wiring's routed samples go straight into the bank. */
+  writeSample(point: number, value: number, sourceTimeMs: number): void {
+    writeSample(this.hp.views, point, value, sourceTimeMs);
+  }
+
+  /** OutputSink: a changed value is written to its device, as the driver writes it. */
+  setOutput(id: string, value: number): void {
+    const out = this.outputs.get(id);
+    if (out === undefined) throw new Error(`no output "${id}"`);
+    const raw = encodeOutput(out.config, value);
+    if (sameWords(out.lastRaw, raw)) return;
+    if (this.opts.recordWrites) this.writes.push({ tMs: this.timeMs, id, value });
+    if (this.request(out.device, writeRequest(out.config, raw)) !== null) out.lastRaw = raw;
+  }
+
+  private poll(now: number): void {
+    for (const p of this.polls) {
+      if (now < p.nextMs) continue;
+      p.nextMs += p.periodMs;
+      for (const block of p.blocks) {
+        const data = this.request(p.device, block.request);
+        // no answer: nothing is routed, so the sample ages and the stale check fails its loops safe
+        if (data === null) continue;
+        for (const { point, offset } of block.points) {
+          const d = decodePoint(point, data, offset);
+          this.wiring.routeSample({ id: `${p.deviceName}.${point.name}`, value: d.value, sourceTimeMs: now, quality: d.quality }, this, now);
+        }
       }
-      if (leak) for (const l of p.leaks) this.sample(dev, "leakState", l, now);
-    });
-    if (analog) {
-      this.sample(cdu, "dpKpa", lay.cdu.dpKpa, now);
-      this.sample(cdu, "supplyTempC", lay.cdu.supplyTempC, now);
     }
   }
 
-  /** Writes the hot path's outputs to the devices, as the agent does over Modbus. */
-  private actuate(now: number): void {
-    const v = this.hp.views;
-    const { racks, cdu } = this.sim.devices;
-    racks.forEach((dev, r) => {
-      dev.ctx.valveCmdPct = v.loopF.out[this.layout.rackLoops[r]];
-      dev.ctx.supplyIsoOpen = v.rackI.supplyOpen[r] === 1;
-      dev.ctx.returnIsoOpen = v.rackI.returnOpen[r] === 1;
-      dev.ctx.wd.beat(now);
-    });
-    cdu.ctx.speedCmdPct = v.loopF.out[this.layout.pumpLoop];
-    cdu.ctx.wd.beat(now);
+  private heartbeats(now: number): void {
+    for (const l of this.leases) {
+      if (now < l.nextMs) continue;
+      l.nextMs += l.periodMs;
+      this.request(l.device, { fc: FC.WRITE_SINGLE_REGISTER, address: l.address, value: (now / l.periodMs) & 0xffff });
+    }
   }
 
   private record(): void {
@@ -135,13 +222,14 @@ export class VirtualPod {
     const dtS = this.opts.tickMs / 1000;
     for (let k = 0; k < ticks; k++) {
       const now = this.timeMs;
-      const analog = now >= this.nextSampleMs;
-      const leak = now >= this.nextLeakSampleMs;
-      if (analog) this.nextSampleMs += this.opts.sampleMs;
-      if (leak) this.nextLeakSampleMs += this.opts.leakSampleMs;
-      if (analog || leak) this.sampleAll(now, analog, leak);
+      this.poll(now);
       if (this.hp.step(now, dtS) !== L.STEP_OK) throw new Error(`hot path refused tick ${this.tick}`);
-      this.actuate(now);
+      // as the daemon: an interlock change is written at once, everything else every pass
+      if (this.interlocks.changed(this.hp.views) || now >= this.nextActuateMs) {
+        this.wiring.writeActuators(this.hpOutputs, this.decisions, this);
+        if (now >= this.nextActuateMs) this.nextActuateMs += ACTUATOR_PASS_MS;
+      }
+      this.heartbeats(now);
       this.tick++;
       if (this.tick % this.plantEvery === 0) this.sim.step();
       if (this.sim.plant.timeS >= this.nextTraceS) {
@@ -152,4 +240,3 @@ export class VirtualPod {
     }
   }
 }
-

@@ -8,7 +8,14 @@ import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { ControlThread } from "../agent/control/control-thread.js";
-import { DEFAULT_POD_CONTROL, podBankSpec, podLayout } from "../agent/pod-bank.js";
+import { demoAgentConfig } from "../agent/demo-config.js";
+import { podBankSpec } from "../pod/bank.js";
+import { podLayout } from "../pod/layout.js";
+
+/** The demo daemon's own pod: its layout and its tuning (the schema's defaults and the demo's keys). */
+const DEMO = demoAgentConfig();
+const DEFAULT_POD_CONTROL = DEMO.control;
+const demoSpec = (control = DEMO.control): ReturnType<typeof podBankSpec> => podBankSpec(control, podLayout(DEMO));
 import { monoMs } from "../lib/clock.js";
 import { LogHistogram, bucketLow, bucketOf } from "../lib/log-histogram.js";
 import { warmupSamples, warmupSpec } from "../agent/control/warmup.js";
@@ -24,7 +31,7 @@ afterEach(async () => {
 });
 
 async function started(): Promise<ControlThread> {
-  const ct = new ControlThread(podBankSpec(DEFAULT_POD_CONTROL), { periodMs: 1, schedFifo: false, schedPriority: 40, warmupTicks: 2000 });
+  const ct = new ControlThread(demoSpec(), { periodMs: 1, schedFifo: false, schedPriority: 40, warmupTicks: 2000 });
   threads.push(ct);
   await ct.start();
   return ct;
@@ -62,9 +69,12 @@ describe("control worker", () => {
     const script = `
       import { compileHotPath } from ${dist("hotpath-as/wasm-bank.js")};
       import { ControlThread } from ${dist("agent/control/control-thread.js")};
-      import { DEFAULT_POD_CONTROL, podBankSpec } from ${dist("agent/pod-bank.js")};
+      import { demoAgentConfig } from ${dist("agent/demo-config.js")};
+      import { podBankSpec } from ${dist("pod/bank.js")};
+      import { podLayout } from ${dist("pod/layout.js")};
+      const demo = demoAgentConfig();
       const logs = [];
-      const ct = new ControlThread(podBankSpec(DEFAULT_POD_CONTROL), { periodMs: 1, schedFifo: false, schedPriority: 40, warmupTicks: 200, onLog: (level, message) => logs.push(level + ": " + message) });
+      const ct = new ControlThread(podBankSpec(demo.control, podLayout(demo)), { periodMs: 1, schedFifo: false, schedPriority: 40, warmupTicks: 200, onLog: (level, message) => logs.push(level + ": " + message) });
       await ct.start();
       const t0 = ct.ticks;
       await new Promise((r) => setTimeout(r, 200));
@@ -87,7 +97,7 @@ describe("control worker", () => {
     const ct = await started();
     expect(ct.outputs()!.loopStatus[0] & L.LS_INTERLOCK_FAILSAFE).toBeTruthy();
     expect(ct.outputs()!.loopOut[0]).toBe(DEFAULT_POD_CONTROL.rackLoop.outMax); // fail-open
-    const lay = podLayout(DEFAULT_POD_CONTROL);
+    const lay = podLayout(DEMO);
     const feed = (): void => {
       for (let i = 0; i < lay.points; i++) ct.writeSample(i, lay.racks.some((r) => r.leaks.includes(i)) ? 0 : 40, monoMs());
     };
@@ -114,7 +124,7 @@ describe("control worker", () => {
 
   it("applies setpoint, mode and isolation commands, and a config patch, through shared memory", async () => {
     const ct = await started();
-    const lay = podLayout(DEFAULT_POD_CONTROL);
+    const lay = podLayout(DEMO);
     const feed = setInterval(() => {
       for (let i = 0; i < lay.points; i++) ct.writeSample(i, lay.racks.some((r) => r.leaks.includes(i)) ? 0 : 40, monoMs());
     }, 20);
@@ -132,7 +142,7 @@ describe("control worker", () => {
     await waitFor(() => ct.outputs()!.loopOut[0] === 42 && ct.outputs()!.rackSupplyOpen[1] === 0, "commands applied");
     expect(ct.outputs()!.loopStatus[1] & L.LS_MANUAL_ISOLATE).toBeTruthy();
     ct.setManualIsolate(1, false);
-    const spec = podBankSpec({ ...DEFAULT_POD_CONTROL, rackLoop: { ...DEFAULT_POD_CONTROL.rackLoop, outMax: 30 } });
+    const spec = demoSpec({ ...DEFAULT_POD_CONTROL, rackLoop: { ...DEFAULT_POD_CONTROL.rackLoop, outMax: 30 } });
     ct.patch(spec);
     await waitFor(() => ct.patchApplied(), "patch applied");
     // the new envelope holds at once: no rack valve above 30 %
@@ -143,10 +153,10 @@ describe("control worker", () => {
   it("ticks at once when a leak input changes (tickNow), once per period at most", async () => {
     // a one-minute period: no regular tick can come during the test, so only an urgent tick can isolate
     const control = { ...DEFAULT_POD_CONTROL, points: { ...DEFAULT_POD_CONTROL.points, leak: { ...DEFAULT_POD_CONTROL.points.leak, debounceFault: 1 } } };
-    const ct = new ControlThread(podBankSpec(control), { periodMs: 60_000, schedFifo: false, schedPriority: 40, warmupTicks: 200 });
+    const ct = new ControlThread(demoSpec(control), { periodMs: 60_000, schedFifo: false, schedPriority: 40, warmupTicks: 200 });
     threads.push(ct);
     await ct.start();
-    const lay = podLayout(control);
+    const lay = podLayout(DEMO);
     const regular = ct.latenessHistogram().total();
     expect(ct.ticks).toBe(1); // the first tick, at start
     expect(ct.outputs()!.rackSupplyOpen[2]).toBe(1);
@@ -193,7 +203,7 @@ describe("log histogram", () => {
 describe("feed-forward on the pod, in virtual time", () => {
   it("beats PID alone when one rack's load steps from 20 % to 100 %", () => {
     const peak = (kff: number): { peak: number; final: number } => {
-      const vp = new VirtualPod(simConfig({ plant: { load: { profile: "scripted", pct: 20 } } }), { ...DEFAULT_POD_CONTROL, rackLoop: { ...DEFAULT_POD_CONTROL.rackLoop, kff } });
+      const vp = new VirtualPod(simConfig({ plant: { load: { profile: "scripted", pct: 20 } } }), { ...DEMO, control: { ...DEFAULT_POD_CONTROL, rackLoop: { ...DEFAULT_POD_CONTROL.rackLoop, kff } } });
       vp.run(400);
       vp.sim.inject({ load: "rack-4", pct: 100 });
       let worst = 0;

@@ -4,11 +4,12 @@ import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { AlarmManager, type AlarmEvent } from "../agent/supervisor/alarms.js";
 import { heatBalance } from "../agent/supervisor/heat-balance.js";
-import { COOLANT_KJ_PER_L_K } from "../lib/coolant.js";
+import { COOLANT_KJ_PER_L_K } from "../pod/coolant.js";
 import { allocatePower, type RackPowerDemand } from "../agent/supervisor/power-budget.js";
 import { SetpointLeases } from "../agent/supervisor/setpoints.js";
 import { Supervisor, type SupervisorEvent, type SupervisorInputs } from "../agent/supervisor/supervisor.js";
 import { loadAgentConfig } from "../agent/config/load.js";
+import { podLayout } from "../pod/layout.js";
 import { Prng } from "../sim/prng.js";
 
 describe("alarm lifecycle", () => {
@@ -136,6 +137,7 @@ describe("setpoint leases", () => {
 
 describe("supervisor", () => {
   const config = loadAgentConfig("configs/demo-pod.yaml").config;
+  const supervisor = (emit: (e: SupervisorEvent) => void, now: () => number): Supervisor => new Supervisor(config.supervisor, config, podLayout(config), emit, now);
   const good = (value: number) => ({ value, good: true });
   type Rack = SupervisorInputs["racks"][number];
   const inputs = (over: Partial<SupervisorInputs> = {}): SupervisorInputs & { racks: Rack[] } => ({
@@ -156,7 +158,7 @@ describe("supervisor", () => {
   it("runs, degrades on an alarm, and fails safe when the control loop stops", () => {
     const events: SupervisorEvent[] = [];
     const clock = { t: 0 };
-    const s = new Supervisor(config, (e) => events.push(e), () => clock.t);
+    const s = supervisor((e) => events.push(e), () => clock.t);
     s.evaluate(inputs());
     expect(s.mode).toBe("Running");
     const hot = inputs();
@@ -170,7 +172,7 @@ describe("supervisor", () => {
   });
 
   it("names the bad input of a loop in fail-safe, and why: a rack loop's PV and feed-forward, the pump loop's PV", () => {
-    const s = new Supervisor(config, () => undefined, () => 0);
+    const s = supervisor(() => undefined, () => 0);
     const i = inputs({ loopStatus: [...new Array<number>(8).fill(L.LS_AUTOMATIC), L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD], cduDpKpa: { value: NaN, good: false, why: "cdu.dpKpa: stale, timeout" } });
     (i.loopStatus as number[])[2] = L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD | L.LS_FF_BAD;
     i.racks[2] = { ...i.racks[2], returnTempC: { value: NaN, good: false, why: "rack-3.returnTempTx: no usable value, invalid (loop current 0.00 mA)" }, powerKw: { value: 10, good: false, why: "rack-3.powerKw: out of range" } };
@@ -186,7 +188,7 @@ describe("supervisor", () => {
   });
 
   it("keeps an over-temperature tier until the temperature falls below it by the hysteresis", () => {
-    const s = new Supervisor(config, () => undefined, () => 0);
+    const s = supervisor(() => undefined, () => 0);
     const at = (t: number): string | undefined => {
       const i = inputs();
       i.racks[0] = { ...i.racks[0], returnTempC: good(t) };
@@ -202,7 +204,7 @@ describe("supervisor", () => {
 
   it("escalates an unproven isolation to a rack power-off request, and only for that rack", () => {
     const events: SupervisorEvent[] = [];
-    const s = new Supervisor(config, (e) => events.push(e), () => 0);
+    const s = supervisor((e) => events.push(e), () => 0);
     const i = inputs();
     (i.rackState as number[])[3] = L.RACK_ESCALATED;
     const d = s.evaluate(i);
@@ -214,7 +216,7 @@ describe("supervisor", () => {
 
   it("raises loss of flow only after its delay, and only for a rack in service", () => {
     const clock = { t: 0 };
-    const s = new Supervisor(config, () => undefined, () => clock.t);
+    const s = supervisor(() => undefined, () => clock.t);
     const low = inputs();
     low.racks[0] = { ...low.racks[0], flowLpm: good(1) };
     s.evaluate({ ...low, nowMs: 0 });
@@ -229,7 +231,7 @@ describe("supervisor", () => {
   });
 
   it("keeps the caps within the pod budget", () => {
-    const s = new Supervisor(config, () => undefined, () => 0);
+    const s = supervisor(() => undefined, () => 0);
     const d = s.evaluate(inputs());
     expect(d.powerCapsKw.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(config.supervisor.powerBudget.podKw + 1e-6);
   });

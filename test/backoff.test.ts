@@ -1,7 +1,7 @@
 // The reconnect and circuit-breaker backoff: doubling from the base to the cap, each wait drawn
 // from the upper half of its ceiling (a floor under every wait, and no lockstep across a fleet).
 import { describe, expect, it } from "vitest";
-import { Backoff } from "../drivers/backoff.js";
+import { Backoff } from "../lib/backoff.js";
 
 describe("backoff", () => {
   it("doubles its ceiling from the base up to the cap, and waits between half the ceiling and all of it", () => {

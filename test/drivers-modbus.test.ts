@@ -3,18 +3,29 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ModbusDriver } from "../drivers/modbus/driver.js";
-import type { TcpTransport } from "../drivers/modbus/tcp-transport.js";
+import { ModbusDriver, WIRE_TRANSPORTS } from "../drivers/modbus/driver.js";
+import { TcpTransport } from "../drivers/modbus/tcp-transport.js";
 import { EXCEPTION } from "../drivers/modbus/protocol.js";
-import type { Point } from "../drivers/points.js";
+import type { Point } from "../lib/points.js";
 import { freePort } from "../lib/free-port.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { modbusConfig, rackPoints } from "./helpers/driver.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
 const drivers: ModbusDriver[] = [];
+/** Each TCP device's transport, as the driver's factory made it (tests drop connections through it). */
+const tcpTransports = new Map<string, TcpTransport>();
 function startDriver(data: unknown): ModbusDriver {
-  const d = new ModbusDriver(modbusConfig(data));
+  const d = new ModbusDriver(modbusConfig(data), {
+    transports: {
+      ...WIRE_TRANSPORTS,
+      tcp: (dc, reconnect) => {
+        const t = WIRE_TRANSPORTS.tcp(dc, reconnect);
+        if (t instanceof TcpTransport) tcpTransports.set(dc.name, t);
+        return t;
+      },
+    },
+  });
   drivers.push(d);
   d.start();
   return d;
@@ -194,14 +205,14 @@ describe("Modbus driver against the simulator (TCP)", () => {
     expect(d.stats().devices[0].stats.timeouts).toBeGreaterThan(3);
     // answered and timed-out requests alike leave no record behind in the client (modbus-serial
     // keeps each until its id wraps, 256 requests later: garbage V8 promotes to its old space)
-    const transport = d.transportOf("rack7") as TcpTransport;
+    const transport = tcpTransports.get("rack7")!;
     expect(d.stats().devices[0].stats.requests).toBeGreaterThan(8);
     expect(transport.heldTransactionRecords).toBeLessThanOrEqual(2);
   });
 
   it("reconnects after the server drops every connection, 1000 times, leaking no sockets or timers", async () => {
     const d = startDriver({ ...FAST, groups: [{ name: "control", periodMs: 1000, priority: 1 }], devices: [rack(8, { points: rackPoints().slice(0, 1) })] });
-    const transport = d.transportOf("rack8")!;
+    const transport = tcpTransports.get("rack8")!;
     await waitFor(() => transport.connected, "connected");
     const resources = (): Record<string, number> => {
       const r: Record<string, number> = {};

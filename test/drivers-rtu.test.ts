@@ -5,7 +5,7 @@ import { SerialPort } from "serialport";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ModbusDriver } from "../drivers/modbus/driver.js";
 import { withCrc } from "../drivers/modbus/protocol.js";
-import type { Point } from "../drivers/points.js";
+import type { Point } from "../lib/points.js";
 import { simConfig } from "../sim/config.js";
 import { PodSim } from "../sim/pod-sim.js";
 import { Prng } from "../sim/prng.js";

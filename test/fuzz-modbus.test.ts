@@ -10,7 +10,7 @@
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModbusDriver } from "../drivers/modbus/driver.js";
-import type { Point } from "../drivers/points.js";
+import type { Point } from "../lib/points.js";
 import { modbusConfig } from "./helpers/driver.js";
 import { corpus, fuzzSeed, Prng } from "./helpers/fuzz.js";
 import { waitFor } from "./helpers/processes.js";

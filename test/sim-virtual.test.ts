@@ -5,7 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { DEFAULT_POD_CONTROL } from "../agent/pod-bank.js";
+import { demoAgentConfig } from "../agent/demo-config.js";
+
+/** The demo daemon's own pod config: its wiring, its Modbus map and its tuning. */
+const DEMO_POD = demoAgentConfig();
 import { ConfigError } from "../lib/config-file.js";
 import { simConfig, loadSimConfig } from "../sim/config.js";
 import { parseScenario, parseDuration, type Scenario } from "../sim/scenario.js";
@@ -25,7 +28,7 @@ const SCENARIO: Scenario = parseScenario({
 describe("virtual time", () => {
   it("replays a scenario identically from its seed, and differently from another seed", () => {
     const traceFor = (seed: number): string => {
-      const vp = new VirtualPod(simConfig({ seed, plant: { load: INFERENCE } }), DEFAULT_POD_CONTROL, SCENARIO);
+      const vp = new VirtualPod(simConfig({ seed, plant: { load: INFERENCE } }), DEMO_POD, SCENARIO);
       vp.run(90);
       return JSON.stringify(vp.trace);
     };
@@ -35,7 +38,7 @@ describe("virtual time", () => {
   });
 
   it("runs the real hot path against the plant: leak isolated and proved, other racks keep control", () => {
-    const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), DEFAULT_POD_CONTROL, parseScenario({ steps: [{ at: "300s", leak: "rack-3" }] }));
+    const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), DEMO_POD, parseScenario({ steps: [{ at: "300s", leak: "rack-3" }] }));
     vp.run(300);
     for (const r of vp.sim.plant.racks) expect(Math.abs(r.returnTempC - 45)).toBeLessThan(0.5);
     vp.run(30);
@@ -47,8 +50,57 @@ describe("virtual time", () => {
     for (const r of vp.sim.plant.racks) if (r.index !== 2) expect(Math.abs(r.returnTempC - 45)).toBeLessThan(0.5);
   });
 
+  it("runs the daemon's wiring: a leak's isolation valves are written before any other write, and then the rack's valve closes", () => {
+    const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), DEMO_POD, undefined, { recordWrites: true });
+    vp.run(30);
+    vp.writes.length = 0;
+    vp.sim.inject({ leak: "rack-3" });
+    vp.run(1);
+    expect(vp.hp.views.rackI.state[2]).not.toBe(L.RACK_NORMAL);
+    // the first writes after the leak are rack-3's two isolation valves, closing
+    expect(vp.writes.slice(0, 2).map((w) => [w.id, w.value])).toEqual([
+      ["rack-3.supplyIsolationOpen", 0],
+      ["rack-3.returnIsolationOpen", 0],
+    ]);
+    // in the same pass, and after them, the rack's control valve goes to its leak-safe position (closed: outMin)
+    const isoAt = vp.writes[0].tMs;
+    const valve = vp.writes.findIndex((w) => w.id === "rack-3.valveCommandPct");
+    expect(valve).toBeGreaterThan(1);
+    expect(vp.writes[valve]).toEqual({ tMs: isoAt, id: "rack-3.valveCommandPct", value: DEMO_POD.control.rackLoop.outMin });
+    // and the plant got them: through the device's own register map, as a Modbus write would
+    expect(vp.sim.devices.racks[2].ctx.supplyIsoOpen).toBe(false);
+    expect(vp.sim.devices.racks[2].ctx.returnIsoOpen).toBe(false);
+  });
+
+  it("runs the daemon's wiring: a power cap decided for a rack reaches the plant and clips its load; the others keep theirs", () => {
+    const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 90 } } }), DEMO_POD);
+    vp.run(20);
+    const before = vp.sim.plant.racks.map((r) => r.powerKw);
+    expect(before[1]).toBeGreaterThan(60);
+    vp.decisions = { ...vp.decisions, powerCapsKw: vp.decisions.powerCapsKw.map((kw, r) => (r === 1 ? 40 : kw)) };
+    vp.run(5);
+    expect(vp.sim.devices.racks[1].ctx.rack.powerCapKw).toBe(40);
+    expect(vp.sim.plant.racks[1].powerKw).toBeLessThanOrEqual(40 + 1e-9);
+    for (const r of [0, 2, 3]) expect(vp.sim.plant.racks[r].powerKw).toBeCloseTo(before[r], 0);
+    // with writeCaps off (supervisor.powerBudget.writeCaps: false) the cap output is left alone
+    const noCaps = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 90 } } }), { ...DEMO_POD, supervisor: { ...DEMO_POD.supervisor, powerBudget: { ...DEMO_POD.supervisor.powerBudget, writeCaps: false } } });
+    noCaps.decisions = { ...noCaps.decisions, powerCapsKw: noCaps.decisions.powerCapsKw.map((kw, r) => (r === 1 ? 40 : kw)) };
+    noCaps.run(5);
+    expect(noCaps.sim.devices.racks[1].ctx.rack.powerCapKw).toBe(Infinity);
+  });
+
+  it("runs the daemon's wiring: an escalation's power-off request and pump stop reach the devices", () => {
+    const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), DEMO_POD);
+    vp.run(5);
+    vp.decisions = { ...vp.decisions, pumpEnable: false, rackPowerOff: vp.decisions.rackPowerOff.map((_, r) => r === 4) };
+    vp.run(1);
+    expect(vp.sim.devices.cdu.ctx.enable).toBe(false);
+    expect(vp.sim.devices.racks[4].ctx.rack.powerOff).toBe(true);
+    expect(vp.sim.devices.racks[3].ctx.rack.powerOff).toBe(false);
+  });
+
   it("refuses a plant step that is not a whole number of ticks", () => {
-    expect(() => new VirtualPod(simConfig({ plant: { dtS: 0.0015 } }), DEFAULT_POD_CONTROL)).toThrow(/whole number/);
+    expect(() => new VirtualPod(simConfig({ plant: { dtS: 0.0015 } }), DEMO_POD)).toThrow(/whole number/);
   });
 });
 

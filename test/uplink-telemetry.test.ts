@@ -1,6 +1,6 @@
 // Report-by-exception: which points an exception message carries, by deadband and quality.
 import { describe, expect, it } from "vitest";
-import type { Point } from "../drivers/points.js";
+import type { Point } from "../lib/points.js";
 import { ExceptionReporter } from "../agent/uplink/telemetry.js";
 
 const pt = (id: string, value: number, quality: Point["quality"] = "good"): Point => ({ id, value, quality, sourceTimeMs: 1000 });

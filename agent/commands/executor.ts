@@ -2,26 +2,17 @@
 // envelope. Every path here goes through the same agent operations the local tools use, and
 // none of them reaches past the hot path's interlock priority: leak isolation and fail-safe
 // outrank any mode, setpoint or output a command sets.
-import type { Agent } from "../agent.js";
-import type { AgentConfig } from "../config/load.js";
 import type { LoopMode } from "../../hotpath-as/bank-config.js";
+import type { PodConfig } from "../../pod/config.js";
+import type { SupervisorConfig } from "../supervisor/schema.js";
+import type { CommandLimits, PodCommander, Range } from "../pod-api.js";
 import type { RejectCode } from "./authorizer.js";
 import type { CommandBody } from "./schema.js";
 
-export interface Range {
-  min: number;
-  max: number;
-}
-
-export interface CommandLimits {
-  returnTempC: Range;
-  dpKpa: Range;
-  powerBudgetKw: Range;
-  maxLeaseS: number;
-}
+export type { CommandLimits, Range };
 
 /** The envelope commands must stay inside, from the config (the same limits local tuning obeys). */
-export function commandLimits(c: AgentConfig): CommandLimits {
+export function commandLimits(c: Pick<PodConfig, "control" | "racks"> & { supervisor: Pick<SupervisorConfig, "powerBudget"> }): CommandLimits {
   const k = c.control;
   return {
     returnTempC: { min: k.returnTempSetpointMinC, max: k.returnTempSetpointMaxC },
@@ -30,6 +21,8 @@ export function commandLimits(c: AgentConfig): CommandLimits {
     // above the configured (electrical) budget
     powerBudgetKw: { min: c.racks.reduce((a, r) => a + r.minPowerKw, 0), max: c.supervisor.powerBudget.podKw },
     maxLeaseS: Math.floor(k.setpointLeaseMaxMs / 1000),
+    rackOutputPct: { min: k.rackLoop.outMin, max: k.rackLoop.outMax },
+    pumpOutputPct: { min: k.pumpLoop.outMin, max: k.pumpLoop.outMax },
   };
 }
 
@@ -38,24 +31,12 @@ export type Outcome = { status: "ok"; data?: unknown; rack?: string } | { status
 const outside = (what: string, v: number, r: Range): Outcome => ({ status: "rejected", code: "out-of-envelope", reason: `${what} ${v} is outside the configured envelope [${r.min}, ${r.max}]` });
 const inRange = (v: number, r: Range): boolean => v >= r.min && v <= r.max;
 
-export async function executeCommand(agent: Agent, body: CommandBody, by: string): Promise<Outcome> {
+export async function executeCommand(agent: PodCommander, body: CommandBody, by: string): Promise<Outcome> {
   const p = body.params;
-  const limits = commandLimits(agent.config);
-  const rackOf = (): number | Outcome => {
-    try {
-      return agent.rackIndex(String(p.rack));
-    } catch (err) {
-      return { status: "rejected", code: "not-found", reason: (err as Error).message };
-    }
-  };
-  const loopOf = (): number | Outcome => {
-    try {
-      return agent.loopIndex(String(p.loop));
-    } catch (err) {
-      return { status: "rejected", code: "not-found", reason: (err as Error).message };
-    }
-  };
-  const isPump = (loop: number): boolean => loop === agent.config.racks.length;
+  const limits = agent.limits;
+  const rackOf = (): number | Outcome => agent.layout.rackIndex(String(p.rack)) ?? { status: "rejected", code: "not-found", reason: `no rack "${String(p.rack)}"` };
+  const loopOf = (): number | Outcome => agent.layout.loopIndex(String(p.loop)) ?? { status: "rejected", code: "not-found", reason: `no loop "${String(p.loop)}"` };
+  const isPump = (loop: number): boolean => agent.layout.isPumpLoop(loop);
 
   switch (body.command) {
     case "snapshot":
@@ -84,11 +65,11 @@ export async function executeCommand(agent: Agent, body: CommandBody, by: string
       const loop = loopOf();
       if (typeof loop !== "number") return loop;
       const mode = p.mode as LoopMode;
-      const tuning = isPump(loop) ? agent.config.control.pumpLoop : agent.config.control.rackLoop;
+      const envelope = isPump(loop) ? limits.pumpOutputPct : limits.rackOutputPct;
       const out = p.outputPct as number | undefined;
       if (mode === "Manual" || mode === "Override") {
         if (out === undefined) return { status: "rejected", code: "invalid-params", reason: `${mode} needs outputPct` };
-        if (!inRange(out, { min: tuning.outMin, max: tuning.outMax })) return outside("outputPct", out, { min: tuning.outMin, max: tuning.outMax });
+        if (!inRange(out, envelope)) return outside("outputPct", out, envelope);
       } else if (out !== undefined) {
         return { status: "rejected", code: "invalid-params", reason: `outputPct is only for Manual or Override, not ${mode}` };
       }

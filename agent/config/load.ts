@@ -6,62 +6,30 @@ import { readFileSync } from "node:fs";
 import { parsePublicKey } from "../commands/signing.js";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems, type ModbusConfig } from "../../drivers/modbus/config.js";
-import type { IngestConfig } from "../../drivers/mqtt-ingest.js";
+import type { IngestConfig } from "../../drivers/mqtt-ingest-schema.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
-import type { LoopTuning, PodControl } from "../pod-bank.js";
+import { controlProblems, type PodConfig } from "../../pod/config.js";
+import type { LogConfig } from "../log-schema.js";
+import type { SupervisorConfig } from "../supervisor/schema.js";
 import type { UplinkConfig } from "../uplink/schema.js";
 import type { MetricsConfig } from "../ops/metrics-schema.js";
 import { AGENT_SCHEMA } from "./schema.js";
 
-export interface RackConfig {
-  name: string;
-  ratedKw: number;
-  minPowerKw: number;
-  priority: number;
-  points: { returnTempC: string; supplyTempC: string; flowLpm: string; powerKw: string; leak: string[] };
-  outputs: { valve: string; supplyIsolation: string; returnIsolation: string; powerCap?: string; powerOff?: string };
-}
-
-export interface AgentConfig {
+/**
+ * The whole config, put together from the sections' own types: each module owns its section's
+ * schema and type (the pod stage: control, racks, cdu; the supervisor; Modbus; MQTT ingest; the
+ * uplink; metrics; logging), and this names the top level only.
+ */
+export interface AgentConfig extends PodConfig {
   site: string;
   pod: string;
   stateDir?: string;
-  control: {
-    periodMs: number;
-    schedFifo: boolean;
-    schedPriority: number;
-    warmupTicks: number;
-    returnTempSetpointC: number;
-    returnTempSetpointMinC: number;
-    returnTempSetpointMaxC: number;
-    dpSetpointKpa: number;
-    dpSetpointMinKpa: number;
-    dpSetpointMaxKpa: number;
-    setpointLeaseMaxMs: number;
-    rackLoop: LoopTuning;
-    pumpLoop: LoopTuning;
-    points: PodControl["points"];
-    isolation: PodControl["isolation"];
-  };
-  racks: RackConfig[];
-  cdu: {
-    points: { dpKpa: string; supplyTempC: string };
-    outputs: { pumpSpeed: string; pumpEnable?: string };
-  };
-  supervisor: {
-    periodMs: number;
-    alarmClearDwellMs: number;
-    overTemp: { warningC: number; criticalC: number; hysteresisC: number };
-    lossOfFlow: { minLpm: number; delayMs: number };
-    heatBalance: { enabled: boolean; tolerancePct: number; minPowerKw: number; dwellMs: number; supplyToleranceC: number; flowPeerTolerancePct: number };
-    escalation: { pumpStop: boolean; rackPowerOff: boolean };
-    powerBudget: { podKw: number; writeCaps: boolean; headroomPct: number };
-  };
+  supervisor: SupervisorConfig;
   modbus: ModbusConfig;
   uplink?: UplinkConfig;
   metrics: MetricsConfig;
   mqttIngest?: IngestConfig;
-  log: { level: string; modules: Record<string, string> };
+  log: LogConfig;
 }
 
 /** Replaces ${NAME} in every string with the environment variable; a missing one is an error. */
@@ -90,22 +58,7 @@ function crossChecks(c: AgentConfig): string[] {
   const ordered = (lo: number, hi: number, at: string, what: string): void => {
     if (!(lo <= hi)) out.push(`${at}: ${what}`);
   };
-  const k = c.control;
-  ordered(k.returnTempSetpointMinC, k.returnTempSetpointMaxC, "control.returnTempSetpointMinC", "must be <= returnTempSetpointMaxC");
-  ordered(k.returnTempSetpointMinC, k.returnTempSetpointC, "control.returnTempSetpointC", "must be within [returnTempSetpointMinC, returnTempSetpointMaxC]");
-  ordered(k.returnTempSetpointC, k.returnTempSetpointMaxC, "control.returnTempSetpointC", "must be within [returnTempSetpointMinC, returnTempSetpointMaxC]");
-  ordered(k.dpSetpointMinKpa, k.dpSetpointMaxKpa, "control.dpSetpointMinKpa", "must be <= dpSetpointMaxKpa");
-  ordered(k.dpSetpointMinKpa, k.dpSetpointKpa, "control.dpSetpointKpa", "must be within [dpSetpointMinKpa, dpSetpointMaxKpa]");
-  ordered(k.dpSetpointKpa, k.dpSetpointMaxKpa, "control.dpSetpointKpa", "must be within [dpSetpointMinKpa, dpSetpointMaxKpa]");
-  for (const loop of ["rackLoop", "pumpLoop"] as const) {
-    const t = k[loop];
-    ordered(t.outMin, t.outMax, `control.${loop}.outMin`, "must be <= outMax");
-    for (const safe of ["safeOnLeak", "safeOnSensorFault"] as const) {
-      const a = t[safe];
-      if (typeof a === "object" && (a.fixed < t.outMin || a.fixed > t.outMax)) out.push(`control.${loop}.${safe}.fixed: must be within [outMin, outMax]`);
-    }
-  }
-  for (const kind of ["temperature", "flow", "power", "pressure"] as const) ordered(k.points[kind].min, k.points[kind].max, `control.points.${kind}.min`, "must be <= max");
+  out.push(...controlProblems(c.control));
   const s = c.supervisor;
   ordered(s.overTemp.warningC, s.overTemp.criticalC, "supervisor.overTemp.warningC", "must be <= criticalC");
 

@@ -11,6 +11,7 @@ import { loadBank, writeLoop, writePoint, writeRack, writeSample, type BankSpec 
 import { WasmHotPath } from "../../hotpath-as/wasm-bank.js";
 import { monoMs } from "../../lib/clock.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
+import { InterlockChangeDetector } from "../../pod/wiring.js";
 import { CTRL, CTRL_F64, Frames, type FrameSizes } from "./frames.js";
 import { warmupSamples, warmupSpec } from "./warmup.js";
 
@@ -80,8 +81,7 @@ function run(input: WorkerInput): void {
   const periodMs = input.periodMs;
   const lastReset = new Int32Array(R);
   const lastRestore = new Int32Array(R);
-  const lastIso = new Int32Array(R * 2).fill(1);
-  const lastBranch = new Int32Array(Lc);
+  const interlocks = new InterlockChangeDetector(Lc, R);
   let cmdSeq = -1;
   let patchGen = Atomics.load(f.ctrl, CTRL.PATCH_GEN);
   const t0 = now();
@@ -195,14 +195,10 @@ function run(input: WorkerInput): void {
     }
 
     Atomics.add(f.ctrl, CTRL.OUT_SEQ, 1);
-    let interlockChanged = false;
     for (let i = 0; i < Lc; i++) {
       f.loopOut[i] = v.loopF.out[i];
       f.loopPv[i] = v.loopF.pv[i];
       f.loopStatus[i] = v.loopI.status[i];
-      const b = v.loopI.branch[i];
-      if (b !== lastBranch[i] && (b === L.BRANCH_LEAK || lastBranch[i] === L.BRANCH_LEAK)) interlockChanged = true;
-      lastBranch[i] = b;
     }
     for (let r = 0; r < R; r++) {
       f.rackState[r] = v.rackI.state[r];
@@ -210,9 +206,6 @@ function run(input: WorkerInput): void {
       f.rackSupplyOpen[r] = v.rackI.supplyOpen[r];
       f.rackReturnOpen[r] = v.rackI.returnOpen[r];
       f.rackResetResult[r] = v.rackI.resetResult[r];
-      if (v.rackI.supplyOpen[r] !== lastIso[2 * r] || v.rackI.returnOpen[r] !== lastIso[2 * r + 1]) interlockChanged = true;
-      lastIso[2 * r] = v.rackI.supplyOpen[r];
-      lastIso[2 * r + 1] = v.rackI.returnOpen[r];
     }
     for (let i = 0; i < P; i++) f.pointQuality[i] = v.pointI.quality[i];
     f.ctrlF[CTRL_F64.LAST_TICK_MS] = tick;
@@ -222,7 +215,7 @@ function run(input: WorkerInput): void {
       Atomics.store(f.ctrl, CTRL.READY, 1);
       Atomics.notify(f.ctrl, CTRL.READY);
     }
-    if (interlockChanged) {
+    if (interlocks.changed(v)) {
       // an isolation valve must move now, not at the main thread's next actuator pass
       Atomics.add(f.ctrl, CTRL.OUT_CHANGED, 1);
       Atomics.notify(f.ctrl, CTRL.OUT_CHANGED);

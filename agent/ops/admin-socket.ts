@@ -5,13 +5,13 @@
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
-import type { Agent } from "../agent.js";
+import type { PodCommander, PodReader } from "../pod-api.js";
 
 export class AdminSocket {
   private server: Server | null = null;
 
   constructor(
-    private agent: () => Agent,
+    private agent: () => Pick<PodReader, "status"> & PodCommander,
     readonly path: string,
   ) {}
 
@@ -27,12 +27,8 @@ export class AdminSocket {
       if (req.method === "GET" && url.pathname === "/status") return send(200, agent.status());
       if (req.method === "POST" && url.pathname === "/reset-leak") {
         const rack = url.searchParams.get("rack") ?? "";
-        let index: number;
-        try {
-          index = agent.rackIndex(rack);
-        } catch (err) {
-          return send(404, { error: (err as Error).message });
-        }
+        const index = agent.layout.rackIndex(rack);
+        if (index === undefined) return send(404, { error: `no rack "${rack}"` });
         agent.resetLeak(index).then(
           (result) => {
             agent.audit({ action: "reset-leak", rack, by: "local admin socket", result });

@@ -5,28 +5,31 @@
 // Values are collected when scraped, so nothing here runs between scrapes.
 import { createServer, type Server } from "node:http";
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
-import * as L from "../../hotpath-as/assembly/layout.js";
-import { QUALITIES } from "../../drivers/points.js";
+import { QUALITIES } from "../../lib/points.js";
 import type { BusStats } from "../../drivers/modbus/driver.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
-import type { Agent } from "../agent.js";
+import type { PodDiagnostics, PodReader } from "../pod-api.js";
+import { inFailsafe } from "../../pod/status-words.js";
 import type { MetricsConfig } from "./metrics-schema.js";
 import type { UplinkStats } from "../uplink/uplink.js";
 
 const MODES = ["Starting", "Running", "Degraded", "Failsafe", "Maintenance"];
 const LATENESS_QUANTILES = [0.5, 0.9, 0.99, 0.999];
 
+/** What metrics read of the pod. */
+export type MetricsPod = PodReader & PodDiagnostics;
+
 export class Metrics {
   readonly registry = new Registry();
   private server: Server | null = null;
 
   constructor(
-    private agent: () => Agent,
+    private agent: () => MetricsPod,
     private uplink: () => UplinkStats | null = () => null,
   ) {
     const r = this.registry;
     collectDefaultMetrics({ register: r, prefix: "podwarden_" });
-    const a = (): Agent => this.agent();
+    const a = (): MetricsPod => this.agent();
     new Gauge({
       name: "podwarden_point_value",
       help: "Latest value of every field point, in its engineering unit",
@@ -74,7 +77,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const x of a().status().racks) this.set({ rack: x.name }, x.loopStatus & L.LS_INTERLOCK_FAILSAFE ? 1 : 0);
+        for (const x of a().status().racks) this.set({ rack: x.name }, inFailsafe(x.loopStatus) ? 1 : 0);
       },
     });
     new Gauge({
@@ -83,7 +86,7 @@ export class Metrics {
       labelNames: ["severity"],
       registers: [r],
       collect() {
-        const all = a().supervisor.alarms.active();
+        const all = a().activeAlarms();
         for (const s of ["Warning", "Critical"]) this.set({ severity: s }, all.filter((x) => x.severity === s).length);
       },
     });
@@ -93,7 +96,7 @@ export class Metrics {
       labelNames: ["mode"],
       registers: [r],
       collect() {
-        const m = a().supervisor.mode;
+        const m = a().mode();
         for (const x of MODES) this.set({ mode: x }, x === m ? 1 : 0);
       },
     });
@@ -103,7 +106,7 @@ export class Metrics {
       labelNames: ["quantile"],
       registers: [r],
       collect() {
-        const h = a().control.latenessHistogram();
+        const h = a().controlStats().lateness;
         for (const q of LATENESS_QUANTILES) {
           const us = h.percentile(q);
           if (Number.isFinite(us)) this.set({ quantile: String(q) }, us / 1e6);
@@ -115,7 +118,7 @@ export class Metrics {
       help: "Largest control tick lateness since start",
       registers: [r],
       collect() {
-        this.set(a().control.maxLatenessUs / 1e6);
+        this.set(a().controlStats().maxLatenessUs / 1e6);
       },
     });
     new Counter({
@@ -124,7 +127,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        this.inc(a().control.ticks);
+        this.inc(a().controlStats().ticks);
       },
     });
     new Counter({
@@ -133,7 +136,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        this.inc(a().control.urgentTicks);
+        this.inc(a().controlStats().urgentTicks);
       },
     });
     new Counter({
@@ -142,7 +145,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        this.inc(a().control.overruns);
+        this.inc(a().controlStats().overruns);
       },
     });
     const outcomes = ["ok", "timeouts", "exceptions", "corrupt", "collisions", "disconnected", "offlineSkips", "retries"] as const;
@@ -153,7 +156,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const d of a().driver.stats().devices) for (const o of outcomes) this.inc({ device: d.name, outcome: o }, d.stats[o]);
+        for (const d of a().modbusStats().devices) for (const o of outcomes) this.inc({ device: d.name, outcome: o }, d.stats[o]);
       },
     });
     const ingestOutcomes = ["messages", "rejected", "retainedIgnored", "outOfOrder"] as const;
@@ -164,7 +167,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        const i = a().ingest;
+        const i = a().ingestStats();
         if (i !== null) for (const o of ingestOutcomes) this.inc({ outcome: o }, i[o]);
       },
     });
@@ -174,7 +177,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        const i = a().ingest;
+        const i = a().ingestStats();
         if (i !== null) this.set(i.connected ? 1 : 0);
       },
     });
@@ -184,7 +187,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        const i = a().ingest;
+        const i = a().ingestStats();
         if (i !== null) this.inc(i.silentBrokerDrops);
       },
     });
@@ -195,7 +198,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const d of a().driver.stats().devices) {
+        for (const d of a().modbusStats().devices) {
           if (d.stats.latency.count === 0) continue;
           for (const q of [0.5, 0.99]) this.set({ device: d.name, quantile: String(q) }, d.stats.latency.percentile(q * 100) / 1e9);
         }
@@ -208,7 +211,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const d of a().driver.stats().devices) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
+        for (const d of a().modbusStats().devices) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
       },
     });
     this.busMetrics(r);
@@ -216,14 +219,14 @@ export class Metrics {
   }
 
   /** Follows a new agent (and uplink) after a reload replaced them. */
-  attach(agent: () => Agent, uplink: () => UplinkStats | null = this.uplink): void {
+  attach(agent: () => MetricsPod, uplink: () => UplinkStats | null = this.uplink): void {
     this.agent = agent;
     this.uplink = uplink;
   }
 
   /** Per Modbus bus (`tcp:<device>`, one per TCP device; `rtu:<bus>`, shared by its devices). */
   private busMetrics(r: Registry): void {
-    const buses = (): BusStats[] => this.agent().driver.stats().buses;
+    const buses = (): BusStats[] => this.agent().modbusStats().buses;
     new Gauge({
       name: "podwarden_modbus_bus_utilization",
       help: "Share of the last second a Modbus bus spent in transactions",
@@ -353,11 +356,11 @@ export class Metrics {
       if (path === "/healthz") {
         const ok = agent.healthy();
         res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
-        res.end(JSON.stringify({ healthy: ok, mode: agent.supervisor.mode }));
+        res.end(JSON.stringify({ healthy: ok, mode: agent.mode() }));
         return;
       }
       if (path === "/readyz") {
-        const m = agent.supervisor.mode;
+        const m = agent.mode();
         const ok = agent.healthy() && m !== "Starting" && m !== "Failsafe";
         res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
         res.end(JSON.stringify({ ready: ok, mode: m }));

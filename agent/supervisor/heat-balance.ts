@@ -4,7 +4,7 @@
 //   2. flow per unit of valve conductance must match the other racks' (they share one dp);
 //   3. a ΔT that is negative or beyond any plausible rise points at the return sensor;
 //   4. otherwise the power meter is the odd one out.
-import { COOLANT_KJ_PER_L_K, relativeKv } from "../../lib/coolant.js";
+import { COOLANT_KJ_PER_L_K, relativeKv } from "../../pod/coolant.js";
 
 export interface RackHeat {
   powerKw: number;

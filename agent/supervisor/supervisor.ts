@@ -3,7 +3,11 @@
 // supervisor.periodMs, on the control worker's outputs and the drivers' points; the fast
 // safety decisions themselves are the hot path's.
 import * as L from "../../hotpath-as/assembly/layout.js";
-import type { AgentConfig } from "../config/load.js";
+import type { PodConfig } from "../../pod/config.js";
+import type { PodLayout } from "../../pod/layout.js";
+import { failsafeReasons, inFailsafe } from "../../pod/status-words.js";
+import type { PodDecisions } from "../../pod/wiring.js";
+import type { SupervisorConfig } from "./schema.js";
 import { AlarmManager, type AlarmEvent } from "./alarms.js";
 import { heatBalance } from "./heat-balance.js";
 import { allocatePower } from "./power-budget.js";
@@ -33,47 +37,10 @@ export interface SupervisorInputs {
   devices: readonly { name: string; ok: boolean; why: string }[];
 }
 
-export interface SupervisorDecisions {
-  pumpEnable: boolean;
-  rackPowerOff: boolean[];
-  powerCapsKw: number[];
-}
+/** What the supervisor decides each pass: the pod stage writes it to the power and pump outputs. */
+export type SupervisorDecisions = PodDecisions;
 
 export type SupervisorEvent = AlarmEvent | { type: "mode.changed"; from: PodMode; to: PodMode; reason: string } | { type: "leak.escalated"; rack: string; actions: string[] } | { type: "isolation.proven"; rack: string };
-
-const REASONS: [number, string][] = [
-  [L.LS_PV_BAD, "PV input bad"],
-  [L.LS_FF_BAD, "feed-forward input bad"],
-  [L.LS_SP_INVALID, "setpoint invalid"],
-  [L.LS_CMD_INVALID, "command invalid"],
-];
-
-/** The words of the bits set in `bits`, in the table's order. */
-function bitWords(table: readonly [number, string][], bits: number): string {
-  return table
-    .filter(([bit]) => bits & bit)
-    .map(([, s]) => s)
-    .join(", ");
-}
-
-export function failsafeReasons(status: number): string {
-  return bitWords(REASONS, status);
-}
-
-const QUALITY_WORDS: [number, string][] = [
-  [L.Q_NOT_FINITE, "no usable value"],
-  [L.Q_RANGE, "out of range"],
-  [L.Q_RATE, "changing faster than its rate limit"],
-  [L.Q_STALE, "stale"],
-  [L.Q_STUCK, "stuck"],
-  [L.Q_CABLE_FAULT, "cable fault"],
-  [L.Q_NEVER, "never read"],
-];
-
-/** The hot path's debounced quality bits of a point, in words. */
-export function qualityWords(bits: number): string {
-  return bitWords(QUALITY_WORDS, bits);
-}
 
 export class Supervisor {
   readonly alarms: AlarmManager;
@@ -90,19 +57,22 @@ export class Supervisor {
   private budgetOverrideKw: number | null = null;
 
   constructor(
-    private c: AgentConfig,
+    private s: SupervisorConfig,
+    /** the racks (names, ratings, priorities, escalation outputs) and the CDU */
+    private readonly pod: Pick<PodConfig, "racks" | "cdu">,
+    private readonly layout: PodLayout,
     private readonly emit: (e: SupervisorEvent) => void,
     now: () => number,
   ) {
-    this.alarms = new AlarmManager(c.supervisor.alarmClearDwellMs, emit, now);
+    this.alarms = new AlarmManager(s.alarmClearDwellMs, emit, now);
     this.startedAtMs = now();
-    const n = c.racks.length;
+    const n = pod.racks.length;
     this.overTier = new Array<number>(n).fill(0);
     this.lowFlowSince = new Array<number | null>(n).fill(null);
     this.heatSince = new Array<number | null>(n).fill(null);
     this.proven = new Array<boolean>(n).fill(false);
     this.escalated = new Array<boolean>(n).fill(false);
-    this.lastCaps = c.racks.map((r) => r.ratedKw);
+    this.lastCaps = pod.racks.map((r) => r.ratedKw);
   }
 
   get mode(): PodMode {
@@ -110,8 +80,8 @@ export class Supervisor {
   }
 
   /** New tuning (SIGHUP): same racks, new thresholds. */
-  reconfigure(c: AgentConfig): void {
-    this.c = c;
+  reconfigure(s: SupervisorConfig): void {
+    this.s = s;
   }
 
   setMaintenance(on: boolean): void {
@@ -120,7 +90,7 @@ export class Supervisor {
 
   /** The pod power budget in force: mission control's, if it set one, else the configured one. */
   get powerBudgetKw(): number {
-    return this.budgetOverrideKw ?? this.c.supervisor.powerBudget.podKw;
+    return this.budgetOverrideKw ?? this.s.powerBudget.podKw;
   }
 
   /** Sets (or, with null, withdraws) mission control's pod power budget. */
@@ -136,8 +106,8 @@ export class Supervisor {
   }
 
   evaluate(i: SupervisorInputs): SupervisorDecisions {
-    const c = this.c;
-    const s = c.supervisor;
+    const s = this.s;
+    const c = this.pod;
     const a = this.alarms;
     const now = i.nowMs;
     const nRacks = c.racks.length;
@@ -150,12 +120,12 @@ export class Supervisor {
     for (const d of i.devices) a.update(`device:${d.name}`, !d.ok, { severity: "Warning", source: d.name, message: `device ${d.name} ${d.why}` });
 
     // ---- loops -----------------------------------------------------------------------------
-    const loopNames = [...c.racks.map((r) => `${r.name}.valve`), "cdu.pump"];
     let anyFailsafe = false;
     let allLive = true;
-    loopNames.forEach((name, idx) => {
+    for (let idx = 0; idx < this.layout.loops; idx++) {
+      const name = this.layout.loopName(idx);
       const st = i.loopStatus[idx] ?? 0;
-      const fs = (st & L.LS_INTERLOCK_FAILSAFE) !== 0;
+      const fs = inFailsafe(st);
       if (fs) anyFailsafe = true;
       if (fs || st === 0) allLive = false;
       // name the bad input: a rack loop's are its return temperature (PV) and power (feed-forward),
@@ -165,7 +135,7 @@ export class Supervisor {
       const inputs = [st & L.LS_PV_BAD ? pv.why : undefined, st & L.LS_FF_BAD ? rack?.powerKw.why : undefined].filter((w) => w !== undefined);
       const detail = inputs.length > 0 ? ` (${inputs.join("; ")})` : "";
       a.update(`failsafe:${name}`, fs, { severity: "Warning", source: name, message: `${name} in fail-safe: ${failsafeReasons(st)}${detail}` });
-    });
+    }
 
     // ---- racks -----------------------------------------------------------------------------
     const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.lastCaps };

@@ -9,7 +9,7 @@ import type { IClientPublishOptions, IPublishPacket } from "mqtt";
 import { CommandAuthorizer, type Rejected } from "../commands/authorizer.js";
 import { executeCommand, type Outcome } from "../commands/executor.js";
 import { COMMANDS, isCommandName, type CommandName } from "../commands/schema.js";
-import type { Agent } from "../agent.js";
+import type { PodCommander, PodIdentity } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import type { UplinkConfig } from "./schema.js";
 
@@ -29,7 +29,7 @@ export class CommandService {
   problem: string | null = null;
 
   constructor(
-    private readonly agent: () => Agent,
+    private readonly agent: () => PodCommander & { readonly identity: PodIdentity },
     private readonly c: UplinkConfig["commands"],
     private readonly log: Logger,
     private readonly publish: Publish,
@@ -40,7 +40,8 @@ export class CommandService {
   start(): void {
     if (!this.c.enabled) return;
     const a = this.agent();
-    this.authorizer = new CommandAuthorizer({ site: a.config.site, pod: a.config.pod, keys: this.c.keys, maxTtlS: this.c.maxTtlS, clockSkewS: this.c.clockSkewS, stateDir: a.stateDir });
+    const id = a.identity;
+    this.authorizer = new CommandAuthorizer({ site: id.site, pod: id.pod, keys: this.c.keys, maxTtlS: this.c.maxTtlS, clockSkewS: this.c.clockSkewS, stateDir: id.stateDir });
     // no keys is a read-only uplink, a choice rather than a fault; a key set that cannot be
     // protected against replay is a fault
     this.problem = this.c.keys.length === 0 ? null : this.authorizer.problem;

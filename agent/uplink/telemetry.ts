@@ -1,9 +1,9 @@
 // What telemetry carries: every point with its value, unit, source time and quality, plus the
 // pod's rack-level status. Periodic snapshots carry all of it; report-by-exception messages in
 // between carry only the points that moved beyond their deadband or changed quality.
-import type { Point } from "../../drivers/points.js";
+import type { Point } from "../../lib/points.js";
 import { monoMs } from "../../lib/clock.js";
-import type { Agent } from "../agent.js";
+import type { PodReader } from "../pod-api.js";
 import type { UplinkConfig } from "./schema.js";
 
 export interface PointReport {
@@ -39,7 +39,7 @@ export function pointReports(points: Iterable<Point>): Record<string, PointRepor
 }
 
 /** The periodic snapshot's content (the uplink adds seq, timestamp and historical). */
-export function periodicTelemetry(agent: Agent): Record<string, unknown> {
+export function periodicTelemetry(agent: Pick<PodReader, "status" | "fieldPoints">): Record<string, unknown> {
   return { kind: "periodic", ...agent.status(), points: pointReports(agent.fieldPoints()) };
 }
 

@@ -21,10 +21,10 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
-import { Backoff } from "../../drivers/backoff.js";
+import { Backoff } from "../../lib/backoff.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
 import { disableNagle, mqttConnectionOptions, watchBrokerSilence } from "../../lib/mqtt-connection.js";
-import type { Agent, AgentEvent } from "../agent.js";
+import type { AgentEvent, PodCommander, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
 import { CommandService } from "./command-service.js";
@@ -53,6 +53,9 @@ export function brokerOptions(c: UplinkConfig): IClientOptions {
   return { ...mqttConnectionOptions(c), protocolVersion: c.protocolVersion };
 }
 
+/** What the uplink needs of the pod: to read it, to command it (for mission control's commands), and to report its own problems. */
+export type UplinkPod = PodReader & PodCommander & ProblemReporter;
+
 export class Uplink {
   private client: MqttClient | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -76,12 +79,13 @@ export class Uplink {
   private unsubscribe: (() => void) | null = null;
 
   constructor(
-    private agent: Agent,
+    private agent: UplinkPod,
     private readonly c: UplinkConfig,
     private readonly log: Logger,
   ) {
-    this.base = topicBase(agent.config.site, agent.config.pod);
-    const dir = agent.stateDir === undefined ? join(tmpdir(), `podwarden-${agent.config.site}-${agent.config.pod}`) : agent.stateDir;
+    const id = agent.identity;
+    this.base = topicBase(id.site, id.pod);
+    const dir = id.stateDir ?? join(tmpdir(), `podwarden-${id.site}-${id.pod}`);
     this.spool = new Spool({ dir: join(dir, "spool"), maxBytes: c.spool.maxBytes, segmentBytes: c.spool.segmentBytes });
     this.backoff = new Backoff({ baseMs: c.reconnect.baseMs, maxMs: c.reconnect.maxMs });
     this.exceptions = new ExceptionReporter(c.exception);
@@ -93,22 +97,22 @@ export class Uplink {
   }
 
   private stateMessage(state: "online" | "offline"): string {
-    return JSON.stringify({ state, mode: state === "online" ? this.agent.supervisor.mode : "Disabled", since: this.since, timestamp: new Date().toISOString() });
+    return JSON.stringify({ state, mode: state === "online" ? this.agent.mode() : "Disabled", since: this.since, timestamp: new Date().toISOString() });
   }
 
   async start(): Promise<void> {
     const opened = this.spool.open();
-    if (this.agent.stateDir === undefined) this.log.warn("no state directory: the spool lives under the temporary directory and may not survive a reboot");
+    if (this.agent.identity.stateDir === undefined) this.log.warn("no state directory: the spool lives under the temporary directory and may not survive a reboot");
     if (opened.quarantined.length > 0) this.agent.reportProblem("uplink:spool-corrupt", { severity: "Critical", source: "uplink", message: `store-and-forward spool damaged: ${opened.quarantined.join("; ")}`, untilAcknowledged: true });
     if (opened.tornTail) this.log.warn("spool: an incomplete last record (a write cut short) was cut off");
     if (opened.pending.critical + opened.pending.telemetry > 0) this.log.info({ pending: opened.pending }, "spool: records from before the restart will be sent");
     this.commands.start();
     if (this.commands.problem !== null) this.agent.reportProblem("uplink:commands", { severity: "Warning", source: "uplink", message: `commands: ${this.commands.problem}`, untilAcknowledged: true });
 
-    const cfg = this.agent.config;
+    const id = this.agent.identity;
     const client = mqtt.connect(this.c.url, {
       ...brokerOptions(this.c),
-      clientId: this.c.clientId ?? `podwarden-${cfg.site}-${cfg.pod}`,
+      clientId: this.c.clientId ?? `podwarden-${id.site}-${id.pod}`,
       reconnectPeriod: 0, // reconnects are ours: backoff with jitter
       clean: true,
       will: { topic: this.topic("state"), payload: Buffer.from(this.stateMessage("offline")), qos: 1, retain: true },
@@ -163,7 +167,7 @@ export class Uplink {
   }
 
   /** Follows a new agent after a reload replaced it. */
-  attach(agent: Agent): void {
+  attach(agent: UplinkPod): void {
     this.unsubscribe?.();
     this.agent = agent;
     this.unsubscribe = agent.onEvent((e) => this.onEvent(e));
@@ -176,16 +180,16 @@ export class Uplink {
   }
 
   private publishRetained(): void {
-    const a = this.agent;
+    const id = this.agent.identity;
     this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
     this.publishNow(
       this.topic("info"),
       JSON.stringify({
         version: packageVersion(),
-        configHash: a.configHash,
-        site: a.config.site,
-        pod: a.config.pod,
-        racks: a.config.racks.map((r) => ({ name: r.name, ratedKw: r.ratedKw })),
+        configHash: id.configHash,
+        site: id.site,
+        pod: id.pod,
+        racks: id.racks,
         capabilities: ["telemetry", "report-by-exception", "alarms", "events", "store-and-forward", ...(this.c.commands.enabled ? ["commands"] : [])],
         commands: this.c.commands.enabled ? this.commands.names() : [],
         protocolVersion: this.c.protocolVersion,
@@ -196,7 +200,7 @@ export class Uplink {
   }
 
   private publishAlarms(): void {
-    const alarms = this.agent.supervisor.alarms.active().map((x) => ({
+    const alarms = this.agent.activeAlarms().map((x) => ({
       id: x.id,
       severity: x.severity,
       message: x.message,

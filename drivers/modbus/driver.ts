@@ -6,17 +6,17 @@
 // written only while the caller's health gate says the control loop is healthy: the driver
 // exposes the mechanism, the agent decides.
 import { monoMs } from "../../lib/clock.js";
-import { PointStore, type Point, type Quality } from "../points.js";
+import { PointStore, type Point, type Quality } from "../../lib/points.js";
 import { CircuitBreaker } from "./breaker.js";
 import { Bus, newDeviceStats, type BusDevice, type DeviceStats, type Job } from "./bus.js";
-import { decodeValue, encodeValue, registerCount } from "./codec.js";
-import type { DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
-import { fromLoopCurrent, failureCurrentWords } from "./loop-current.js";
+import { decodeValue, registerCount } from "./codec.js";
+import type { BusConfig, DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
 import { planReads, type ReadBlock } from "./plan.js";
 import { FC } from "./protocol.js";
 import { RtuTransport } from "./rtu-transport.js";
 import { TcpTransport } from "./tcp-transport.js";
-import { exceptionPolicy, type ModbusOutcome, type ModbusRequest } from "./types.js";
+import { decodePoint, encodeOutput, writeRequest } from "./values.js";
+import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type ModbusTransport, type TransportStats } from "./types.js";
 
 interface DeviceRuntime extends BusDevice {
   config: DeviceConfig;
@@ -76,8 +76,26 @@ function outcomeQuality(o: Extract<ModbusOutcome, { ok: false }>): Quality {
 
 const sameWords = (a: number[] | null, b: number[] | null): boolean => a !== null && b !== null && a.length === b.length && a.every((x, i) => x === b[i]);
 
+/** Makes the transport of a TCP device or of an RTU bus. The driver asks once per device or bus. */
+export interface TransportFactory {
+  tcp(device: DeviceConfig & { tcp: NonNullable<DeviceConfig["tcp"]> }, reconnect: ModbusConfig["reconnect"]): ModbusTransport;
+  rtu(bus: BusConfig, reconnect: ModbusConfig["reconnect"]): ModbusTransport;
+}
+
+/** The wires themselves: a socket per TCP device, a serial port per RTU bus. */
+export const WIRE_TRANSPORTS: TransportFactory = {
+  tcp: (dc, reconnect) => new TcpTransport({ host: dc.tcp.host, port: dc.tcp.port, maxInFlight: dc.tcp.maxInFlight, connectTimeoutMs: reconnect.connectTimeoutMs, reconnect }),
+  rtu: (b, reconnect) => new RtuTransport({ path: b.path, baudRate: b.baudRate, guardMs: b.guardMs, interFrameMs: b.interFrameMs, reconnect }),
+};
+
+export interface DriverIo {
+  /** where points are published; one store serves every driver of an agent */
+  points?: PointStore;
+  transports?: TransportFactory;
+}
+
 export class ModbusDriver {
-  readonly points = new PointStore();
+  readonly points: PointStore;
   private readonly buses = new Map<string, Bus>();
   private readonly devices = new Map<string, DeviceRuntime>();
   private readonly polls: GroupPoll[] = [];
@@ -86,14 +104,18 @@ export class ModbusDriver {
   private healthy: () => boolean = () => false;
   private running = false;
 
-  constructor(private readonly config: ModbusConfig) {
+  constructor(
+    private readonly config: ModbusConfig,
+    io: DriverIo = {},
+  ) {
+    this.points = io.points ?? new PointStore();
+    const transports = io.transports ?? WIRE_TRANSPORTS;
     const rtu = new Map(config.buses.map((b) => [b.name, b]));
     const groups = new Map(config.groups.map((g) => [g.name, g]));
     for (const dc of config.devices) {
       let bus: Bus;
       if (dc.tcp !== undefined) {
-        const t = new TcpTransport({ host: dc.tcp.host, port: dc.tcp.port, maxInFlight: dc.tcp.maxInFlight, connectTimeoutMs: config.reconnect.connectTimeoutMs, reconnect: config.reconnect });
-        bus = new Bus(`tcp:${dc.name}`, t, 1);
+        bus = new Bus(`tcp:${dc.name}`, transports.tcp({ ...dc, tcp: dc.tcp }, config.reconnect), 1);
         this.buses.set(bus.name, bus);
       } else {
         const name = `rtu:${dc.bus ?? ""}`;
@@ -102,7 +124,7 @@ export class ModbusDriver {
         else {
           const b = rtu.get(dc.bus ?? "");
           if (b === undefined) throw new Error(`device ${dc.name}: no bus ${dc.bus ?? "(none)"}`);
-          bus = new Bus(name, new RtuTransport({ path: b.path, baudRate: b.baudRate, guardMs: b.guardMs, interFrameMs: b.interFrameMs, reconnect: config.reconnect }), b.budget);
+          bus = new Bus(name, transports.rtu(b, config.reconnect), b.budget);
           this.buses.set(name, bus);
         }
       }
@@ -228,24 +250,8 @@ export class ModbusDriver {
     }
     const now = monoMs();
     for (const { point, offset } of block.points) {
-      let quality: Quality = "good";
-      let value: number;
-      let current: { loopCurrentMa: number; detail?: string } | undefined;
-      try {
-        const raw = decodeValue(o.data, offset, point.table === "coil" || point.table === "discrete" ? "bool" : point.type, point.order, point.bit ?? 0);
-        value = raw * point.scale + point.offset;
-        if (point.loop4to20 !== undefined) {
-          // the current goes along, so an operator sees what a failure current was, not just "invalid"
-          const fault = failureCurrentWords(value, point.loop4to20);
-          current = fault === null ? { loopCurrentMa: value } : { loopCurrentMa: value, detail: fault };
-          value = fromLoopCurrent(value, point.loop4to20);
-        }
-        if (!Number.isFinite(value) || (point.invalidRaw !== undefined && raw === point.invalidRaw)) quality = "invalid";
-      } catch {
-        value = NaN;
-        quality = "corrupt";
-      }
-      this.points.publish({ id: `${d.name}.${point.name}`, value, sourceTimeMs: now, quality, unit: point.unit, ...current });
+      const { value, quality, loopCurrentMa, detail } = decodePoint(point, o.data, offset);
+      this.points.publish({ id: `${d.name}.${point.name}`, value, sourceTimeMs: now, quality, unit: point.unit, ...(loopCurrentMa === undefined ? {} : { loopCurrentMa }), ...(detail === undefined ? {} : { detail }) });
     }
   }
 
@@ -254,8 +260,7 @@ export class ModbusDriver {
     const out = this.outputs.get(id);
     if (out === undefined) throw new Error(`no output "${id}"`);
     if (!Number.isFinite(value)) throw new RangeError(`${id}: ${value} is not a finite number`);
-    const c = out.config;
-    const raw = c.table === "coil" ? [value !== 0 ? 1 : 0] : encodeValue((value - c.offset) / c.scale, c.type, c.order);
+    const raw = encodeOutput(out.config, value);
     out.state.value = value;
     // an unchanged value keeps the words it has: the new array then dies young, where replacing
     // it at every actuator pass (20 a second per output) made each one old-generation garbage
@@ -281,12 +286,7 @@ export class ModbusDriver {
     const raw = out.raw;
     const value = out.state.value;
     const c = out.config;
-    const req: ModbusRequest =
-      c.table === "coil"
-        ? { fc: FC.WRITE_SINGLE_COIL, address: c.address, value: raw[0] }
-        : raw.length === 1
-          ? { fc: FC.WRITE_SINGLE_REGISTER, address: c.address, value: raw[0] }
-          : { fc: FC.WRITE_MULTIPLE_REGISTERS, address: c.address, values: raw };
+    const req = writeRequest(c, raw);
     const d = out.device;
     d.bus.submit({
       device: d,
@@ -352,39 +352,20 @@ export class ModbusDriver {
   } {
     return {
       devices: [...this.devices.values()].map((d) => ({ name: d.name, connected: d.bus.transport.connected, breaker: d.breaker.state, trips: d.breaker.trips, stats: d.stats })),
-      buses: [...this.buses.values()].map((b) => {
-        const t = b.transport;
-        return {
-          name: b.name,
-          connected: t.connected,
-          utilization: b.utilization(),
-          budgetOverruns: b.budgetOverruns,
-          desyncs: t instanceof TcpTransport ? t.desyncs : 0,
-          strayBytes: t instanceof RtuTransport ? t.strayBytes : 0,
-        };
-      }),
+      buses: [...this.buses.values()].map((b) => ({ name: b.name, connected: b.transport.connected, utilization: b.utilization(), budgetOverruns: b.budgetOverruns, ...b.transport.stats() })),
       polls: this.polls.map((p) => ({ device: p.device.name, priority: p.priority, polls: p.polls, overruns: p.overruns })),
     };
-  }
-
-  /** The transport of a device (tests drop connections through it). */
-  transportOf(device: string): TcpTransport | RtuTransport | undefined {
-    return this.devices.get(device)?.bus.transport as TcpTransport | RtuTransport | undefined;
   }
 }
 
 /** A bus's counters (docs/operations.md, the podwarden_modbus_bus_* metrics). */
-export interface BusStats {
+export interface BusStats extends TransportStats {
   name: string;
   connected: boolean;
   /** share of the last second spent in transactions */
   utilization: number;
   /** telemetry polls skipped because the bus was over its time budget */
   budgetOverruns: number;
-  /** TCP: connections dropped because the stream was out of step */
-  desyncs: number;
-  /** RTU: bytes that arrived when no request was waiting for them (late answers, line noise) */
-  strayBytes: number;
 }
 
 export type { Point };

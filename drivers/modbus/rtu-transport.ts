@@ -10,11 +10,11 @@
 // is why this transport is our own.
 import { SerialPort } from "serialport";
 import { monoMs } from "../../lib/clock.js";
-import { Backoff } from "../backoff.js";
+import { Backoff } from "../../lib/backoff.js";
 import { ConnectionState } from "./connection-state.js";
 import { encodeRequest, parseResponse, responseLength } from "./master-pdu.js";
 import { crcOk, withCrc } from "./protocol.js";
-import type { ModbusOutcome, ModbusRequest, ModbusTransport } from "./types.js";
+import type { ModbusOutcome, ModbusRequest, ModbusTransport, TransportStats } from "./types.js";
 
 export interface RtuTransportOptions {
   path: string;
@@ -164,6 +164,10 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
       this.current = { unit, req, settle };
       port.write(withCrc(Buffer.concat([Buffer.from([unit]), encodeRequest(req)])));
     });
+  }
+
+  stats(): TransportStats {
+    return { desyncs: 0, strayBytes: this.strayBytes };
   }
 
   async stop(): Promise<void> {

@@ -12,11 +12,11 @@
 // header (protocol id not 0, length outside 3..254), or a timeout while part of a frame sits in
 // the buffer, drops the connection, and a fresh one starts in step.
 import { Socket } from "node:net";
-import { Backoff } from "../backoff.js";
+import { Backoff } from "../../lib/backoff.js";
 import { ConnectionState } from "./connection-state.js";
 import { heldTransactions, issueAndRelease, ModbusClient } from "./modbus-serial.js";
 import { FC } from "./protocol.js";
-import type { ModbusOutcome, ModbusRequest, ModbusTransport } from "./types.js";
+import type { TransportStats, ModbusOutcome, ModbusRequest, ModbusTransport } from "./types.js";
 
 export interface TcpTransportOptions {
   host: string;
@@ -237,6 +237,10 @@ export class TcpTransport extends ConnectionState implements ModbusTransport {
         await c.writeRegisters(r.address, r.values);
         return [];
     }
+  }
+
+  stats(): TransportStats {
+    return { desyncs: this.desyncs, strayBytes: 0 };
   }
 
   async stop(): Promise<void> {

@@ -1,5 +1,5 @@
 // Requests and outcomes shared by the Modbus transports, the bus scheduler and the driver.
-import type { Quality } from "../points.js";
+import type { Quality } from "../../lib/points.js";
 import type { FC } from "./protocol.js";
 import { EXCEPTION } from "./protocol.js";
 
@@ -31,6 +31,15 @@ export interface ModbusTransport {
   start(): void;
   stop(): Promise<void>;
   onConnectionChange(cb: (connected: boolean) => void): void;
+  /** the wire's own counters (0 where a kind of wire has no such thing) */
+  stats(): TransportStats;
+}
+
+export interface TransportStats {
+  /** TCP: connections dropped because the stream was out of step */
+  desyncs: number;
+  /** RTU: bytes that arrived when no request was waiting for them (late answers, line noise) */
+  strayBytes: number;
 }
 
 export interface ExceptionPolicy {

@@ -7,7 +7,7 @@ import { operatingPoint } from "./hydraulics.js";
 import { LoadGenerator, type LoadProfile } from "./load.js";
 import { StrokedValve, relativeKv, type ValveCharacteristic } from "./valve.js";
 
-import { COOLANT_KJ_PER_L_K } from "../../lib/coolant.js";
+import { COOLANT_KJ_PER_L_K } from "../../pod/coolant.js";
 
 export interface PlantParams {
   dtS: number;

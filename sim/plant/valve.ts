@@ -1,5 +1,5 @@
 // Motorised valves: the position follows the command at a finite stroke rate.
-export { relativeKv, type ValveCharacteristic } from "../../lib/coolant.js";
+export { relativeKv, type ValveCharacteristic } from "../../pod/coolant.js";
 
 export class StrokedValve {
   /** actual position, 0..100 % */

@@ -1,4 +1,4 @@
-// Points: what the drivers publish. A point is a value, its source time on the monotonic clock
+// Points: what the drivers publish and the pod stage reads (one store, injected into every driver). A point is a value, its source time on the monotonic clock
 // (lib/clock.ts) and a quality. The drivers know nothing about racks or PID.
 
 export const QUALITIES = [

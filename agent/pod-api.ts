@@ -1,0 +1,113 @@
+// The narrow faces of a running pod, one per kind of consumer. A service declares the one it
+// needs and is handed it; none imports the Agent class, so none can reach past its face into
+// the drivers, the control thread or the config.
+import type { LoopMode } from "../hotpath-as/bank-config.js";
+import type { LogHistogram } from "../lib/log-histogram.js";
+import type { Point } from "../lib/points.js";
+import type { ModbusDriver } from "../drivers/modbus/driver.js";
+import type { PodLayout } from "../pod/layout.js";
+import type { PumpStatus, RackStatus } from "../pod/status-view.js";
+import type { Alarm } from "./supervisor/alarms.js";
+import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
+
+export type AgentEvent =
+  | SupervisorEvent
+  | { type: "setpoint.expired"; loop: string; value: number }
+  | { type: "agent.started" }
+  | { type: "agent.stopping"; reason: string }
+  | { type: "command.audit"; action: string; rack?: string; by: string; result: string; transaction?: string; reason?: string; suppressed?: number };
+
+export type AuditRecord = Omit<Extract<AgentEvent, { type: "command.audit" }>, "type">;
+
+export interface PodStatus {
+  mode: PodMode;
+  racks: RackStatus[];
+  pump: PumpStatus;
+  control: { ticks: number; overruns: number; p50Us: number; p99Us: number; p999Us: number; maxUs: number; schedFifo: string };
+}
+
+/** Who the pod is: what `info` and the board show. */
+export interface PodIdentity {
+  site: string;
+  pod: string;
+  /** sha256 of the config file as read */
+  configHash: string;
+  racks: { name: string; ratedKw: number }[];
+  /** where state that must survive a restart lives (spool, replay guard), if anywhere */
+  stateDir?: string;
+}
+
+/** Reading the pod: the uplink, metrics, the status board and any HMI. */
+export interface PodReader {
+  readonly identity: PodIdentity;
+  mode(): PodMode;
+  status(): PodStatus;
+  /** everything mission control needs to rebuild its picture of the pod */
+  snapshot(): Record<string, unknown>;
+  /** every field point the pod reads */
+  fieldPoints(): Point[];
+  activeAlarms(): Alarm[];
+  /** calls l with every event; returns a function that stops it */
+  onEvent(l: (e: AgentEvent) => void): () => void;
+  /** the control loop is healthy (device leases are refreshed only then) */
+  healthy(): boolean;
+}
+
+/** The control thread's and the field drivers' counters, for metrics. */
+export interface PodDiagnostics {
+  controlStats(): { ticks: number; urgentTicks: number; overruns: number; maxLatenessUs: number; lateness: LogHistogram };
+  modbusStats(): ReturnType<ModbusDriver["stats"]>;
+  /** null without mqttIngest */
+  ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; silentBrokerDrops: number } | null;
+}
+
+export interface Range {
+  min: number;
+  max: number;
+}
+
+/** The envelope commands must stay inside: the same limits local tuning obeys. */
+export interface CommandLimits {
+  returnTempC: Range;
+  dpKpa: Range;
+  powerBudgetKw: Range;
+  maxLeaseS: number;
+  rackOutputPct: Range;
+  pumpOutputPct: Range;
+}
+
+/** Commanding the pod: the command executor and the admin socket. */
+export interface PodCommander {
+  readonly layout: PodLayout;
+  readonly limits: CommandLimits;
+  snapshot(): Record<string, unknown>;
+  setSetpoint(loop: number, value: number, leaseMs: number, by: string): void;
+  setLoopMode(loop: number, mode: LoopMode, value?: number): void;
+  setMaintenance(on: boolean): void;
+  isolateRack(rack: number, isolate: boolean): void;
+  resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout">;
+  acknowledgeAlarm(id: string, by: string): boolean;
+  setPowerBudget(kw: number | null): Promise<void>;
+  /** records an operator action as an event (the log and the events topic) */
+  audit(a: AuditRecord): void;
+}
+
+/** A condition outside the control loops (state files, the uplink's spool) shown as an alarm. */
+export interface ProblemReport {
+  severity: "Warning" | "Critical";
+  source: string;
+  /** null when the problem has gone */
+  message: string | null;
+  /**
+   * A one-off event (a state file quarantined, spooled events dropped), not a condition that
+   * goes away by itself: it stays raised until an operator acknowledges it. Without this, a
+   * problem stays raised until its owner reports it resolved (resolveProblem).
+   */
+  untilAcknowledged?: boolean;
+}
+
+/** Reporting and resolving problems: the uplink, state files. */
+export interface ProblemReporter {
+  reportProblem(id: string, p: ProblemReport): void;
+  resolveProblem(id: string): void;
+}

@@ -1,0 +1,61 @@
+// The supervisor's config section (`supervisor`): its schema and its type, side by side.
+import { int, num, obj } from "../../lib/schema-builders.js";
+
+export interface SupervisorConfig {
+  periodMs: number;
+  alarmClearDwellMs: number;
+  overTemp: { warningC: number; criticalC: number; hysteresisC: number };
+  lossOfFlow: { minLpm: number; delayMs: number };
+  heatBalance: { enabled: boolean; tolerancePct: number; minPowerKw: number; dwellMs: number; supplyToleranceC: number; flowPeerTolerancePct: number };
+  escalation: { pumpStop: boolean; rackPowerOff: boolean };
+  powerBudget: { podKw: number; writeCaps: boolean; headroomPct: number };
+}
+
+export const SUPERVISOR_SCHEMA = obj(
+  {
+    periodMs: int(10, 10_000, 100, "supervisor evaluation period, ms"),
+    alarmClearDwellMs: int(0, 3_600_000, 5000, "a condition must stay clear this long before its alarm clears, ms"),
+    overTemp: obj(
+      {
+        warningC: num(10, 100, 50, "return temperature that raises a Warning, °C"),
+        criticalC: num(10, 100, 55, "return temperature that raises a Critical alarm, °C"),
+        hysteresisC: num(0, 20, 1, "clears this far below the threshold, °C"),
+      },
+      "over-temperature tiers",
+    ),
+    lossOfFlow: obj(
+      {
+        minLpm: num(0, 1000, 5, "flow below this with the rack in service is a loss of flow, L/min"),
+        delayMs: int(0, 3_600_000, 5000, "for this long, ms"),
+      },
+      "loss-of-flow alarm",
+    ),
+    heatBalance: obj(
+      {
+        enabled: { type: "boolean", default: true, description: "cross-check rack power against flow × ΔT" },
+        tolerancePct: num(1, 1000, 25, "allowed disagreement, % of rack power"),
+        minPowerKw: num(0, 10000, 10, "only checked above this rack power, kW"),
+        dwellMs: int(0, 3_600_000, 30000, "disagreement must last this long, ms"),
+        supplyToleranceC: num(0, 50, 2, "rack supply vs CDU supply: beyond this the supply sensor is suspect, °C"),
+        flowPeerTolerancePct: num(1, 1000, 30, "flow per valve opening vs the other racks: beyond this the flow meter is suspect, %"),
+      },
+      "heat-balance cross-check",
+    ),
+    escalation: obj(
+      {
+        pumpStop: { type: "boolean", default: false, description: "an unproven isolation stops the pump for the whole pod (needs cdu.outputs.pumpEnable)" },
+        rackPowerOff: { type: "boolean", default: true, description: "an unproven isolation requests rack power-off (needs outputs.powerOff)" },
+      },
+      "what an unproven leak isolation escalates to",
+    ),
+    powerBudget: obj(
+      {
+        podKw: num(0, 1e6, 1e6, "pod power budget, kW"),
+        writeCaps: { type: "boolean", default: true, description: "write each rack's cap to its powerCap output" },
+        headroomPct: num(0, 100, 10, "a rack near its cap is given this much above its draw, %"),
+      },
+      "pod power budget",
+    ),
+  },
+  "modes, alarms, leak escalation, power budget",
+);

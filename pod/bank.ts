@@ -1,0 +1,47 @@
+// How a pod maps onto the hot-path bank: each point's checks, each loop's tuning and input, each
+// rack's isolation proof, at the indices the layout gives. Runs when a config loads or reloads
+// (and in the virtual pod), never per tick.
+import type { BankSpec, LoopSpec, PointSpec, RackSpec } from "../hotpath-as/bank-config.js";
+import type { ControlConfig } from "./config.js";
+import type { PodLayout } from "./layout.js";
+
+/** The tuning the bank is built from: the `control` section less its thread settings. */
+export type BankTuning = Pick<ControlConfig, "returnTempSetpointC" | "dpSetpointKpa" | "rackLoop" | "pumpLoop" | "points" | "isolation">;
+
+export function podBankSpec(c: BankTuning, layout: PodLayout): BankSpec {
+  const points: PointSpec[] = new Array<PointSpec>(layout.points);
+  const loops: LoopSpec[] = [];
+  const racks: RackSpec[] = [];
+  layout.racks.forEach((rp, r) => {
+    points[rp.returnTempC] = { ...c.points.temperature };
+    points[rp.supplyTempC] = { ...c.points.temperature };
+    points[rp.flowLpm] = { ...c.points.flow };
+    points[rp.powerKw] = { ...c.points.power };
+    for (const l of rp.leaks) points[l] = { kind: "leak", rack: r, min: 0, max: 2, ...c.points.leak };
+    loops[rp.loop] = {
+      ...c.rackLoop,
+      pvPoint: rp.returnTempC,
+      ffPoint: c.rackLoop.kff !== 0 ? rp.powerKw : undefined,
+      rack: r,
+      action: "direct",
+      sp: c.returnTempSetpointC,
+    };
+    racks.push({
+      flowPoint: rp.flowLpm,
+      isolatedFlowMaxLpm: c.isolation.isolatedFlowMaxLpm,
+      isolationDeadlineMs: c.isolation.deadlineMs,
+      leakSensorFault: c.isolation.leakSensorFault,
+    });
+  });
+  points[layout.cdu.dpKpa] = { ...c.points.pressure };
+  points[layout.cdu.supplyTempC] = { ...c.points.temperature };
+  loops[layout.pumpLoop] = { ...c.pumpLoop, pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };
+  return { points, loops, racks };
+}
+
+/** Each loop's local default setpoint, by loop index: return temperature per rack, dp for the pump. */
+export function defaultSetpoints(c: Pick<ControlConfig, "returnTempSetpointC" | "dpSetpointKpa">, layout: PodLayout): number[] {
+  const sp = layout.racks.map(() => c.returnTempSetpointC);
+  sp[layout.pumpLoop] = c.dpSetpointKpa;
+  return sp;
+}

@@ -1,0 +1,268 @@
+// The pod stage's config sections: `control` (loop tuning, input checks, leak isolation),
+// `racks` and `cdu` (which point and output each signal is). The agent's schema embeds them;
+// the bank's defaults come from here, so a daemon, the virtual pod and the tests all run the
+// tuning the schema declares.
+import type { SafeAction } from "../hotpath-as/bank-config.js";
+import { validator } from "../lib/config-file.js";
+import { int, num, obj } from "../lib/schema-builders.js";
+
+export const IDENT_SCHEMA = { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$" };
+const pointRef = (description: string): object => ({ type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: `point id (device.point or an MQTT ingest id): ${description}` });
+const outputRef = (description: string): object => ({ type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: `Modbus output id (device.output): ${description}` });
+
+export interface LoopTuning {
+  kp: number;
+  ki: number;
+  kd: number;
+  tf: number;
+  kff: number;
+  ffBias: number;
+  outMin: number;
+  outMax: number;
+  outRate: number;
+  spRamp: number;
+  deadband: number;
+  safeOnLeak: SafeAction;
+  safeOnSensorFault: SafeAction;
+}
+
+export interface PointChecks {
+  min: number;
+  max: number;
+  rateMax: number;
+  staleMs: number;
+  stuckEps: number;
+  stuckMs: number;
+  debounceFault: number;
+  debounceClear: number;
+}
+
+export interface LeakChecks {
+  staleMs: number;
+  debounceFault: number;
+  debounceClear: number;
+}
+
+export interface IsolationConfig {
+  isolatedFlowMaxLpm: number;
+  deadlineMs: number;
+  leakSensorFault: "hold" | "isolate";
+}
+
+/** The `control` section. */
+export interface ControlConfig {
+  periodMs: number;
+  schedFifo: boolean;
+  schedPriority: number;
+  warmupTicks: number;
+  returnTempSetpointC: number;
+  returnTempSetpointMinC: number;
+  returnTempSetpointMaxC: number;
+  dpSetpointKpa: number;
+  dpSetpointMinKpa: number;
+  dpSetpointMaxKpa: number;
+  setpointLeaseMaxMs: number;
+  rackLoop: LoopTuning;
+  pumpLoop: LoopTuning;
+  points: { temperature: PointChecks; flow: PointChecks; power: PointChecks; pressure: PointChecks; leak: LeakChecks };
+  isolation: IsolationConfig;
+}
+
+/** One entry of `racks`. */
+export interface RackConfig {
+  name: string;
+  ratedKw: number;
+  minPowerKw: number;
+  priority: number;
+  points: { returnTempC: string; supplyTempC: string; flowLpm: string; powerKw: string; leak: string[] };
+  outputs: { valve: string; supplyIsolation: string; returnIsolation: string; powerCap?: string; powerOff?: string };
+}
+
+/** The `cdu` section. */
+export interface CduConfig {
+  points: { dpKpa: string; supplyTempC: string };
+  outputs: { pumpSpeed: string; pumpEnable?: string };
+}
+
+/** What the pod stage needs of a config: the wiring and the tuning. */
+export interface PodConfig {
+  racks: RackConfig[];
+  cdu: CduConfig;
+  control: ControlConfig;
+}
+
+const SAFE_ACTION = {
+  description: "declared safe output: open (outMax), closed (outMin), hold (last output), or {fixed: value}",
+  oneOf: [
+    { enum: ["open", "closed", "hold"] },
+    { type: "object", additionalProperties: false, required: ["fixed"], properties: { fixed: { type: "number" } } },
+  ],
+};
+
+function loopTuning(d: { kp: number; ki: number; kff: number; outMin: number; outMax: number; outRate: number; spRamp: number; deadband: number; safeOnLeak: unknown; safeOnSensorFault: unknown }, what: string): object {
+  return obj(
+    {
+      kp: num(0, 1e6, d.kp, "proportional gain, output % per PV unit"),
+      ki: num(0, 1e6, d.ki, "integral gain, output % per (PV unit · s)"),
+      kd: num(0, 1e6, 0, "derivative gain (on measurement), output % per (PV unit / s)"),
+      tf: num(0, 3600, 0, "derivative filter time constant, s"),
+      kff: num(-1e6, 1e6, d.kff, "feed-forward gain, output % per FF unit"),
+      ffBias: num(-1e6, 1e6, 0, "subtracted from the FF input before the gain"),
+      outMin: num(0, 100, d.outMin, "output envelope low end, % (the fail-closed value)"),
+      outMax: num(0, 100, d.outMax, "output envelope high end, % (the fail-open value)"),
+      outRate: num(0, 1e6, d.outRate, "output slew limit, %/s (0 = unlimited)"),
+      spRamp: num(0, 1e6, d.spRamp, "setpoint ramp, PV units/s (0 = step)"),
+      deadband: num(0, 1e6, d.deadband, "error deadband, PV units"),
+      safeOnLeak: { ...SAFE_ACTION, default: d.safeOnLeak },
+      safeOnSensorFault: { ...SAFE_ACTION, default: d.safeOnSensorFault },
+    },
+    what,
+  );
+}
+
+function pointChecks(d: { min: number; max: number; rateMax: number }, what: string): object {
+  return obj(
+    {
+      min: num(-1e9, 1e9, d.min, "valid range low"),
+      max: num(-1e9, 1e9, d.max, "valid range high"),
+      rateMax: num(0, 1e9, d.rateMax, "max change between samples, units/s (0 = unchecked)"),
+      staleMs: int(0, 3_600_000, 3000, "max sample age, ms (0 = unchecked)"),
+      stuckEps: num(0, 1e9, 0, "a change larger than this resets the stuck timer"),
+      stuckMs: int(0, 86_400_000, 0, "no change beyond stuckEps for this long = stuck, ms (0 = unchecked)"),
+      debounceFault: int(1, 100_000, 20, "consecutive faulty ticks before the input is bad"),
+      debounceClear: int(1, 100_000, 200, "consecutive clean ticks before it is good again"),
+    },
+    what,
+  );
+}
+
+export const CONTROL_SCHEMA = obj(
+  {
+    periodMs: num(0.1, 100, 1, "control tick period, ms"),
+    schedFifo: { type: "boolean", default: true, description: "raise the control thread (only) to SCHED_FIFO where permitted" },
+    schedPriority: int(1, 99, 40, "SCHED_FIFO priority of the control thread"),
+    warmupTicks: int(0, 10_000_000, 20000, "hot-path steps run on a scratch bank before the first real tick (JIT warm-up)"),
+    returnTempSetpointC: num(10, 80, 45, "local default return-temperature setpoint, °C"),
+    returnTempSetpointMinC: num(10, 80, 35, "lowest setpoint a command may set, °C"),
+    returnTempSetpointMaxC: num(10, 80, 55, "highest setpoint a command may set, °C"),
+    dpSetpointKpa: num(0, 1000, 120, "local default loop differential-pressure setpoint, kPa"),
+    dpSetpointMinKpa: num(0, 1000, 60, "lowest dp setpoint a command may set, kPa"),
+    dpSetpointMaxKpa: num(0, 1000, 200, "highest dp setpoint a command may set, kPa"),
+    setpointLeaseMaxMs: int(1000, 86_400_000, 3_600_000, "longest lease an upstream setpoint may have, ms"),
+    rackLoop: loopTuning({ kp: 4, ki: 0.4, kff: 0.4, outMin: 10, outMax: 100, outRate: 20, spRamp: 0, deadband: 0.05, safeOnLeak: "closed", safeOnSensorFault: "open" }, "rack return-temperature loop (valve), with feed-forward from rack power"),
+    pumpLoop: loopTuning({ kp: 0.15, ki: 0.1, kff: 0, outMin: 30, outMax: 100, outRate: 10, spRamp: 5, deadband: 0.5, safeOnLeak: "hold", safeOnSensorFault: { fixed: 80 } }, "pump differential-pressure loop (speed)"),
+    points: obj(
+      {
+        temperature: pointChecks({ min: 0, max: 95, rateMax: 20 }, "checks on temperature inputs, °C"),
+        flow: pointChecks({ min: 0, max: 1000, rateMax: 0 }, "checks on flow inputs, L/min"),
+        power: pointChecks({ min: 0, max: 1000, rateMax: 0 }, "checks on rack power inputs, kW"),
+        pressure: pointChecks({ min: 0, max: 1000, rateMax: 0 }, "checks on pressure inputs, kPa"),
+        leak: obj(
+          {
+            staleMs: int(0, 3_600_000, 3000, "max leak sample age, ms"),
+            // 1: a polled leak input holds each sample for (poll period / tick) ticks, so a
+            // debounce of that many ticks or fewer rejects no glitch and only adds latency
+            debounceFault: int(1, 100_000, 1, "consecutive wet ticks that isolate; to reject a one-sample glitch it must exceed the leak poll period in ticks (and delays isolation by as much)"),
+            debounceClear: int(1, 100_000, 50, "consecutive dry ticks that forget earlier wet ticks"),
+          },
+          "checks on leak inputs (0 dry, 1 wet, 2 cable fault)",
+        ),
+      },
+      "input validation per kind of point",
+    ),
+    isolation: obj(
+      {
+        isolatedFlowMaxLpm: num(0, 1000, 2, "flow below this proves a rack isolated, L/min"),
+        deadlineMs: int(1, 3_600_000, 15000, "time allowed for that proof before escalating, ms"),
+        leakSensorFault: { enum: ["hold", "isolate"], default: "hold", description: "what a faulty leak sensor does to its rack" },
+      },
+      "leak isolation",
+    ),
+  },
+  "the control loops and the hot path",
+);
+
+export const RACKS_SCHEMA = {
+  type: "array",
+  minItems: 1,
+  maxItems: 64,
+  description: "the racks of the pod",
+  items: obj(
+    {
+      name: { ...IDENT_SCHEMA, description: "rack name, used in topics and alarms" },
+      ratedKw: num(0.1, 10000, 120, "rated IT power, kW"),
+      minPowerKw: num(0, 10000, 0, "power cap never set below this, kW"),
+      priority: int(0, 9, 5, "power budget priority: 0 is served first"),
+      points: obj(
+        {
+          returnTempC: pointRef("rack return (outlet) temperature"),
+          supplyTempC: pointRef("rack supply (inlet) temperature"),
+          flowLpm: pointRef("rack coolant flow"),
+          powerKw: pointRef("rack IT power"),
+          leak: { type: "array", minItems: 1, maxItems: 8, items: pointRef("leak sensor"), description: "leak sensors (0 dry, 1 wet, 2 cable fault)" },
+        },
+        "the rack's inputs",
+        ["returnTempC", "supplyTempC", "flowLpm", "powerKw", "leak"],
+      ),
+      outputs: obj(
+        {
+          valve: outputRef("control valve command, %"),
+          supplyIsolation: outputRef("supply isolation valve (1 open)"),
+          returnIsolation: outputRef("return isolation valve (1 open)"),
+          powerCap: outputRef("rack power cap, kW (optional)"),
+          powerOff: outputRef("rack power-off request (optional; leak escalation)"),
+        },
+        "the rack's actuators",
+        ["valve", "supplyIsolation", "returnIsolation"],
+      ),
+    },
+    "one rack",
+    ["name", "points", "outputs"],
+  ),
+};
+
+export const CDU_SCHEMA = obj(
+  {
+    points: obj({ dpKpa: pointRef("loop differential pressure"), supplyTempC: pointRef("CDU supply temperature") }, "CDU inputs", ["dpKpa", "supplyTempC"]),
+    outputs: obj({ pumpSpeed: outputRef("pump speed command, %"), pumpEnable: outputRef("pump run enable (optional; leak escalation stops it)") }, "CDU actuators", ["pumpSpeed"]),
+  },
+  "the coolant distribution unit",
+  ["points", "outputs"],
+);
+
+/** Validates a `control` section alone, filling in its defaults (a schema's root takes no default of its own). */
+const { default: _sectionDefault, ...CONTROL_ROOT } = CONTROL_SCHEMA as Record<string, unknown>;
+export const validateControl = validator<ControlConfig>(CONTROL_ROOT);
+
+/**
+ * The `control` section as the schema's defaults make it: the one source of default tuning.
+ * (A second table here once drifted from the schema: flow max 400 against 1000, leak debounce 3
+ * against 1; the virtual pod and the benches then ran a tuning no daemon had.)
+ */
+export function defaultControl(): ControlConfig {
+  return validateControl({}, "control defaults");
+}
+
+/** Problems a schema cannot state about the control section, as "key.path: reason". */
+export function controlProblems(k: ControlConfig): string[] {
+  const out: string[] = [];
+  const ordered = (lo: number, hi: number, at: string, what: string): void => {
+    if (!(lo <= hi)) out.push(`${at}: ${what}`);
+  };
+  ordered(k.returnTempSetpointMinC, k.returnTempSetpointMaxC, "control.returnTempSetpointMinC", "must be <= returnTempSetpointMaxC");
+  ordered(k.returnTempSetpointMinC, k.returnTempSetpointC, "control.returnTempSetpointC", "must be within [returnTempSetpointMinC, returnTempSetpointMaxC]");
+  ordered(k.returnTempSetpointC, k.returnTempSetpointMaxC, "control.returnTempSetpointC", "must be within [returnTempSetpointMinC, returnTempSetpointMaxC]");
+  ordered(k.dpSetpointMinKpa, k.dpSetpointMaxKpa, "control.dpSetpointMinKpa", "must be <= dpSetpointMaxKpa");
+  ordered(k.dpSetpointMinKpa, k.dpSetpointKpa, "control.dpSetpointKpa", "must be within [dpSetpointMinKpa, dpSetpointMaxKpa]");
+  ordered(k.dpSetpointKpa, k.dpSetpointMaxKpa, "control.dpSetpointKpa", "must be within [dpSetpointMinKpa, dpSetpointMaxKpa]");
+  for (const loop of ["rackLoop", "pumpLoop"] as const) {
+    const t = k[loop];
+    ordered(t.outMin, t.outMax, `control.${loop}.outMin`, "must be <= outMax");
+    for (const safe of ["safeOnLeak", "safeOnSensorFault"] as const) {
+      const a = t[safe];
+      if (typeof a === "object" && (a.fixed < t.outMin || a.fixed > t.outMax)) out.push(`control.${loop}.${safe}.fixed: must be within [outMin, outMax]`);
+    }
+  }
+  for (const kind of ["temperature", "flow", "power", "pressure"] as const) ordered(k.points[kind].min, k.points[kind].max, `control.points.${kind}.min`, "must be <= max");
+  return out;
+}

@@ -1,0 +1,65 @@
+// The pod layout: the one place that knows which hot-path point, loop and actuator belongs to
+// which rack, the CDU or the pump. Rack loops come first, in rack order, and the pump loop last;
+// points go rack by rack (return, supply, flow, power, then its leak sensors), then the CDU's.
+// Everything else (the wiring, the supervisor, the commands, the status view) asks here.
+import type { CduConfig, RackConfig } from "./config.js";
+
+export interface RackSlots {
+  name: string;
+  /** bank point indices */
+  returnTempC: number;
+  supplyTempC: number;
+  flowLpm: number;
+  powerKw: number;
+  leaks: number[];
+  /** the rack's valve loop */
+  loop: number;
+}
+
+export interface PodLayout {
+  racks: RackSlots[];
+  cdu: { dpKpa: number; supplyTempC: number };
+  /** loop index of each rack's valve loop */
+  rackLoops: number[];
+  pumpLoop: number;
+  /** bank points in all */
+  points: number;
+  /** loops in all */
+  loops: number;
+  /** a loop's name as alarms, events and commands use it: `<rack>.valve`, `cdu.pump` */
+  loopName(loop: number): string;
+  /** the loop of a name, or undefined */
+  loopIndex(name: string): number | undefined;
+  /** the rack of a name, or undefined */
+  rackIndex(name: string): number | undefined;
+  isPumpLoop(loop: number): boolean;
+}
+
+/** What a layout needs to know of the pod: its racks' names and leak sensor counts. */
+export type LayoutSource = { racks: readonly Pick<RackConfig, "name" | "points">[]; cdu?: CduConfig };
+
+export function podLayout(src: LayoutSource): PodLayout {
+  let next = 0;
+  const racks = src.racks.map((r, i) => {
+    const base = { name: r.name, returnTempC: next++, supplyTempC: next++, flowLpm: next++, powerKw: next++ };
+    const leaks = r.points.leak.map(() => next++);
+    return { ...base, leaks, loop: i };
+  });
+  const cdu = { dpKpa: next++, supplyTempC: next++ };
+  const pumpLoop = racks.length;
+  const names = [...racks.map((r) => `${r.name}.valve`), "cdu.pump"];
+  const loopByName = new Map(names.map((n, i) => [n, i]));
+  const rackByName = new Map(racks.map((r, i) => [r.name, i]));
+  return {
+    racks,
+    cdu,
+    rackLoops: racks.map((r) => r.loop),
+    pumpLoop,
+    points: next,
+    loops: names.length,
+    loopName: (loop) => names[loop] ?? `loop ${loop}`,
+    loopIndex: (name) => loopByName.get(name),
+    rackIndex: (name) => rackByName.get(name),
+    isPumpLoop: (loop) => loop === pumpLoop,
+  };
+}

@@ -1,0 +1,83 @@
+// The pod as people and dashboards see it: each rack's readings, valve, isolation and leak
+// state, and the pump, from the hot path's outputs, the supervisor's decisions and the points.
+import * as L from "../hotpath-as/assembly/layout.js";
+import type { PodConfig } from "./config.js";
+import type { PodLayout } from "./layout.js";
+import { isolationState, leakState, type IsolationState, type LeakState } from "./status-words.js";
+import type { PodDecisions } from "./wiring.js";
+
+export interface RackStatus {
+  name: string;
+  returnTempC: number;
+  supplyTempC: number;
+  flowLpm: number;
+  powerKw: number;
+  powerCapKw: number;
+  valvePct: number;
+  supplyIsolationOpen: boolean;
+  returnIsolationOpen: boolean;
+  isolation: IsolationState;
+  leak: LeakState;
+  loopStatus: number;
+  setpointC: number;
+}
+
+export interface PumpStatus {
+  speedCmdPct: number;
+  dpKpa: number;
+  enabled: boolean;
+  loopStatus: number;
+  setpointKpa: number;
+}
+
+/** The hot-path outputs the view reads. */
+export interface ViewOutputs {
+  loopOut: ArrayLike<number>;
+  loopStatus: ArrayLike<number>;
+  rackState: ArrayLike<number>;
+  rackStatus: ArrayLike<number>;
+  rackSupplyOpen: ArrayLike<number>;
+  rackReturnOpen: ArrayLike<number>;
+}
+
+export interface ViewInputs {
+  outputs: ViewOutputs | undefined;
+  decisions: PodDecisions;
+  /** a field point's latest value (NaN when unknown) */
+  value(pointId: string): number;
+  /** each loop's setpoint in force */
+  setpoints: readonly number[];
+}
+
+export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: ViewInputs): RackStatus[] {
+  const o = v.outputs;
+  return pod.racks.map((r, i) => {
+    const loop = lay.rackLoops[i];
+    return {
+      name: r.name,
+      returnTempC: v.value(r.points.returnTempC),
+      supplyTempC: v.value(r.points.supplyTempC),
+      flowLpm: v.value(r.points.flowLpm),
+      powerKw: v.value(r.points.powerKw),
+      powerCapKw: v.decisions.powerCapsKw[i],
+      valvePct: o?.loopOut[loop] ?? NaN,
+      supplyIsolationOpen: o?.rackSupplyOpen[i] === 1,
+      returnIsolationOpen: o?.rackReturnOpen[i] === 1,
+      isolation: isolationState(o?.rackState[i] ?? L.RACK_NORMAL),
+      leak: leakState(o?.rackState[i] ?? L.RACK_NORMAL, o?.rackStatus[i] ?? 0),
+      loopStatus: o?.loopStatus[loop] ?? 0,
+      setpointC: v.setpoints[loop],
+    };
+  });
+}
+
+export function pumpStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewInputs): PumpStatus {
+  const o = v.outputs;
+  return {
+    speedCmdPct: o?.loopOut[lay.pumpLoop] ?? NaN,
+    dpKpa: v.value(pod.cdu.points.dpKpa),
+    enabled: v.decisions.pumpEnable,
+    loopStatus: o?.loopStatus[lay.pumpLoop] ?? 0,
+    setpointKpa: v.setpoints[lay.pumpLoop],
+  };
+}

@@ -1,0 +1,58 @@
+// The hot path's status bits in words: why a loop is in fail-safe, what is wrong with a point,
+// what state a rack's isolation and leak detection are in. The one decoder of those bits: the
+// supervisor's alarms, the status view, the uplink and the metrics all read them through here.
+import * as L from "../hotpath-as/assembly/layout.js";
+
+/** The words of the bits set in `bits`, in the table's order. */
+function bitWords(table: readonly (readonly [number, string])[], bits: number): string {
+  return table
+    .filter(([bit]) => bits & bit)
+    .map(([, s]) => s)
+    .join(", ");
+}
+
+const FAILSAFE_REASONS = [
+  [L.LS_PV_BAD, "PV input bad"],
+  [L.LS_FF_BAD, "feed-forward input bad"],
+  [L.LS_SP_INVALID, "setpoint invalid"],
+  [L.LS_CMD_INVALID, "command invalid"],
+] as const;
+
+/** Why a loop with this status word is in fail-safe, in words ("" when it is not). */
+export function failsafeReasons(status: number): string {
+  return bitWords(FAILSAFE_REASONS, status);
+}
+
+const QUALITY_WORDS = [
+  [L.Q_NOT_FINITE, "no usable value"],
+  [L.Q_RANGE, "out of range"],
+  [L.Q_RATE, "changing faster than its rate limit"],
+  [L.Q_STALE, "stale"],
+  [L.Q_STUCK, "stuck"],
+  [L.Q_CABLE_FAULT, "cable fault"],
+  [L.Q_NEVER, "never read"],
+] as const;
+
+/** The hot path's debounced quality bits of a point, in words. */
+export function qualityWords(bits: number): string {
+  return bitWords(QUALITY_WORDS, bits);
+}
+
+/** A loop held by a fail-safe interlock. */
+export const inFailsafe = (loopStatus: number): boolean => (loopStatus & L.LS_INTERLOCK_FAILSAFE) !== 0;
+
+export const ISOLATION_STATES = ["Normal", "Isolating", "Isolated", "Escalated"] as const;
+export type IsolationState = (typeof ISOLATION_STATES)[number];
+
+/** A rack's isolation state (the hot path's rack state) in Redfish-style words. */
+export function isolationState(rackState: number): IsolationState {
+  return ISOLATION_STATES[rackState] ?? "Normal";
+}
+
+export type LeakState = "OK" | "Warning" | "Critical";
+
+/** A rack's leak detection as a Redfish LeakDetector state: Critical when latched or wet, Warning on a sensor fault. */
+export function leakState(rackState: number, rackStatus: number): LeakState {
+  if (rackState !== L.RACK_NORMAL || rackStatus & L.RS_LEAK_WET) return "Critical";
+  return rackStatus & L.RS_LEAK_SENSOR_FAULT ? "Warning" : "OK";
+}

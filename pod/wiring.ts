@@ -1,0 +1,196 @@
+// The pod's wiring, pure: which hot-path point a field sample feeds, and which actuator writes
+// the hot path's outputs and the supervisor's decisions come to. The daemon and the virtual pod
+// both run it; only what carries samples in and writes out differs (the control worker's frames
+// and the Modbus driver, or the simulated devices in virtual time).
+import type { SafeAction } from "../hotpath-as/bank-config.js";
+import type { BankViews } from "../hotpath-as/views.js";
+import * as L from "../hotpath-as/assembly/layout.js";
+import type { Point } from "../lib/points.js";
+import type { LoopTuning, PodConfig } from "./config.js";
+import type { PodLayout } from "./layout.js";
+
+/**
+ * How often the actuators are written when nothing urgent happened, ms. An interlock change
+ * (a rack isolating, a loop entering or leaving leak priority) is written at once besides.
+ */
+export const ACTUATOR_PASS_MS = 50;
+
+/** Where routed samples go: the control worker's frames, or a bank directly in virtual time. */
+export interface SampleSink {
+  writeSample(point: number, value: number, sourceTimeMs: number): void;
+}
+
+/** Where actuator writes go, in engineering units: the Modbus driver, or simulated devices. */
+export interface OutputSink {
+  setOutput(id: string, value: number): void;
+}
+
+/** The hot-path outputs the writes are computed from (the worker's frames or the bank's views). */
+export interface PodOutputs {
+  loopOut: ArrayLike<number>;
+  rackSupplyOpen: ArrayLike<number>;
+  rackReturnOpen: ArrayLike<number>;
+}
+
+/** What the supervisor decided about power and the pump. */
+export interface PodDecisions {
+  pumpEnable: boolean;
+  rackPowerOff: boolean[];
+  powerCapsKw: number[];
+}
+
+export interface WiringOptions {
+  /** write each rack's power cap to its powerCap output */
+  writeCaps: boolean;
+}
+
+/** A command value as the devices are sent it: 0.1 of a unit, so noise in the 15th digit is not a new write. */
+const tenth = (v: number): number => Math.round(v * 10) / 10;
+
+/** The value a loop's actuator takes for a declared safe action. */
+export function safeValue(a: SafeAction, outMin: number, outMax: number, current: number): number {
+  if (a === "open") return outMax;
+  if (a === "closed") return outMin;
+  if (a === "hold") return Number.isFinite(current) ? current : outMax;
+  return Math.min(Math.max(a.fixed, outMin), outMax);
+}
+
+export class PodWiring {
+  private readonly routes = new Map<string, number[]>();
+  /** leak inputs, with the last value routed: a change is decided at once, not at the next tick */
+  private readonly leakPoints = new Map<string, number>();
+
+  constructor(
+    private readonly pod: Pick<PodConfig, "racks" | "cdu">,
+    readonly layout: PodLayout,
+    private readonly opts: WiringOptions,
+  ) {
+    pod.racks.forEach((r, i) => {
+      const p = layout.racks[i];
+      this.route(r.points.returnTempC, p.returnTempC);
+      this.route(r.points.supplyTempC, p.supplyTempC);
+      this.route(r.points.flowLpm, p.flowLpm);
+      this.route(r.points.powerKw, p.powerKw);
+      r.points.leak.forEach((id, k) => {
+        this.route(id, p.leaks[k]);
+        this.leakPoints.set(id, NaN);
+      });
+    });
+    this.route(pod.cdu.points.dpKpa, layout.cdu.dpKpa);
+    this.route(pod.cdu.points.supplyTempC, layout.cdu.supplyTempC);
+  }
+
+  private route(pointId: string, bankIndex: number): void {
+    const list = this.routes.get(pointId) ?? [];
+    list.push(bankIndex);
+    this.routes.set(pointId, list);
+  }
+
+  /** The field points the hot path reads. */
+  get inputs(): IterableIterator<string> {
+    return this.routes.keys();
+  }
+
+  isLeakInput(pointId: string): boolean {
+    return this.leakPoints.has(pointId);
+  }
+
+  /**
+   * Feeds a field point to the hot-path points it is wired to. Good: the sample; invalid: NaN
+   * now (the hot path rejects it); a communication failure: nothing, so the sample ages and the
+   * stale check fails the loop safe in time. Returns true when a leak input changed (wet, dry,
+   * cable fault, unreadable): the caller ticks at once rather than at the next period.
+   */
+  routeSample(p: Point, sink: SampleSink, nowMs: number): boolean {
+    const idx = this.routes.get(p.id);
+    if (idx === undefined) return false;
+    if (p.quality !== "good" && p.quality !== "invalid") return false;
+    const value = p.quality === "good" ? p.value : NaN;
+    const sourceTimeMs = p.quality === "good" ? p.sourceTimeMs : nowMs;
+    for (const i of idx) sink.writeSample(i, value, sourceTimeMs);
+    const lastLeak = this.leakPoints.get(p.id);
+    if (lastLeak === undefined || Object.is(lastLeak, value)) return false;
+    this.leakPoints.set(p.id, value);
+    return true;
+  }
+
+  /** No caps, no power-off, the pump enabled: the decisions before the supervisor's first pass. */
+  initialDecisions(): PodDecisions {
+    return { pumpEnable: true, rackPowerOff: this.pod.racks.map(() => false), powerCapsKw: this.pod.racks.map((r) => r.ratedKw) };
+  }
+
+  /**
+   * Sends every actuator its command, safety first: all isolation valves before anything else
+   * (on a leak their close commands must not queue behind the rack's valve or cap writes), then
+   * each rack's valve, power-off and cap, then the pump.
+   */
+  writeActuators(o: PodOutputs, d: PodDecisions, sink: OutputSink): void {
+    const racks = this.pod.racks;
+    const lay = this.layout;
+    const set = (id: string | undefined, v: number): void => {
+      if (id !== undefined && Number.isFinite(v)) sink.setOutput(id, v);
+    };
+    for (let i = 0; i < racks.length; i++) {
+      set(racks[i].outputs.supplyIsolation, o.rackSupplyOpen[i]);
+      set(racks[i].outputs.returnIsolation, o.rackReturnOpen[i]);
+    }
+    for (let i = 0; i < racks.length; i++) {
+      const out = racks[i].outputs;
+      set(out.valve, tenth(o.loopOut[lay.rackLoops[i]]));
+      set(out.powerOff, d.rackPowerOff[i] ? 1 : 0);
+      if (this.opts.writeCaps) set(out.powerCap, tenth(d.powerCapsKw[i]));
+    }
+    set(this.pod.cdu.outputs.pumpSpeed, tenth(o.loopOut[lay.pumpLoop]));
+    set(this.pod.cdu.outputs.pumpEnable, d.pumpEnable ? 1 : 0);
+  }
+
+  /**
+   * The writes that put each control actuator in its declared sensor-fault safe state, for a
+   * shutdown. Isolation valves are left as they are: an isolated rack stays isolated, and the
+   * devices' own leases take over from there.
+   */
+  safeWrites(o: PodOutputs | undefined, rackLoop: LoopTuning, pumpLoop: LoopTuning): { id: string; value: number }[] {
+    const lay = this.layout;
+    const safe = (t: LoopTuning, loop: number): number => tenth(safeValue(t.safeOnSensorFault, t.outMin, t.outMax, o?.loopOut[loop] ?? NaN));
+    return [
+      ...this.pod.racks.map((r, i) => ({ id: r.outputs.valve, value: safe(rackLoop, lay.rackLoops[i]) })),
+      { id: this.pod.cdu.outputs.pumpSpeed, value: safe(pumpLoop, lay.pumpLoop) },
+    ];
+  }
+}
+
+/**
+ * Watches a bank for the output changes that must reach the devices at once rather than at the
+ * next actuator pass: an isolation valve command that changed, or a loop entering or leaving
+ * leak priority. The control worker and the virtual pod both ask it after every step.
+ */
+export class InterlockChangeDetector {
+  private readonly lastBranch: Int32Array;
+  private readonly lastIso: Int32Array;
+
+  constructor(
+    private readonly loops: number,
+    private readonly racks: number,
+  ) {
+    this.lastBranch = new Int32Array(loops);
+    this.lastIso = new Int32Array(2 * racks).fill(1);
+  }
+
+  changed(v: BankViews): boolean {
+    let changed = false;
+    for (let i = 0; i < this.loops; i++) {
+      const b = v.loopI.branch[i];
+      const was = this.lastBranch[i];
+      if (b !== was && (b === L.BRANCH_LEAK || was === L.BRANCH_LEAK)) changed = true;
+      this.lastBranch[i] = b;
+    }
+    for (let r = 0; r < this.racks; r++) {
+      const s = v.rackI.supplyOpen[r];
+      const ret = v.rackI.returnOpen[r];
+      if (s !== this.lastIso[2 * r] || ret !== this.lastIso[2 * r + 1]) changed = true;
+      this.lastIso[2 * r] = s;
+      this.lastIso[2 * r + 1] = ret;
+    }
+    return changed;
+  }
+}

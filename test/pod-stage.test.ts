@@ -1,0 +1,157 @@
+// The pod stage on its own: the layout, the wiring's routing and writes, the status words, and
+// the bank's defaults coming from the config schema alone.
+import { describe, expect, it } from "vitest";
+import * as L from "../hotpath-as/assembly/layout.js";
+import { demoAgentConfig } from "../agent/demo-config.js";
+import { validateAgentConfig } from "../agent/config/load.js";
+import type { Point } from "../lib/points.js";
+import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
+import { defaultControl } from "../pod/config.js";
+import { podLayout } from "../pod/layout.js";
+import { failsafeReasons, isolationState, leakState, qualityWords } from "../pod/status-words.js";
+import { PodWiring, safeValue, type PodOutputs } from "../pod/wiring.js";
+
+const DEMO = demoAgentConfig((d) => {
+  // two leak ropes on rack-2: the layout must give each its own point
+  (d.racks as { points: { leak: string[] } }[])[1].points.leak.push("rack-2.status");
+});
+const lay = podLayout(DEMO);
+
+const point = (id: string, value: number, quality: Point["quality"] = "good", sourceTimeMs = 100): Point => ({ id, value, quality, sourceTimeMs });
+
+describe("pod layout", () => {
+  it("puts rack loops first in rack order and the pump last, and each rack's points together", () => {
+    expect(lay.rackLoops).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(lay.pumpLoop).toBe(8);
+    expect(lay.loops).toBe(9);
+    expect(lay.racks[0]).toMatchObject({ name: "rack-1", returnTempC: 0, supplyTempC: 1, flowLpm: 2, powerKw: 3, leaks: [4], loop: 0 });
+    expect(lay.racks[1].leaks).toEqual([9, 10]);
+    expect(lay.racks[2].returnTempC).toBe(11);
+    expect(lay.cdu).toEqual({ dpKpa: lay.points - 2, supplyTempC: lay.points - 1 });
+  });
+
+  it("names loops and finds racks and loops by name", () => {
+    expect(lay.loopName(2)).toBe("rack-3.valve");
+    expect(lay.loopName(8)).toBe("cdu.pump");
+    expect(lay.loopIndex("cdu.pump")).toBe(8);
+    expect(lay.loopIndex("rack-9.valve")).toBeUndefined();
+    expect(lay.rackIndex("rack-4")).toBe(3);
+    expect(lay.rackIndex("nope")).toBeUndefined();
+    expect(lay.isPumpLoop(8)).toBe(true);
+    expect(lay.isPumpLoop(7)).toBe(false);
+  });
+});
+
+describe("pod bank defaults", () => {
+  it("come from the config schema alone: an agent config that sets no tuning gets exactly defaultControl()", () => {
+    const minimal = demoAgentConfig((d) => delete d.control);
+    expect(minimal.control).toEqual(defaultControl());
+    expect(podBankSpec(minimal.control, podLayout(minimal))).toEqual(podBankSpec(defaultControl(), podLayout(minimal)));
+    // the figures that once drifted in a second table
+    expect(defaultControl().points.flow.max).toBe(1000);
+    expect(defaultControl().points.leak.debounceFault).toBe(1);
+  });
+
+  it("builds each loop on its rack's inputs, with feed-forward from power, and the pump on the CDU dp", () => {
+    const spec = podBankSpec(DEMO.control, lay);
+    expect(spec.loops[2]).toMatchObject({ pvPoint: lay.racks[2].returnTempC, ffPoint: lay.racks[2].powerKw, rack: 2, action: "direct", sp: DEMO.control.returnTempSetpointC });
+    expect(spec.loops[8]).toMatchObject({ pvPoint: lay.cdu.dpKpa, action: "reverse", sp: DEMO.control.dpSetpointKpa });
+    expect(spec.points[lay.racks[1].leaks[1]]).toMatchObject({ kind: "leak", rack: 1 });
+    expect(defaultSetpoints(DEMO.control, lay)).toEqual([...new Array<number>(8).fill(45), 120]);
+  });
+});
+
+describe("pod wiring", () => {
+  const samples: [number, number, number][] = [];
+  const sink = { writeSample: (i: number, v: number, t: number) => samples.push([i, v, t]) };
+
+  it("routes a good sample to its point, an invalid one as NaN now, and a communication failure not at all", () => {
+    const w = new PodWiring(DEMO, lay, { writeCaps: true });
+    samples.length = 0;
+    w.routeSample(point("rack-3.returnTempC", 44.5, "good", 100), sink, 500);
+    w.routeSample(point("rack-3.flowLpm", 12, "invalid", 100), sink, 500);
+    for (const q of ["timeout", "disconnected", "offline", "exception", "corrupt", "stale"] as const) w.routeSample(point("rack-3.powerKw", 50, q), sink, 500);
+    w.routeSample(point("cdu.status", 1), sink, 500); // not wired to the hot path
+    expect(samples).toEqual([
+      [lay.racks[2].returnTempC, 44.5, 100],
+      [lay.racks[2].flowLpm, NaN, 500],
+    ]);
+  });
+
+  it("says when a leak input changed, so the caller ticks at once; an unchanged one or an analog input does not", () => {
+    const w = new PodWiring(DEMO, lay, { writeCaps: true });
+    expect(w.routeSample(point("rack-1.leakState", 0), sink, 0)).toBe(true); // first reading
+    expect(w.routeSample(point("rack-1.leakState", 0), sink, 0)).toBe(false);
+    expect(w.routeSample(point("rack-1.leakState", 1), sink, 0)).toBe(true);
+    expect(w.routeSample(point("rack-1.leakState", 1, "invalid"), sink, 0)).toBe(true); // unreadable: NaN
+    expect(w.routeSample(point("rack-1.returnTempC", 50), sink, 0)).toBe(false);
+    expect(w.isLeakInput("rack-2.status")).toBe(true);
+  });
+
+  const outputs = (over: Partial<Record<keyof PodOutputs, number[]>> = {}): PodOutputs => ({
+    loopOut: over.loopOut ?? [...new Array<number>(8).fill(55.55), 72.04],
+    rackSupplyOpen: over.rackSupplyOpen ?? new Array<number>(8).fill(1),
+    rackReturnOpen: over.rackReturnOpen ?? new Array<number>(8).fill(1),
+  });
+
+  it("writes every isolation valve before any other output, then each rack's valve, power-off and cap, then the pump", () => {
+    const w = new PodWiring(DEMO, lay, { writeCaps: true });
+    const writes: [string, number][] = [];
+    const d = { ...w.initialDecisions(), pumpEnable: false };
+    d.powerCapsKw[3] = 87.26;
+    d.rackPowerOff[3] = true;
+    w.writeActuators(outputs({ rackSupplyOpen: [1, 1, 0, 1, 1, 1, 1, 1], rackReturnOpen: [1, 1, 0, 1, 1, 1, 1, 1] }), d, { setOutput: (id, v) => writes.push([id, v]) });
+    const firstOther = writes.findIndex(([id]) => !id.endsWith("IsolationOpen"));
+    expect(firstOther).toBe(16);
+    expect(writes.slice(4, 6)).toEqual([
+      ["rack-3.supplyIsolationOpen", 0],
+      ["rack-3.returnIsolationOpen", 0],
+    ]);
+    // commands in tenths of a unit
+    expect(writes).toContainEqual(["rack-1.valveCommandPct", 55.6]);
+    expect(writes).toContainEqual(["rack-4.powerCapKw", 87.3]);
+    expect(writes).toContainEqual(["rack-4.powerOff", 1]);
+    expect(writes.slice(-2)).toEqual([
+      ["cdu.pumpSpeedCommandPct", 72],
+      ["cdu.pumpEnable", 0],
+    ]);
+  });
+
+  it("writes no cap with writeCaps off, and skips a value that is not finite", () => {
+    const w = new PodWiring(DEMO, lay, { writeCaps: false });
+    const writes: string[] = [];
+    w.writeActuators(outputs({ loopOut: [NaN, ...new Array<number>(7).fill(50), 60] }), w.initialDecisions(), { setOutput: (id) => writes.push(id) });
+    expect(writes.some((id) => id.endsWith("powerCapKw"))).toBe(false);
+    expect(writes).not.toContain("rack-1.valveCommandPct");
+    expect(writes).toContain("rack-2.valveCommandPct");
+  });
+
+  it("drives each control actuator to its declared sensor-fault safe value for a shutdown, and leaves isolation valves alone", () => {
+    const w = new PodWiring(DEMO, lay, { writeCaps: true });
+    const safe = w.safeWrites(outputs(), DEMO.control.rackLoop, DEMO.control.pumpLoop);
+    expect(safe).toHaveLength(9);
+    expect(safe[0]).toEqual({ id: "rack-1.valveCommandPct", value: DEMO.control.rackLoop.outMax }); // fail open
+    expect(safe[8]).toEqual({ id: "cdu.pumpSpeedCommandPct", value: 80 }); // fixed 80
+    expect(safe.some((x) => x.id.includes("Isolation"))).toBe(false);
+    expect(safeValue("hold", 10, 100, NaN)).toBe(100); // hold with nothing to hold: the open end
+    expect(safeValue("closed", 10, 100, 50)).toBe(10);
+    expect(safeValue({ fixed: 120 }, 10, 100, 50)).toBe(100);
+  });
+});
+
+describe("status words", () => {
+  it("decodes the hot path's bits into the words alarms and the status view use", () => {
+    expect(failsafeReasons(L.LS_PV_BAD | L.LS_SP_INVALID)).toBe("PV input bad, setpoint invalid");
+    expect(qualityWords(L.Q_STALE | L.Q_RANGE)).toBe("out of range, stale");
+    expect(isolationState(L.RACK_ISOLATED)).toBe("Isolated");
+    expect(isolationState(99)).toBe("Normal");
+    expect(leakState(L.RACK_NORMAL, 0)).toBe("OK");
+    expect(leakState(L.RACK_NORMAL, L.RS_LEAK_SENSOR_FAULT)).toBe("Warning");
+    expect(leakState(L.RACK_NORMAL, L.RS_LEAK_WET)).toBe("Critical");
+    expect(leakState(L.RACK_ISOLATED, 0)).toBe("Critical");
+  });
+});
+
+it("the demo config validates with its leak rope patch (guards the fixtures above)", () => {
+  expect(() => validateAgentConfig(JSON.parse(JSON.stringify(DEMO)) as unknown)).not.toThrow();
+});
