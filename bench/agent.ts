@@ -11,20 +11,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { ControlThread } from "../agent/control/control-thread.js";
-import { demoAgentConfig } from "../agent/demo-config.js";
+import { demoAgentConfig } from "../cli/demo-config.js";
 import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
-import { demoConfigData } from "../agent/demo-config.js";
+import { demoConfigData } from "../cli/demo-config.js";
 import { adminRequest } from "../agent/ops/admin-socket.js";
-import { shebangNodeFlags } from "../lib/node-flags.js";
+import { shebangNodeFlags } from "../tooling/node-flags.js";
 import { fmt, quantile } from "./stats.js";
 
 /** The daemon's node flags, read from the CLI's shebang (where they are set for production). */
-export const DAEMON_NODE_FLAGS = shebangNodeFlags(readFileSync("dist/agent/cli.js", "utf8"));
+export const DAEMON_NODE_FLAGS = shebangNodeFlags(readFileSync("dist/cli/podwarden.js", "utf8"));
 
-/** `podwarden <args>` in its own process (`node dist/agent/cli.js`), with the shebang's production flags. */
+/** `podwarden <args>` in its own process (`node dist/cli/podwarden.js`), with the shebang's production flags. */
 export function podwardenProcess(args: string[], stdout: "ignore" | "pipe"): ChildProcess {
-  return spawn("node", [...DAEMON_NODE_FLAGS, "dist/agent/cli.js", ...args], { stdio: ["ignore", stdout, "inherit"] });
+  return spawn("node", [...DAEMON_NODE_FLAGS, "dist/cli/podwarden.js", ...args], { stdio: ["ignore", stdout, "inherit"] });
 }
 
 export interface LatenessRow {

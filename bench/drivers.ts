@@ -14,7 +14,7 @@ import { RtuTransport } from "../drivers/modbus/rtu-transport.js";
 import { TcpTransport } from "../drivers/modbus/tcp-transport.js";
 import type { ModbusOutcome } from "../drivers/modbus/types.js";
 import { monoMs } from "../lib/clock.js";
-import { freePort } from "../lib/free-port.js";
+import { freePort } from "../tooling/free-port.js";
 import { simConfig } from "../sim/config.js";
 import { PodSim } from "../sim/pod-sim.js";
 import { fmt } from "./stats.js";

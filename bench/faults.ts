@@ -4,11 +4,11 @@
 // benchmark (`npm run bench -- --only faults`), the soak (`npm run soak`) and the fault tests
 // all drive these same classes.
 import * as L from "../hotpath-as/assembly/layout.js";
-import { readReturnTempsThroughTransmitters } from "../agent/demo-config.js";
-import { startPodHarness, type PodHarness } from "../agent/pod-harness.js";
-import { Mosquitto } from "../lib/mosquitto-process.js";
-import { PartitionProxy } from "../lib/partition-proxy.js";
-import { waitFor } from "../lib/processes.js";
+import { readReturnTempsThroughTransmitters } from "../cli/demo-config.js";
+import { startPodHarness, type PodHarness } from "../tooling/pod-harness.js";
+import { Mosquitto } from "../tooling/mosquitto-process.js";
+import { PartitionProxy } from "../tooling/partition-proxy.js";
+import { waitFor } from "../tooling/processes.js";
 import { simConfig } from "../sim/config.js";
 import { PodSim } from "../sim/pod-sim.js";
 import { fmt, quantile } from "./stats.js";

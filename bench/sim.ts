@@ -4,8 +4,8 @@
 import { createHistogram } from "node:perf_hooks";
 import { ServerTCP } from "modbus-serial";
 import { ModbusClient } from "../drivers/modbus/modbus-serial.js";
-import { demoAgentConfig } from "../agent/demo-config.js";
-import { freePort } from "../lib/free-port.js";
+import { demoAgentConfig } from "../cli/demo-config.js";
+import { freePort } from "../tooling/free-port.js";
 import { simConfig } from "../sim/config.js";
 import { PodSim } from "../sim/pod-sim.js";
 import { VirtualPod } from "../sim/virtual-pod.js";

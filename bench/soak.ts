@@ -6,7 +6,7 @@
 // end to end, which must be 0. A short run is part of `npm test` (test/soak.test.ts).
 import { parseArgs } from "node:util";
 import mqtt from "mqtt";
-import { waitFor } from "../lib/processes.js";
+import { waitFor } from "../tooling/processes.js";
 import { Prng } from "../sim/prng.js";
 import { printDaemonRss, runDaemonRss } from "./daemon-rss.js";
 import { FAULT_CLASSES, startCampaign, trial } from "./faults.js";

@@ -7,11 +7,11 @@
 //  - a flood of 1,000 bad commands a second: tick lateness with it and without it.
 import { spawn, type ChildProcess } from "node:child_process";
 import mqtt from "mqtt";
-import { startPodHarness, type PodHarness } from "../agent/pod-harness.js";
+import { startPodHarness, type PodHarness } from "../tooling/pod-harness.js";
 import { startEmbeddedBroker } from "../lib/embedded-broker.js";
-import { Mosquitto } from "../lib/mosquitto-process.js";
+import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { disableNagle } from "../lib/mqtt-connection.js";
-import { stopProcess, waitFor } from "../lib/processes.js";
+import { stopProcess, waitFor } from "../tooling/processes.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -17,5 +17,5 @@ install -m 0644 deploy/podwarden.service /etc/systemd/system/podwarden.service
 systemd-analyze verify /etc/systemd/system/podwarden.service
 systemctl daemon-reload
 echo "installed. Edit /etc/podwarden/pod.yaml, check it, then start:"
-echo "  node /opt/podwarden/dist/agent/cli.js check-config -c /etc/podwarden/pod.yaml"
+echo "  node /opt/podwarden/dist/cli/podwarden.js check-config -c /etc/podwarden/pod.yaml"
 echo "  systemctl enable --now podwarden && journalctl -u podwarden -f -o cat | npx pino-pretty"

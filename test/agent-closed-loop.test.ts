@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import type { Agent } from "../agent/agent.js";
-import { readReturnTempsThroughTransmitters } from "../agent/demo-config.js";
+import { readReturnTempsThroughTransmitters } from "../cli/demo-config.js";
 import { pointReports } from "../agent/uplink/telemetry.js";
 import { agentConfig, demoConfigFor, testAgent, type LogCapture } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";

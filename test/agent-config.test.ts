@@ -84,16 +84,16 @@ describe("agent config", () => {
   });
 
   it("check-config exits 0 on a valid file and 2 with the key path on an invalid one", async () => {
-    const ok = await run("node", ["dist/agent/cli.js", "check-config", "-c", "configs/demo-pod.yaml"]);
+    const ok = await run("node", ["dist/cli/podwarden.js", "check-config", "-c", "configs/demo-pod.yaml"]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/valid/);
-    const bad = await run("node", ["dist/agent/cli.js", "check-config", "-c", write(demo.replace("dpSetpointKpa: 120", "dpSetpointKpa: -5"))]);
+    const bad = await run("node", ["dist/cli/podwarden.js", "check-config", "-c", write(demo.replace("dpSetpointKpa: 120", "dpSetpointKpa: -5"))]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/control\.dpSetpointKpa: must be >= 0/);
-    const missing = await run("node", ["dist/agent/cli.js", "run", "-c", "/no/such/file.yaml"]);
+    const missing = await run("node", ["dist/cli/podwarden.js", "run", "-c", "/no/such/file.yaml"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/cannot read/);
-    const usage = await run("node", ["dist/agent/cli.js", "frobnicate"]);
+    const usage = await run("node", ["dist/cli/podwarden.js", "frobnicate"]);
     expect(usage.code).toBe(2);
   });
 });

@@ -8,7 +8,7 @@ import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { ControlThread } from "../agent/control/control-thread.js";
-import { demoAgentConfig } from "../agent/demo-config.js";
+import { demoAgentConfig } from "../cli/demo-config.js";
 import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
 
@@ -69,7 +69,7 @@ describe("control worker", () => {
     const script = `
       import { compileHotPath } from ${dist("hotpath-as/wasm-bank.js")};
       import { ControlThread } from ${dist("agent/control/control-thread.js")};
-      import { demoAgentConfig } from ${dist("agent/demo-config.js")};
+      import { demoAgentConfig } from ${dist("cli/demo-config.js")};
       import { podBankSpec } from ${dist("pod/bank.js")};
       import { podLayout } from ${dist("pod/layout.js")};
       const demo = demoAgentConfig();

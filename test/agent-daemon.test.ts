@@ -69,16 +69,16 @@ describe("podwarden run (daemon process)", () => {
     await waitFor(() => leases().every((x) => !x), "leases held");
     t.sim.inject({ leak: "rack-4" });
     await waitFor(() => t.sim.truth().racks[3].supplyIsolationPct === 0, "rack-4 isolated", 15_000);
-    const wet = await run("node", ["dist/agent/cli.js", "reset-leak", "--rack", "rack-4", "--state-dir", stateDir]);
+    const wet = await run("node", ["dist/cli/podwarden.js", "reset-leak", "--rack", "rack-4", "--state-dir", stateDir]);
     expect(wet.code).toBe(1);
     expect(wet.stderr).toMatch(/still wet/);
     t.sim.inject({ leak: "rack-4", state: "dry" });
     await new Promise((r) => setTimeout(r, 300));
-    const ok = await run("node", ["dist/agent/cli.js", "reset-leak", "--rack", "rack-4", "--state-dir", stateDir]);
+    const ok = await run("node", ["dist/cli/podwarden.js", "reset-leak", "--rack", "rack-4", "--state-dir", stateDir]);
     expect(ok.code, ok.stderr).toBe(0);
     await waitFor(() => t.sim.truth().racks[3].supplyIsolationPct > 0, "rack-4 back in service", 15_000);
     expect(d.lines.some((l) => (l.event as { type?: string } | undefined)?.type === "command.audit")).toBe(true);
-    const unknown = await run("node", ["dist/agent/cli.js", "reset-leak", "--rack", "rack-99", "--state-dir", stateDir]);
+    const unknown = await run("node", ["dist/cli/podwarden.js", "reset-leak", "--rack", "rack-99", "--state-dir", stateDir]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/no rack "rack-99"/);
     d.child.kill("SIGTERM");
@@ -90,7 +90,7 @@ describe("podwarden run (daemon process)", () => {
     const first = await launch(configFile((c) => (c.stateDir = stateDir)));
     await waitFor(() => leases().every((x) => !x), "leases held");
     const accepted = t.sim.connectionsAccepted();
-    const second = (patch: (c: Record<string, unknown>) => void): ReturnType<typeof run> => run("node", ["dist/agent/cli.js", "run", "-c", configFile(patch)]);
+    const second = (patch: (c: Record<string, unknown>) => void): ReturnType<typeof run> => run("node", ["dist/cli/podwarden.js", "run", "-c", configFile(patch)]);
     const samePod = await second((c) => (c.stateDir = mkdtempSync(join(dir, "state-"))));
     expect(samePod.code, samePod.stderr).toBe(3);
     expect(samePod.stderr).toContain(`pid ${first.child.pid}`);

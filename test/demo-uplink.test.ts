@@ -4,7 +4,7 @@
 import { createServer, type AddressInfo } from "node:net";
 import mqtt, { type MqttClient } from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDemo, type RunningDemo } from "../agent/demo.js";
+import { startDemo, type RunningDemo } from "../cli/demo.js";
 import { topicBase } from "../agent/uplink/uplink.js";
 import { run, waitFor } from "./helpers/processes.js";
 
@@ -66,13 +66,13 @@ describe("the demo pod (npm start)", () => {
   });
 
   it("takes a signed command sent with `podwarden command`, as the board's help shows", async () => {
-    const r = await run("node", ["dist/agent/cli.js", "command", "isolate-rack", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", '{"rack":"rack-2"}'], 30_000);
+    const r = await run("node", ["dist/cli/podwarden.js", "command", "isolate-rack", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", '{"rack":"rack-2"}'], 30_000);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: "ok", command: "isolate-rack" });
     await waitFor(() => demo.sim.truth().racks[1].supplyIsolationPct < 100, "rack-2 isolating", 10_000);
     // a command the key may not send, or with bad params, exits 1 with the reason
-    const bad = await run("node", ["dist/agent/cli.js", "command", "setpoint", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", '{"loop":"rack-1.valve","value":99,"leaseS":60}'], 30_000);
+    const bad = await run("node", ["dist/cli/podwarden.js", "command", "setpoint", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", '{"loop":"rack-1.valve","value":99,"leaseS":60}'], 30_000);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout)).toMatchObject({ status: "rejected", error: { code: "out-of-envelope" } });
   }, 60_000);

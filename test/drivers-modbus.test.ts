@@ -7,7 +7,7 @@ import { ModbusDriver, WIRE_TRANSPORTS } from "../drivers/modbus/driver.js";
 import { TcpTransport } from "../drivers/modbus/tcp-transport.js";
 import { EXCEPTION } from "../drivers/modbus/protocol.js";
 import type { Point } from "../lib/points.js";
-import { freePort } from "../lib/free-port.js";
+import { freePort } from "../tooling/free-port.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { modbusConfig, rackPoints } from "./helpers/driver.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";

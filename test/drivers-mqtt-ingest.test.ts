@@ -5,8 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MqttIngest, jsonPath, sourceTimeMs, topicMatches, type IngestConfig, type IngestPointConfig } from "../drivers/mqtt-ingest.js";
 import { monoMs } from "../lib/clock.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
-import { Mosquitto } from "../lib/mosquitto-process.js";
-import { PartitionProxy } from "../lib/partition-proxy.js";
+import { Mosquitto } from "../tooling/mosquitto-process.js";
+import { PartitionProxy } from "../tooling/partition-proxy.js";
 import { brokerPki, type TestPki } from "./helpers/pki.js";
 import { waitFor } from "./helpers/processes.js";
 

@@ -8,7 +8,7 @@ import { stringify } from "yaml";
 import { ConfigError } from "../lib/config-file.js";
 import { agentConfigFromData, parseAgentConfig, validateAgentConfig } from "../agent/config/load.js";
 import { AGENT_SCHEMA } from "../agent/config/schema.js";
-import { demoConfigData } from "../agent/demo-config.js";
+import { demoConfigData } from "../cli/demo-config.js";
 import { corpus, fuzzSeed, Prng } from "./helpers/fuzz.js";
 
 type Path = (string | number)[];

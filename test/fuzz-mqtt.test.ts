@@ -6,7 +6,7 @@
 // spooled. The regression corpus (test/corpus/mqtt, hex byte streams) is played first.
 import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Mosquitto } from "../lib/mosquitto-process.js";
+import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { corpus, fuzzSeed, mutateBytes, Prng } from "./helpers/fuzz.js";
 import { waitFor } from "./helpers/processes.js";
 import { startUplinkPod, type UplinkPod } from "./helpers/uplink.js";

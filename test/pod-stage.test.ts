@@ -2,7 +2,7 @@
 // the bank's defaults coming from the config schema alone.
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { demoAgentConfig } from "../agent/demo-config.js";
+import { demoAgentConfig } from "../cli/demo-config.js";
 import { validateAgentConfig } from "../agent/config/load.js";
 import type { Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec } from "../pod/bank.js";

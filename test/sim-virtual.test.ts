@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { demoAgentConfig } from "../agent/demo-config.js";
+import { demoAgentConfig } from "../cli/demo-config.js";
 
 /** The demo daemon's own pod config: its wiring, its Modbus map and its tuning. */
 const DEMO_POD = demoAgentConfig();
@@ -157,14 +157,14 @@ describe("simulator config", () => {
   });
 
   it("exits 2 from the CLI on a bad config, naming the key", async () => {
-    const r = await run("node", ["dist/agent/cli.js", "sim", "-c", write("plant:\n  racks: 100\n")]);
+    const r = await run("node", ["dist/cli/podwarden.js", "sim", "-c", write("plant:\n  racks: 100\n")]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/plant\.racks: must be <= 64/);
   });
 
   it("runs `podwarden sim` and stops cleanly on SIGTERM", async () => {
     const cfg = write("devices:\n  basePort: 0\ncontrol:\n  port: 0\n");
-    const child = spawn("node", ["dist/agent/cli.js", "sim", "-c", cfg], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("node", ["dist/cli/podwarden.js", "sim", "-c", cfg], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     try {

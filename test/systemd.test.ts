@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
-import { shebangNodeFlags } from "../lib/node-flags.js";
+import { shebangNodeFlags } from "../tooling/node-flags.js";
 import { demoConfigFor } from "./helpers/agent.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -41,10 +41,10 @@ describe("systemd", () => {
   });
 
   it("the unit starts node with the CLI's own flags (its shebang)", () => {
-    const flags = shebangNodeFlags(readFileSync("agent/cli.ts", "utf8"));
+    const flags = shebangNodeFlags(readFileSync("cli/podwarden.ts", "utf8"));
     expect(flags).toContain("--max-semi-space-size=1");
     const execStart = /^ExecStart=(.*)$/m.exec(readFileSync("deploy/podwarden.service", "utf8"))?.[1];
-    expect(execStart).toBe(`/usr/bin/env node ${flags.join(" ")} /opt/podwarden/dist/agent/cli.js run -c /etc/podwarden/pod.yaml`);
+    expect(execStart).toBe(`/usr/bin/env node ${flags.join(" ")} /opt/podwarden/dist/cli/podwarden.js run -c /etc/podwarden/pod.yaml`);
     expect(() => shebangNodeFlags("#!/usr/bin/env node\n")).toThrow(/not a/);
   });
 
@@ -80,7 +80,7 @@ describe("systemd", () => {
       const l = await notifySocket();
       const cfg = join(mkdtempSync(join(tmpdir(), "podwarden-sd-")), "agent.yaml");
       writeFileSync(cfg, stringify(demoConfigFor(t.sim, (c) => (c.metrics = { port: 0 }))));
-      const d = spawn("node", ["dist/agent/cli.js", "run", "-c", cfg], { stdio: "ignore", env: { ...process.env, NOTIFY_SOCKET: l.path, WATCHDOG_USEC: "400000" } });
+      const d = spawn("node", ["dist/cli/podwarden.js", "run", "-c", cfg], { stdio: "ignore", env: { ...process.env, NOTIFY_SOCKET: l.path, WATCHDOG_USEC: "400000" } });
       try {
         await waitFor(() => l.datagrams.includes("READY=1"), "READY=1", 30_000);
         await waitFor(() => l.datagrams.filter((x) => x === "WATCHDOG=1").length >= 2, "watchdog", 10_000);

@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signedCommand } from "../agent/commands/client.js";
-import { Mosquitto } from "../lib/mosquitto-process.js";
+import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { brokerPki, type TestPki } from "./helpers/pki.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";

@@ -3,7 +3,7 @@ import { Writable } from "node:stream";
 import { Agent } from "../../agent/agent.js";
 import { validateAgentConfig, type AgentConfig, type LoadedConfig } from "../../agent/config/load.js";
 import { Logs } from "../../agent/log.js";
-import { demoConfigData } from "../../agent/demo-config.js";
+import { demoConfigData } from "../../cli/demo-config.js";
 import type { PodSim } from "../../sim/pod-sim.js";
 
 /** The demo config as plain data, with every device pointed at the test simulator's ports. */

@@ -9,7 +9,7 @@ export interface Daemon {
 }
 
 export function startDaemon(configFile: string, o: { wrap?: string[]; env?: NodeJS.ProcessEnv } = {}): Daemon {
-  const cmd = [...(o.wrap ?? []), "node", "dist/agent/cli.js", "run", "-c", configFile];
+  const cmd = [...(o.wrap ?? []), "node", "dist/cli/podwarden.js", "run", "-c", configFile];
   const child = spawn(cmd[0], cmd.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...o.env } });
   const lines: Record<string, unknown>[] = [];
   let buf = "";

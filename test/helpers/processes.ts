@@ -3,9 +3,9 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stopProcess, waitFor } from "../../lib/processes.js";
+import { stopProcess, waitFor } from "../../tooling/processes.js";
 
-export { run, stopProcess, waitFor, type RunResult } from "../../lib/processes.js";
+export { run, stopProcess, waitFor, type RunResult } from "../../tooling/processes.js";
 
 export interface PtyPair {
   a: string;

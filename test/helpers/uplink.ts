@@ -5,7 +5,7 @@ import mqtt, { type MqttClient } from "mqtt";
 import { signedCommand, type CommandSpec } from "../../agent/commands/client.js";
 import type { CommandName } from "../../agent/commands/schema.js";
 import { generateCommandKey, parsePrivateKey } from "../../agent/commands/signing.js";
-import { startPodHarness, type PodHarness } from "../../agent/pod-harness.js";
+import { startPodHarness, type PodHarness } from "../../tooling/pod-harness.js";
 import { LogCapture } from "./agent.js";
 import { waitFor } from "./processes.js";
 import { startTestSim, type TestSim } from "./sim.js";

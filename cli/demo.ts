@@ -7,16 +7,16 @@ import { loadSimConfig } from "../sim/config.js";
 import { SimControlApi } from "../sim/control-api.js";
 import { PodSim } from "../sim/pod-sim.js";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { Agent } from "./agent.js";
+import { Agent } from "../agent/agent.js";
 import { demoConfigData } from "./demo-config.js";
-import { validateAgentConfig } from "./config/load.js";
-import { Logs } from "./log.js";
+import { validateAgentConfig } from "../agent/config/load.js";
+import { Logs } from "../agent/log.js";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { generateCommandKey } from "./commands/signing.js";
+import { generateCommandKey } from "../agent/commands/signing.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Uplink } from "./uplink/uplink.js";
-import { topicBase } from "./uplink/uplink.js";
+import { Uplink } from "../agent/uplink/uplink.js";
+import { topicBase } from "../agent/uplink/uplink.js";
 
 export interface DemoOptions {
   simConfig: string;
@@ -152,7 +152,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
 
 export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number): string {
   const u = new URL(brokerUrl);
-  const cmd = `node dist/agent/cli.js command <name> --url ${brokerUrl} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
+  const cmd = `node dist/cli/podwarden.js command <name> --url ${brokerUrl} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
   return [
     "watch the topics:",
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}#'`,

@@ -14,10 +14,10 @@
 // daemon resident memory on the pod controller.
 import { parseArgs } from "node:util";
 import { ConfigError } from "../lib/config-file.js";
-import { loadAgentConfig } from "./config/load.js";
+import { loadAgentConfig } from "../agent/config/load.js";
 import { join } from "node:path";
-import { InstanceLockError } from "./ops/instance-lock.js";
-import { packageVersion } from "./version.js";
+import { InstanceLockError } from "../agent/ops/instance-lock.js";
+import { packageVersion } from "../agent/version.js";
 
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
 
@@ -129,7 +129,7 @@ async function main(argv: string[]): Promise<number> {
       case "reset-leak": {
         if (values.rack === undefined) throw new UsageError("reset-leak needs --rack <name>");
         const dir = values["state-dir"] ?? (values.config !== undefined ? loadAgentConfig(values.config).config.stateDir : undefined) ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden";
-        const { adminRequest } = await import("./ops/admin-socket.js");
+        const { adminRequest } = await import("../agent/ops/admin-socket.js");
         const r = await adminRequest(join(dir, "admin.sock"), "POST", `/reset-leak?rack=${encodeURIComponent(values.rack)}`);
         if (r.status === 200) {
           log(`${values.rack}: leak latch reset; the rack returns to service`);
@@ -140,7 +140,7 @@ async function main(argv: string[]): Promise<number> {
       }
       case "keygen": {
         if (values["key-id"] === undefined) throw new UsageError("keygen needs --key-id <id>");
-        const { keygen } = await import("./commands/send-command.js");
+        const { keygen } = await import("../agent/commands/send-command.js");
         for (const line of keygen(values.out ?? ".", values["key-id"])) log(line);
         return 0;
       }
@@ -157,7 +157,7 @@ async function main(argv: string[]): Promise<number> {
         };
         const version = num(values["mqtt-version"], "--mqtt-version") ?? 5;
         if (version !== 4 && version !== 5) throw new UsageError("--mqtt-version: 4 or 5");
-        const { sendCommand } = await import("./commands/send-command.js");
+        const { sendCommand } = await import("../agent/commands/send-command.js");
         const r = await sendCommand({
           url: need.url as string,
           site: need.site as string,

@@ -2,7 +2,7 @@
 // simulator on other ports: the demo, the tests and the benchmarks all start from it.
 import { readFileSync } from "node:fs";
 import { parseYaml } from "../lib/config-file.js";
-import { validateAgentConfig, type AgentConfig } from "./config/load.js";
+import { validateAgentConfig, type AgentConfig } from "../agent/config/load.js";
 import { RETURN_TX_RANGE_C } from "../sim/devices/pod-devices.js";
 
 export const DEMO_AGENT_CONFIG = "configs/demo-pod.yaml";

@@ -4,16 +4,16 @@
 //                   running config stays; tuning changes apply in place, structural ones restart
 //                   the agent's internals (device leases hold the actuators meanwhile)
 import { ConfigError } from "../lib/config-file.js";
-import { Agent, identityChange, sameStructure, stateDirOf } from "./agent.js";
-import { loadAgentConfig, type LoadedConfig } from "./config/load.js";
-import { Logs } from "./log.js";
+import { Agent, identityChange, sameStructure, stateDirOf } from "../agent/agent.js";
+import { loadAgentConfig, type LoadedConfig } from "../agent/config/load.js";
+import { Logs } from "../agent/log.js";
 import { join, resolve } from "node:path";
-import { AdminSocket } from "./ops/admin-socket.js";
-import { daemonClaims, InstanceLock } from "./ops/instance-lock.js";
-import { Metrics } from "./ops/metrics.js";
-import { SystemdNotifier } from "./ops/systemd.js";
-import type { Uplink } from "./uplink/uplink.js";
-import { packageVersion } from "./version.js";
+import { AdminSocket } from "../agent/ops/admin-socket.js";
+import { daemonClaims, InstanceLock } from "../agent/ops/instance-lock.js";
+import { Metrics } from "../agent/ops/metrics.js";
+import { SystemdNotifier } from "../agent/ops/systemd.js";
+import type { Uplink } from "../agent/uplink/uplink.js";
+import { packageVersion } from "../agent/version.js";
 
 export interface DaemonHooks {
   /** called once the agent runs (systemd READY=1, the uplink, ...) */
@@ -68,7 +68,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   // schemas in memory
   const startUplink = async (a: Agent, c: LoadedConfig["config"]["uplink"]): Promise<Uplink | null> => {
     if (c === undefined) return null;
-    const { Uplink } = await import("./uplink/uplink.js");
+    const { Uplink } = await import("../agent/uplink/uplink.js");
     const u = new Uplink(a, c, a.logs.module("uplink"));
     await u.start();
     return u;

@@ -4,11 +4,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DestinationStream } from "pino";
-import { Agent } from "./agent.js";
-import { validateAgentConfig, type AgentConfig } from "./config/load.js";
-import { demoConfigData } from "./demo-config.js";
-import { Logs } from "./log.js";
-import { topicBase, Uplink } from "./uplink/uplink.js";
+import { Agent } from "../agent/agent.js";
+import { validateAgentConfig, type AgentConfig } from "../agent/config/load.js";
+import { demoConfigData } from "../cli/demo-config.js";
+import { Logs } from "../agent/log.js";
+import { topicBase, Uplink } from "../agent/uplink/uplink.js";
 
 export interface PodHarnessOptions {
   brokerUrl: string;
