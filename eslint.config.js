@@ -2,6 +2,7 @@
 // hotpath-as/assembly/ is AssemblyScript; asc type-checks it, except layout.ts which both compilers read.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import { boundaries } from "./eslint.boundaries.js";
 
 export default tseslint.config(
   { ignores: ["node_modules/", "dist/", "build/", "coverage/", "hotpath-as/assembly/index.ts"] },
@@ -19,6 +20,7 @@ export default tseslint.config(
       eqeqeq: ["error", "always"],
     },
   },
+  ...boundaries,
   {
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,

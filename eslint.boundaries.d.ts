@@ -1,0 +1,3 @@
+// Types for eslint.boundaries.js (read by test/architecture.test.ts).
+export declare const FORBIDDEN_IMPORTS: Readonly<Record<string, readonly string[]>>;
+export declare const boundaries: readonly object[];

@@ -1,0 +1,40 @@
+// Who may import whom: the stages' boundaries, enforced by `npm run lint` (docs/architecture.md
+// says why). Each entry names a folder and the folders its code must not import. A dynamic
+// import() is not covered by no-restricted-imports; only cli/ uses one, for lazy subcommands.
+const TOOLING = ["tooling", "bench", "test", "scripts"];
+
+/** Folder -> folders it may not import (static imports and re-exports). */
+export const FORBIDDEN_IMPORTS = {
+  // pure computation: nothing of ours
+  "hotpath-as": ["lib", "pod", "drivers", "sim", "agent", "cli", ...TOOLING],
+  // generic helpers the product uses
+  lib: ["hotpath-as", "pod", "drivers", "sim", "agent", "cli", ...TOOLING],
+  // every byte to the field, and nothing of racks or loops
+  drivers: ["hotpath-as", "pod", "sim", "agent", "cli", ...TOOLING],
+  // points to actuators: the hot path and generic helpers only
+  pod: ["drivers", "sim", "agent", "cli", ...TOOLING],
+  // the plant and its devices: may run the pod stage and the drivers' codecs, never the agent
+  sim: ["agent", "cli", ...TOOLING],
+  // the daemon's parts: never the simulator, the entry points or tooling
+  agent: ["sim", "cli", ...TOOLING],
+  // entry points: product, never tooling
+  cli: [...TOOLING],
+};
+
+const patterns = (folders) => folders.flatMap((f) => [`**/${f}/*`, `**/${f}/**`]);
+
+/** Flat-config entries, one per folder. */
+export const boundaries = Object.entries(FORBIDDEN_IMPORTS).map(([folder, forbidden]) => ({
+  files: [`${folder}/**/*.ts`],
+  rules: {
+    "no-restricted-imports": [
+      "error",
+      {
+        patterns: forbidden.map((f) => ({
+          group: patterns([f]),
+          message: `${folder}/ may not import ${f}/ (docs/architecture.md: who may import whom)`,
+        })),
+      },
+    ],
+  },
+}));

@@ -1,0 +1,54 @@
+// The stage boundaries hold, and the linter enforces them: a forbidden import added to a real
+// file of each folder fails `npm run lint` with the boundary's message, and an allowed one does not.
+import { readFileSync } from "node:fs";
+import { ESLint } from "eslint";
+import { describe, expect, it } from "vitest";
+import { FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
+
+/** A real file of each folder, one level down, so `../<folder>/` reaches the top of the tree. */
+const SAMPLE: Record<string, string> = {
+  "hotpath-as": "hotpath-as/bank-config.ts",
+  lib: "lib/points.ts",
+  drivers: "drivers/mqtt-ingest.ts",
+  pod: "pod/wiring.ts",
+  sim: "sim/virtual-pod.ts",
+  agent: "agent/agent.ts",
+  cli: "cli/demo.ts",
+};
+
+const ALL = ["hotpath-as", "lib", "pod", "drivers", "sim", "agent", "cli", "tooling", "bench", "test", "scripts"];
+
+describe("import boundaries", () => {
+  const eslint = new ESLint({ cwd: process.cwd() });
+  const restricted = async (file: string, target: string): Promise<string[]> => {
+    const text = `import "../${target}/anything.js";\n${readFileSync(file, "utf8")}`;
+    const [r] = await eslint.lintText(text, { filePath: file });
+    return r.messages.filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.message);
+  };
+
+  it("names a boundary for every product folder, and a sample file for each", () => {
+    expect(Object.keys(FORBIDDEN_IMPORTS).sort()).toEqual(Object.keys(SAMPLE).sort());
+  });
+
+  it.each(Object.entries(SAMPLE))("%s: every forbidden import fails lint, every other folder passes", async (folder, file) => {
+    const forbidden = new Set(FORBIDDEN_IMPORTS[folder]);
+    for (const target of ALL) {
+      if (target === folder) continue;
+      const messages = await restricted(file, target);
+      if (forbidden.has(target)) {
+        expect(messages, `${folder} -> ${target}`).toHaveLength(1);
+        expect(messages[0]).toContain(`${folder}/ may not import ${target}/ (docs/architecture.md: who may import whom)`);
+      } else expect(messages, `${folder} -> ${target}`).toEqual([]);
+    }
+  });
+
+  it("keeps the rules the issue set: the hot path imports nothing of ours, drivers only lib, the pod stage only the hot path and lib, sim never the agent, product never tooling", () => {
+    const product = ["hotpath-as", "lib", "pod", "drivers", "sim", "agent", "cli"];
+    const may = (f: string): string[] => ALL.filter((t) => t !== f && !FORBIDDEN_IMPORTS[f].includes(t));
+    expect(may("hotpath-as")).toEqual([]);
+    expect(may("drivers")).toEqual(["lib"]);
+    expect(may("pod")).toEqual(["hotpath-as", "lib"]);
+    expect(FORBIDDEN_IMPORTS.sim).toContain("agent");
+    for (const f of product) for (const t of ["tooling", "bench", "test", "scripts"]) expect(FORBIDDEN_IMPORTS[f], `${f} -> ${t}`).toContain(t);
+  });
+});
