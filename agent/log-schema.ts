@@ -1,15 +1,14 @@
-// The logging config section (`log`): its schema and its type.
-import { obj } from "../lib/schema-builders.js";
+// The logging config section (`log`): its schema, and its type derived from it.
+import { obj, oneOf, typed, type Infer } from "../lib/schema-builders.js";
 
-export interface LogConfig {
-  level: string;
-  modules: Record<string, string>;
-}
+const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
 
 export const LOG_SCHEMA = obj(
   {
-    level: { enum: ["fatal", "error", "warn", "info", "debug", "trace"], default: "info", description: "log level" },
-    modules: { type: "object", additionalProperties: { enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"] }, default: {}, description: "per-module levels, e.g. {drivers: warn}" },
+    level: oneOf(LEVELS, "info", "log level"),
+    modules: typed<Record<string, (typeof LEVELS)[number] | "silent">>({ type: "object", additionalProperties: { enum: [...LEVELS, "silent"] }, default: {}, description: "per-module levels, e.g. {drivers: warn}" }),
   },
   "logging (pino, JSON on stdout)",
 );
+
+export type LogConfig = Infer<typeof LOG_SCHEMA>;

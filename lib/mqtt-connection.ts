@@ -4,40 +4,22 @@
 // reachable from both. (Type-only import of mqtt: config checking must not load the client.)
 import { existsSync, readFileSync } from "node:fs";
 import type { IClientOptions, MqttClient } from "mqtt";
-import { int, optionalObj } from "./schema-builders.js";
-
-export interface TlsConfig {
-  caFile?: string;
-  certFile?: string;
-  keyFile?: string;
-  servername?: string;
-}
-
-export interface MqttConnectionConfig {
-  url: string;
-  clientId?: string;
-  username?: string;
-  password?: string;
-  passwordFile?: string;
-  tls?: TlsConfig;
-  keepaliveS: number;
-  connectTimeoutMs: number;
-}
+import { int, optional, optionalObj, str, type Infer, type ObjectOfProps, type Schema } from "./schema-builders.js";
 
 /** The schema properties of a broker connection; `defaultClientId` is what the docs show as the default. */
-export function mqttConnectionProperties(defaultClientId: string): Record<string, object> {
+export function mqttConnectionProperties(defaultClientId: string) {
   return {
-    url: { type: "string", pattern: "^(mqtt|mqtts|tcp|ssl|tls)://", description: "broker URL, e.g. mqtt://127.0.0.1:1883 or mqtts://broker:8883" },
-    clientId: { type: "string", description: `client id (default ${defaultClientId}); one session per client id` },
-    username: { type: "string", description: "user name (${ENV} allowed)" },
-    password: { type: "string", description: "password: use ${ENV_VAR}, not a literal" },
-    passwordFile: { type: "string", description: "read the password from this file (e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/mqtt-password); trailing newline ignored" },
+    url: str("broker URL, e.g. mqtt://127.0.0.1:1883 or mqtts://broker:8883", { pattern: "^(mqtt|mqtts|tcp|ssl|tls)://" }),
+    clientId: optional(str(`client id (default ${defaultClientId}); one session per client id`)),
+    username: optional(str("user name (${ENV} allowed)")),
+    password: optional(str("password: use ${ENV_VAR}, not a literal")),
+    passwordFile: optional(str("read the password from this file (e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/mqtt-password); trailing newline ignored")),
     tls: optionalObj(
       {
-        caFile: { type: "string", description: "CA certificate(s) that sign the broker's certificate, PEM" },
-        certFile: { type: "string", description: "client certificate for mutual TLS, PEM (with keyFile)" },
-        keyFile: { type: "string", description: "client private key for mutual TLS, PEM (with certFile)" },
-        servername: { type: "string", description: "name the broker's certificate must carry, if not the URL's host" },
+        caFile: optional(str("CA certificate(s) that sign the broker's certificate, PEM")),
+        certFile: optional(str("client certificate for mutual TLS, PEM (with keyFile)")),
+        keyFile: optional(str("client private key for mutual TLS, PEM (with certFile)")),
+        servername: optional(str("name the broker's certificate must carry, if not the URL's host")),
       },
       "TLS for mqtts:// URLs; the broker's certificate is always verified",
     ),
@@ -45,6 +27,10 @@ export function mqttConnectionProperties(defaultClientId: string): Record<string
     connectTimeoutMs: int(100, 600_000, 5000, "give up on a connection attempt (no CONNACK) after this, ms"),
   };
 }
+
+/** A broker connection's keys, as the schema above gives them. */
+export type MqttConnectionConfig = Infer<Schema<ObjectOfProps<ReturnType<typeof mqttConnectionProperties>>>>;
+export type TlsConfig = NonNullable<MqttConnectionConfig["tls"]>;
 
 /** What the schema cannot say about a connection: TLS on a plain URL, half a key pair, missing files. `at` is the key path. */
 export function mqttConnectionProblems(c: MqttConnectionConfig, at: string): string[] {

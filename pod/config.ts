@@ -4,102 +4,24 @@
 // tuning the schema declares.
 import type { SafeAction } from "../hotpath-as/bank-config.js";
 import { validator } from "../lib/config-file.js";
-import { int, num, obj } from "../lib/schema-builders.js";
+import { arr, bool, int, num, obj, oneOf, optional, str, typed, type Infer, type Schema } from "../lib/schema-builders.js";
 
-export const IDENT_SCHEMA = { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$" };
-const pointRef = (description: string): object => ({ type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: `point id (device.point or an MQTT ingest id): ${description}` });
-const outputRef = (description: string): object => ({ type: "string", pattern: "^[A-Za-z][A-Za-z0-9_.-]*$", description: `Modbus output id (device.output): ${description}` });
+/** A name used in topics and alarms. */
+export const ident = (description: string): Schema<string> => str(description, { pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$" });
+const pointRef = (description: string): Schema<string> => str(`point id (device.point or an MQTT ingest id): ${description}`, { pattern: "^[A-Za-z][A-Za-z0-9_.-]*$" });
+const outputRef = (description: string): Schema<string> => str(`Modbus output id (device.output): ${description}`, { pattern: "^[A-Za-z][A-Za-z0-9_.-]*$" });
 
-export interface LoopTuning {
-  kp: number;
-  ki: number;
-  kd: number;
-  tf: number;
-  kff: number;
-  ffBias: number;
-  outMin: number;
-  outMax: number;
-  outRate: number;
-  spRamp: number;
-  deadband: number;
-  safeOnLeak: SafeAction;
-  safeOnSensorFault: SafeAction;
-}
+const safeAction = (def: SafeAction): Schema<SafeAction> =>
+  typed<SafeAction>({
+    description: "declared safe output: open (outMax), closed (outMin), hold (last output), or {fixed: value}",
+    oneOf: [
+      { enum: ["open", "closed", "hold"] },
+      { type: "object", additionalProperties: false, required: ["fixed"], properties: { fixed: { type: "number" } } },
+    ],
+    default: def,
+  });
 
-export interface PointChecks {
-  min: number;
-  max: number;
-  rateMax: number;
-  staleMs: number;
-  stuckEps: number;
-  stuckMs: number;
-  debounceFault: number;
-  debounceClear: number;
-}
-
-export interface LeakChecks {
-  staleMs: number;
-  debounceFault: number;
-  debounceClear: number;
-}
-
-export interface IsolationConfig {
-  isolatedFlowMaxLpm: number;
-  deadlineMs: number;
-  leakSensorFault: "hold" | "isolate";
-}
-
-/** The `control` section. */
-export interface ControlConfig {
-  periodMs: number;
-  schedFifo: boolean;
-  schedPriority: number;
-  warmupTicks: number;
-  returnTempSetpointC: number;
-  returnTempSetpointMinC: number;
-  returnTempSetpointMaxC: number;
-  dpSetpointKpa: number;
-  dpSetpointMinKpa: number;
-  dpSetpointMaxKpa: number;
-  setpointLeaseMaxMs: number;
-  rackLoop: LoopTuning;
-  pumpLoop: LoopTuning;
-  points: { temperature: PointChecks; flow: PointChecks; power: PointChecks; pressure: PointChecks; leak: LeakChecks };
-  isolation: IsolationConfig;
-}
-
-/** One entry of `racks`. */
-export interface RackConfig {
-  name: string;
-  ratedKw: number;
-  minPowerKw: number;
-  priority: number;
-  points: { returnTempC: string; supplyTempC: string; flowLpm: string; powerKw: string; leak: string[] };
-  outputs: { valve: string; supplyIsolation: string; returnIsolation: string; powerCap?: string; powerOff?: string };
-}
-
-/** The `cdu` section. */
-export interface CduConfig {
-  points: { dpKpa: string; supplyTempC: string };
-  outputs: { pumpSpeed: string; pumpEnable?: string };
-}
-
-/** What the pod stage needs of a config: the wiring and the tuning. */
-export interface PodConfig {
-  racks: RackConfig[];
-  cdu: CduConfig;
-  control: ControlConfig;
-}
-
-const SAFE_ACTION = {
-  description: "declared safe output: open (outMax), closed (outMin), hold (last output), or {fixed: value}",
-  oneOf: [
-    { enum: ["open", "closed", "hold"] },
-    { type: "object", additionalProperties: false, required: ["fixed"], properties: { fixed: { type: "number" } } },
-  ],
-};
-
-function loopTuning(d: { kp: number; ki: number; kff: number; outMin: number; outMax: number; outRate: number; spRamp: number; deadband: number; safeOnLeak: unknown; safeOnSensorFault: unknown }, what: string): object {
+function loopTuning(d: { kp: number; ki: number; kff: number; outMin: number; outMax: number; outRate: number; spRamp: number; deadband: number; safeOnLeak: SafeAction; safeOnSensorFault: SafeAction }, what: string) {
   return obj(
     {
       kp: num(0, 1e6, d.kp, "proportional gain, output % per PV unit"),
@@ -113,14 +35,14 @@ function loopTuning(d: { kp: number; ki: number; kff: number; outMin: number; ou
       outRate: num(0, 1e6, d.outRate, "output slew limit, %/s (0 = unlimited)"),
       spRamp: num(0, 1e6, d.spRamp, "setpoint ramp, PV units/s (0 = step)"),
       deadband: num(0, 1e6, d.deadband, "error deadband, PV units"),
-      safeOnLeak: { ...SAFE_ACTION, default: d.safeOnLeak },
-      safeOnSensorFault: { ...SAFE_ACTION, default: d.safeOnSensorFault },
+      safeOnLeak: safeAction(d.safeOnLeak),
+      safeOnSensorFault: safeAction(d.safeOnSensorFault),
     },
     what,
   );
 }
 
-function pointChecks(d: { min: number; max: number; rateMax: number }, what: string): object {
+function pointChecks(d: { min: number; max: number; rateMax: number }, what: string) {
   return obj(
     {
       min: num(-1e9, 1e9, d.min, "valid range low"),
@@ -139,7 +61,7 @@ function pointChecks(d: { min: number; max: number; rateMax: number }, what: str
 export const CONTROL_SCHEMA = obj(
   {
     periodMs: num(0.1, 100, 1, "control tick period, ms"),
-    schedFifo: { type: "boolean", default: true, description: "raise the control thread (only) to SCHED_FIFO where permitted" },
+    schedFifo: bool(true, "raise the control thread (only) to SCHED_FIFO where permitted"),
     schedPriority: int(1, 99, 40, "SCHED_FIFO priority of the control thread"),
     warmupTicks: int(0, 10_000_000, 20000, "hot-path steps run on a scratch bank before the first real tick (JIT warm-up)"),
     returnTempSetpointC: num(10, 80, 45, "local default return-temperature setpoint, °C"),
@@ -174,7 +96,7 @@ export const CONTROL_SCHEMA = obj(
       {
         isolatedFlowMaxLpm: num(0, 1000, 2, "flow below this proves a rack isolated, L/min"),
         deadlineMs: int(1, 3_600_000, 15000, "time allowed for that proof before escalating, ms"),
-        leakSensorFault: { enum: ["hold", "isolate"], default: "hold", description: "what a faulty leak sensor does to its rack" },
+        leakSensorFault: oneOf(["hold", "isolate"], "hold", "what a faulty leak sensor does to its rack"),
       },
       "leak isolation",
     ),
@@ -182,14 +104,10 @@ export const CONTROL_SCHEMA = obj(
   "the control loops and the hot path",
 );
 
-export const RACKS_SCHEMA = {
-  type: "array",
-  minItems: 1,
-  maxItems: 64,
-  description: "the racks of the pod",
-  items: obj(
+export const RACKS_SCHEMA = arr(
+  obj(
     {
-      name: { ...IDENT_SCHEMA, description: "rack name, used in topics and alarms" },
+      name: ident("rack name, used in topics and alarms"),
       ratedKw: num(0.1, 10000, 120, "rated IT power, kW"),
       minPowerKw: num(0, 10000, 0, "power cap never set below this, kW"),
       priority: int(0, 9, 5, "power budget priority: 0 is served first"),
@@ -199,7 +117,7 @@ export const RACKS_SCHEMA = {
           supplyTempC: pointRef("rack supply (inlet) temperature"),
           flowLpm: pointRef("rack coolant flow"),
           powerKw: pointRef("rack IT power"),
-          leak: { type: "array", minItems: 1, maxItems: 8, items: pointRef("leak sensor"), description: "leak sensors (0 dry, 1 wet, 2 cable fault)" },
+          leak: arr(pointRef("leak sensor"), "leak sensors (0 dry, 1 wet, 2 cable fault)", { minItems: 1, maxItems: 8 }),
         },
         "the rack's inputs",
         ["returnTempC", "supplyTempC", "flowLpm", "powerKw", "leak"],
@@ -209,8 +127,8 @@ export const RACKS_SCHEMA = {
           valve: outputRef("control valve command, %"),
           supplyIsolation: outputRef("supply isolation valve (1 open)"),
           returnIsolation: outputRef("return isolation valve (1 open)"),
-          powerCap: outputRef("rack power cap, kW (optional)"),
-          powerOff: outputRef("rack power-off request (optional; leak escalation)"),
+          powerCap: optional(outputRef("rack power cap, kW (optional)")),
+          powerOff: optional(outputRef("rack power-off request (optional; leak escalation)")),
         },
         "the rack's actuators",
         ["valve", "supplyIsolation", "returnIsolation"],
@@ -219,16 +137,36 @@ export const RACKS_SCHEMA = {
     "one rack",
     ["name", "points", "outputs"],
   ),
-};
+  "the racks of the pod",
+  { minItems: 1, maxItems: 64 },
+);
 
 export const CDU_SCHEMA = obj(
   {
     points: obj({ dpKpa: pointRef("loop differential pressure"), supplyTempC: pointRef("CDU supply temperature") }, "CDU inputs", ["dpKpa", "supplyTempC"]),
-    outputs: obj({ pumpSpeed: outputRef("pump speed command, %"), pumpEnable: outputRef("pump run enable (optional; leak escalation stops it)") }, "CDU actuators", ["pumpSpeed"]),
+    outputs: obj({ pumpSpeed: outputRef("pump speed command, %"), pumpEnable: optional(outputRef("pump run enable (optional; leak escalation stops it)")) }, "CDU actuators", ["pumpSpeed"]),
   },
   "the coolant distribution unit",
   ["points", "outputs"],
 );
+
+/** The `control` section: loop tuning, input checks, leak isolation, the control thread. */
+export type ControlConfig = Infer<typeof CONTROL_SCHEMA>;
+export type LoopTuning = ControlConfig["rackLoop"];
+export type PointChecks = ControlConfig["points"]["temperature"];
+export type LeakChecks = ControlConfig["points"]["leak"];
+export type IsolationConfig = ControlConfig["isolation"];
+/** One entry of `racks`. */
+export type RackConfig = Infer<typeof RACKS_SCHEMA>[number];
+/** The `cdu` section. */
+export type CduConfig = Infer<typeof CDU_SCHEMA>;
+
+/** What the pod stage needs of a config: the wiring and the tuning. */
+export interface PodConfig {
+  racks: RackConfig[];
+  cdu: CduConfig;
+  control: ControlConfig;
+}
 
 /** Validates a `control` section alone, filling in its defaults (a schema's root takes no default of its own). */
 const { default: _sectionDefault, ...CONTROL_ROOT } = CONTROL_SCHEMA as Record<string, unknown>;

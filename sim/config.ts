@@ -1,6 +1,6 @@
 // Simulator config: `podwarden sim -c configs/sim-pod.yaml`. Documented in docs/simulator.md.
 import { loadYamlFile, validator } from "../lib/config-file.js";
-import { int, num, obj } from "../lib/schema-builders.js";
+import { int, num, obj, optional, typed } from "../lib/schema-builders.js";
 import type { LoadProfile } from "./plant/load.js";
 import type { PlantParams } from "./plant/pod-plant.js";
 
@@ -121,7 +121,7 @@ export const SIM_SCHEMA = {
         failValvePct: num(0, 100, 100, "control valve fail position, %"),
         failPumpPct: num(0, 100, 80, "pump fail speed, %"),
         failIsolationOpen: { type: "boolean", default: false, description: "isolation valves open when the lease expires (default: hold)" },
-        rtu: {
+        rtu: optional(typed<{ path: string; baudRate: number }>({
           type: "object",
           additionalProperties: false,
           required: ["path"],
@@ -130,7 +130,7 @@ export const SIM_SCHEMA = {
             baudRate: int(1200, 921600, 115200, "baud rate"),
           },
           description: "optional Modbus RTU front serving every device by unit id",
-        },
+        })),
       },
       "the Modbus field devices",
     ),

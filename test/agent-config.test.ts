@@ -3,8 +3,12 @@
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import { loadAgentConfig, parseAgentConfig } from "../agent/config/load.js";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { loadAgentConfig, parseAgentConfig, type AgentConfig } from "../agent/config/load.js";
+import type { UplinkConfig } from "../agent/uplink/schema.js";
+import type { ModbusConfig } from "../drivers/modbus/config.js";
+import type { SafeAction } from "../hotpath-as/bank-config.js";
+import { num, obj, optional } from "../lib/schema-builders.js";
 import { ConfigError } from "../lib/config-file.js";
 import { run } from "./helpers/processes.js";
 
@@ -95,5 +99,33 @@ describe("agent config", () => {
     expect(missing.stderr).toMatch(/cannot read/);
     const usage = await run("node", ["dist/cli/podwarden.js", "frobnicate"]);
     expect(usage.code).toBe(2);
+  });
+});
+
+describe("config types come from the schemas", () => {
+  it("derives each section's type from its schema: defaulted keys present, optional keys optional, hand-typed sections as declared", () => {
+    // compile-time: `npm run typecheck` fails if the derivation drifts from what the code reads
+    expectTypeOf<AgentConfig["control"]["rackLoop"]["kp"]>().toEqualTypeOf<number>();
+    expectTypeOf<AgentConfig["control"]["rackLoop"]["safeOnLeak"]>().toEqualTypeOf<SafeAction>();
+    expectTypeOf<AgentConfig["control"]["isolation"]["leakSensorFault"]>().toEqualTypeOf<"hold" | "isolate">();
+    expectTypeOf<AgentConfig["racks"][number]["points"]["leak"]>().toEqualTypeOf<string[]>();
+    expectTypeOf<AgentConfig["racks"][number]["outputs"]["powerCap"]>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<AgentConfig["cdu"]["outputs"]["pumpEnable"]>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<AgentConfig["supervisor"]["powerBudget"]["writeCaps"]>().toEqualTypeOf<boolean>();
+    expectTypeOf<AgentConfig["stateDir"]>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<AgentConfig["uplink"]>().toEqualTypeOf<UplinkConfig | undefined>();
+    expectTypeOf<AgentConfig["modbus"]>().toEqualTypeOf<ModbusConfig>();
+    expectTypeOf<AgentConfig["metrics"]>().toEqualTypeOf<{ enabled: boolean; host: string; port: number }>();
+    expectTypeOf<AgentConfig["log"]["level"]>().toEqualTypeOf<"fatal" | "error" | "warn" | "info" | "debug" | "trace">();
+    // run time: what validation returns has the keys the type says are present
+    const c = loadAgentConfig("configs/demo-pod.yaml").config;
+    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "safeOnLeak", "safeOnSensorFault", "spRamp", "tf"]);
+    expect(c.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9464 });
+  });
+
+  it("refuses to build a schema whose key would be absent while its type says present", () => {
+    expect(() => obj({ a: num(0, 1, undefined, "no default") }, "broken section")).toThrow(/key "a" has no default, is not required and is not marked optional/);
+    expect(() => obj({ a: num(0, 1, undefined, "required") }, "ok", ["a"])).not.toThrow();
+    expect(() => obj({ a: optional(num(0, 1, undefined, "optional")) }, "ok")).not.toThrow();
   });
 });

@@ -5,32 +5,14 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parsePublicKey } from "../commands/signing.js";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
-import { modbusProblems, type ModbusConfig } from "../../drivers/modbus/config.js";
-import type { IngestConfig } from "../../drivers/mqtt-ingest-schema.js";
+import { modbusProblems } from "../../drivers/modbus/config.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
-import { controlProblems, type PodConfig } from "../../pod/config.js";
-import type { LogConfig } from "../log-schema.js";
-import type { SupervisorConfig } from "../supervisor/schema.js";
+import { controlProblems } from "../../pod/config.js";
 import type { UplinkConfig } from "../uplink/schema.js";
-import type { MetricsConfig } from "../ops/metrics-schema.js";
-import { AGENT_SCHEMA } from "./schema.js";
+import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
 
-/**
- * The whole config, put together from the sections' own types: each module owns its section's
- * schema and type (the pod stage: control, racks, cdu; the supervisor; Modbus; MQTT ingest; the
- * uplink; metrics; logging), and this names the top level only.
- */
-export interface AgentConfig extends PodConfig {
-  site: string;
-  pod: string;
-  stateDir?: string;
-  supervisor: SupervisorConfig;
-  modbus: ModbusConfig;
-  uplink?: UplinkConfig;
-  metrics: MetricsConfig;
-  mqttIngest?: IngestConfig;
-  log: LogConfig;
-}
+/** The whole config, derived from the schema: each section's type comes from its owner's schema. */
+export type AgentConfig = AgentConfigData;
 
 /** Replaces ${NAME} in every string with the environment variable; a missing one is an error. */
 export function substituteEnv(data: unknown, env: NodeJS.ProcessEnv, path = "", problems: string[] = []): unknown {

@@ -1,33 +1,44 @@
-// The agent's config schema: one JSON Schema that validation, defaults and
-// docs/configuration.md all come from. Units are in the key names. Each section's schema lives
-// with the module that owns it (the pod stage: control, racks, cdu; the supervisor; the drivers;
-// the uplink; metrics); this file puts them together.
+// The agent's config schema: one JSON Schema that validation, defaults, the config's TypeScript
+// type and docs/configuration.md all come from. Units are in the key names. Each section's
+// schema lives with the module that owns it (the pod stage: control, racks, cdu; the
+// supervisor; the drivers; the uplink; metrics; logging); this file puts them together.
+import type { ModbusConfig } from "../../drivers/modbus/config.js";
 import { MODBUS_SCHEMA } from "../../drivers/modbus/config.js";
-import { MQTT_INGEST_SCHEMA } from "../../drivers/mqtt-ingest-schema.js";
-import { UPLINK_SCHEMA } from "../uplink/schema.js";
-import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
-import { CDU_SCHEMA, CONTROL_SCHEMA, IDENT_SCHEMA, RACKS_SCHEMA } from "../../pod/config.js";
-import { SUPERVISOR_SCHEMA } from "../supervisor/schema.js";
+import { MQTT_INGEST_SCHEMA, type IngestConfig } from "../../drivers/mqtt-ingest-schema.js";
+import { obj, optional, str, typed, type Infer } from "../../lib/schema-builders.js";
+import { CDU_SCHEMA, CONTROL_SCHEMA, ident, RACKS_SCHEMA } from "../../pod/config.js";
 import { LOG_SCHEMA } from "../log-schema.js";
+import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
+import { SUPERVISOR_SCHEMA } from "../supervisor/schema.js";
+import { UPLINK_SCHEMA, type UplinkConfig } from "../uplink/schema.js";
 
 export const AGENT_SCHEMA = {
   $id: "podwarden-agent",
-  type: "object",
-  additionalProperties: false,
-  required: ["site", "pod", "racks", "cdu"],
   patternProperties: { "^x-": { description: "ignored: a place for YAML anchors" } },
-  properties: {
-    site: { ...IDENT_SCHEMA, description: "site id: the second level of every MQTT topic" },
-    pod: { ...IDENT_SCHEMA, description: "pod id: the third level of every MQTT topic" },
-    stateDir: { type: "string", minLength: 1, description: "directory for state that must survive a restart (leak latches, power budget, spool, replay guard); default $STATE_DIRECTORY, set by systemd's StateDirectory; one daemon per directory, and a reload cannot change it" },
-    control: CONTROL_SCHEMA,
-    racks: RACKS_SCHEMA,
-    cdu: CDU_SCHEMA,
-    supervisor: SUPERVISOR_SCHEMA,
-    modbus: { ...MODBUS_SCHEMA, default: {} },
-    uplink: UPLINK_SCHEMA,
-    metrics: METRICS_SCHEMA,
-    mqttIngest: MQTT_INGEST_SCHEMA,
-    log: LOG_SCHEMA,
-  },
+  ...obj(
+    {
+      site: ident("site id: the second level of every MQTT topic"),
+      pod: ident("pod id: the third level of every MQTT topic"),
+      stateDir: optional(
+        str(
+          "directory for state that must survive a restart (leak latches, power budget, spool, replay guard); default $STATE_DIRECTORY, set by systemd's StateDirectory; one daemon per directory, and a reload cannot change it",
+          { minLength: 1 },
+        ),
+      ),
+      control: CONTROL_SCHEMA,
+      racks: RACKS_SCHEMA,
+      cdu: CDU_SCHEMA,
+      supervisor: SUPERVISOR_SCHEMA,
+      modbus: typed<ModbusConfig>({ ...MODBUS_SCHEMA, default: {} }),
+      uplink: optional(typed<UplinkConfig>(UPLINK_SCHEMA)),
+      metrics: METRICS_SCHEMA,
+      mqttIngest: optional(typed<IngestConfig>(MQTT_INGEST_SCHEMA)),
+      log: LOG_SCHEMA,
+    },
+    "a podwarden config",
+    ["site", "pod", "racks", "cdu"],
+  ),
 };
+
+/** The whole config as validation returns it (defaults filled in), derived from the schema. */
+export type AgentConfigData = Infer<typeof AGENT_SCHEMA>;

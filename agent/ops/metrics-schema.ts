@@ -1,19 +1,14 @@
-// The metrics endpoint's config keys (apart from metrics.ts so config checking does not load prom-client).
-export interface MetricsConfig {
-  enabled: boolean;
-  host: string;
-  port: number;
-}
+// The metrics endpoint's config section (`metrics`): its schema, and its type derived from it
+// (apart from metrics.ts so config checking does not load prom-client).
+import { bool, int, obj, str, type Infer } from "../../lib/schema-builders.js";
 
-export const METRICS_SCHEMA = {
-  type: "object",
-  additionalProperties: false,
-  default: {},
-  description: "Prometheus metrics and health endpoints",
-  properties: {
-    enabled: { type: "boolean", default: true, description: "serve /metrics, /healthz and /readyz" },
-    host: { type: "string", default: "127.0.0.1", description: "address to bind (loopback by default)" },
-    port: { type: "integer", minimum: 0, maximum: 65535, default: 9464, description: "port (0 = ephemeral)" },
+export const METRICS_SCHEMA = obj(
+  {
+    enabled: bool(true, "serve /metrics, /healthz and /readyz"),
+    host: str("address to bind (loopback by default)", { default: "127.0.0.1" }),
+    port: int(0, 65535, 9464, "port (0 = ephemeral)"),
   },
-};
+  "Prometheus metrics and health endpoints",
+);
 
+export type MetricsConfig = Infer<typeof METRICS_SCHEMA>;

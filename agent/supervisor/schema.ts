@@ -1,15 +1,5 @@
-// The supervisor's config section (`supervisor`): its schema and its type, side by side.
-import { int, num, obj } from "../../lib/schema-builders.js";
-
-export interface SupervisorConfig {
-  periodMs: number;
-  alarmClearDwellMs: number;
-  overTemp: { warningC: number; criticalC: number; hysteresisC: number };
-  lossOfFlow: { minLpm: number; delayMs: number };
-  heatBalance: { enabled: boolean; tolerancePct: number; minPowerKw: number; dwellMs: number; supplyToleranceC: number; flowPeerTolerancePct: number };
-  escalation: { pumpStop: boolean; rackPowerOff: boolean };
-  powerBudget: { podKw: number; writeCaps: boolean; headroomPct: number };
-}
+// The supervisor's config section (`supervisor`): its schema, and its type derived from it.
+import { bool, int, num, obj, type Infer } from "../../lib/schema-builders.js";
 
 export const SUPERVISOR_SCHEMA = obj(
   {
@@ -32,7 +22,7 @@ export const SUPERVISOR_SCHEMA = obj(
     ),
     heatBalance: obj(
       {
-        enabled: { type: "boolean", default: true, description: "cross-check rack power against flow × ΔT" },
+        enabled: bool(true, "cross-check rack power against flow × ΔT"),
         tolerancePct: num(1, 1000, 25, "allowed disagreement, % of rack power"),
         minPowerKw: num(0, 10000, 10, "only checked above this rack power, kW"),
         dwellMs: int(0, 3_600_000, 30000, "disagreement must last this long, ms"),
@@ -43,15 +33,15 @@ export const SUPERVISOR_SCHEMA = obj(
     ),
     escalation: obj(
       {
-        pumpStop: { type: "boolean", default: false, description: "an unproven isolation stops the pump for the whole pod (needs cdu.outputs.pumpEnable)" },
-        rackPowerOff: { type: "boolean", default: true, description: "an unproven isolation requests rack power-off (needs outputs.powerOff)" },
+        pumpStop: bool(false, "an unproven isolation stops the pump for the whole pod (needs cdu.outputs.pumpEnable)"),
+        rackPowerOff: bool(true, "an unproven isolation requests rack power-off (needs outputs.powerOff)"),
       },
       "what an unproven leak isolation escalates to",
     ),
     powerBudget: obj(
       {
         podKw: num(0, 1e6, 1e6, "pod power budget, kW"),
-        writeCaps: { type: "boolean", default: true, description: "write each rack's cap to its powerCap output" },
+        writeCaps: bool(true, "write each rack's cap to its powerCap output"),
         headroomPct: num(0, 100, 10, "a rack near its cap is given this much above its draw, %"),
       },
       "pod power budget",
@@ -59,3 +49,5 @@ export const SUPERVISOR_SCHEMA = obj(
   },
   "modes, alarms, leak escalation, power budget",
 );
+
+export type SupervisorConfig = Infer<typeof SUPERVISOR_SCHEMA>;
