@@ -13,7 +13,7 @@ import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
 import { podLayout, type PodLayout } from "../pod/layout.js";
 import { pumpStatus, rackStatuses } from "../pod/status-view.js";
 import { qualityWords } from "../pod/status-words.js";
-import { ACTUATOR_PASS_MS, PodWiring, type PodDecisions } from "../pod/wiring.js";
+import { ACTUATOR_PASS_MS, PodWiring, type OutputSink, type PodDecisions } from "../pod/wiring.js";
 import { join } from "node:path";
 import { commandLimits } from "./commands/executor.js";
 import type { AgentConfig, LoadedConfig } from "./config/load.js";
@@ -216,17 +216,19 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (o === undefined) return;
     this.outputs = o;
     if (this.stopping) return;
-    this.wiring.writeActuators(o, this.decisions, this);
+    this.wiring.writeActuators(o, this.decisions, this.actuators);
   }
 
   /** The wiring's output sink: the Modbus driver, with a failed write logged rather than thrown. */
-  setOutput(id: string, v: number): void {
-    try {
-      this.driver.setOutput(id, v);
-    } catch (err) {
-      this.log.error({ err }, `cannot write ${id}`);
-    }
-  }
+  private readonly actuators: OutputSink = {
+    setOutput: (id, v) => {
+      try {
+        this.driver.setOutput(id, v);
+      } catch (err) {
+        this.log.error({ err }, `cannot write ${id}`);
+      }
+    },
+  };
 
   private reading(bankIndex: number, pointId: string, o: ControlOutputs | undefined): Reading {
     const p = this.points.get(pointId);
