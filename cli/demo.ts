@@ -6,8 +6,9 @@ import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker
 import { loadSimConfig } from "../sim/config.js";
 import { SimControlApi } from "../sim/control-api.js";
 import { PodSim } from "../sim/pod-sim.js";
-import * as L from "../hotpath-as/assembly/layout.js";
+import { loopModeWord } from "../pod/status-words.js";
 import { Agent } from "../agent/agent.js";
+import type { PodReader } from "../agent/pod-api.js";
 import { demoConfigData } from "./demo-config.js";
 import { validateAgentConfig } from "../agent/config/load.js";
 import { Logs } from "../agent/log.js";
@@ -45,20 +46,11 @@ export interface RunningDemo {
 const pad = (s: string, n: number): string => (s.length >= n ? s.slice(0, n) : s + " ".repeat(n - s.length));
 const num = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : "  -");
 
-function loopState(status: number): string {
-  if (status & L.LS_INTERLOCK_LEAK) return "LEAK";
-  if (status & L.LS_INTERLOCK_FAILSAFE) return "FAILSAFE";
-  if (status & L.LS_MANUAL) return "Manual";
-  if (status & L.LS_OVERRIDE) return "Override";
-  if (status & L.LS_AUTOMATIC) return "Auto";
-  return "-";
-}
-
-export function renderBoard(agent: Agent, sim: PodSim): string {
-  const s = agent.status();
+export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "activeAlarms">, sim: PodSim): string {
+  const s = pod.status();
   const t = sim.truth();
   const lines: string[] = [];
-  lines.push(`podwarden demo  site ${agent.config.site} / pod ${agent.config.pod}   mode ${s.mode}   plant time ${t.timeS.toFixed(0)} s`);
+  lines.push(`podwarden demo  site ${pod.identity.site} / pod ${pod.identity.pod}   mode ${s.mode}   plant time ${t.timeS.toFixed(0)} s`);
   lines.push(
     `control tick lateness p50 ${num(s.control.p50Us, 0)} µs  p99 ${num(s.control.p99Us, 0)} µs  max ${num(s.control.maxUs, 0)} µs  overruns ${s.control.overruns}  SCHED_FIFO ${s.control.schedFifo}`,
   );
@@ -67,11 +59,11 @@ export function renderBoard(agent: Agent, sim: PodSim): string {
   lines.push(`${pad("rack", 8)}${pad("supply", 8)}${pad("return", 8)}${pad("flow", 8)}${pad("valve", 8)}${pad("iso", 8)}${pad("power", 8)}${pad("cap", 8)}${pad("leak", 10)}${pad("loop", 10)}isolation`);
   for (const r of s.racks) {
     lines.push(
-      `${pad(r.name, 8)}${pad(num(r.supplyTempC), 8)}${pad(num(r.returnTempC), 8)}${pad(num(r.flowLpm), 8)}${pad(num(r.valvePct), 8)}${pad(r.supplyIsolationOpen && r.returnIsolationOpen ? "open" : "CLOSED", 8)}${pad(num(r.powerKw), 8)}${pad(num(r.powerCapKw, 0), 8)}${pad(r.leak, 10)}${pad(loopState(r.loopStatus), 10)}${r.isolation}`,
+      `${pad(r.name, 8)}${pad(num(r.supplyTempC), 8)}${pad(num(r.returnTempC), 8)}${pad(num(r.flowLpm), 8)}${pad(num(r.valvePct), 8)}${pad(r.supplyIsolationOpen && r.returnIsolationOpen ? "open" : "CLOSED", 8)}${pad(num(r.powerKw), 8)}${pad(num(r.powerCapKw, 0), 8)}${pad(r.leak, 10)}${pad(loopModeWord(r.loopStatus), 10)}${r.isolation}`,
     );
   }
   lines.push("");
-  const alarms = agent.supervisor.alarms.active();
+  const alarms = pod.activeAlarms();
   lines.push(`active alarms (${alarms.length})`);
   for (const a of alarms.slice(0, 10)) lines.push(`  ${pad(a.severity, 9)}${a.acknowledged ? "ack " : "    "}${a.message}`);
   return lines.join("\n");

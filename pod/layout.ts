@@ -33,6 +33,8 @@ export interface PodLayout {
   /** the rack of a name, or undefined */
   rackIndex(name: string): number | undefined;
   isPumpLoop(loop: number): boolean;
+  /** the rack a loop belongs to (undefined for the pump loop) */
+  rackOfLoop(loop: number): number | undefined;
 }
 
 /** What a layout needs to know of the pod: its racks' names and leak sensor counts. */
@@ -61,5 +63,6 @@ export function podLayout(src: LayoutSource): PodLayout {
     loopIndex: (name) => loopByName.get(name),
     rackIndex: (name) => rackByName.get(name),
     isPumpLoop: (loop) => loop === pumpLoop,
+    rackOfLoop: (loop) => (loop >= 0 && loop < racks.length ? loop : undefined),
   };
 }

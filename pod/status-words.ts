@@ -41,6 +41,22 @@ export function qualityWords(bits: number): string {
 /** A loop held by a fail-safe interlock. */
 export const inFailsafe = (loopStatus: number): boolean => (loopStatus & L.LS_INTERLOCK_FAILSAFE) !== 0;
 
+/** Which of a loop's inputs its fail-safe blames: the PV, the feed-forward input. */
+export const badInputs = (loopStatus: number): { pv: boolean; ff: boolean } => ({ pv: (loopStatus & L.LS_PV_BAD) !== 0, ff: (loopStatus & L.LS_FF_BAD) !== 0 });
+
+/** What holds a loop, in one word, highest priority first: LEAK, FAILSAFE, Manual, Override, Auto ("-" before its first tick). */
+export function loopModeWord(loopStatus: number): string {
+  if (loopStatus & L.LS_INTERLOCK_LEAK) return "LEAK";
+  if (loopStatus & L.LS_INTERLOCK_FAILSAFE) return "FAILSAFE";
+  if (loopStatus & L.LS_MANUAL) return "Manual";
+  if (loopStatus & L.LS_OVERRIDE) return "Override";
+  if (loopStatus & L.LS_AUTOMATIC) return "Auto";
+  return "-";
+}
+
+/** A rack's leak detection is impaired: a cable fault or no valid reading on one of its leak sensors. */
+export const leakSensorFault = (rackStatus: number): boolean => (rackStatus & L.RS_LEAK_SENSOR_FAULT) !== 0;
+
 export const ISOLATION_STATES = ["Normal", "Isolating", "Isolated", "Escalated"] as const;
 export type IsolationState = (typeof ISOLATION_STATES)[number];
 

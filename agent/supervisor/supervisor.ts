@@ -5,7 +5,7 @@
 import * as L from "../../hotpath-as/assembly/layout.js";
 import type { PodConfig } from "../../pod/config.js";
 import type { PodLayout } from "../../pod/layout.js";
-import { failsafeReasons, inFailsafe } from "../../pod/status-words.js";
+import { badInputs, failsafeReasons, inFailsafe, leakSensorFault } from "../../pod/status-words.js";
 import type { PodDecisions } from "../../pod/wiring.js";
 import type { SupervisorConfig } from "./schema.js";
 import { AlarmManager, type AlarmEvent } from "./alarms.js";
@@ -130,9 +130,11 @@ export class Supervisor {
       if (fs || st === 0) allLive = false;
       // name the bad input: a rack loop's are its return temperature (PV) and power (feed-forward),
       // the pump loop's its differential pressure (PV)
-      const rack = i.racks[idx] as SupervisorInputs["racks"][number] | undefined;
+      const r = this.layout.rackOfLoop(idx);
+      const rack = r === undefined ? undefined : i.racks[r];
       const pv = rack === undefined ? i.cduDpKpa : rack.returnTempC;
-      const inputs = [st & L.LS_PV_BAD ? pv.why : undefined, st & L.LS_FF_BAD ? rack?.powerKw.why : undefined].filter((w) => w !== undefined);
+      const bad = badInputs(st);
+      const inputs = [bad.pv ? pv.why : undefined, bad.ff ? rack?.powerKw.why : undefined].filter((w) => w !== undefined);
       const detail = inputs.length > 0 ? ` (${inputs.join("; ")})` : "";
       a.update(`failsafe:${name}`, fs, { severity: "Warning", source: name, message: `${name} in fail-safe: ${failsafeReasons(st)}${detail}` });
     }
@@ -144,7 +146,7 @@ export class Supervisor {
       const status = i.rackStatus[r] ?? 0;
       const x = i.racks[r];
       a.update(`leak:${rack.name}`, state !== L.RACK_NORMAL, { severity: "Critical", source: rack.name, latch: false, message: `leak at ${rack.name}: rack isolated, latched until an authorised reset` });
-      a.update(`leak-sensor:${rack.name}`, (status & L.RS_LEAK_SENSOR_FAULT) !== 0, { severity: "Warning", source: rack.name, message: `leak sensor fault at ${rack.name} (cable fault or no valid reading): leak detection impaired` });
+      a.update(`leak-sensor:${rack.name}`, leakSensorFault(status), { severity: "Warning", source: rack.name, message: `leak sensor fault at ${rack.name} (cable fault or no valid reading): leak detection impaired` });
       const isProven = state === L.RACK_ISOLATED;
       if (isProven && !this.proven[r]) this.emit({ type: "isolation.proven", rack: rack.name });
       this.proven[r] = isProven;
