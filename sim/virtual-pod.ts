@@ -74,6 +74,8 @@ interface GroupPoll {
 interface OutputSlot {
   device: SimDevice;
   config: OutputConfig;
+  /** the last value asked for: an unchanged one is not encoded again (most outputs hold for minutes) */
+  lastValue: number;
   lastRaw: number[] | null;
 }
 
@@ -97,6 +99,8 @@ export class VirtualPod implements SampleSink, OutputSink {
   private readonly interlocks: InterlockChangeDetector;
   private readonly hpOutputs: PodOutputs;
   private tick = 0;
+  /** the earliest time a poll or a heartbeat falls due: most ticks have neither */
+  private nextIoMs = 0;
   private nextActuateMs = 0;
   private nextTraceS = 0;
 
@@ -137,7 +141,7 @@ export class VirtualPod implements SampleSink, OutputSink {
         const blocks = planReads(dc, points);
         if (blocks.length > 0) this.polls.push({ device, deviceName: dc.name, blocks, periodMs: g.periodMs, nextMs: 0 });
       }
-      for (const oc of dc.outputs) this.outputs.set(`${dc.name}.${oc.name}`, { device, config: oc, lastRaw: null });
+      for (const oc of dc.outputs) this.outputs.set(`${dc.name}.${oc.name}`, { device, config: oc, lastValue: NaN, lastRaw: null });
       this.addLease(device, dc);
     }
   }
@@ -167,10 +171,22 @@ export class VirtualPod implements SampleSink, OutputSink {
   setOutput(id: string, value: number): void {
     const out = this.outputs.get(id);
     if (out === undefined) throw new Error(`no output "${id}"`);
+    if (value === out.lastValue && out.lastRaw !== null) return;
+    out.lastValue = value;
     const raw = encodeOutput(out.config, value);
     if (sameWords(out.lastRaw, raw)) return;
     if (this.opts.recordWrites) this.writes.push({ tMs: this.timeMs, id, value });
     if (this.request(out.device, writeRequest(out.config, raw)) !== null) out.lastRaw = raw;
+  }
+
+  /** The polls and heartbeats due at `now`; returns when the next falls due. */
+  private fieldIo(now: number): void {
+    this.poll(now);
+    this.heartbeats(now);
+    let next = Infinity;
+    for (const p of this.polls) next = Math.min(next, p.nextMs);
+    for (const l of this.leases) next = Math.min(next, l.nextMs);
+    this.nextIoMs = next;
   }
 
   private poll(now: number): void {
@@ -222,14 +238,13 @@ export class VirtualPod implements SampleSink, OutputSink {
     const dtS = this.opts.tickMs / 1000;
     for (let k = 0; k < ticks; k++) {
       const now = this.timeMs;
-      this.poll(now);
+      if (now >= this.nextIoMs) this.fieldIo(now);
       if (this.hp.step(now, dtS) !== L.STEP_OK) throw new Error(`hot path refused tick ${this.tick}`);
       // as the daemon: an interlock change is written at once, everything else every pass
       if (this.interlocks.changed(this.hp.views) || now >= this.nextActuateMs) {
         this.wiring.writeActuators(this.hpOutputs, this.decisions, this);
         if (now >= this.nextActuateMs) this.nextActuateMs += ACTUATOR_PASS_MS;
       }
-      this.heartbeats(now);
       this.tick++;
       if (this.tick % this.plantEvery === 0) this.sim.step();
       if (this.sim.plant.timeS >= this.nextTraceS) {
