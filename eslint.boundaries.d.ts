@@ -1,3 +1,4 @@
 // Types for eslint.boundaries.js (read by test/architecture.test.ts).
 export declare const FORBIDDEN_IMPORTS: Readonly<Record<string, readonly string[]>>;
 export declare const boundaries: readonly object[];
+export declare const AGENT_CLASS_MESSAGE: string;

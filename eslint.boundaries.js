@@ -23,6 +23,10 @@ export const FORBIDDEN_IMPORTS = {
 
 const patterns = (folders) => folders.flatMap((f) => [`**/${f}/*`, `**/${f}/**`]);
 
+/** A service inside agent/ takes the narrow face it needs (agent/pod-api.ts), never the Agent class. */
+export const AGENT_CLASS_MESSAGE = "a service takes the narrow face it needs (agent/pod-api.ts), never the Agent class (docs/architecture.md)";
+const AGENT_CLASS = { group: ["./agent.js", "../agent.js", "../../agent.js", "../../../agent.js"], message: AGENT_CLASS_MESSAGE };
+
 /** Flat-config entries, one per folder. */
 export const boundaries = Object.entries(FORBIDDEN_IMPORTS).map(([folder, forbidden]) => ({
   files: [`${folder}/**/*.ts`],
@@ -30,10 +34,13 @@ export const boundaries = Object.entries(FORBIDDEN_IMPORTS).map(([folder, forbid
     "no-restricted-imports": [
       "error",
       {
-        patterns: forbidden.map((f) => ({
-          group: patterns([f]),
-          message: `${folder}/ may not import ${f}/ (docs/architecture.md: who may import whom)`,
-        })),
+        patterns: [
+          ...forbidden.map((f) => ({
+            group: patterns([f]),
+            message: `${folder}/ may not import ${f}/ (docs/architecture.md: who may import whom)`,
+          })),
+          ...(folder === "agent" ? [AGENT_CLASS] : []),
+        ],
       },
     ],
   },

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
-import { FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
+import { AGENT_CLASS_MESSAGE, FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
 
 /** A real file of each folder, one level down, so `../<folder>/` reaches the top of the tree. */
 const SAMPLE: Record<string, string> = {
@@ -39,6 +39,20 @@ describe("import boundaries", () => {
         expect(messages, `${folder} -> ${target}`).toHaveLength(1);
         expect(messages[0]).toContain(`${folder}/ may not import ${target}/ (docs/architecture.md: who may import whom)`);
       } else expect(messages, `${folder} -> ${target}`).toEqual([]);
+    }
+  });
+
+  it("refuses the Agent class to every service inside agent/", async () => {
+    for (const [file, spec] of [
+      ["agent/uplink/uplink.ts", "../agent.js"],
+      ["agent/ops/metrics.ts", "../agent.js"],
+      ["agent/commands/executor.ts", "../agent.js"],
+      ["agent/problems.ts", "./agent.js"],
+    ]) {
+      const [r] = await eslint.lintText(`import { Agent } from "${spec}";\nexport type A = Agent;\n${readFileSync(file, "utf8")}`, { filePath: file });
+      const messages = r.messages.filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.message);
+      expect(messages, file).toHaveLength(1);
+      expect(messages[0]).toContain(AGENT_CLASS_MESSAGE);
     }
   });
 
