@@ -276,6 +276,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
         flowLpm: this.reading(lay.racks[i].flowLpm, r.points.flowLpm, o),
         powerKw: this.reading(lay.racks[i].powerKw, r.points.powerKw, o),
         manualIsolate: this.control.frames.rackManualIsolate[i] === 1,
+        noCoolant: o !== undefined && PodWiring.noCoolant(o, i),
       })),
       cduSupplyTempC: this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
       cduDpKpa: this.reading(lay.cdu.dpKpa, c.cdu.points.dpKpa, o),
@@ -380,9 +381,11 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   }
 
   status(): PodStatus {
+    const outputs = this.outputs ?? this.control.outputs();
     const view = {
-      outputs: this.outputs ?? this.control.outputs(),
+      outputs,
       decisions: this.decisions,
+      power: (i: number) => (outputs === undefined ? { powerOff: this.decisions.rackPowerOff[i], capKw: this.decisions.powerCapsKw[i] } : this.wiring.powerCommand(outputs, this.decisions, i)),
       value: (id: string): number => this.points.get(id)?.value ?? NaN,
       setpoints: this.loopSp,
     };

@@ -133,6 +133,17 @@ export const RACKS_SCHEMA = arr(
         "the rack's actuators",
         ["valve", "supplyIsolation", "returnIsolation"],
       ),
+      noCoolant: obj(
+        {
+          action: oneOf(
+            ["power-off", "cap"],
+            "power-off",
+            "while either isolation valve is commanded closed (a leak, or an operator's isolation), the rack's power goes to: power-off (outputs.powerOff set), or cap (outputs.powerCap at capKw); coolant and power move together",
+          ),
+          capKw: num(0, 10000, 0, "the cap an isolated rack is held to with action cap, kW"),
+        },
+        "the rack's power while it has no coolant (docs/agent.md, Coolant and power together)",
+      ),
     },
     "one rack",
     ["name", "points", "outputs"],
@@ -202,5 +213,18 @@ export function controlProblems(k: ControlConfig): string[] {
     }
   }
   for (const kind of ["temperature", "flow", "power", "pressure"] as const) ordered(k.points[kind].min, k.points[kind].max, `control.points.${kind}.min`, "must be <= max");
+  return out;
+}
+
+/** Problems a schema cannot state about the racks' power coupling: an action with no output to act on. */
+export function noCoolantProblems(racks: readonly RackConfig[]): string[] {
+  const out: string[] = [];
+  racks.forEach((r, i) => {
+    const a = r.noCoolant.action;
+    const needs = a === "power-off" ? "powerOff" : "powerCap";
+    if (r.outputs[needs] === undefined) {
+      out.push(`racks[${i}].noCoolant.action: ${a} needs outputs.${needs} (coolant and power move together: an isolated rack must not keep its power${a === "power-off" && r.outputs.powerCap !== undefined ? "; or set action: cap with capKw" : ""})`);
+    }
+  });
   return out;
 }

@@ -12,7 +12,10 @@ export interface RackStatus {
   supplyTempC: number;
   flowLpm: number;
   powerKw: number;
+  /** the cap in force (with the rack's no-coolant limit applied while it is isolated), kW */
   powerCapKw: number;
+  /** a power-off request is sent to the rack (leak escalation, or no coolant) */
+  powerOffRequested: boolean;
   valvePct: number;
   supplyIsolationOpen: boolean;
   returnIsolationOpen: boolean;
@@ -43,6 +46,8 @@ export interface ViewOutputs {
 export interface ViewInputs {
   outputs: ViewOutputs | undefined;
   decisions: PodDecisions;
+  /** the power commands in force for rack i (PodWiring.powerCommand) */
+  power(rack: number): { powerOff: boolean; capKw: number };
   /** a field point's latest value (NaN when unknown) */
   value(pointId: string): number;
   /** each loop's setpoint in force */
@@ -53,13 +58,15 @@ export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: V
   const o = v.outputs;
   return pod.racks.map((r, i) => {
     const loop = lay.rackLoops[i];
+    const power = v.power(i);
     return {
       name: r.name,
       returnTempC: v.value(r.points.returnTempC),
       supplyTempC: v.value(r.points.supplyTempC),
       flowLpm: v.value(r.points.flowLpm),
       powerKw: v.value(r.points.powerKw),
-      powerCapKw: v.decisions.powerCapsKw[i],
+      powerCapKw: power.capKw,
+      powerOffRequested: power.powerOff,
       valvePct: o?.loopOut[loop] ?? NaN,
       supplyIsolationOpen: o?.rackSupplyOpen[i] === 1,
       returnIsolationOpen: o?.rackReturnOpen[i] === 1,

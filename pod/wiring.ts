@@ -120,9 +120,36 @@ export class PodWiring {
   }
 
   /**
+   * A rack without coolant: either of its isolation valves commanded closed (a leak latch, or an
+   * operator's isolation). Its power then goes to its no-coolant limit (racks[].noCoolant).
+   */
+  static noCoolant(o: Pick<PodOutputs, "rackSupplyOpen" | "rackReturnOpen">, rack: number): boolean {
+    return o.rackSupplyOpen[rack] === 0 || o.rackReturnOpen[rack] === 0;
+  }
+
+  /**
+   * The power commands in force for rack i: the supervisor's decisions, with coolant and power
+   * coupled. A rack without coolant is powered off or held to its no-coolant cap, whatever its
+   * budget allows; a cap output whose rack couples by cap is written even with writeCaps off
+   * (the rack's rating then, so the isolation's cap is lifted when coolant returns).
+   */
+  powerCommand(o: Pick<PodOutputs, "rackSupplyOpen" | "rackReturnOpen">, d: PodDecisions, i: number): { powerOff: boolean; capKw: number; writeCap: boolean } {
+    const r = this.pod.racks[i];
+    const dry = PodWiring.noCoolant(o, i);
+    const byCap = r.noCoolant.action === "cap";
+    const budgetCap = this.opts.writeCaps ? d.powerCapsKw[i] : r.ratedKw;
+    return {
+      powerOff: d.rackPowerOff[i] || (dry && r.noCoolant.action === "power-off"),
+      capKw: dry && byCap ? Math.min(budgetCap, r.noCoolant.capKw) : budgetCap,
+      writeCap: this.opts.writeCaps || byCap,
+    };
+  }
+
+  /**
    * Sends every actuator its command, safety first: all isolation valves before anything else
    * (on a leak their close commands must not queue behind the rack's valve or cap writes), then
-   * each rack's valve, power-off and cap, then the pump.
+   * each rack's power-off and cap (an isolated rack's power follows its coolant at once), valve,
+   * then the pump.
    */
   writeActuators(o: PodOutputs, d: PodDecisions, sink: OutputSink): void {
     const racks = this.pod.racks;
@@ -136,9 +163,10 @@ export class PodWiring {
     }
     for (let i = 0; i < racks.length; i++) {
       const out = racks[i].outputs;
+      const p = this.powerCommand(o, d, i);
+      set(out.powerOff, p.powerOff ? 1 : 0);
+      if (p.writeCap) set(out.powerCap, tenth(p.capKw));
       set(out.valve, tenth(o.loopOut[lay.rackLoops[i]]));
-      set(out.powerOff, d.rackPowerOff[i] ? 1 : 0);
-      if (this.opts.writeCaps) set(out.powerCap, tenth(d.powerCapsKw[i]));
     }
     set(this.pod.cdu.outputs.pumpSpeed, tenth(o.loopOut[lay.pumpLoop]));
     set(this.pod.cdu.outputs.pumpEnable, d.pumpEnable ? 1 : 0);

@@ -102,6 +102,19 @@ describe("agent config", () => {
   });
 });
 
+describe("coolant and power together", () => {
+  it("defaults every rack to power-off while isolated, and refuses an action with no output to act on", () => {
+    const d = loadAgentConfig("configs/demo-pod.yaml").config;
+    expect(d.racks.every((r) => r.noCoolant.action === "power-off" && r.noCoolant.capKw === 0)).toBe(true);
+    const noOff = demo.replace("powerCap: rack-1.powerCapKw, powerOff: rack-1.powerOff }", "powerCap: rack-1.powerCapKw }");
+    expect(() => parseAgentConfig(noOff, "x.yaml")).toThrow(/racks\[0\]\.noCoolant\.action: power-off needs outputs\.powerOff .*or set action: cap with capKw/);
+    const capped = noOff.replace("  - name: rack-1\n", "  - name: rack-1\n    noCoolant: { action: cap, capKw: 10 }\n");
+    expect(parseAgentConfig(capped, "x.yaml").racks[0].noCoolant).toEqual({ action: "cap", capKw: 10 });
+    const noCap = demo.replace("powerCap: rack-2.powerCapKw, powerOff: rack-2.powerOff }", "powerOff: rack-2.powerOff }").replace("  - name: rack-2\n", "  - name: rack-2\n    noCoolant: { action: cap }\n");
+    expect(() => parseAgentConfig(noCap, "x.yaml")).toThrow(/racks\[1\]\.noCoolant\.action: cap needs outputs\.powerCap/);
+  });
+});
+
 describe("config types come from the schemas", () => {
   it("derives each section's type from its schema: defaulted keys present, optional keys optional, hand-typed sections as declared", () => {
     // compile-time: `npm run typecheck` fails if the derivation drifts from what the code reads

@@ -230,6 +230,30 @@ describe("supervisor", () => {
     expect(s.alarms.get("flow:rack-2")).toBeUndefined();
   });
 
+  it("raises no-coolant-power when an isolated rack still draws above its no-coolant limit after the delay, and not before or below it", () => {
+    const s = supervisor(() => undefined, () => 0);
+    const at = (nowMs: number, kw: number, noCoolant = true): string | undefined => {
+      const i = inputs({ nowMs });
+      i.racks[2] = { ...i.racks[2], powerKw: good(kw), flowLpm: good(0), noCoolant };
+      s.evaluate(i);
+      return s.alarms.get("no-coolant-power:rack-3")?.severity;
+    };
+    expect(at(0, 90)).toBeUndefined();
+    expect(at(config.supervisor.noCoolantPower.delayMs - 1, 90)).toBeUndefined();
+    expect(at(config.supervisor.noCoolantPower.delayMs, 90)).toBe("Critical");
+    expect(s.alarms.get("no-coolant-power:rack-3")?.message).toMatch(/isolated but draws 90\.0 kW, above its no-coolant limit of 0 kW \(power-off\)/);
+    // within the tolerance of the limit, or in service, no alarm
+    const t = supervisor(() => undefined, () => 0);
+    for (const nowMs of [0, 60_000]) {
+      const i = inputs({ nowMs });
+      i.racks[2] = { ...i.racks[2], powerKw: good(config.supervisor.noCoolantPower.toleranceKw), noCoolant: true };
+      i.racks[3] = { ...i.racks[3], powerKw: good(90), noCoolant: false };
+      t.evaluate(i);
+    }
+    expect(t.alarms.get("no-coolant-power:rack-3")).toBeUndefined();
+    expect(t.alarms.get("no-coolant-power:rack-4")).toBeUndefined();
+  });
+
   it("keeps the caps within the pod budget", () => {
     const s = supervisor(() => undefined, () => 0);
     const d = s.evaluate(inputs());

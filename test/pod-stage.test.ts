@@ -126,6 +126,27 @@ describe("pod wiring", () => {
     expect(writes).toContain("rack-2.valveCommandPct");
   });
 
+  it("couples power to coolant: an isolated rack is powered off (the default) or held to its no-coolant cap, whatever its budget", () => {
+    const pod = { ...DEMO, racks: DEMO.racks.map((r, i) => (i === 1 ? { ...r, noCoolant: { action: "cap" as const, capKw: 12 } } : r)) };
+    const w = new PodWiring(pod, lay, { writeCaps: true });
+    const d = w.initialDecisions();
+    const wet = outputs({ rackSupplyOpen: [0, 1, 1, 1, 1, 1, 1, 1], rackReturnOpen: [1, 0, 1, 1, 1, 1, 1, 1] });
+    expect(w.powerCommand(wet, d, 0)).toEqual({ powerOff: true, capKw: 120, writeCap: true }); // supply closed: power-off
+    expect(w.powerCommand(wet, d, 1)).toEqual({ powerOff: false, capKw: 12, writeCap: true }); // return closed: the no-coolant cap
+    expect(w.powerCommand(wet, d, 2)).toEqual({ powerOff: false, capKw: 120, writeCap: true }); // in service
+    const writes: [string, number][] = [];
+    w.writeActuators(wet, d, { setOutput: (id, v) => writes.push([id, v]) });
+    // the power commands follow the isolation valves in the same pass, before any valve
+    const firstValve = writes.findIndex(([id]) => id.endsWith("valveCommandPct"));
+    expect(writes.findIndex(([id, v]) => id === "rack-1.powerOff" && v === 1)).toBeLessThan(firstValve);
+    expect(writes).toContainEqual(["rack-2.powerCapKw", 12]);
+    // with writeCaps off a rack that couples by cap still has its cap written: its rating in service, the limit isolated
+    const noBudget = new PodWiring(pod, lay, { writeCaps: false });
+    expect(noBudget.powerCommand(wet, d, 1)).toEqual({ powerOff: false, capKw: 12, writeCap: true });
+    expect(noBudget.powerCommand(outputs(), d, 1)).toEqual({ powerOff: false, capKw: 120, writeCap: true });
+    expect(noBudget.powerCommand(outputs(), d, 0).writeCap).toBe(false);
+  });
+
   it("drives each control actuator to its declared sensor-fault safe value for a shutdown, and leaves isolation valves alone", () => {
     const w = new PodWiring(DEMO, lay, { writeCaps: true });
     const safe = w.safeWrites(outputs(), DEMO.control.rackLoop, DEMO.control.pumpLoop);

@@ -99,6 +99,40 @@ describe("virtual time", () => {
     expect(vp.sim.devices.racks[3].ctx.rack.powerOff).toBe(false);
   });
 
+  it("couples power to coolant: a leaking loaded rack is isolated and powered off, and its return temperature stays below the over-temperature alarm", () => {
+    const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 85 } } }), DEMO_POD);
+    vp.run(120);
+    expect(vp.sim.plant.racks[2].powerKw).toBeGreaterThan(80);
+    vp.sim.inject({ leak: "rack-3" });
+    let hottest = 0;
+    vp.run(120, () => (hottest = Math.max(hottest, vp.sim.plant.racks[2].returnTempC)));
+    expect(vp.hp.views.rackI.state[2]).toBe(L.RACK_ISOLATED);
+    expect(vp.sim.devices.racks[2].ctx.rack.powerOff).toBe(true);
+    expect(vp.sim.plant.racks[2].powerKw).toBe(0);
+    expect(hottest, "rack-3's hottest return temperature after the leak, °C").toBeLessThan(DEMO_POD.supervisor.overTemp.warningC);
+    // the other racks keep their power and their control
+    for (const r of [0, 1, 3]) expect(vp.sim.plant.racks[r].powerKw).toBeGreaterThan(80);
+    expect(vp.sim.devices.racks[1].ctx.rack.powerOff).toBe(false);
+  });
+
+  it("couples power to coolant by cap where configured, and lifts it when the rack's coolant returns", () => {
+    const pod = { ...DEMO_POD, racks: DEMO_POD.racks.map((r, i) => (i === 4 ? { ...r, noCoolant: { action: "cap" as const, capKw: 15 } } : r)) };
+    const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 85 } } }), pod);
+    vp.run(60);
+    // an operator's isolation (the hot path's manual isolate), not a leak
+    vp.hp.views.rackI.manualIsolate[4] = 1;
+    vp.run(20);
+    expect(vp.sim.devices.racks[4].ctx.supplyIsoOpen).toBe(false);
+    expect(vp.sim.devices.racks[4].ctx.rack.powerCapKw).toBe(15);
+    expect(vp.sim.devices.racks[4].ctx.rack.powerOff).toBe(false);
+    expect(vp.sim.plant.racks[4].powerKw).toBeLessThanOrEqual(15 + 1e-9);
+    vp.hp.views.rackI.manualIsolate[4] = 0;
+    vp.run(20);
+    expect(vp.sim.devices.racks[4].ctx.supplyIsoOpen).toBe(true);
+    expect(vp.sim.devices.racks[4].ctx.rack.powerCapKw).toBeGreaterThan(80); // the budget's cap again
+    expect(vp.sim.plant.racks[4].powerKw).toBeGreaterThan(80);
+  });
+
   it("refuses a plant step that is not a whole number of ticks", () => {
     expect(() => new VirtualPod(simConfig({ plant: { dtS: 0.0015 } }), DEMO_POD)).toThrow(/whole number/);
   });

@@ -7,7 +7,7 @@ import { parsePublicKey } from "../commands/signing.js";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems } from "../../drivers/modbus/config.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
-import { controlProblems } from "../../pod/config.js";
+import { controlProblems, noCoolantProblems } from "../../pod/config.js";
 import type { UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
 
@@ -41,6 +41,7 @@ function crossChecks(c: AgentConfig): string[] {
     if (!(lo <= hi)) out.push(`${at}: ${what}`);
   };
   out.push(...controlProblems(c.control));
+  out.push(...noCoolantProblems(c.racks));
   const s = c.supervisor;
   ordered(s.overTemp.warningC, s.overTemp.criticalC, "supervisor.overTemp.warningC", "must be <= criticalC");
 

@@ -38,6 +38,13 @@ export const SUPERVISOR_SCHEMA = obj(
       },
       "what an unproven leak isolation escalates to",
     ),
+    noCoolantPower: obj(
+      {
+        toleranceKw: num(0, 10000, 2, "an isolated rack may draw this much above its no-coolant limit (racks[].noCoolant) before it counts as powered, kW"),
+        delayMs: int(0, 3_600_000, 10000, "for this long (a power-off or a cap takes time to act at the rack), ms"),
+      },
+      "the alarm no-coolant-power:<rack>: an isolated rack's power did not follow its coolant",
+    ),
     powerBudget: obj(
       {
         podKw: num(0, 1e6, 1e6, "pod power budget, kW"),

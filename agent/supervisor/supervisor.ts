@@ -30,7 +30,15 @@ export interface SupervisorInputs {
   loopOut: readonly number[];
   rackState: readonly number[];
   rackStatus: readonly number[];
-  racks: readonly { returnTempC: Reading; supplyTempC: Reading; flowLpm: Reading; powerKw: Reading; manualIsolate: boolean }[];
+  racks: readonly {
+    returnTempC: Reading;
+    supplyTempC: Reading;
+    flowLpm: Reading;
+    powerKw: Reading;
+    manualIsolate: boolean;
+    /** an isolation valve is commanded closed: the rack's power must follow to its no-coolant limit */
+    noCoolant?: boolean;
+  }[];
   cduSupplyTempC: Reading;
   /** the pump loop's PV */
   cduDpKpa: Reading;
@@ -50,6 +58,7 @@ export class Supervisor {
   private readonly overTier: number[];
   private readonly lowFlowSince: (number | null)[];
   private readonly heatSince: (number | null)[];
+  private readonly dryPowerSince: (number | null)[];
   private readonly proven: boolean[];
   private readonly escalated: boolean[];
   private lastCaps: number[];
@@ -70,6 +79,7 @@ export class Supervisor {
     this.overTier = new Array<number>(n).fill(0);
     this.lowFlowSince = new Array<number | null>(n).fill(null);
     this.heatSince = new Array<number | null>(n).fill(null);
+    this.dryPowerSince = new Array<number | null>(n).fill(null);
     this.proven = new Array<boolean>(n).fill(false);
     this.escalated = new Array<boolean>(n).fill(false);
     this.lastCaps = pod.racks.map((r) => r.ratedKw);
@@ -186,6 +196,18 @@ export class Supervisor {
         severity: tier === 2 ? "Critical" : "Warning",
         source: rack.name,
         message: `${rack.name} return temperature ${t.value.toFixed(1)} °C above ${tier === 2 ? o.criticalC : o.warningC} °C`,
+      });
+
+      // coolant and power together, proven at the rack's power meter: an isolated rack that still
+      // draws more than its no-coolant limit (a cap not applied, a power-off not honoured) heats
+      // with no coolant to carry the heat away
+      const limitKw = rack.noCoolant.action === "power-off" ? 0 : rack.noCoolant.capKw;
+      const dry = x.noCoolant === true && x.powerKw.good && x.powerKw.value > limitKw + s.noCoolantPower.toleranceKw;
+      this.dryPowerSince[r] = dry ? (this.dryPowerSince[r] ?? now) : null;
+      a.update(`no-coolant-power:${rack.name}`, dry && now - (this.dryPowerSince[r] ?? now) >= s.noCoolantPower.delayMs, {
+        severity: "Critical",
+        source: rack.name,
+        message: `${rack.name} is isolated but draws ${x.powerKw.value.toFixed(1)} kW, above its no-coolant limit of ${limitKw} kW (${rack.noCoolant.action}): its power did not follow its coolant`,
       });
 
       // loss of flow while in service
