@@ -417,7 +417,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
 
   ingestStats(): ReturnType<PodDiagnostics["ingestStats"]> {
     const i = this.ingest;
-    return i === null ? null : { connected: i.connected, messages: i.messages, rejected: i.rejected, retainedIgnored: i.retainedIgnored, outOfOrder: i.outOfOrder, silentBrokerDrops: i.silentBrokerDrops };
+    return i === null ? null : { connected: i.connected, messages: i.messages, rejected: i.rejected, retainedIgnored: i.retainedIgnored, outOfOrder: i.outOfOrder, oversized: i.oversized, silentBrokerDrops: i.silentBrokerDrops };
   }
 
   /** New tuning in place (same structure): gains, limits, checks, thresholds, setpoint defaults. */

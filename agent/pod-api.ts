@@ -58,7 +58,7 @@ export interface PodDiagnostics {
   controlStats(): { ticks: number; urgentTicks: number; overruns: number; maxLatenessUs: number; lateness: LogHistogram };
   modbusStats(): ReturnType<ModbusDriver["stats"]>;
   /** null without mqttIngest */
-  ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; silentBrokerDrops: number } | null;
+  ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; oversized: number; silentBrokerDrops: number } | null;
 }
 
 export interface Range {

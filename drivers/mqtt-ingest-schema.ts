@@ -19,6 +19,7 @@ export interface IngestPointConfig {
 }
 
 export interface IngestConfig extends MqttConnectionConfig {
+  protocolVersion: 4 | 5;
   /** a source time further ahead of this controller's wall clock than this is invalid, ms */
   maxClockSkewMs: number;
   points: IngestPointConfig[];
@@ -52,6 +53,7 @@ export const MQTT_INGEST_SCHEMA = {
   description: "sensors read from MQTT topics",
   properties: {
     ...mqttConnectionProperties("podwarden-<site>-<pod>-ingest"),
+    protocolVersion: { enum: [4, 5], default: 5, description: "MQTT 3.1.1 (4) or 5; with 5 the broker is told maxPacketBytes and never delivers a larger message" },
     maxClockSkewMs: int(0, 600_000, 2000, "a source time (points[].timePath) further ahead of this controller's clock than this is invalid, ms"),
     points: { type: "array", items: MQTT_INGEST_POINT_SCHEMA, description: "ingested points" },
   },

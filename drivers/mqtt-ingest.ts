@@ -59,6 +59,8 @@ export class MqttIngest {
   retainedIgnored = 0;
   /** samples older than the point's current one, not used */
   outOfOrder = 0;
+  /** messages larger than maxPacketBytes: refused unparsed, their points marked invalid */
+  oversized = 0;
   /** connections given up because the broker fell silent (a hung broker, a silent partition) */
   silentBrokerDrops = 0;
   private stopSilenceWatch: () => void = () => undefined;
@@ -74,6 +76,7 @@ export class MqttIngest {
   start(): void {
     const client = mqtt.connect(this.c.url, {
       ...mqttConnectionOptions(this.c),
+      protocolVersion: this.c.protocolVersion,
       clientId: this.c.clientId,
       reconnectPeriod: 1000,
       clean: true,
@@ -113,6 +116,13 @@ export class MqttIngest {
 
   private onMessage(topic: string, payload: Buffer, retained: boolean): void {
     this.messages++;
+    // bounded before it is parsed: JSON.parse of tens of MB holds the event loop, and the leak
+    // polls run on it. A message this large is no sensor reading: its points go invalid.
+    if (payload.length > this.c.maxPacketBytes) {
+      this.oversized++;
+      for (const p of this.c.points) if (topicMatches(p.topic, topic)) this.reject(p);
+      return;
+    }
     const now = monoMs();
     const wallNow = Date.now();
     let parsed: unknown;

@@ -25,6 +25,12 @@ export function mqttConnectionProperties(defaultClientId: string) {
     ),
     keepaliveS: int(1, 3600, 10, "MQTT keepalive, s; a silent broker is given up on within 1.5x this (docs/mqtt.md)"),
     connectTimeoutMs: int(100, 600_000, 5000, "give up on a connection attempt (no CONNACK) after this, ms"),
+    maxPacketBytes: int(
+      1024,
+      268_435_455,
+      262_144,
+      "largest MQTT packet accepted, bytes: sent to an MQTT 5 broker as maximumPacketSize (it then never delivers a larger one), and checked before any payload is parsed on either protocol version",
+    ),
   };
 }
 
@@ -56,6 +62,9 @@ export function mqttConnectionOptions(c: MqttConnectionConfig): IClientOptions {
     password,
     keepalive: c.keepaliveS,
     connectTimeout: c.connectTimeoutMs,
+    // MQTT 5: the broker must not send a larger packet (mosquitto drops it for this client);
+    // mqtt.js ignores the property on 3.1.1, where the payload checks are all there is
+    properties: { maximumPacketSize: c.maxPacketBytes },
     ...(c.tls === undefined ? {} : { ca: read(c.tls.caFile), cert: read(c.tls.certFile), key: read(c.tls.keyFile), servername: c.tls.servername, rejectUnauthorized: true }),
   };
 }

@@ -17,6 +17,9 @@ const ingestConfig = (url: string, points: IngestPointConfig[], over: Partial<In
   clientId: `ingest-${Math.random().toString(16).slice(2)}`,
   keepaliveS: 10,
   connectTimeoutMs: 5000,
+  maxPacketBytes: 262_144,
+  // aedes speaks MQTT 3.1.1; the mosquitto tests below set 5
+  protocolVersion: 4,
   maxClockSkewMs: 2000,
   points,
   ...over,
@@ -218,6 +221,67 @@ describe("MQTT ingest", () => {
     await waitFor(() => i.points.get("d")?.quality === "invalid", "invalid");
     expect(i.points.get("d")).toMatchObject({ value: 1, sourceTimeMs: good.sourceTimeMs });
     expect(i.rejected).toBe(1);
+  });
+});
+
+describe("MQTT ingest: a message beyond maxPacketBytes is never parsed", () => {
+  const big = (v: number): string => JSON.stringify({ v, pad: "x".repeat(2_000_000) });
+
+  it("on MQTT 3.1.1 (aedes): refuses it unparsed, marks its points invalid, counts it, and reads the next one", async () => {
+    const broker = await startEmbeddedBroker();
+    const pub = await mqtt.connectAsync(broker.url, { clientId: "oversize-publisher" });
+    const i = new MqttIngest(ingestConfig(broker.url, [pt({ id: "big.v", topic: "t/big", path: "v", staleMs: 60_000 })], { maxPacketBytes: 65_536 }));
+    try {
+      i.start();
+      await waitFor(async () => {
+        await pub.publishAsync("t/big", JSON.stringify({ v: 1 }), { qos: 1 });
+        return i.points.get("big.v")?.quality === "good";
+      }, "a good reading first");
+      const parse = JSON.parse;
+      let parsedBytes = 0;
+      JSON.parse = ((text: string, reviver?: Parameters<typeof JSON.parse>[1]) => {
+        parsedBytes = Math.max(parsedBytes, text.length);
+        return parse(text, reviver) as unknown;
+      }) as typeof JSON.parse;
+      try {
+        await pub.publishAsync("t/big", big(99), { qos: 1 });
+        await waitFor(() => i.oversized === 1, "the oversized message refused");
+      } finally {
+        JSON.parse = parse;
+      }
+      expect(parsedBytes, "largest payload handed to JSON.parse").toBeLessThan(65_536);
+      expect(i.points.get("big.v")).toMatchObject({ value: 1, quality: "invalid" }); // never 99
+      await pub.publishAsync("t/big", JSON.stringify({ v: 2 }), { qos: 1 });
+      await waitFor(() => i.points.get("big.v")?.value === 2 && i.points.get("big.v")?.quality === "good", "the next reading");
+    } finally {
+      await i.stop();
+      await pub.endAsync(true);
+      await broker.close();
+    }
+  });
+
+  it("on MQTT 5 (mosquitto): the broker is told maximumPacketSize and never delivers it", async () => {
+    const broker = await Mosquitto.start();
+    const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "oversize-publisher-5", protocolVersion: 5 });
+    const i = new MqttIngest(ingestConfig(`mqtt://127.0.0.1:${broker.port}`, [pt({ id: "big5.v", topic: "t/big5", path: "v", staleMs: 60_000 })], { maxPacketBytes: 65_536, protocolVersion: 5 }));
+    try {
+      i.start();
+      await waitFor(async () => {
+        await pub.publishAsync("t/big5", JSON.stringify({ v: 1 }), { qos: 1 });
+        return i.points.get("big5.v")?.quality === "good";
+      }, "a good reading first");
+      const before = i.messages;
+      await pub.publishAsync("t/big5", big(99), { qos: 1 });
+      await pub.publishAsync("t/big5", JSON.stringify({ v: 2 }), { qos: 1 });
+      await waitFor(() => i.points.get("big5.v")?.value === 2, "the next reading");
+      expect(i.messages - before, "messages delivered: the small one only").toBe(1);
+      expect(i.oversized).toBe(0);
+      expect(i.connected).toBe(true);
+    } finally {
+      await i.stop();
+      await pub.endAsync(true);
+      await broker.stop();
+    }
   });
 });
 

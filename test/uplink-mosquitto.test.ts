@@ -75,6 +75,18 @@ describe("the example per-pod ACL, with a real mosquitto", () => {
     await mc.publishRaw("snapshot", signedCommand({ ...mc.spec("snapshot", {}, "observer"), transaction: "tx-out" }), { properties: { responseTopic: "elsewhere/replies", correlationData: correlation } });
     await waitFor(() => mc.of("response/snapshot").some((b) => b.transaction === "tx-out"), "response on the default topic");
   });
+
+  it("tells the broker its maximumPacketSize (MQTT 5): a request beyond uplink.maxPacketBytes never reaches the pod, one within does", async () => {
+    const received = (): number => pod.uplink.stats().commands.accepted + pod.uplink.stats().commands.rejected + pod.uplink.stats().commands.suppressed;
+    const before = received();
+    // 1 MB: far beyond the default 256 KiB; mosquitto drops it for the pod's session
+    await mc.publishRaw("snapshot", Buffer.alloc(1_000_000, 0x20));
+    const spec = mc.spec("snapshot", {}, "observer");
+    await mc.publishRaw("snapshot", signedCommand({ ...spec, transaction: "tx-after-big" }));
+    await waitFor(() => mc.of("response/snapshot").some((b) => b.transaction === "tx-after-big"), "the small request answered");
+    expect(received() - before, "requests that reached the command service").toBe(1);
+    expect(pod.uplink.stats().connected).toBe(true);
+  });
 });
 
 describe("TLS and mutual TLS, with a real mosquitto", () => {

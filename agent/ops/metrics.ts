@@ -159,10 +159,10 @@ export class Metrics {
         for (const d of a().modbusStats().devices) for (const o of outcomes) this.inc({ device: d.name, outcome: o }, d.stats[o]);
       },
     });
-    const ingestOutcomes = ["messages", "rejected", "retainedIgnored", "outOfOrder"] as const;
+    const ingestOutcomes = ["messages", "rejected", "retainedIgnored", "outOfOrder", "oversized"] as const;
     new Counter({
       name: "podwarden_mqtt_ingest_messages_total",
-      help: "MQTT sensor ingest: messages received, samples rejected (no number, no valid time), retained messages ignored, samples older than the point's",
+      help: "MQTT sensor ingest: messages received, samples rejected (no number, no valid time), retained messages ignored, samples older than the point's, messages beyond maxPacketBytes refused unparsed",
       labelNames: ["outcome"],
       registers: [r],
       collect() {
