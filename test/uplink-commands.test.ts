@@ -31,6 +31,16 @@ describe("commands over MQTT (aedes)", () => {
   const stateDir = (): string => pod.agent.stateDir ?? "";
   const audits = (): Record<string, unknown>[] => mc.of("events").filter((e) => e.type === "command.audit");
 
+  it("audits and logs an unknown command's name cut short, as the action 'unknown', and answers on response/unknown", async () => {
+    const long = `x${"y".repeat(5000)}`;
+    await mc.publishRaw(long, "{}");
+    await waitFor(() => audits().some((a) => a.action === "unknown" && String(a.reason).includes("5001 characters")), "the audit of the unknown command");
+    const a = audits().find((x) => x.action === "unknown" && String(x.reason).includes("5001 characters"))!;
+    expect(String(a.reason).length).toBeLessThan(200);
+    expect(audits().some((x) => String(x.action).length > 64)).toBe(false);
+    await waitFor(() => mc.of("response/unknown").some((r) => (r.error as { code?: string } | null)?.code === "malformed"), "the answer on response/unknown");
+  });
+
   it("answers a snapshot for an observer, with the transaction id, and audits it", async () => {
     const r = await mc.send("snapshot", {}, "observer");
     expect(r).toMatchObject({ status: "ok", command: "snapshot", error: null });

@@ -76,6 +76,17 @@ describe("the example per-pod ACL, with a real mosquitto", () => {
     await waitFor(() => mc.of("response/snapshot").some((b) => b.transaction === "tx-out"), "response on the default topic");
   });
 
+  it("never answers on a responseTopic with a wildcard, outside its tree or too long: the default topic instead, and the connection stays up", async () => {
+    const connects = pod.uplink.stats().connects;
+    const bad = [`${pod.base}response/#`, `${pod.base}response/+/x`, `${pod.base}response/${"z".repeat(600)}`, `${pod.base}response/`, "podwarden/demo/pod-b/response/x"];
+    for (const [k, responseTopic] of bad.entries()) {
+      await mc.publishRaw("snapshot", signedCommand({ ...mc.spec("snapshot", {}, "observer"), transaction: `tx-bad-reply-${k}` }), { properties: { responseTopic, correlationData: Buffer.from(`c${k}`) } });
+    }
+    for (const k of bad.keys()) await waitFor(() => mc.of("response/snapshot").some((b) => b.transaction === `tx-bad-reply-${k}`), `answer ${k} on the default topic`);
+    expect(pod.uplink.stats().connects, "connections: none dropped by the broker").toBe(connects);
+    expect(pod.uplink.stats().connected).toBe(true);
+  });
+
   it("tells the broker its maximumPacketSize (MQTT 5): a request beyond uplink.maxPacketBytes never reaches the pod, one within does", async () => {
     const received = (): number => pod.uplink.stats().commands.accepted + pod.uplink.stats().commands.rejected + pod.uplink.stats().commands.suppressed;
     const before = received();

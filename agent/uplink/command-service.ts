@@ -79,11 +79,13 @@ export class CommandService {
     // MQTT 5: answer where the requester asked, if that is inside this pod's tree (the broker's
     // ACL lets a pod publish nowhere else), echoing its correlation data
     const asked = props?.responseTopic;
+    const known = isCommandName(name);
     const replyTo: ReplyTo = {
-      topic: asked !== undefined && asked.startsWith(`${base}response/`) ? asked : `${base}response/${isCommandName(name) ? name : "unknown"}`,
-      ...(props?.correlationData === undefined ? {} : { correlationData: props.correlationData }),
+      topic: asked !== undefined && isReplyTopic(asked, base) ? asked : `${base}response/${known ? name : "unknown"}`,
+      ...(props?.correlationData === undefined || props.correlationData.length > MAX_CORRELATION_BYTES ? {} : { correlationData: props.correlationData }),
     };
-    if (!isCommandName(name)) return this.reject({ ok: false, code: "malformed", reason: `no command "${name}"` }, name, replyTo);
+    // an unknown name is the sender's text: it reaches the audit trail and the log only cut short
+    if (!known) return this.reject({ ok: false, code: "malformed", reason: `no command "${clip(name)}"` }, "unknown", replyTo);
     // the verdict on an authentic command waits for its seq to be on disk (off the event loop)
     this.authorizer.check(name, payload, Date.now()).then(
       (verdict) => {
@@ -127,6 +129,26 @@ export class CommandService {
       ...(replyTo.correlationData === undefined ? {} : { properties: { correlationData: replyTo.correlationData } }),
     });
   }
+}
+
+/** Correlation data longer than this is not echoed (MQTT allows 64 KiB; a console needs a few bytes). */
+const MAX_CORRELATION_BYTES = 256;
+/** The longest reply topic used, and the most of an unknown command name audited or logged. */
+const MAX_REPLY_TOPIC_CHARS = 512;
+const MAX_NAME_CHARS = 64;
+
+/** A sender's text, at most MAX_NAME_CHARS of it. */
+const clip = (s: string): string => (s.length > MAX_NAME_CHARS ? `${s.slice(0, MAX_NAME_CHARS)}… (${s.length} characters)` : s);
+
+/**
+ * A requester's MQTT 5 responseTopic is used only if the pod may and can publish there: inside
+ * its own response/ tree (the broker's ACL allows nothing else), with no wildcard and no NUL (a
+ * PUBLISH to a wildcard topic is a protocol error: the broker drops the connection, so an
+ * unsigned request could flap the uplink), and of bounded length. Anything else gets the
+ * default reply topic.
+ */
+export function isReplyTopic(topic: string, base: string): boolean {
+  return topic.startsWith(`${base}response/`) && topic.length > `${base}response/`.length && topic.length <= MAX_REPLY_TOPIC_CHARS && !topic.includes("+") && !topic.includes("#") && !topic.includes("\0");
 }
 
 /** The pod's base topic, from a request's full topic and the part below the base. */
