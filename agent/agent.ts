@@ -348,6 +348,11 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.control.setManualIsolate(rack, isolate);
   }
 
+  leakLatched(rack: number): boolean {
+    const o = this.control.outputs() ?? this.outputs;
+    return o !== undefined && o.rackState[rack] !== L.RACK_NORMAL;
+  }
+
   /** Requests a leak-latch reset; resolves with the hot path's verdict. */
   async resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout"> {
     this.control.requestReset(rack);

@@ -85,6 +85,8 @@ export interface PodCommander {
   setLoopMode(loop: number, mode: LoopMode, value?: number): void;
   setMaintenance(on: boolean): void;
   isolateRack(rack: number, isolate: boolean): void;
+  /** the rack is latched for a leak: isolated until an authorised reset, whatever an operator asks */
+  leakLatched(rack: number): boolean;
   resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout">;
   acknowledgeAlarm(id: string, by: string): boolean;
   setPowerBudget(kw: number | null): Promise<void>;

@@ -89,7 +89,8 @@ describe("commands over MQTT (aedes)", () => {
     await waitFor(() => pod.sim.sim.truth().racks[5].supplyIsolationPct === 0, "rack-6 isolated by the leak", 10_000);
     expect((await mc.send("mode", { loop: "rack-6.valve", mode: "Override", outputPct: 100 })).status).toBe("ok");
     expect((await mc.send("mode", { loop: "rack-6.valve", mode: "Disabled" })).status).toBe("ok");
-    expect((await mc.send("return-rack", { rack: "rack-6" })).status).toBe("ok");
+    // a latched rack is not returned to service, and the answer says so
+    expect(await mc.send("return-rack", { rack: "rack-6" })).toMatchObject({ status: "rejected", error: { code: "refused", message: "rack-6 is latched for a leak: it stays isolated until an authorised reset-leak" } });
     // an operator may not reset a leak latch at all; an engineer is refused while it is wet
     expect(await mc.send("reset-leak", { rack: "rack-6" })).toMatchObject({ status: "rejected", error: { code: "forbidden" } });
     expect(await mc.send("reset-leak", { rack: "rack-6" }, "engineer")).toMatchObject({ status: "rejected", error: { code: "refused" } });

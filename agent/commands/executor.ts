@@ -87,8 +87,11 @@ export async function executeCommand(agent: PodCommander, body: CommandBody, by:
     case "return-rack": {
       const rack = rackOf();
       if (typeof rack !== "number") return rack;
+      // a rack latched for a leak stays isolated whatever an operator asks: say so, and change nothing
+      if (body.command === "return-rack" && agent.leakLatched(rack)) {
+        return { status: "rejected", code: "refused", rack: String(p.rack), reason: `${String(p.rack)} is latched for a leak: it stays isolated until an authorised reset-leak` };
+      }
       agent.isolateRack(rack, body.command === "isolate-rack");
-      // a rack latched for a leak stays isolated: returning it needs reset-leak first
       return { status: "ok", rack: String(p.rack), data: { rack: p.rack, isolated: body.command === "isolate-rack" } };
     }
 
