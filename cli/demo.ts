@@ -7,6 +7,7 @@ import { loadSimConfig } from "../sim/config.js";
 import { SimControlApi } from "../sim/control-api.js";
 import { PodSim } from "../sim/pod-sim.js";
 import { loopModeWord } from "../pod/status-words.js";
+import { redactUrl } from "../lib/mqtt-connection.js";
 import { Agent } from "../agent/agent.js";
 import type { PodReader } from "../agent/pod-api.js";
 import { demoConfigData } from "./demo-config.js";
@@ -144,7 +145,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
 
 export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number): string {
   const u = new URL(brokerUrl);
-  const cmd = `node dist/cli/podwarden.js command <name> --url ${brokerUrl} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
+  const cmd = `node dist/cli/podwarden.js command <name> --url ${redactUrl(brokerUrl)} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
   return [
     "watch the topics:",
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}#'`,

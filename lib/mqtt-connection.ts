@@ -38,6 +38,21 @@ export function mqttConnectionProperties(defaultClientId: string) {
 export type MqttConnectionConfig = Infer<Schema<ObjectOfProps<ReturnType<typeof mqttConnectionProperties>>>>;
 export type TlsConfig = NonNullable<MqttConnectionConfig["tls"]>;
 
+/**
+ * A broker URL fit for a log line or a screen: a password in it (`mqtt://user:secret@host`)
+ * becomes `***`. Text that is not a URL is kept only up to its scheme.
+ */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.toString();
+  } catch {
+    const scheme = /^[a-z]+:\/\//i.exec(url);
+    return scheme === null ? "(not a URL)" : `${scheme[0]}…`;
+  }
+}
+
 /** What the schema cannot say about a connection: TLS on a plain URL, half a key pair, missing files. `at` is the key path. */
 export function mqttConnectionProblems(c: MqttConnectionConfig, at: string): string[] {
   const out: string[] = [];

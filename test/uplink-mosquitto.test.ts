@@ -6,6 +6,7 @@ import { join, resolve } from "node:path";
 import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signedCommand } from "../agent/commands/client.js";
+import { redactUrl } from "../lib/mqtt-connection.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { brokerPki, type TestPki } from "./helpers/pki.js";
 import { waitFor } from "./helpers/processes.js";
@@ -13,6 +14,16 @@ import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { MissionControl, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
 
 const USERS = { "pod-demo-pod-a": "secret-a", "pod-demo-pod-b": "secret-b", "mission-control": "secret-mc" };
+
+describe("redactUrl", () => {
+  it("hides a URL's password, keeps the rest, and shows no more than the scheme of what is not a URL", () => {
+    expect(redactUrl("mqtts://user:s3cret@broker:8883/x")).toBe("mqtts://user:***@broker:8883/x");
+    expect(redactUrl("mqtt://127.0.0.1:1883")).toBe("mqtt://127.0.0.1:1883");
+    expect(redactUrl("mqtt://:pw@host")).toBe("mqtt://:***@host");
+    expect(redactUrl("mqtt://user:pa ss@")).toBe("mqtt://…");
+    expect(redactUrl("garbage s3cret")).toBe("(not a URL)");
+  });
+});
 
 describe("the example per-pod ACL, with a real mosquitto", () => {
   let broker: Mosquitto;
@@ -85,6 +96,19 @@ describe("the example per-pod ACL, with a real mosquitto", () => {
     for (const k of bad.keys()) await waitFor(() => mc.of("response/snapshot").some((b) => b.transaction === `tx-bad-reply-${k}`), `answer ${k} on the default topic`);
     expect(pod.uplink.stats().connects, "connections: none dropped by the broker").toBe(connects);
     expect(pod.uplink.stats().connected).toBe(true);
+  });
+
+  it("never logs a password given in the broker URL", async () => {
+    const second = await startUplinkPod({ brokerUrl: broker.url.replace("mqtt://", "mqtt://pod-demo-pod-a:secret-a@"), protocolVersion: 5, sim, uplink: { clientId: "podwarden-demo-pod-a-url-creds", commands: { enabled: false } } });
+    try {
+      await waitFor(() => second.uplink.stats().connected, "connected with the URL's credentials");
+      await waitFor(() => second.logs.lines.some((l) => l.msg === "uplink connected"), "the connect log line");
+      const line = second.logs.lines.find((l) => l.msg === "uplink connected")!;
+      expect(line.url).toBe(broker.url.replace("mqtt://", "mqtt://pod-demo-pod-a:***@"));
+      expect(JSON.stringify(second.logs.lines)).not.toContain("secret-a");
+    } finally {
+      await second.stop();
+    }
   });
 
   it("tells the broker its maximumPacketSize (MQTT 5): a request beyond uplink.maxPacketBytes never reaches the pod, one within does", async () => {

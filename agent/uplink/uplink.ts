@@ -23,7 +23,7 @@ import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import { Backoff } from "../../lib/backoff.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
-import { disableNagle, mqttConnectionOptions, watchBrokerSilence } from "../../lib/mqtt-connection.js";
+import { disableNagle, mqttConnectionOptions, redactUrl, watchBrokerSilence } from "../../lib/mqtt-connection.js";
 import type { AgentEvent, PodCommander, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
@@ -144,7 +144,7 @@ export class Uplink {
     this.connectedAtMs = Date.now();
     this.backoff.reset();
     disableNagle(client);
-    this.log.info({ url: this.c.url, connects: this.connects }, "uplink connected");
+    this.log.info({ url: redactUrl(this.c.url), connects: this.connects }, "uplink connected");
     this.publishRetained();
     if (this.c.commands.enabled) client.subscribe(this.topic("request/+"), { qos: 1 });
     this.pump();
