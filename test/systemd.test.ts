@@ -1,7 +1,7 @@
 // systemd integration: the unit verifies, and the notify protocol against a real NOTIFY_SOCKET
 // (an AF_UNIX datagram listener): READY=1 after start, WATCHDOG=1 only while healthy, STOPPING=1.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -38,6 +38,13 @@ describe("systemd", () => {
     const r = await run("systemd-analyze", ["verify", "deploy/podwarden.service"]);
     expect(r.stderr.trim()).toBe("");
     expect(r.code).toBe(0);
+  });
+
+  it("the build leaves the CLI executable, so run as a command it starts node with its shebang's flags", async () => {
+    expect(statSync("dist/cli/podwarden.js").mode & 0o111, "execute bits").toBe(0o111);
+    const r = await run("./dist/cli/podwarden.js", ["--version"]);
+    expect(r.code).toBe(0);
+    expect(shebangNodeFlags(readFileSync("dist/cli/podwarden.js", "utf8"))).toEqual(shebangNodeFlags(readFileSync("cli/podwarden.ts", "utf8")));
   });
 
   it("the unit starts node with the CLI's own flags (its shebang)", () => {
