@@ -424,8 +424,9 @@ export class ReferenceHotPath implements HotPath {
       lf.pv[i] = pv;
       lf.error[i] = err;
       lf.out[i] = out;
-      if (branch !== L.BRANCH_MANUAL) lf.manual[i] = out;
-      if (branch !== L.BRANCH_OVERRIDE) lf.override[i] = out;
+      // held while their mode is selected, even under an interlock (see index.ts)
+      if (mode !== L.MODE_MANUAL) lf.manual[i] = out;
+      if (mode !== L.MODE_OVERRIDE) lf.override[i] = out;
       li.branch[i] = branch;
       li.status[i] = status;
     }

@@ -217,6 +217,22 @@ describe.each(IMPLEMENTATIONS)("interlocks (%s)", (_name, make) => {
     }
   });
 
+  it("returns to the operator's Manual value once a fail-safe clears: the value is held, not replaced by the safe output", () => {
+    const spec = twoRacks();
+    spec.loops = [valveLoop(P_TEMP0, { rack: 0, outMin: 10, outMax: 90, safeOnSensorFault: "open", mode: "Manual" })];
+    start(spec);
+    hp.views.loopF.manual[0] = 42;
+    now += 1;
+    writeSample(hp.views, P_TEMP0, Infinity, now); // bad from the first tick, as at a start
+    hp.step(now, 0.001);
+    expect(hp.views.loopI.branch[0]).toBe(L.BRANCH_FAILSAFE);
+    expect(hp.views.loopF.out[0]).toBe(90);
+    expect(hp.views.loopF.manual[0]).toBe(42);
+    tick(); // a good reading again
+    expect(hp.views.loopI.branch[0]).toBe(L.BRANCH_MANUAL);
+    expect(hp.views.loopF.out[0]).toBe(42);
+  });
+
   it("fails safe on a non-finite setpoint, manual value or an unknown mode", () => {
     start();
     hp.views.loopF.sp[0] = NaN;

@@ -659,10 +659,13 @@ function stepLoops(dt: f64, invDt: f64): void {
   sf(lf(L.LF_PV), i, pv);
   sf(lf(L.LF_ERROR), i, err);
   sf(lf(L.LF_OUT), i, out);
-  // Manual and override values track the output while not in use, so switching into
-  // either mode without a new value is bumpless.
-  if (branch != L.BRANCH_MANUAL) sf(lf(L.LF_MANUAL), i, out);
-  if (branch != L.BRANCH_OVERRIDE) sf(lf(L.LF_OVERRIDE), i, out);
+  // Manual and override values track the output while their mode is not selected, so
+  // switching into either mode without a new value is bumpless. While the mode is selected
+  // they hold, even when an interlock or fail-safe outranks them: the operator's value is
+  // what the loop returns to afterwards (a Manual set, or restored, while the inputs are
+  // still bad at start would otherwise be replaced by the fail-safe output).
+  if (mode != L.MODE_MANUAL) sf(lf(L.LF_MANUAL), i, out);
+  if (mode != L.MODE_OVERRIDE) sf(lf(L.LF_OVERRIDE), i, out);
   si(li(L.LI_BRANCH), i, branch);
   si(li(L.LI_STATUS), i, status);
 }
