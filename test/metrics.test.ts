@@ -24,7 +24,8 @@ describe("metrics and health", () => {
     await bms.publishAsync("bms/inlet", "99", { qos: 1, retain: true });
     await bms.endAsync();
     const withIngest = demoConfigFor(t.sim, (d) => {
-      d.mqttIngest = { url: broker.url, points: [{ id: "bms.inletAirC", topic: "bms/inlet", unit: "°C", staleMs: 60_000 }] };
+      // aedes speaks MQTT 3.1.1 only (the ingest's default is 5)
+      d.mqttIngest = { url: broker.url, protocolVersion: 4, points: [{ id: "bms.inletAirC", topic: "bms/inlet", unit: "°C", staleMs: 60_000 }] };
     });
     ({ agent } = testAgent(agentConfig(withIngest)));
     await agent.start();
