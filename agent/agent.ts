@@ -19,6 +19,7 @@ import { commandLimits } from "./commands/executor.js";
 import type { AgentConfig, LoadedConfig } from "./config/load.js";
 import { ControlThread, type ControlOutputs } from "./control/control-thread.js";
 import { LatchStore } from "./latch-store.js";
+import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type OperatorState } from "./operator-state.js";
 import type { Logger, Logs } from "./log.js";
 import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter } from "./pod-api.js";
 import { ProblemRegistry } from "./problems.js";
@@ -27,6 +28,17 @@ import { SetpointLeases } from "./supervisor/setpoints.js";
 import { Supervisor, type PodMode, type Reading } from "./supervisor/supervisor.js";
 
 export type { AgentEvent, PodStatus, ProblemReport } from "./pod-api.js";
+
+/**
+ * What a structural reload hands from the old agent to the new one: the state that must survive
+ * it. With a state directory the files hold the same (each change is saved before it applies);
+ * without one, this is the only copy.
+ */
+export interface CarriedState {
+  latchedRacks: string[];
+  operator: OperatorState;
+  powerBudgetKw: number | null;
+}
 
 function checkBudgetFile(data: unknown): { podKw: number | null } {
   const kw = (data as { podKw?: unknown } | null)?.podKw;
@@ -82,11 +94,19 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private readonly latches: LatchStore;
   private readonly problems: ProblemRegistry;
   private readonly budgetStore: JsonStateFile<{ podKw: number | null }> | null;
+  private readonly operatorStore: OperatorStore;
+  /** the operator's decisions in force, as last saved */
+  private operator: OperatorState = EMPTY_OPERATOR_STATE;
+  /** operator changes, one after another: each is computed from the last, saved, then applied */
+  private operatorChain: Promise<void> = Promise.resolve();
+  private budgetOverrideKw: number | null = null;
   private limits_: CommandLimits;
 
   constructor(
     loaded: LoadedConfig,
     readonly logs: Logs,
+    /** from the agent this one replaces at a reload */
+    private readonly carried?: CarriedState,
   ) {
     this.config = loaded.config;
     this.configHash = loaded.hash;
@@ -112,6 +132,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.limits_ = commandLimits(c);
     this.latches = new LatchStore(this.stateDir);
     this.budgetStore = this.stateDir === undefined ? null : new JsonStateFile(join(this.stateDir, "power-budget.json"), checkBudgetFile);
+    this.operatorStore = new OperatorStore(this.stateDir);
   }
 
   get limits(): CommandLimits {
@@ -165,15 +186,22 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       onLog: (level, message) => this.logs.module("control")[level](message),
     });
     // Racks latched before a restart are isolated again before the first tick.
-    if (this.latches.file === null) this.log.warn("no state directory: leak latches will not survive a restart (set stateDir or run under systemd with StateDirectory)");
+    if (this.latches.file === null) this.log.warn("no state directory: leak latches and operator decisions will not survive a restart (set stateDir or run under systemd with StateDirectory)");
     const restored = this.latches.load();
     if (restored.problem !== undefined) this.reportProblem("state:latches", { severity: "Critical", source: "agent", message: `leak latch state: ${restored.problem}`, untilAcknowledged: true });
     // a budget mission control set before the restart still holds: a pod must not come back
     // drawing more than it was last allowed
     const budget = this.budgetStore?.load();
     if (budget?.problem !== undefined) this.reportProblem("state:power-budget", { severity: "Warning", source: "agent", message: `power budget state: ${budget.problem}`, untilAcknowledged: true });
-    if (budget?.value !== undefined) this.supervisor.setPowerBudget(budget.value.podKw);
-    for (const name of restored.racks) {
+    const budgetKw = this.carried?.powerBudgetKw ?? budget?.value?.podKw;
+    if (budgetKw !== undefined) {
+      this.budgetOverrideKw = budgetKw;
+      this.supervisor.setPowerBudget(budgetKw);
+    }
+    const operator = this.operatorStore.load();
+    if (operator.problem !== undefined) this.reportProblem("state:operator", { severity: "Critical", source: "agent", message: `operator state: ${operator.problem}`, untilAcknowledged: true });
+    this.restoreOperator(this.carried?.operator ?? operator.state);
+    for (const name of this.carried?.latchedRacks ?? restored.racks) {
       const r = this.layout.rackIndex(name);
       if (r !== undefined) {
         this.control.restoreLatch(r);
@@ -246,6 +274,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     const c = this.config;
     const now = monoMs();
     for (const l of this.leases.expire(now)) {
+      // gone from the state in force too; a restart would drop it anyway (its expiry has passed)
+      const name = this.layout.loopName(l.loop);
+      this.operator = { ...this.operator, setpoints: this.operator.setpoints.filter((p) => p.loop !== name) };
       this.loopSp[l.loop] = this.spDefault[l.loop];
       this.control.setSetpoint(l.loop, this.spDefault[l.loop]);
       this.emit({ type: "setpoint.expired", loop: this.layout.loopName(l.loop), value: this.spDefault[l.loop] });
@@ -320,7 +351,93 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   async setPowerBudget(kw: number | null): Promise<void> {
     // on disk first (written and synced off the event loop), so an accepted budget survives a restart
     await this.budgetStore?.saveInBackground({ podKw: kw });
+    this.budgetOverrideKw = kw;
     this.supervisor.setPowerBudget(kw);
+  }
+
+  /** The state a structural reload hands to the agent that replaces this one. */
+  carryOver(): CarriedState {
+    const o = this.control.outputs() ?? this.outputs;
+    return {
+      latchedRacks: o === undefined ? [...(this.carried?.latchedRacks ?? [])] : this.config.racks.filter((_, r) => o.rackState[r] !== L.RACK_NORMAL).map((r) => r.name),
+      operator: this.operator,
+      powerBudgetKw: this.budgetOverrideKw,
+    };
+  }
+
+  /**
+   * Applies one operator decision: `change` computes the new operator state from the one in
+   * force, which is saved (fsync, off the event loop) before `apply` runs. A decision that cannot
+   * be saved is refused, with an alarm, and changes nothing: a restart would otherwise undo it
+   * behind the operator's back (an isolation lifted into an open hose).
+   */
+  private decide(change: (s: OperatorState) => OperatorState, apply: () => void): Promise<void> {
+    const run = async (): Promise<void> => {
+      const next = change(this.operator);
+      try {
+        await this.operatorStore.save(next);
+      } catch (err) {
+        const why = (err as Error).message;
+        this.reportProblem("state:operator-write", { severity: "Warning", source: "agent", message: `an operator decision was refused: it could not be saved (${why})`, untilAcknowledged: true });
+        throw new Error(`the decision cannot be saved, so it is refused and nothing changed: ${why}`, { cause: err });
+      }
+      this.operator = next;
+      apply();
+    };
+    const done = this.operatorChain.then(run, run);
+    this.operatorChain = done.catch(() => undefined);
+    return done;
+  }
+
+  /**
+   * Puts back the operator decisions from before a restart or reload, before the first tick.
+   * One that no longer fits the config (a rack or loop gone, a value outside the envelope, a
+   * lease run out) is dropped and said: an alarm for what was lost, never a silent change.
+   */
+  private restoreOperator(s: OperatorState): void {
+    const lay = this.layout;
+    const lim = this.limits_;
+    const dropped: string[] = [];
+    const kept: OperatorState = { isolatedRacks: [], loopModes: [], maintenance: s.maintenance, setpoints: [] };
+    for (const name of s.isolatedRacks) {
+      const r = lay.rackIndex(name);
+      if (r === undefined) dropped.push(`isolation of ${name}: no such rack now`);
+      else {
+        this.control.setManualIsolate(r, true);
+        kept.isolatedRacks.push(name);
+      }
+    }
+    for (const m of s.loopModes) {
+      const loop = lay.loopIndex(m.loop);
+      const env = loop !== undefined && lay.isPumpLoop(loop) ? lim.pumpOutputPct : lim.rackOutputPct;
+      if (loop === undefined) dropped.push(`${m.mode} on ${m.loop}: no such loop now`);
+      else if (m.outputPct !== undefined && (m.outputPct < env.min || m.outputPct > env.max)) dropped.push(`${m.mode} on ${m.loop}: ${m.outputPct} % is outside [${env.min}, ${env.max}] now`);
+      else {
+        this.control.setMode(loop, m.mode, m.outputPct);
+        kept.loopModes.push(m);
+      }
+    }
+    const nowWall = Date.now();
+    for (const p of s.setpoints) {
+      const loop = lay.loopIndex(p.loop);
+      const env = loop !== undefined && lay.isPumpLoop(loop) ? lim.dpKpa : lim.returnTempC;
+      // a clock stepped back must not stretch a lease past the longest one allowed
+      const leftMs = Math.min(p.expiresAtMs - nowWall, lim.maxLeaseS * 1000);
+      if (loop === undefined) dropped.push(`setpoint on ${p.loop}: no such loop now`);
+      else if (p.value < env.min || p.value > env.max) dropped.push(`setpoint ${p.value} on ${p.loop}: outside [${env.min}, ${env.max}] now`);
+      else if (leftMs > 0) {
+        this.leases.set(loop, p.value, leftMs, monoMs(), p.by);
+        this.loopSp[loop] = p.value;
+        this.control.setSetpoint(loop, p.value);
+        kept.setpoints.push(p);
+      }
+    }
+    this.supervisor.setMaintenance(kept.maintenance);
+    this.operator = kept;
+    for (const line of describeOperatorState(kept)) this.log.warn({ decision: line }, "operator decision restored from before the restart");
+    if (dropped.length > 0) {
+      this.reportProblem("state:operator-dropped", { severity: "Warning", source: "agent", message: `operator decisions that no longer fit the config were dropped: ${dropped.join("; ")}`, untilAcknowledged: true });
+    }
   }
 
   snapshot(): Record<string, unknown> {
@@ -333,19 +450,37 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     };
   }
 
-  /** Sets a loop's setpoint for leaseMs (clamped to the configured envelope by the caller's validation). */
-  setSetpoint(loop: number, value: number, leaseMs: number, by: string): void {
-    this.leases.set(loop, value, leaseMs, monoMs(), by);
-    this.loopSp[loop] = value;
-    this.control.setSetpoint(loop, value);
+  /** Sets a loop's setpoint for leaseMs (inside the configured envelope: the caller checks); saved before it applies. */
+  setSetpoint(loop: number, value: number, leaseMs: number, by: string): Promise<void> {
+    const name = this.layout.loopName(loop);
+    const expiresAtMs = Date.now() + leaseMs;
+    return this.decide(
+      (s) => ({ ...s, setpoints: [...s.setpoints.filter((p) => p.loop !== name), { loop: name, value, expiresAtMs, by }] }),
+      () => {
+        this.leases.set(loop, value, leaseMs, monoMs(), by);
+        this.loopSp[loop] = value;
+        this.control.setSetpoint(loop, value);
+      },
+    );
   }
 
-  setLoopMode(loop: number, mode: LoopMode, value?: number): void {
-    this.control.setMode(loop, mode, value);
+  /** Sets a loop's mode (and the output Manual or Override holds); saved before it applies. */
+  setLoopMode(loop: number, mode: LoopMode, value?: number): Promise<void> {
+    const name = this.layout.loopName(loop);
+    const entry = { loop: name, mode, ...(value === undefined ? {} : { outputPct: value }) };
+    return this.decide(
+      (s) => ({ ...s, loopModes: [...s.loopModes.filter((m) => m.loop !== name), ...(mode === "Automatic" ? [] : [entry])] }),
+      () => this.control.setMode(loop, mode, value),
+    );
   }
 
-  isolateRack(rack: number, isolate: boolean): void {
-    this.control.setManualIsolate(rack, isolate);
+  /** An operator's isolation of a rack (or its end); saved before it applies. */
+  isolateRack(rack: number, isolate: boolean): Promise<void> {
+    const name = this.config.racks[rack].name;
+    return this.decide(
+      (s) => ({ ...s, isolatedRacks: [...s.isolatedRacks.filter((r) => r !== name), ...(isolate ? [name] : [])] }),
+      () => this.control.setManualIsolate(rack, isolate),
+    );
   }
 
   leakLatched(rack: number): boolean {
@@ -381,8 +516,12 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     return stateDirOf(this.config);
   }
 
-  setMaintenance(on: boolean): void {
-    this.supervisor.setMaintenance(on);
+  /** Maintenance on or off; saved before it applies. */
+  setMaintenance(on: boolean): Promise<void> {
+    return this.decide(
+      (s) => ({ ...s, maintenance: on }),
+      () => this.supervisor.setMaintenance(on),
+    );
   }
 
   status(): PodStatus {
@@ -393,6 +532,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       power: (i: number) => (outputs === undefined ? { powerOff: this.decisions.rackPowerOff[i], capKw: this.decisions.powerCapsKw[i] } : this.wiring.powerCommand(outputs, this.decisions, i)),
       value: (id: string): number => this.points.get(id)?.value ?? NaN,
       setpoints: this.loopSp,
+      manualIsolate: this.control.frames.rackManualIsolate,
     };
     const ct = this.control;
     return {
@@ -459,6 +599,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     const o = this.control.outputs() ?? this.outputs;
     if (o !== undefined) this.saveLatches(o);
     await this.latches.settled();
+    await this.operatorChain; // an operator decision being saved lands (or is refused) first
     await this.control.stop();
     await this.ingest?.stop();
     await this.driver.stop();

@@ -81,10 +81,12 @@ export interface PodCommander {
   readonly layout: PodLayout;
   readonly limits: CommandLimits;
   snapshot(): Record<string, unknown>;
-  setSetpoint(loop: number, value: number, leaseMs: number, by: string): void;
-  setLoopMode(loop: number, mode: LoopMode, value?: number): void;
-  setMaintenance(on: boolean): void;
-  isolateRack(rack: number, isolate: boolean): void;
+  // Each operator decision is saved before it applies, and rejects (changing nothing) when it
+  // cannot be saved: what the pod does is never ahead of what a restart restores.
+  setSetpoint(loop: number, value: number, leaseMs: number, by: string): Promise<void>;
+  setLoopMode(loop: number, mode: LoopMode, value?: number): Promise<void>;
+  setMaintenance(on: boolean): Promise<void>;
+  isolateRack(rack: number, isolate: boolean): Promise<void>;
   /** the rack is latched for a leak: isolated until an authorised reset, whatever an operator asks */
   leakLatched(rack: number): boolean;
   resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout">;

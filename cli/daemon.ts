@@ -110,7 +110,8 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     log.warn({ hash: next.hash }, "reload: devices or wiring changed, restarting the agent's internals");
     await agent.stop({ driveSafe: false, reason: "reload" });
     await uplink?.stop();
-    agent = new Agent(next, logs);
+    // latches, operator decisions and the budget go over to the new agent as they were
+    agent = new Agent(next, logs, agent.carryOver());
     await agent.start();
     uplink = await startUplink(agent, next.config.uplink);
     metrics?.attach(() => agent);

@@ -20,6 +20,8 @@ export interface RackStatus {
   supplyIsolationOpen: boolean;
   returnIsolationOpen: boolean;
   isolation: IsolationState;
+  /** an operator isolated the rack (isolate-rack); kept until return-rack, across restarts */
+  isolatedByOperator: boolean;
   leak: LeakState;
   loopStatus: number;
   setpointC: number;
@@ -52,6 +54,8 @@ export interface ViewInputs {
   value(pointId: string): number;
   /** each loop's setpoint in force */
   setpoints: readonly number[];
+  /** 1 where an operator isolated the rack */
+  manualIsolate: ArrayLike<number>;
 }
 
 export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: ViewInputs): RackStatus[] {
@@ -71,6 +75,7 @@ export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: V
       supplyIsolationOpen: o?.rackSupplyOpen[i] === 1,
       returnIsolationOpen: o?.rackReturnOpen[i] === 1,
       isolation: isolationState(o?.rackState[i] ?? L.RACK_NORMAL),
+      isolatedByOperator: v.manualIsolate[i] === 1,
       leak: leakState(o?.rackState[i] ?? L.RACK_NORMAL, o?.rackStatus[i] ?? 0),
       loopStatus: o?.loopStatus[loop] ?? 0,
       setpointC: v.setpoints[loop],

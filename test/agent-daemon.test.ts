@@ -2,8 +2,9 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { adminRequest } from "../agent/ops/admin-socket.js";
 import { demoConfigFor } from "./helpers/agent.js";
 import { startDaemon, type Daemon } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
@@ -111,6 +112,37 @@ describe("podwarden run (daemon process)", () => {
     next.child.kill("SIGTERM");
     expect(await next.exit).toBe(0);
   }, 90_000);
+
+  it("keeps an operator's isolation through a restart and a structural SIGHUP reload: the valves never reopen", async () => {
+    const stateDir = mkdtempSync(join(dir, "state-"));
+    // an isolation an operator made before this start (for hose work on rack-2)
+    writeFileSync(join(stateDir, "operator.json"), JSON.stringify({ isolatedRacks: ["rack-2"], loopModes: [], maintenance: false, setpoints: [], savedAt: new Date().toISOString() }));
+    const file = configFile((c) => (c.stateDir = stateDir));
+    const d = await launch(file);
+    // the simulated valve starts open (a real one was shut before the restart): once shut, it must stay shut
+    await waitFor(() => t.sim.truth().racks[1].supplyIsolationPct === 0, "rack-2 shut", 15_000);
+    expect(d.lines.some((l) => l.msg === "operator decision restored from before the restart" && l.decision === "rack-2 isolated by an operator")).toBe(true);
+    let reopened = false;
+    const watch = setInterval(() => (reopened ||= t.sim.truth().racks[1].supplyIsolationPct > 0), 20);
+    try {
+      // a structural change: the agent's internals are rebuilt from the new config
+      const data = parse(readFileSync(file, "utf8")) as { racks: { ratedKw?: number }[] };
+      data.racks[0].ratedKw = 119; // 120 by default
+      writeFileSync(file, stringify(data));
+      d.child.kill("SIGHUP");
+      await waitFor(() => d.lines.some((l) => l.msg === "reload: devices or wiring changed, restarting the agent's internals"), "structural reload", 10_000);
+      await waitFor(() => d.lines.filter((l) => l.msg === "agent.started").length === 2, "new agent started");
+      const status = await adminRequest(join(stateDir, "admin.sock"), "GET", "/status");
+      expect((status.body.racks as { isolatedByOperator: boolean }[])[1].isolatedByOperator).toBe(true);
+      await new Promise((r) => setTimeout(r, 1000));
+    } finally {
+      clearInterval(watch);
+    }
+    expect(reopened).toBe(false);
+    d.child.kill("SIGTERM");
+    expect(await d.exit).toBe(0);
+    expect(t.sim.truth().racks[1].supplyIsolationPct).toBe(0); // a clean stop leaves it isolated too
+  }, 60_000);
 
   it("on SIGHUP rejects an invalid config and keeps running; applies a valid tuning change", async () => {
     const file = configFile();

@@ -50,7 +50,7 @@ export async function executeCommand(agent: PodCommander, body: CommandBody, by:
       if (!inRange(value, range)) return outside(isPump(loop) ? "dp setpoint (kPa)" : "return-temperature setpoint (°C)", value, range);
       const leaseS = p.leaseS as number;
       if (leaseS > limits.maxLeaseS) return { status: "rejected", code: "out-of-envelope", reason: `lease ${leaseS} s exceeds the configured maximum ${limits.maxLeaseS} s` };
-      agent.setSetpoint(loop, value, leaseS * 1000, by);
+      await agent.setSetpoint(loop, value, leaseS * 1000, by);
       return { status: "ok", data: { loop: p.loop, value, leaseS } };
     }
 
@@ -58,7 +58,7 @@ export async function executeCommand(agent: PodCommander, body: CommandBody, by:
       const loopKeys = ["loop", "mode", "outputPct"].filter((k) => p[k] !== undefined);
       if (typeof p.maintenance === "boolean") {
         if (loopKeys.length > 0) return { status: "rejected", code: "invalid-params", reason: `maintenance goes alone, not with ${loopKeys.join(", ")}` };
-        agent.setMaintenance(p.maintenance);
+        await agent.setMaintenance(p.maintenance);
         return { status: "ok", data: { maintenance: p.maintenance } };
       }
       if (p.loop === undefined || p.mode === undefined) return { status: "rejected", code: "invalid-params", reason: "give {loop, mode[, outputPct]} or {maintenance}" };
@@ -73,7 +73,7 @@ export async function executeCommand(agent: PodCommander, body: CommandBody, by:
       } else if (out !== undefined) {
         return { status: "rejected", code: "invalid-params", reason: `outputPct is only for Manual or Override, not ${mode}` };
       }
-      agent.setLoopMode(loop, mode, out);
+      await agent.setLoopMode(loop, mode, out);
       return { status: "ok", data: { loop: p.loop, mode, outputPct: out } };
     }
 
@@ -91,7 +91,7 @@ export async function executeCommand(agent: PodCommander, body: CommandBody, by:
       if (body.command === "return-rack" && agent.leakLatched(rack)) {
         return { status: "rejected", code: "refused", rack: String(p.rack), reason: `${String(p.rack)} is latched for a leak: it stays isolated until an authorised reset-leak` };
       }
-      agent.isolateRack(rack, body.command === "isolate-rack");
+      await agent.isolateRack(rack, body.command === "isolate-rack");
       return { status: "ok", rack: String(p.rack), data: { rack: p.rack, isolated: body.command === "isolate-rack" } };
     }
 

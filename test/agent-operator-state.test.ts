@@ -1,0 +1,169 @@
+// Operator decisions survive a restart and a reload: an isolation for hose work, a loop in
+// Manual, maintenance and a leased setpoint are all back before the first tick, or dropped with
+// an alarm when they no longer fit; a decision that cannot be saved is refused and changes nothing.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Agent, type CarriedState } from "../agent/agent.js";
+import { executeCommand } from "../agent/commands/executor.js";
+import type { CommandBody } from "../agent/commands/schema.js";
+import { Logs } from "../agent/log.js";
+import { agentConfig, demoConfigFor, LogCapture, testAgent } from "./helpers/agent.js";
+import { waitFor } from "./helpers/processes.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+const saved = (dir: string): Record<string, unknown> | null => {
+  try {
+    return JSON.parse(readFileSync(join(dir, "operator.json"), "utf8")) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+};
+
+const command = (command: string, params: Record<string, unknown>): CommandBody => ({ command, params, transaction: "t", pod: "x", seq: 1, issuedAt: "", expiresAt: "" }) as unknown as CommandBody;
+
+describe("operator decisions across a restart and a reload", () => {
+  let t: TestSim;
+  const dirs: string[] = [];
+  const agents: Agent[] = [];
+  const newDir = (): string => {
+    const d = mkdtempSync(join(tmpdir(), "podwarden-operator-"));
+    dirs.push(d);
+    return d;
+  };
+  const configData = (dir: string | undefined, patch: (c: Record<string, unknown>) => void = () => undefined): unknown =>
+    demoConfigFor(t.sim, (c) => {
+      if (dir !== undefined) c.stateDir = dir;
+      else delete c.stateDir;
+      patch(c);
+    });
+  const start = async (dir: string | undefined, carried?: CarriedState, patch?: (c: Record<string, unknown>) => void): Promise<Agent> => {
+    const config = agentConfig(configData(dir, patch));
+    const agent = carried === undefined ? testAgent(config).agent : new Agent({ config, hash: "test", path: "test" }, new Logs(config.log, { site: config.site, pod: config.pod }, new LogCapture()), carried);
+    agents.push(agent);
+    await agent.start();
+    return agent;
+  };
+  const stop = (a: Agent): Promise<void> => a.stop({ driveSafe: true, reason: "restart" });
+  const valvePct = (rack: number): number => t.sim.truth().racks[rack].supplyIsolationPct;
+
+  beforeAll(async () => {
+    t = await startTestSim();
+  });
+  afterAll(async () => {
+    for (const a of agents) await a.stop({ driveSafe: false, reason: "test end" });
+    await t.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("keeps an operator's isolation through a restart: the valves stay shut from the first write, until return-rack", async () => {
+    const dir = newDir();
+    const a = await start(dir);
+    expect(await executeCommand(a, command("isolate-rack", { rack: "rack-4" }), "test")).toMatchObject({ status: "ok" });
+    expect(saved(dir)?.isolatedRacks).toEqual(["rack-4"]); // on disk when the command answered
+    await waitFor(() => valvePct(3) === 0, "isolated");
+    await stop(a);
+    expect(valvePct(3)).toBe(0); // a clean stop leaves an isolated rack isolated
+
+    const b = await start(dir);
+    expect(b.status().racks[3].isolatedByOperator).toBe(true);
+    // the first writes keep the rack shut: the valve is never commanded open in between
+    expect(b.driver.outputState("rack-4.supplyIsolationOpen")?.value).toBe(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(valvePct(3)).toBe(0);
+    expect(await executeCommand(b, command("return-rack", { rack: "rack-4" }), "test")).toMatchObject({ status: "ok" });
+    expect(saved(dir)?.isolatedRacks).toEqual([]);
+    await waitFor(() => valvePct(3) === 100, "returned to service");
+    await stop(b);
+  });
+
+  it("keeps a loop in Manual, maintenance and a leased setpoint through a restart, with the lease's time still running", async () => {
+    const dir = newDir();
+    const a = await start(dir);
+    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 37 }), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(a, command("mode", { maintenance: true }), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(a, command("setpoint", { loop: "rack-5.valve", value: 41, leaseS: 60 }), "key ops-1")).toMatchObject({ status: "ok" });
+    await waitFor(() => a.control.outputs()?.loopOut[1] === 37, "manual output in force");
+    await stop(a);
+
+    const b = await start(dir);
+    await waitFor(() => b.control.outputs()?.loopOut[1] === 37, "manual output restored");
+    expect(b.mode()).toBe("Maintenance");
+    const lease = (b.snapshot().setpointLeases as { loop: string; value: number; expiresInMs: number; by: string }[]).find((l) => l.loop === "rack-5.valve");
+    expect(lease).toMatchObject({ value: 41, by: "key ops-1" });
+    expect(lease?.expiresInMs).toBeGreaterThan(0);
+    expect(lease?.expiresInMs).toBeLessThanOrEqual(60_000);
+    expect(b.status().racks[4].setpointC).toBe(41);
+    // back to Automatic and out of maintenance: the file forgets them
+    await executeCommand(b, command("mode", { loop: "rack-2.valve", mode: "Automatic" }), "test");
+    await executeCommand(b, command("mode", { maintenance: false }), "test");
+    expect(saved(dir)).toMatchObject({ loopModes: [], maintenance: false });
+    await stop(b);
+  });
+
+  it("drops what no longer fits at a restart (a lease run out, a rack gone), raising an alarm for what was lost", async () => {
+    const dir = newDir();
+    writeFileSync(
+      join(dir, "operator.json"),
+      JSON.stringify({
+        isolatedRacks: ["rack-9", "rack-1"],
+        loopModes: [{ loop: "rack-3.valve", mode: "Manual", outputPct: 1000 }],
+        maintenance: false,
+        setpoints: [{ loop: "rack-6.valve", value: 40, expiresAtMs: Date.now() - 1000, by: "earlier" }],
+        savedAt: new Date().toISOString(),
+      }),
+    );
+    const a = await start(dir);
+    expect(a.status().racks[0].isolatedByOperator).toBe(true);
+    await waitFor(() => a.supervisor.alarms.get("state:operator-dropped") !== undefined, "alarm");
+    expect(a.supervisor.alarms.get("state:operator-dropped")?.message).toMatch(/rack-9: no such rack now.*rack-3.valve: 1000 % is outside/);
+    expect(a.snapshot().setpointLeases).toEqual([]); // ran out while the agent was down
+    expect(a.status().racks[4].setpointC).not.toBe(40);
+    await stop(a);
+  });
+
+  it("starts with a damaged operator file: isolates nothing it cannot read, moves it aside, and raises a Critical alarm", async () => {
+    const dir = newDir();
+    writeFileSync(join(dir, "operator.json"), JSON.stringify({ isolatedRacks: "rack-1" }));
+    const a = await start(dir);
+    await waitFor(() => a.supervisor.alarms.get("state:operator")?.severity === "Critical", "alarm");
+    expect(a.supervisor.alarms.get("state:operator")?.message).toMatch(/must have required property.*moved to/);
+    await stop(a);
+  });
+
+  it("refuses a decision it cannot save, with an alarm, and changes nothing", async () => {
+    const dir = newDir();
+    const a = await start(dir);
+    // every write goes through operator.json.bg.tmp: a directory in its place makes each one fail
+    mkdirSync(join(dir, "operator.json.bg.tmp"));
+    const out = await executeCommand(a, command("isolate-rack", { rack: "rack-6" }), "test").catch((err: Error) => ({ status: "thrown", reason: err.message }));
+    expect(out).toMatchObject({ status: "thrown", reason: expect.stringMatching(/cannot be saved, so it is refused/) as unknown });
+    expect(a.status().racks[5].isolatedByOperator).toBe(false);
+    await waitFor(() => a.supervisor.alarms.get("state:operator-write") !== undefined, "alarm");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(valvePct(5)).toBe(100);
+    await stop(a);
+  });
+
+  it("hands isolation, Manual and the budget to the agent a structural reload builds, with no state directory at all", async () => {
+    const a = await start(undefined);
+    await a.isolateRack(6, true);
+    await a.setLoopMode(2, "Manual", 55);
+    await a.setPowerBudget(600);
+    await waitFor(() => valvePct(6) === 0, "isolated");
+    await a.stop({ driveSafe: false, reason: "reload" });
+    const carried = a.carryOver();
+    // the new config has a new alarm dwell: a structural change in the daemon's terms is made
+    // the same way, by building a new agent from the new config and what the old one carried
+    const b = await start(undefined, carried, (c) => (c.supervisor = { ...(c.supervisor as object), alarmClearDwellMs: 200 }));
+    expect(b.status().racks[6].isolatedByOperator).toBe(true);
+    expect(b.supervisor.powerBudgetKw).toBe(600);
+    await waitFor(() => b.control.outputs()?.loopOut[2] === 55, "manual output carried");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(valvePct(6)).toBe(0);
+    await b.isolateRack(6, false);
+    await b.setLoopMode(2, "Automatic");
+    await stop(b);
+  });
+});
