@@ -161,6 +161,29 @@ describe("command authorisation", () => {
     expect((await auth.check("setpoint", buf(signedCommand(spec({ seq: 8, nowMs: Date.now() + 5 }))), Date.now() + 10)).ok).toBe(true);
   });
 
+  it("keeps refusing commands issued before the damage after the next restart: the loss marker is on disk", async () => {
+    const { opts } = setup();
+    const stateDir = opts.stateDir as string;
+    const recorded = signedCommand(spec({ seq: 7, nowMs: Date.now() - 10_000 }));
+    writeFileSync(join(stateDir, "command-seq.json"), "{garbage");
+    expect(new CommandAuthorizer(opts).problem).toMatch(/unreadable/);
+    // restarted before any new command was accepted: the recorded one is still refused
+    const restarted = new CommandAuthorizer(opts);
+    expect(restarted.problem).toBeNull();
+    expect(await restarted.check("setpoint", buf(recorded), Date.now())).toMatchObject({ ok: false, code: "replayed", reason: expect.stringMatching(/state was lost/) as unknown });
+    expect((await restarted.check("setpoint", buf(signedCommand(spec({ seq: 8, nowMs: Date.now() + 5 }))), Date.now() + 10)).ok).toBe(true);
+  });
+
+  it("refuses every command when a damaged replay-guard file's loss marker cannot be saved", async () => {
+    const { opts } = setup();
+    const stateDir = opts.stateDir as string;
+    writeFileSync(join(stateDir, "command-seq.json"), "{garbage");
+    mkdirSync(join(stateDir, "command-seq.json.tmp")); // the synchronous write's temporary file
+    const auth = new CommandAuthorizer(opts);
+    expect(auth.problem).toMatch(/loss marker cannot be saved/);
+    expect(await auth.check("setpoint", buf(signedCommand(spec({ seq: 9, nowMs: Date.now() + 5 }))), Date.now() + 10)).toMatchObject({ ok: false, code: "unavailable" });
+  });
+
   it("refuses every command when replay protection cannot persist (no state directory)", async () => {
     const { auth } = setup({ stateDir: undefined });
     expect(auth.problem).toMatch(/no state directory/);

@@ -51,8 +51,18 @@ export class CommandAuthorizer {
   constructor(private readonly o: AuthorizerOptions) {
     // keys were validated with the config; a key that will not parse here is a config error
     for (const k of o.keys) this.keys.set(k.id, { key: parsePublicKey(k.publicKey), roles: k.roles });
-    this.guard = o.stateDir === undefined ? null : new ReplayGuard(o.stateDir, Date.now());
-    this.problem = o.stateDir === undefined ? "no state directory: replay protection cannot persist, so every command is refused" : this.guard?.problem ?? null;
+    let guard: ReplayGuard | null = null;
+    let problem: string | null = o.stateDir === undefined ? "no state directory: replay protection cannot persist, so every command is refused" : null;
+    try {
+      guard = o.stateDir === undefined ? null : new ReplayGuard(o.stateDir, Date.now());
+      problem ??= guard?.problem ?? null;
+    } catch (err) {
+      // the damaged file's loss marker could not be saved: without it a restart would reopen
+      // every recorded command, so none is taken at all
+      problem = `the replay guard's state was lost and its loss marker cannot be saved (${(err as Error).message}), so every command is refused`;
+    }
+    this.guard = guard;
+    this.problem = problem;
   }
 
   /**

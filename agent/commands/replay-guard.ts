@@ -9,18 +9,24 @@
 //
 // If the file is lost or damaged, the high-water marks are unknown. The guard then also refuses
 // every command issued before it started (`notBefore`): whatever an attacker may have recorded
-// is older than that, and new commands from mission control still work.
+// is older than that, and new commands from mission control still work. The marker is written
+// to the new file at once and kept in every later write, so it holds across restarts too (it
+// lived in memory only, and the next restart reopened every recorded command).
 import { join } from "node:path";
 import { JsonStateFile } from "../../lib/json-state-file.js";
 
 interface SeqFile {
   keys: Record<string, number>;
+  /** wall-clock ms: set once the file had been lost; commands issued before it are refused */
+  notBeforeMs?: number;
 }
 
 function checkSeqFile(data: unknown): SeqFile {
   const keys = (data as { keys?: unknown } | null)?.keys;
   if (typeof keys !== "object" || keys === null || Array.isArray(keys)) throw new Error("no key map");
   for (const [k, v] of Object.entries(keys)) if (!Number.isSafeInteger(v) || (v as number) < 0) throw new Error(`bad sequence number for key ${k}`);
+  const nb = (data as { notBeforeMs?: unknown }).notBeforeMs;
+  if (nb !== undefined && (typeof nb !== "number" || !Number.isFinite(nb) || nb < 0)) throw new Error("bad notBeforeMs");
   return data as SeqFile;
 }
 
@@ -38,7 +44,14 @@ export class ReplayGuard {
     const got = this.store.load();
     for (const [k, v] of Object.entries(got.value?.keys ?? {})) this.high.set(k, v);
     this.problem = got.problem ?? null;
-    this.notBeforeMs = got.problem === undefined ? null : nowMs;
+    this.notBeforeMs = got.problem === undefined ? (got.value?.notBeforeMs ?? null) : nowMs;
+    // the loss marker goes to disk before any command is checked; if it cannot, the authorizer
+    // has no guard (the constructor throws) and refuses every command as unavailable
+    if (got.problem !== undefined) this.store.save(this.file());
+  }
+
+  private file(): SeqFile {
+    return { keys: Object.fromEntries(this.high), ...(this.notBeforeMs === null ? {} : { notBeforeMs: this.notBeforeMs }) };
   }
 
   highWater(keyId: string): number {
@@ -58,7 +71,7 @@ export class ReplayGuard {
     if (this.notBeforeMs !== null && issuedAtMs < this.notBeforeMs) return { ok: false, reason: "issued before the replay guard's state was lost; re-sign the command" };
     this.high.set(keyId, seq);
     try {
-      await this.store.saveInBackground({ keys: Object.fromEntries(this.high) });
+      await this.store.saveInBackground(this.file());
     } catch (err) {
       if (this.high.get(keyId) === seq) this.high.set(keyId, last);
       throw err;
