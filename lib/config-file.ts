@@ -3,7 +3,7 @@
 // Errors name the key path and the reason, e.g. `plant.racks: must be <= 64`. Files are only
 // ever read: nothing here writes to an operator's file. Defaults from the schema are applied
 // to the in-memory copy.
-import { readFileSync } from "node:fs";
+import { readTextBounded } from "./bounded-read.js";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { parseDocument } from "yaml";
 
@@ -78,7 +78,7 @@ export function parseYaml(text: string, file: string): unknown {
 export function loadYamlFile<T>(path: string, validate: Validator<T>): T {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readTextBounded(path);
   } catch (err) {
     throw new ConfigError(path, [`cannot read: ${(err as Error).message}`]);
   }

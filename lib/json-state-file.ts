@@ -4,9 +4,10 @@
 // directory after the rename: until then the rename itself may not survive a power cut. A file
 // that cannot be read is moved aside (quarantined), never silently overwritten: the caller raises
 // an alarm.
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
 import { open, rename } from "node:fs/promises";
 import { dirname } from "node:path";
+import { readTextBounded } from "./bounded-read.js";
 import { syncDirectory, syncDirectoryInBackground } from "./sync-directory.js";
 
 export interface StateLoad<T> {
@@ -26,7 +27,8 @@ export class JsonStateFile<T> {
   load(): StateLoad<T> {
     if (!existsSync(this.file)) return {};
     try {
-      return { value: this.check(JSON.parse(readFileSync(this.file, "utf8"))) };
+      // bounded before it is parsed: an oversized file is damaged, and quarantined like one
+      return { value: this.check(JSON.parse(readTextBounded(this.file))) };
     } catch (err) {
       return { problem: `${this.file} unreadable (${(err as Error).message}); moved to ${quarantine(this.file)}` };
     }

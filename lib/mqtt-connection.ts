@@ -2,7 +2,8 @@
 // One definition serves the uplink to mission control and MQTT sensor ingest, so a site broker
 // that needs TLS, a private CA, a client certificate or a password from a credential file is
 // reachable from both. (Type-only import of mqtt: config checking must not load the client.)
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
+import { readFileBounded, readTextBounded } from "./bounded-read.js";
 import type { IClientOptions, MqttClient } from "mqtt";
 import { int, optional, optionalObj, str, type Infer, type ObjectOfProps, type Schema } from "./schema-builders.js";
 
@@ -70,8 +71,8 @@ export function mqttConnectionProblems(c: MqttConnectionConfig, at: string): str
 
 /** The mqtt.js options for a connection: credentials from the config or its file, TLS files read here. */
 export function mqttConnectionOptions(c: MqttConnectionConfig): IClientOptions {
-  const read = (f: string | undefined): Buffer | undefined => (f === undefined ? undefined : readFileSync(f));
-  const password = c.passwordFile !== undefined ? readFileSync(c.passwordFile, "utf8").replace(/\r?\n$/, "") : c.password;
+  const read = (f: string | undefined): Buffer | undefined => (f === undefined ? undefined : readFileBounded(f));
+  const password = c.passwordFile !== undefined ? readTextBounded(c.passwordFile).replace(/\r?\n$/, "") : c.password;
   return {
     username: c.username,
     password,

@@ -100,6 +100,18 @@ describe("agent config", () => {
     const usage = await run("node", ["dist/cli/podwarden.js", "frobnicate"]);
     expect(usage.code).toBe(2);
   });
+
+  it("refuses a config file over 1 MiB before parsing it, with the reason, and reads one at the limit", () => {
+    const huge = write(`${demo}
+#${"x".repeat(1024 * 1024)}
+`);
+    expect(() => loadAgentConfig(huge)).toThrow(/cannot read: larger than the 1048576-byte limit/);
+    const padded = `${demo}
+#`;
+    const atLimit = write(padded + "x".repeat(1024 * 1024 - Buffer.byteLength(padded)));
+    expect(statSync(atLimit).size).toBe(1024 * 1024);
+    expect(loadAgentConfig(atLimit).config.pod).toBeDefined();
+  });
 });
 
 describe("coolant and power together", () => {

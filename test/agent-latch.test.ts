@@ -137,6 +137,15 @@ describe("leak latches across a restart", () => {
     }
   });
 
+  it("treats an oversized latch file as damaged: moved aside unparsed, with the Critical alarm", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podwarden-state-"));
+    writeFileSync(join(dir, "latches.json"), `{"racks":[],"pad":"${"x".repeat(2 * 1024 * 1024)}"}`);
+    const c = await start(dir);
+    await waitFor(() => c.supervisor.alarms.get("state:latches")?.severity === "Critical", "alarm");
+    expect(c.supervisor.alarms.get("state:latches")?.message).toMatch(/larger than the 1048576-byte limit.*moved to/);
+    await c.stop({ driveSafe: false, reason: "next test" });
+  });
+
   it("starts anyway with a corrupt latch file: moves it aside and raises a Critical alarm that holds until acknowledged", async () => {
     writeFileSync(join(stateDir, "latches.json"), "{not json");
     const c = await start();

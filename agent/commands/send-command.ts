@@ -1,5 +1,6 @@
 // `podwarden keygen` and `podwarden command`: the operator's side of signed commands.
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, writeFileSync } from "node:fs";
+import { readTextBounded } from "../../lib/bounded-read.js";
 import { join } from "node:path";
 import mqtt from "mqtt";
 import { signedCommand, commandBody } from "./client.js";
@@ -48,7 +49,7 @@ export async function sendCommand(o: SendOptions): Promise<Record<string, unknow
     throw new Error("--params must be a JSON object");
   }
   if (typeof params !== "object" || params === null || Array.isArray(params)) throw new Error("--params must be a JSON object");
-  const privateKey = parsePrivateKey(readFileSync(o.keyFile, "utf8"));
+  const privateKey = parsePrivateKey(readTextBounded(o.keyFile));
   // milliseconds since the epoch rise between two commands from one operator; mission-control
   // software should keep its own persisted counter per key instead
   const spec = { site: o.site, pod: o.pod, command: o.command, params: params as Record<string, unknown>, seq: o.seq ?? Date.now(), keyId: o.keyId, privateKey, ttlS: o.ttlS };

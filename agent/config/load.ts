@@ -2,7 +2,7 @@
 // defaults, then the rules a schema cannot say (min < max, references that must resolve).
 // The operator's file is only ever read.
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readTextBounded } from "../../lib/bounded-read.js";
 import { parsePublicKey } from "../commands/signing.js";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems } from "../../drivers/modbus/config.js";
@@ -124,7 +124,7 @@ export function agentConfigFromData(data: unknown, file: string, env: NodeJS.Pro
 export function loadAgentConfig(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readTextBounded(path);
   } catch (err) {
     throw new ConfigError(path, [`cannot read: ${(err as Error).message}`]);
   }
