@@ -10,6 +10,7 @@ import type { ModbusConfig } from "../drivers/modbus/config.js";
 import type { SafeAction } from "../hotpath-as/bank-config.js";
 import { num, obj, optional } from "../lib/schema-builders.js";
 import { ConfigError } from "../lib/config-file.js";
+import { generateCommandKey } from "../agent/commands/signing.js";
 import { run } from "./helpers/processes.js";
 
 const demo = readFileSync("configs/demo-pod.yaml", "utf8");
@@ -49,6 +50,12 @@ describe("agent config", () => {
     expect(text).not.toBe(demo);
     expect(() => parseAgentConfig(text, "agent.yaml")).toThrow(ConfigError);
     expect(() => parseAgentConfig(text, "agent.yaml")).toThrow(reason);
+  });
+
+  it("refuses one public key under two ids (the replay guard counts per id)", () => {
+    const k = generateCommandKey();
+    const text = `${demo}\nuplink:\n  url: mqtt://127.0.0.1:1\n  commands:\n    keys:\n      - { id: ops-1, publicKey: ${k.publicRaw}, roles: [operator] }\n      - { id: ops-2, publicKey: ${JSON.stringify(k.publicPem)}, roles: [engineer] }\n`;
+    expect(() => parseAgentConfig(text, "agent.yaml")).toThrow(/uplink\.commands\.keys\[1\]\.publicKey: the same key as "ops-1"/);
   });
 
   it("takes secrets from the environment, and fails clearly when one is missing", () => {

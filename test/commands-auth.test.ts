@@ -81,6 +81,22 @@ describe("command authorisation", () => {
     ["oversized", () => ["setpoint", "x".repeat(20_000)], "malformed"],
     ["with a body that is not JSON", () => ["setpoint", JSON.stringify(signEnvelope("not json", "ops", parsePrivateKey(op.privatePem)))], "malformed"],
     ["with a zero seq", () => ["setpoint", signedCommand(spec({ seq: 0 }))], "malformed"],
+    [
+      "signed with a key repeated in its body (JSON.parse would keep the last)",
+      () => {
+        const body = JSON.stringify(commandBody(spec())).replace('"value":40', '"value":40,"value":90');
+        return ["setpoint", JSON.stringify(signEnvelope(body, "ops", parsePrivateKey(op.privatePem)))];
+      },
+      "malformed",
+    ],
+    [
+      "with the same key repeated under an escape",
+      () => {
+        const body = JSON.stringify(commandBody(spec())).replace('"value":40', '"value":40,"\\u0076alue":90');
+        return ["setpoint", JSON.stringify(signEnvelope(body, "ops", parsePrivateKey(op.privatePem)))];
+      },
+      "malformed",
+    ],
   ];
   for (const [what, make, code] of cases) {
     it(`rejects a command ${what} (${code})`, async () => {
@@ -95,6 +111,15 @@ describe("command authorisation", () => {
       }
     });
   }
+
+  it("signs the key id: an envelope relabelled with another id of the same key does not verify (it would start a fresh seq count)", async () => {
+    // the config refuses one key under two ids; the signature does not rely on that
+    const { auth } = setup({ keys: [{ id: "ops", publicKey: op.publicRaw, roles: ["operator"] }, { id: "ops-b", publicKey: op.publicPem, roles: ["operator"] }] });
+    const e = JSON.parse(signedCommand(spec())) as { keyId: string };
+    expect((await auth.check("setpoint", buf(JSON.stringify(e)), Date.now())).ok).toBe(true);
+    e.keyId = "ops-b";
+    expect(await auth.check("setpoint", buf(JSON.stringify(e)), Date.now())).toMatchObject({ ok: false, code: "bad-signature" });
+  });
 
   it("a signed number that is not finite never passes: the schema refuses it", async () => {
     const { auth } = setup();

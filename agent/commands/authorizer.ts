@@ -4,6 +4,7 @@
 // an authentic, otherwise valid command moves its key's sequence number.
 import type { KeyObject } from "node:crypto";
 import { parsePublicKey, verifyEnvelope } from "./signing.js";
+import { duplicateKeyProblem } from "../../lib/json-unique-keys.js";
 import { ReplayGuard } from "./replay-guard.js";
 import { ROLE_COMMANDS, validateBody, validateEnvelope, validateParams, type CommandBody, type CommandName, type Role } from "./schema.js";
 
@@ -99,6 +100,9 @@ export class CommandAuthorizer {
     const key = this.keys.get(keyId);
     if (key === undefined) return reject("unknown-key", `key ${keyId} is not configured`);
     if (!verifyEnvelope(env.value, key.key)) return reject("bad-signature", `signature does not verify with key ${keyId}`);
+    // only an authentic body is worth the second parse: duplicates could make it say two things
+    const dup = duplicateKeyProblem(env.value.body);
+    if (dup !== null) return reject("malformed", `the body repeats a key (${dup}): each key once`);
     if (!key.roles.some((r) => ROLE_COMMANDS[r].includes(body.command))) return reject("forbidden", `key ${keyId} (${key.roles.join(", ")}) may not send ${body.command}`);
 
     const issued = Date.parse(body.issuedAt);

@@ -1,24 +1,28 @@
 // Ed25519 signatures on commands (node:crypto, no extra dependency).
 //
 // A command travels as an envelope {keyId, signature, body}, where body is the command's JSON
-// *text* and the signature covers the UTF-8 bytes of a fixed domain prefix followed by that text.
+// *text* and the signature covers the UTF-8 bytes of a fixed domain prefix, the key id and a
+// newline, then that text. The key id is signed because the replay guard counts sequence numbers
+// per key id: unsigned, an envelope relabelled with another id of the same key would start a
+// fresh count and replay.
 // Signing the exact text avoids JSON canonicalisation (two serialisers never disagree about what
 // was signed), and the prefix keeps a podwarden command signature from being valid for anything
 // else the same key might sign.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
 
-export const SIGNING_DOMAIN = "podwarden-command-v1\n";
+export const SIGNING_DOMAIN = "podwarden-command-v2\n";
 
 export interface CommandEnvelope {
   keyId: string;
-  /** base64 Ed25519 signature over SIGNING_DOMAIN + body */
+  /** base64 Ed25519 signature over SIGNING_DOMAIN + keyId + "\n" + body */
   signature: string;
   /** the command as JSON text */
   body: string;
 }
 
-function signedBytes(body: string): Buffer {
-  return Buffer.from(SIGNING_DOMAIN + body, "utf8");
+// a key id is a name (no newline: see commands/schema.ts), so the newline ends it unambiguously
+function signedBytes(keyId: string, body: string): Buffer {
+  return Buffer.from(`${SIGNING_DOMAIN}${keyId}\n${body}`, "utf8");
 }
 
 /**
@@ -57,7 +61,7 @@ export function generateCommandKey(): { privatePem: string; publicPem: string; p
 }
 
 export function signEnvelope(body: string, keyId: string, privateKey: KeyObject): CommandEnvelope {
-  return { keyId, signature: sign(null, signedBytes(body), privateKey).toString("base64"), body };
+  return { keyId, signature: sign(null, signedBytes(keyId, body), privateKey).toString("base64"), body };
 }
 
 export function verifyEnvelope(e: CommandEnvelope, publicKey: KeyObject): boolean {
@@ -66,7 +70,7 @@ export function verifyEnvelope(e: CommandEnvelope, publicKey: KeyObject): boolea
   // ignores, so only the canonical encoding is accepted (found by the command fuzzer)
   if (sig.length !== 64 || sig.toString("base64") !== e.signature) return false;
   try {
-    return verify(null, signedBytes(e.body), publicKey, sig);
+    return verify(null, signedBytes(e.keyId, e.body), publicKey, sig);
   } catch {
     return false;
   }

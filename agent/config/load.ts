@@ -88,11 +88,16 @@ function uplinkProblems(u: UplinkConfig): string[] {
   if (u.reconnect.baseMs > u.reconnect.maxMs) out.push("uplink.reconnect.baseMs: must be <= maxMs");
   if (u.spool.segmentBytes * 2 > u.spool.maxBytes) out.push("uplink.spool.segmentBytes: must be at most half of maxBytes");
   const ids = new Set<string>();
+  const keys = new Map<string, string>();
   u.commands.keys.forEach((k, i) => {
     if (ids.has(k.id)) out.push(`uplink.commands.keys[${i}].id: duplicate key id "${k.id}"`);
     ids.add(k.id);
     try {
-      parsePublicKey(k.publicKey);
+      // one key, one id: the replay guard counts per id, and roles would be ambiguous
+      const raw = parsePublicKey(k.publicKey).export({ format: "der", type: "spki" }).toString("base64");
+      const first = keys.get(raw);
+      if (first !== undefined) out.push(`uplink.commands.keys[${i}].publicKey: the same key as "${first}"; give each key one id`);
+      else keys.set(raw, k.id);
     } catch (err) {
       out.push(`uplink.commands.keys[${i}].publicKey: ${(err as Error).message}`);
     }

@@ -58,7 +58,7 @@ export const UPLINK_SCHEMA = {
         keys: {
           type: "array",
           default: [],
-          description: "keys allowed to sign commands",
+          description: "keys allowed to sign commands; each key once, under one id",
           items: {
             type: "object",
             additionalProperties: false,
