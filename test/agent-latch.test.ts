@@ -58,8 +58,10 @@ describe("leak latches across a restart", () => {
     await waitFor(() => b.status().racks[1].isolation !== "Normal", "restored latch");
     await waitFor(() => b.supervisor.alarms.get("leak:rack-2") !== undefined, "alarm");
     await waitFor(() => t.sim.truth().racks[1].supplyIsolationPct === 0, "valves closed");
+    expect(b.supervisor.alarms.get("leak:rack-2")?.latched).toBe(true); // says what it is
     expect(await b.resetLeak(1)).toBe("accepted");
     await waitFor(() => savedLatches(stateDir)?.length === 0, "latch cleared on disk");
+    await waitFor(() => b.supervisor.alarms.get("leak:rack-2") === undefined, "alarm cleared after the reset");
     await b.stop({ driveSafe: false, reason: "next test" });
   });
 

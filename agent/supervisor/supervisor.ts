@@ -155,7 +155,10 @@ export class Supervisor {
       const state = i.rackState[r] ?? L.RACK_NORMAL;
       const status = i.rackStatus[r] ?? 0;
       const x = i.racks[r];
-      a.update(`leak:${rack.name}`, state !== L.RACK_NORMAL, { severity: "Critical", source: rack.name, latch: false, message: `leak at ${rack.name}: rack isolated, latched until an authorised reset` });
+      // the hot path holds the latch, and only an authorised reset returns the rack to normal:
+      // the alarm says it is latched, and that reset is what lets it clear
+      if (state === L.RACK_NORMAL) a.reset(`leak:${rack.name}`);
+      a.update(`leak:${rack.name}`, state !== L.RACK_NORMAL, { severity: "Critical", source: rack.name, latch: true, message: `leak at ${rack.name}: rack isolated, latched until an authorised reset` });
       a.update(`leak-sensor:${rack.name}`, leakSensorFault(status), { severity: "Warning", source: rack.name, message: `leak sensor fault at ${rack.name} (cable fault or no valid reading): leak detection impaired` });
       const isProven = state === L.RACK_ISOLATED;
       if (isProven && !this.proven[r]) this.emit({ type: "isolation.proven", rack: rack.name });
