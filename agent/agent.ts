@@ -529,7 +529,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     const view = {
       outputs,
       decisions: this.decisions,
-      power: (i: number) => (outputs === undefined ? { powerOff: this.decisions.rackPowerOff[i], capKw: this.decisions.powerCapsKw[i] } : this.wiring.powerCommand(outputs, this.decisions, i)),
+      power: (i: number) => (outputs === undefined ? { powerOff: this.decisions.rackPowerOff[i], capKw: this.decisions.powerCapsKw[i], writeCap: this.config.supervisor.powerBudget.writeCaps } : this.wiring.powerCommand(outputs, this.decisions, i)),
       value: (id: string): number => this.points.get(id)?.value ?? NaN,
       setpoints: this.loopSp,
       manualIsolate: this.control.frames.rackManualIsolate,

@@ -45,7 +45,7 @@ export interface RunningDemo {
 }
 
 const pad = (s: string, n: number): string => (s.length >= n ? s.slice(0, n) : s + " ".repeat(n - s.length));
-const num = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : "  -");
+const num = (x: number | null, d = 1): string => (x !== null && Number.isFinite(x) ? x.toFixed(d) : "  -");
 
 export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "activeAlarms">, sim: PodSim): string {
   const s = pod.status();

@@ -12,8 +12,8 @@ export interface RackStatus {
   supplyTempC: number;
   flowLpm: number;
   powerKw: number;
-  /** the cap in force (with the rack's no-coolant limit applied while it is isolated), kW */
-  powerCapKw: number;
+  /** the cap in force (with the rack's no-coolant limit applied while it is isolated), kW; null when no cap is written to the rack */
+  powerCapKw: number | null;
   /** a power-off request is sent to the rack (leak escalation, or no coolant) */
   powerOffRequested: boolean;
   valvePct: number;
@@ -49,7 +49,7 @@ export interface ViewInputs {
   outputs: ViewOutputs | undefined;
   decisions: PodDecisions;
   /** the power commands in force for rack i (PodWiring.powerCommand) */
-  power(rack: number): { powerOff: boolean; capKw: number };
+  power(rack: number): { powerOff: boolean; capKw: number; writeCap: boolean };
   /** a field point's latest value (NaN when unknown) */
   value(pointId: string): number;
   /** each loop's setpoint in force */
@@ -69,7 +69,7 @@ export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: V
       supplyTempC: v.value(r.points.supplyTempC),
       flowLpm: v.value(r.points.flowLpm),
       powerKw: v.value(r.points.powerKw),
-      powerCapKw: power.capKw,
+      powerCapKw: power.writeCap && r.outputs.powerCap !== undefined ? power.capKw : null,
       powerOffRequested: power.powerOff,
       valvePct: o?.loopOut[loop] ?? NaN,
       supplyIsolationOpen: o?.rackSupplyOpen[i] === 1,

@@ -8,6 +8,7 @@ import type { Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
 import { defaultControl } from "../pod/config.js";
 import { podLayout } from "../pod/layout.js";
+import { rackStatuses } from "../pod/status-view.js";
 import { failsafeReasons, isolationState, leakState, qualityWords } from "../pod/status-words.js";
 import { PodWiring, safeValue, type PodOutputs } from "../pod/wiring.js";
 
@@ -145,6 +146,19 @@ describe("pod wiring", () => {
     expect(noBudget.powerCommand(wet, d, 1)).toEqual({ powerOff: false, capKw: 12, writeCap: true });
     expect(noBudget.powerCommand(outputs(), d, 1)).toEqual({ powerOff: false, capKw: 120, writeCap: true });
     expect(noBudget.powerCommand(outputs(), d, 0).writeCap).toBe(false);
+  });
+
+  it("reports a cap only where one is written: null for a rack with no cap output, or with writeCaps off", () => {
+    const pod = { ...DEMO, racks: DEMO.racks.map((r, i) => (i === 2 ? { ...r, outputs: { ...r.outputs, powerCap: undefined } } : r)) };
+    const view = (writeCaps: boolean): ReturnType<typeof rackStatuses> => {
+      const w = new PodWiring(pod, lay, { writeCaps });
+      const d = w.initialDecisions();
+      const o = { ...outputs(), loopStatus: new Array<number>(9).fill(0), rackState: new Array<number>(8).fill(0), rackStatus: new Array<number>(8).fill(0) };
+      return rackStatuses(pod, lay, { outputs: o, decisions: d, power: (i) => w.powerCommand(o, d, i), value: () => NaN, setpoints: defaultSetpoints(pod.control, lay), manualIsolate: new Array<number>(8).fill(0) });
+    };
+    expect(view(true)[1].powerCapKw).toBe(120);
+    expect(view(true)[2].powerCapKw).toBeNull();
+    expect(view(false)[1].powerCapKw).toBeNull();
   });
 
   it("drives each control actuator to its declared sensor-fault safe value for a shutdown, and leaves isolation valves alone", () => {

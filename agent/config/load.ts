@@ -71,7 +71,11 @@ function crossChecks(c: AgentConfig): string[] {
     for (const key of ["returnTempC", "supplyTempC", "flowLpm", "powerKw"] as const) point(r.points[key], `${at}.points.${key}`);
     r.points.leak.forEach((l, j) => point(l, `${at}.points.leak[${j}]`));
     for (const key of ["valve", "supplyIsolation", "returnIsolation", "powerCap", "powerOff"] as const) output(r.outputs[key], `${at}.outputs.${key}`);
+    // a configured action with nothing to act on would be a promise the pod cannot keep
+    if (s.escalation.rackPowerOff && r.outputs.powerOff === undefined) out.push(`${at}.outputs.powerOff: supervisor.escalation.rackPowerOff needs it (or set rackPowerOff: false)`);
+    if (s.powerBudget.writeCaps && r.outputs.powerCap === undefined) out.push(`${at}.outputs.powerCap: supervisor.powerBudget.writeCaps needs it (or set writeCaps: false)`);
   });
+  if (s.escalation.pumpStop && c.cdu.outputs.pumpEnable === undefined) out.push("cdu.outputs.pumpEnable: supervisor.escalation.pumpStop needs it (or set pumpStop: false)");
   point(c.cdu.points.dpKpa, "cdu.points.dpKpa");
   point(c.cdu.points.supplyTempC, "cdu.points.supplyTempC");
   output(c.cdu.outputs.pumpSpeed, "cdu.outputs.pumpSpeed");

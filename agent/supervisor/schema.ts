@@ -33,8 +33,8 @@ export const SUPERVISOR_SCHEMA = obj(
     ),
     escalation: obj(
       {
-        pumpStop: bool(false, "an unproven isolation stops the pump for the whole pod (needs cdu.outputs.pumpEnable)"),
-        rackPowerOff: bool(true, "an unproven isolation requests rack power-off (needs outputs.powerOff)"),
+        pumpStop: bool(false, "an unproven isolation stops the pump for the whole pod (needs cdu.outputs.pumpEnable: a config error without it)"),
+        rackPowerOff: bool(true, "an unproven isolation requests rack power-off (needs outputs.powerOff on every rack: a config error without it; set false for racks that have none)"),
       },
       "what an unproven leak isolation escalates to",
     ),
@@ -48,7 +48,7 @@ export const SUPERVISOR_SCHEMA = obj(
     powerBudget: obj(
       {
         podKw: num(0, 1e6, 1e6, "pod power budget, kW"),
-        writeCaps: bool(true, "write each rack's cap to its powerCap output"),
+        writeCaps: bool(true, "write each rack's cap to its powerCap output (needs outputs.powerCap on every rack: a config error without it; with false the caps are computed but not in force, and telemetry reports powerCapKw null)"),
         headroomPct: num(0, 100, 10, "a rack near its cap is given this much above its draw, %"),
       },
       "pod power budget",
