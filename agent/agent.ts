@@ -309,7 +309,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
         manualIsolate: this.control.frames.rackManualIsolate[i] === 1,
         noCoolant: o !== undefined && PodWiring.noCoolant(o, i),
       })),
-      cduSupplyTempC: this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
+      cduSupplyTempC: c.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
       cduDpKpa: this.reading(lay.cdu.dpKpa, c.cdu.points.dpKpa, o),
       devices: stats.devices.map((d) => ({
         name: d.name,

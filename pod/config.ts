@@ -154,7 +154,16 @@ export const RACKS_SCHEMA = arr(
 
 export const CDU_SCHEMA = obj(
   {
-    points: obj({ dpKpa: pointRef("loop differential pressure"), supplyTempC: pointRef("CDU supply temperature") }, "CDU inputs", ["dpKpa", "supplyTempC"]),
+    points: obj(
+      {
+        dpKpa: pointRef("loop differential pressure"),
+        // many CDUs have no supply sensor of their own: without it the heat-balance check runs
+        // but cannot compare a rack's supply sensor with the CDU's
+        supplyTempC: optional(pointRef("CDU supply temperature (optional: the heat-balance check uses it to tell a bad rack supply sensor)")),
+      },
+      "CDU inputs",
+      ["dpKpa"],
+    ),
     outputs: obj({ pumpSpeed: outputRef("pump speed command, %"), pumpEnable: optional(outputRef("pump run enable (optional; leak escalation stops it)")) }, "CDU actuators", ["pumpSpeed"]),
   },
   "the coolant distribution unit",

@@ -77,7 +77,8 @@ export class PodWiring {
       });
     });
     this.route(pod.cdu.points.dpKpa, layout.cdu.dpKpa);
-    this.route(pod.cdu.points.supplyTempC, layout.cdu.supplyTempC);
+    // without a CDU supply sensor its bank point is never sampled: no loop reads it
+    if (pod.cdu.points.supplyTempC !== undefined) this.route(pod.cdu.points.supplyTempC, layout.cdu.supplyTempC);
   }
 
   private route(pointId: string, bankIndex: number): void {

@@ -63,6 +63,12 @@ describe("agent config", () => {
     expect(() => parseAgentConfig(text, "agent.yaml")).toThrow(reason);
   });
 
+  it("accepts a CDU with no supply temperature sensor", () => {
+    const text = demo.replace("points: { dpKpa: cdu.dpKpa, supplyTempC: cdu.supplyTempC }", "points: { dpKpa: cdu.dpKpa }");
+    expect(text).not.toBe(demo);
+    expect(parseAgentConfig(text, "agent.yaml").cdu.points.supplyTempC).toBeUndefined();
+  });
+
   it("refuses one public key under two ids (the replay guard counts per id)", () => {
     const k = generateCommandKey();
     const text = `${demo}\nuplink:\n  url: mqtt://127.0.0.1:1\n  commands:\n    keys:\n      - { id: ops-1, publicKey: ${k.publicRaw}, roles: [operator] }\n      - { id: ops-2, publicKey: ${JSON.stringify(k.publicPem)}, roles: [engineer] }\n`;

@@ -123,6 +123,11 @@ describe("heat-balance cross-check", () => {
     expect(res[0].suspect).toBe(suspect);
     expect(res.slice(1).every((r) => !r.disagrees)).toBe(true);
   });
+  it("still checks without a CDU supply reading, and then blames another sensor than the rack's supply", () => {
+    const res = heatBalance([rack({ powerKw: 2 * q(100, 10) }), rack(), rack()], NaN, o);
+    expect(res[0]).toMatchObject({ disagrees: true, suspect: "powerKw" });
+    expect(heatBalance([rack({ supplyTempC: 39 }), rack(), rack()], NaN, o)[0].suspect).not.toBe("supplyTempC");
+  });
 });
 
 describe("setpoint leases", () => {
@@ -153,6 +158,24 @@ describe("supervisor", () => {
     devices: [],
     ...over,
     racks: [...(over.racks ?? Array.from({ length: 8 }, (): Rack => ({ returnTempC: good(45), supplyTempC: good(35), flowLpm: good(100), powerKw: good((COOLANT_KJ_PER_L_K / 60) * 100 * 10), manualIsolate: false })))],
+  });
+
+  it.each([
+    ["with the CDU's supply reading", good(35), "powerKw"],
+    ["without one (no CDU supply sensor)", { value: NaN, good: false }, "powerKw"],
+  ])("raises heat-balance:<rack> once the disagreement outlasts its dwell, %s", (_what, cdu, suspect) => {
+    const clock = { t: 0 };
+    const s = supervisor(() => undefined, () => clock.t);
+    const lying = (): SupervisorInputs => {
+      const x = inputs({ cduSupplyTempC: cdu });
+      x.racks[2] = { ...x.racks[2], powerKw: good(2 * x.racks[2].powerKw.value) };
+      return { ...x, nowMs: clock.t };
+    };
+    s.evaluate(lying());
+    expect(s.alarms.get("heat-balance:rack-3")).toBeUndefined(); // not before the dwell
+    clock.t = config.supervisor.heatBalance.dwellMs;
+    s.evaluate(lying());
+    expect(s.alarms.get("heat-balance:rack-3")).toMatchObject({ severity: "Warning", message: expect.stringContaining(`suspect sensor: ${suspect}`) as unknown });
   });
 
   it("runs, degrades on an alarm, and fails safe when the control loop stops", () => {

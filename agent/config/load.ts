@@ -77,7 +77,7 @@ function crossChecks(c: AgentConfig): string[] {
   });
   if (s.escalation.pumpStop && c.cdu.outputs.pumpEnable === undefined) out.push("cdu.outputs.pumpEnable: supervisor.escalation.pumpStop needs it (or set pumpStop: false)");
   point(c.cdu.points.dpKpa, "cdu.points.dpKpa");
-  point(c.cdu.points.supplyTempC, "cdu.points.supplyTempC");
+  if (c.cdu.points.supplyTempC !== undefined) point(c.cdu.points.supplyTempC, "cdu.points.supplyTempC");
   output(c.cdu.outputs.pumpSpeed, "cdu.outputs.pumpSpeed");
   output(c.cdu.outputs.pumpEnable, "cdu.outputs.pumpEnable");
   const minSum = c.racks.reduce((a, r) => a + r.minPowerKw, 0);

@@ -225,7 +225,9 @@ export class Supervisor {
     });
 
     // ---- heat balance ----------------------------------------------------------------------
-    if (s.heatBalance.enabled && i.cduSupplyTempC.good) {
+    // without a good CDU supply reading (or a CDU supply sensor at all) the check still runs:
+    // only its first clue, the rack's supply against the CDU's, is lost (NaN compares false)
+    if (s.heatBalance.enabled) {
       const usable = i.racks.map((x) => x.returnTempC.good && x.supplyTempC.good && x.flowLpm.good && x.powerKw.good);
       const results = heatBalance(
         i.racks.map((x, r) => ({
@@ -236,7 +238,7 @@ export class Supervisor {
           valvePct: i.loopOut[r] ?? 0,
           inService: usable[r] && (i.rackState[r] ?? 0) === L.RACK_NORMAL && !x.manualIsolate,
         })),
-        i.cduSupplyTempC.value,
+        i.cduSupplyTempC.good ? i.cduSupplyTempC.value : NaN,
         s.heatBalance,
       );
       results.forEach((res, r) => {
