@@ -530,7 +530,10 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       outputs,
       decisions: this.decisions,
       power: (i: number) => (outputs === undefined ? { powerOff: this.decisions.rackPowerOff[i], capKw: this.decisions.powerCapsKw[i], writeCap: this.config.supervisor.powerBudget.writeCaps } : this.wiring.powerCommand(outputs, this.decisions, i)),
-      value: (id: string): number => this.points.get(id)?.value ?? NaN,
+      value: (id: string): number | null => {
+        const p = this.points.get(id);
+        return p !== undefined && p.quality === "good" && Number.isFinite(p.value) ? p.value : null;
+      },
       setpoints: this.loopSp,
       manualIsolate: this.control.frames.rackManualIsolate,
     };

@@ -8,10 +8,12 @@ import type { PodDecisions } from "./wiring.js";
 
 export interface RackStatus {
   name: string;
-  returnTempC: number;
-  supplyTempC: number;
-  flowLpm: number;
-  powerKw: number;
+  // measured values: null unless the reading is good (an invalid reading's sentinel, a stale or
+  // timed-out value must not pass for a measurement; the point's quality says why)
+  returnTempC: number | null;
+  supplyTempC: number | null;
+  flowLpm: number | null;
+  powerKw: number | null;
   /** the cap in force (with the rack's no-coolant limit applied while it is isolated), kW; null when no cap is written to the rack */
   powerCapKw: number | null;
   /** a power-off request is sent to the rack (leak escalation, or no coolant) */
@@ -29,7 +31,8 @@ export interface RackStatus {
 
 export interface PumpStatus {
   speedCmdPct: number;
-  dpKpa: number;
+  /** null unless the reading is good */
+  dpKpa: number | null;
   enabled: boolean;
   loopStatus: number;
   setpointKpa: number;
@@ -50,8 +53,8 @@ export interface ViewInputs {
   decisions: PodDecisions;
   /** the power commands in force for rack i (PodWiring.powerCommand) */
   power(rack: number): { powerOff: boolean; capKw: number; writeCap: boolean };
-  /** a field point's latest value (NaN when unknown) */
-  value(pointId: string): number;
+  /** a field point's value when it is good, else null */
+  value(pointId: string): number | null;
   /** each loop's setpoint in force */
   setpoints: readonly number[];
   /** 1 where an operator isolated the rack */

@@ -80,6 +80,9 @@ describe("agent against the simulated pod", () => {
     await waitFor(() => /PV input bad, feed-forward input bad \(rack-5\.returnTempC: [^;]*stale, (timeout|offline|disconnected); rack-5\.powerKw: [^;]*stale/.test(agent.supervisor.alarms.get("failsafe:rack-5.valve")?.message ?? ""), "alarm names the input");
     await waitFor(() => agent.supervisor.alarms.get("device:rack-5") !== undefined, "device alarm", 10_000);
     expect(agent.supervisor.mode).toBe("Degraded");
+    // the last values read before the device went away are not passed off as measurements
+    expect(agent.status().racks[4]).toMatchObject({ returnTempC: null, flowLpm: null, powerKw: null });
+    expect(pointReports(agent.fieldPoints())["rack-5.returnTempC"]).toMatchObject({ value: null, quality: expect.not.stringMatching(/^good$/) as unknown });
     t.sim.inject({ device: "rack-5", offline: false });
     await waitFor(() => (agent.status().racks[4].loopStatus & L.LS_AUTOMATIC) !== 0, "back in automatic", 20_000);
     await waitFor(() => agent.supervisor.alarms.get("device:rack-5") === undefined, "device alarm cleared", 20_000);
@@ -102,6 +105,19 @@ describe("agent against the simulated pod", () => {
     expect(good.loopCurrentMa).toBeLessThan(20);
     expect(good.detail).toBeUndefined();
   }, 60_000);
+
+  it("reports a reading that is not good as null, never its sentinel or its last value", async () => {
+    // the transmitter says "no valid reading" with its sentinel raw value (-32768, -327.68 °C scaled)
+    t.sim.inject({ sensor: "rack-3.supplyTempC", fault: "nan" });
+    await waitFor(() => agent.fieldPoints().find((p) => p.id === "rack-3.supplyTempC")?.quality === "invalid", "the point invalid", 10_000);
+    expect(agent.status().racks[2].supplyTempC).toBeNull();
+    expect(pointReports(agent.fieldPoints())["rack-3.supplyTempC"]).toMatchObject({ value: null, quality: "invalid" });
+    // the other racks' readings are untouched
+    expect(agent.status().racks[3].supplyTempC).toEqual(expect.any(Number));
+    t.sim.inject({ sensor: "rack-3.supplyTempC", fault: "clear" });
+    await waitFor(() => agent.status().racks[2].supplyTempC !== null, "the reading back", 10_000);
+    expect(agent.status().racks[2].supplyTempC).toBeGreaterThan(0);
+  }, 30_000);
 
   it("logs JSON lines with a module per line", () => {
     expect(logs.lines.length).toBeGreaterThan(5);

@@ -86,6 +86,18 @@ describe("metrics and health", () => {
     expect(text).toContain('podwarden_mqtt_ingest_messages_total{outcome="rejected"} 0');
     expect(text).toContain("podwarden_mqtt_ingest_connected 1");
     expect(text).toContain("podwarden_mqtt_ingest_silent_broker_drops_total 0");
+    // a reading that is not a number: the point goes invalid and its gauge value goes away,
+    // rather than the last good 24.5 standing in for a measurement
+    const bad = await mqtt.connectAsync(broker.url, { clientId: "bms-bad" });
+    try {
+      await bad.publishAsync("bms/inlet", "not a number", { qos: 1 });
+      await waitFor(() => agent.ingest?.points.get("bms.inletAirC")?.quality === "invalid", "the reading invalid", 10_000);
+    } finally {
+      await bad.endAsync();
+    }
+    const after = await (await fetch(`${url}/metrics`)).text();
+    expect(after).not.toContain('podwarden_point_value{point="bms.inletAirC"');
+    expect(after).toContain('podwarden_point_quality{point="bms.inletAirC",quality="invalid"} 1');
   });
 
   it("answers /healthz and /readyz, and 404 elsewhere", async () => {

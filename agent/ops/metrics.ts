@@ -37,7 +37,7 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const p of a().fieldPoints()) if (Number.isFinite(p.value)) this.set({ point: p.id, unit: p.unit ?? "" }, p.value);
+        for (const p of a().fieldPoints()) if (p.quality === "good" && Number.isFinite(p.value)) this.set({ point: p.id, unit: p.unit ?? "" }, p.value);
       },
     });
     new Gauge({

@@ -20,8 +20,9 @@ export interface PointReport {
 
 function report(p: Point, wallNow: number, monoNow: number): PointReport {
   return {
-    // JSON has no NaN: an unusable value travels as null, its quality says why
-    value: Number.isFinite(p.value) ? p.value : null,
+    // a value that is not good travels as null (an invalid reading's sentinel, -3276.8 say, is
+    // not a measurement), and so does NaN, which JSON cannot carry; the quality says why
+    value: p.quality === "good" && Number.isFinite(p.value) ? p.value : null,
     ...(p.unit === undefined ? {} : { unit: p.unit }),
     quality: p.quality,
     sourceTime: Number.isFinite(p.sourceTimeMs) ? new Date(wallNow - (monoNow - p.sourceTimeMs)).toISOString() : null,
