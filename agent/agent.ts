@@ -23,6 +23,7 @@ import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type Operat
 import type { Logger, Logs } from "./log.js";
 import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter } from "./pod-api.js";
 import { ProblemRegistry } from "./problems.js";
+import { TickWindow } from "./control/tick-window.js";
 import type { Alarm } from "./supervisor/alarms.js";
 import { SetpointLeases } from "./supervisor/setpoints.js";
 import { Supervisor, type PodMode, type Reading } from "./supervisor/supervisor.js";
@@ -86,7 +87,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private readonly timers: NodeJS.Timeout[] = [];
   private decisions: PodDecisions;
   private outputs: ControlOutputs | undefined;
-  private lastOverruns = 0;
+  private readonly tickWindow: TickWindow;
   private running = false;
   private stopping = false;
   private readonly spDefault: number[];
@@ -126,6 +127,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
             this.points,
           );
     this.supervisor = new Supervisor(c.supervisor, c, this.layout, (e) => this.emit(e), monoMs);
+    this.tickWindow = new TickWindow(c.supervisor.overrun.windowMs);
     this.decisions = this.wiring.initialDecisions();
     this.spDefault = defaultSetpoints(c.control, this.layout);
     this.loopSp = [...this.spDefault];
@@ -296,7 +298,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.decisions = this.supervisor.evaluate({
       nowMs: now,
       controlHealthy: this.control.healthy(this.controlMaxAgeMs()),
-      overrunsDelta: overruns - this.lastOverruns,
+      recentTicks: this.tickWindow.update(now, { ticks: this.control.ticks, overruns, lateness: this.control.latenessHistogram() }),
       loopStatus: o?.loopStatus ?? [],
       loopOut: o?.loopOut ?? [],
       rackState: o?.rackState ?? [],
@@ -317,7 +319,6 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
         why: !d.connected ? "disconnected" : `not answering (circuit breaker ${d.breaker})`,
       })),
     });
-    this.lastOverruns = overruns;
   }
 
   reportProblem(id: string, p: ProblemReport): void {
@@ -550,13 +551,14 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
         p999Us: ct.latenessUs(0.999),
         maxUs: ct.maxLatenessUs,
         schedFifo: ct.schedFifo,
+        recent: this.tickWindow.recent(),
       },
     };
   }
 
   controlStats(): ReturnType<PodDiagnostics["controlStats"]> {
     const ct = this.control;
-    return { ticks: ct.ticks, urgentTicks: ct.urgentTicks, overruns: ct.overruns, maxLatenessUs: ct.maxLatenessUs, lateness: ct.latenessHistogram() };
+    return { ticks: ct.ticks, urgentTicks: ct.urgentTicks, overruns: ct.overruns, maxLatenessUs: ct.maxLatenessUs, lateness: ct.latenessHistogram(), recent: this.tickWindow.recent() };
   }
 
   modbusStats(): ReturnType<ModbusDriver["stats"]> {

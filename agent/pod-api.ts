@@ -3,6 +3,7 @@
 // the drivers, the control thread or the config.
 import type { LoopMode } from "../hotpath-as/bank-config.js";
 import type { LogHistogram } from "../lib/log-histogram.js";
+import type { RecentTicks } from "./control/tick-window.js";
 import type { Point } from "../lib/points.js";
 import type { ModbusDriver } from "../drivers/modbus/driver.js";
 import type { PodLayout } from "../pod/layout.js";
@@ -23,7 +24,8 @@ export interface PodStatus {
   mode: PodMode;
   racks: RackStatus[];
   pump: PumpStatus;
-  control: { ticks: number; overruns: number; p50Us: number; p99Us: number; p999Us: number; maxUs: number; schedFifo: string };
+  /** cumulative since start, and `recent`: the same over the last supervisor.overrun.windowMs */
+  control: { ticks: number; overruns: number; p50Us: number; p99Us: number; p999Us: number; maxUs: number; schedFifo: string; recent: RecentTicks };
 }
 
 /** Who the pod is: what `info` and the board show. */
@@ -55,7 +57,7 @@ export interface PodReader {
 
 /** The control thread's and the field drivers' counters, for metrics. */
 export interface PodDiagnostics {
-  controlStats(): { ticks: number; urgentTicks: number; overruns: number; maxLatenessUs: number; lateness: LogHistogram };
+  controlStats(): { ticks: number; urgentTicks: number; overruns: number; maxLatenessUs: number; lateness: LogHistogram; recent: RecentTicks };
   modbusStats(): ReturnType<ModbusDriver["stats"]>;
   /** null without mqttIngest */
   ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; oversized: number; silentBrokerDrops: number } | null;

@@ -148,7 +148,7 @@ describe("supervisor", () => {
   const inputs = (over: Partial<SupervisorInputs> = {}): SupervisorInputs & { racks: Rack[] } => ({
     nowMs: 0,
     controlHealthy: true,
-    overrunsDelta: 0,
+    recentTicks: { ticks: 10_000, overruns: 0, spanMs: 10_000 },
     loopStatus: new Array(9).fill(L.LS_AUTOMATIC),
     loopOut: new Array(9).fill(80),
     rackState: new Array(8).fill(L.RACK_NORMAL),
@@ -192,6 +192,40 @@ describe("supervisor", () => {
     s.evaluate(inputs({ controlHealthy: false }));
     expect(s.mode).toBe("Failsafe");
     expect(events.filter((e) => e.type === "mode.changed").map((e) => (e as { to: string }).to)).toEqual(["Running", "Degraded", "Failsafe"]);
+  });
+
+  it("stays Degraded while any alarm is listed, including one waiting out its clear dwell, then runs", () => {
+    const modes: string[] = [];
+    const clock = { t: 0 };
+    const s = supervisor((e) => (e.type === "mode.changed" ? modes.push(e.to) : undefined), () => clock.t);
+    const warm = inputs();
+    warm.racks[1] = { ...warm.racks[1], returnTempC: good(51) }; // a Warning
+    s.evaluate(warm);
+    expect(s.mode).toBe("Degraded");
+    clock.t = 100;
+    s.evaluate({ ...inputs(), nowMs: clock.t }); // the condition has gone, the alarm has not
+    expect(s.alarms.get("overtemp:rack-2")?.severity).toBe("Warning");
+    expect(s.mode).toBe("Degraded");
+    clock.t = 100 + config.supervisor.alarmClearDwellMs;
+    s.evaluate({ ...inputs(), nowMs: clock.t });
+    expect(s.alarms.get("overtemp:rack-2")).toBeUndefined();
+    expect(s.mode).toBe("Running");
+    expect(modes).toEqual(["Degraded", "Running"]);
+  });
+
+  it("raises control:overrun for a share of late ticks over the window, never for a single late tick", () => {
+    const modes: string[] = [];
+    const s = supervisor((e) => (e.type === "mode.changed" ? modes.push(e.to) : undefined), () => 0);
+    s.evaluate(inputs());
+    // one late tick in 10 000: no alarm, no mode change (the retained state does not flip)
+    s.evaluate(inputs({ recentTicks: { ticks: 10_000, overruns: 1, spanMs: 10_000 } }));
+    expect(s.alarms.get("control:overrun")).toBeUndefined();
+    // 1 % is the limit; above it the pod says its control timing is not kept
+    s.evaluate(inputs({ recentTicks: { ticks: 10_000, overruns: 100, spanMs: 10_000 } }));
+    expect(s.alarms.get("control:overrun")).toBeUndefined();
+    s.evaluate(inputs({ recentTicks: { ticks: 10_000, overruns: 101, spanMs: 10_000 } }));
+    expect(s.alarms.get("control:overrun")?.message).toMatch(/101 of 10000 in the last 10\.0 s/);
+    expect(modes).toEqual(["Running", "Degraded"]);
   });
 
   it("names the bad input of a loop in fail-safe, and why: a rack loop's PV and feed-forward, the pump loop's PV", () => {

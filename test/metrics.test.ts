@@ -52,6 +52,7 @@ describe("metrics and health", () => {
       'podwarden_isolation_valves_open{rack="rack-3"} 1',
       'podwarden_alarms_active{severity="Critical"}',
       'podwarden_tick_lateness_seconds{quantile="0.99"}',
+      "podwarden_tick_overruns_recent",
       "podwarden_ticks_total",
       'podwarden_modbus_requests_total{device="rack-1",outcome="ok"}',
       'podwarden_modbus_request_duration_seconds{device="cdu",quantile="0.5"}',

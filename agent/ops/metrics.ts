@@ -114,6 +114,30 @@ export class Metrics {
       },
     });
     new Gauge({
+      name: "podwarden_tick_lateness_recent_seconds",
+      help: "Control tick lateness quantiles over the last supervisor.overrun.windowMs (shows an incident, which the cumulative quantiles average away)",
+      labelNames: ["quantile"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const w = a().controlStats().recent;
+        for (const [q, us] of [
+          [0.5, w.p50Us],
+          [0.99, w.p99Us],
+          [0.999, w.p999Us],
+        ] as const)
+          if (Number.isFinite(us)) this.set({ quantile: String(q) }, us / 1e6);
+      },
+    });
+    new Gauge({
+      name: "podwarden_tick_overruns_recent",
+      help: "Control ticks that missed their deadline over the last supervisor.overrun.windowMs",
+      registers: [r],
+      collect() {
+        this.set(a().controlStats().recent.overruns);
+      },
+    });
+    new Gauge({
       name: "podwarden_tick_lateness_max_seconds",
       help: "Largest control tick lateness since start",
       registers: [r],

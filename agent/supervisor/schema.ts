@@ -5,6 +5,16 @@ export const SUPERVISOR_SCHEMA = obj(
   {
     periodMs: int(10, 10_000, 100, "supervisor evaluation period, ms"),
     alarmClearDwellMs: int(0, 3_600_000, 5000, "a condition must stay clear this long before its alarm clears, ms"),
+    overrun: obj(
+      {
+        // 0.01: on the 2-core development VM, a settled demo pod misses 0.4-0.5 % of its deadlines
+        // (40-55 of ~10 800 ticks per 10 s, p999 lateness 2.3 ms, measured 2026-12-01): ordinary
+        // jitter of a shared machine, not lost control; 1 % sustained over 10 s is
+        windowMs: int(1000, 600_000, 10_000, "control-tick overruns and lateness are also counted over this recent window (status control.recent, the recent metrics), ms"),
+        maxShare: num(0, 1, 0.01, "control:overrun is raised when more than this share of the window's ticks missed their deadline (0.01: 100 of 10 000); a single late tick never raises it"),
+      },
+      "the alarm control:overrun",
+    ),
     overTemp: obj(
       {
         warningC: num(10, 100, 50, "return temperature that raises a Warning, °C"),

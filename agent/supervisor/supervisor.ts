@@ -25,7 +25,8 @@ export interface Reading {
 export interface SupervisorInputs {
   nowMs: number;
   controlHealthy: boolean;
-  overrunsDelta: number;
+  /** control ticks run, and ticks that missed their deadline, over the recent window (supervisor.overrun.windowMs) */
+  recentTicks: { ticks: number; overruns: number; spanMs: number };
   loopStatus: readonly number[];
   loopOut: readonly number[];
   rackState: readonly number[];
@@ -124,7 +125,14 @@ export class Supervisor {
 
     // ---- control health ------------------------------------------------------------------
     a.update("control:stalled", !i.controlHealthy, { severity: "Critical", source: "control", message: "control loop not ticking: devices will fall back to their fail positions" });
-    a.update("control:overrun", i.overrunsDelta > 0, { severity: "Warning", source: "control", message: `control ticks missed their deadline (${i.overrunsDelta} in the last pass)` });
+    // a share of the window, not any overrun: one late tick is not a pod problem (and must not
+    // flip the mode and the retained state twice); sustained lateness is
+    const rt = i.recentTicks;
+    a.update("control:overrun", rt.overruns > 0 && rt.overruns > s.overrun.maxShare * rt.ticks, {
+      severity: "Warning",
+      source: "control",
+      message: `control ticks missed their deadline: ${rt.overruns} of ${rt.ticks} in the last ${(rt.spanMs / 1000).toFixed(1)} s (more than ${100 * s.overrun.maxShare} %)`,
+    });
 
     // ---- devices ---------------------------------------------------------------------------
     for (const d of i.devices) a.update(`device:${d.name}`, !d.ok, { severity: "Warning", source: d.name, message: `device ${d.name} ${d.why}` });
@@ -269,7 +277,9 @@ export class Supervisor {
     a.update("power:budget", alloc.constrained, { severity: "Warning", source: "pod", message: `pod power budget ${budgetKw} kW constrains rack caps` });
 
     // ---- mode ------------------------------------------------------------------------------
-    const problems = a.active().filter((x) => x.conditionActive || x.latched);
+    // every alarm still listed counts, including one whose condition went and which waits out its
+    // clear dwell: Running means no alarm at all, as the docs and the alarm list say
+    const problems = a.active();
     if (!i.controlHealthy && (this.everRunning || now - this.startedAtMs > 10_000)) this.setMode("Failsafe", "control loop unhealthy");
     else if (this.maintenance) this.setMode("Maintenance", "operator");
     else if (this.mode_ === "Starting" && !allLive && now - this.startedAtMs < 30_000) this.setMode("Starting", "waiting for valid inputs");
