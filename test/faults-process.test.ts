@@ -121,11 +121,14 @@ describe("faults around the daemon process", () => {
       writeFileSync(cfg, stringify(demoConfigFor(t.sim, (c) => (c.uplink = { url: broker.url, protocolVersion: 5, keepaliveS: 5 }))));
       const d = startDaemon(cfg);
       daemons.push(d);
-      const stateOf = async (): Promise<{ state: string; retained: boolean }[]> => {
+      const stateOf = async (): Promise<{ state: string; retained: boolean; reason?: string; mode?: unknown; timestamp?: unknown }[]> => {
         // a fresh subscriber sees only what the broker keeps: the retained state
         const c = await mqtt.connectAsync(broker.url, { protocolVersion: 5 });
-        const got: { state: string; retained: boolean }[] = [];
-        c.on("message", (_t, p, packet) => got.push({ state: (JSON.parse(p.toString()) as { state: string }).state, retained: packet.retain }));
+        const got: { state: string; retained: boolean; reason?: string; mode?: unknown; timestamp?: unknown }[] = [];
+        c.on("message", (_t, p, packet) => {
+          const m = JSON.parse(p.toString()) as { state: string; reason?: string; mode?: unknown; timestamp?: unknown };
+          got.push({ state: m.state, retained: packet.retain, ...(m.state === "offline" ? { reason: m.reason, mode: m.mode, timestamp: m.timestamp } : {}) });
+        });
         await c.subscribeAsync("podwarden/demo/pod-a/state", { qos: 1 });
         await new Promise((r) => setTimeout(r, 300));
         await c.endAsync(true);
@@ -133,8 +136,9 @@ describe("faults around the daemon process", () => {
       };
       await waitFor(async () => (await stateOf()).some((m) => m.state === "online" && m.retained), "retained online", 60_000, 200);
       await stopProcess(d.child, "SIGKILL"); // no goodbye: only the broker can speak for it now
-      // what the broker keeps is exactly one message: offline, retained
-      await waitFor(async () => JSON.stringify(await stateOf()) === JSON.stringify([{ state: "offline", retained: true }]), "retained offline from the Will", 20_000, 200);
+      // what the broker keeps is exactly one message: offline, retained; the Will claims no mode
+      // and no time, which the pod could not know when it wrote it
+      await waitFor(async () => JSON.stringify(await stateOf()) === JSON.stringify([{ state: "offline", retained: true, reason: "connection lost", mode: null, timestamp: null }]), "retained offline from the Will", 20_000, 200);
     } finally {
       await broker.stop();
     }

@@ -188,3 +188,38 @@ describe("TLS and mutual TLS, with a real mosquitto", () => {
     }
   });
 });
+
+describe("the retained state at a stop, with a real mosquitto", () => {
+  /** What a newcomer sees: the broker's retained state for the pod, and only that. */
+  async function retainedState(url: string, topic: string): Promise<Record<string, unknown>[]> {
+    const c = await mqtt.connectAsync(url, { protocolVersion: 5, clientId: `look-${process.pid}-${Math.random().toString(16).slice(2)}` });
+    const got: Record<string, unknown>[] = [];
+    c.on("message", (_t, p, packet) => got.push({ ...(JSON.parse(p.toString()) as Record<string, unknown>), retained: packet.retain }));
+    await c.subscribeAsync(topic, { qos: 1 });
+    await new Promise((r) => setTimeout(r, 300));
+    await c.endAsync();
+    return got;
+  }
+
+  it("a clean stop leaves 'offline, stopped' with its mode and time, and the Will does not overwrite it", async () => {
+    const broker = await Mosquitto.start({ persistence: false });
+    const sim = await startTestSim();
+    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim, uplink: { clientId: "pod-clean-stop" } });
+    try {
+      const topic = `${pod.base}state`;
+      await waitFor(async () => (await retainedState(broker.url, topic)).some((m) => m.state === "online"), "retained online", 20_000, 200);
+      const before = Date.now();
+      await pod.stop();
+      // give a Will every chance to arrive: mosquitto publishes it as soon as the socket drops
+      await new Promise((r) => setTimeout(r, 1000));
+      const kept = await retainedState(broker.url, topic);
+      expect(kept).toHaveLength(1);
+      expect(kept[0]).toMatchObject({ state: "offline", reason: "stopped", retained: true, mode: expect.stringMatching(/^(Starting|Running|Degraded|Failsafe|Maintenance)$/) as unknown });
+      expect(Date.parse(String(kept[0].timestamp))).toBeGreaterThanOrEqual(before - 1000);
+    } finally {
+      await pod.stop();
+      await sim.stop();
+      await broker.stop();
+    }
+  }, 60_000);
+});

@@ -96,8 +96,13 @@ export class Uplink {
     return this.base + name;
   }
 
-  private stateMessage(state: "online" | "offline"): string {
-    return JSON.stringify({ state, mode: state === "online" ? this.agent.mode() : "Disabled", since: this.since, timestamp: new Date().toISOString() });
+  /**
+   * The retained state. The Will is written at connect time and published by the broker at some
+   * later moment the pod cannot know: it carries no mode and no timestamp rather than stale ones.
+   */
+  private stateMessage(kind: "online" | "stopped" | "will"): string {
+    if (kind === "will") return JSON.stringify({ state: "offline", reason: "connection lost", mode: null, since: this.since, timestamp: null });
+    return JSON.stringify({ state: kind === "online" ? "online" : "offline", ...(kind === "stopped" ? { reason: "stopped" } : {}), mode: this.agent.mode(), since: this.since, timestamp: new Date().toISOString() });
   }
 
   async start(): Promise<void> {
@@ -115,7 +120,7 @@ export class Uplink {
       clientId: this.c.clientId ?? `podwarden-${id.site}-${id.pod}`,
       reconnectPeriod: 0, // reconnects are ours: backoff with jitter
       clean: true,
-      will: { topic: this.topic("state"), payload: Buffer.from(this.stateMessage("offline")), qos: 1, retain: true },
+      will: { topic: this.topic("state"), payload: Buffer.from(this.stateMessage("will")), qos: 1, retain: true },
     });
     this.client = client;
     client.on("error", (err) => this.log.debug({ err: err.message }, "mqtt error"));
@@ -337,14 +342,24 @@ export class Uplink {
     if (c !== null && c.connected) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 1000);
-        c.publish(this.topic("state"), this.stateMessage("offline"), { retain: true, qos: 1 }, () => {
+        c.publish(this.topic("state"), this.stateMessage("stopped"), { retain: true, qos: 1 }, () => {
           clearTimeout(t);
           resolve();
         });
       });
     }
     this.client = null;
-    await c?.endAsync(true);
+    // A DISCONNECT, not a dropped socket: a broker publishes the Will on anything else, which
+    // would overwrite the "stopped" state just published with "connection lost". A broker that
+    // does not take the DISCONNECT within a second is cut off (and its Will is then the truth).
+    if (c !== null) {
+      let cut: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => (cut = setTimeout(() => resolve(true), 1000)));
+      const tooLate = await Promise.race([c.endAsync(false).then(() => false, () => false), late]);
+      clearTimeout(cut);
+      // a second end() is ignored while one is under way: cut the socket itself
+      if (tooLate) c.stream.destroy();
+    }
     await this.backgroundFlush; // the only background flush: the closing one comes after it
     this.spool.close();
   }
