@@ -122,6 +122,22 @@ describe("agent against the simulated pod", () => {
     expect(agent.status().racks[2].supplyTempC).toBeGreaterThan(0);
   }, 30_000);
 
+  it("raises its own alarm for a failed flow meter, and a leak then reports its isolation unprovable, not flow that did not stop", async () => {
+    t.sim.inject({ sensor: "rack-4.flowLpm", fault: "nan" });
+    await waitFor(() => agent.supervisor.alarms.get("flow-meter:rack-4") !== undefined, "flow-meter alarm", 10_000);
+    expect(agent.supervisor.alarms.get("flow-meter:rack-4")?.severity).toBe("Warning");
+    t.sim.inject({ leak: "rack-4" });
+    await waitFor(() => agent.supervisor.alarms.get("isolation-failed:rack-4") !== undefined, "isolation unproven", 20_000);
+    expect(truth().racks[3].flowLpm).toBe(0); // the valves did close: only the proof is missing
+    expect(agent.supervisor.alarms.get("isolation-failed:rack-4")?.message).toMatch(/not proven: the flow meter has no good reading \(rack-4\.flowLpm: .*invalid/);
+    expect(agent.supervisor.alarms.get("flow-meter:rack-4")?.severity).toBe("Critical");
+    t.sim.inject({ sensor: "rack-4.flowLpm", fault: "clear" });
+    t.sim.inject({ leak: "rack-4", state: "dry" });
+    await waitFor(async () => (await agent.resetLeak(3)) === "accepted", "reset accepted", 10_000, 200);
+    await waitFor(() => truth().racks[3].supplyIsolationPct === 100, "back in service", 10_000);
+    await waitFor(() => agent.supervisor.alarms.get("flow-meter:rack-4") === undefined, "flow-meter alarm cleared", 15_000);
+  }, 60_000);
+
   it("logs JSON lines with a module per line", () => {
     expect(logs.lines.length).toBeGreaterThan(5);
     expect(logs.lines.every((l) => typeof l.module === "string" && typeof l.time === "string")).toBe(true);

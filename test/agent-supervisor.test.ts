@@ -271,6 +271,31 @@ describe("supervisor", () => {
     expect(events.some((e) => e.type === "leak.escalated" && e.rack === "rack-4")).toBe(true);
   });
 
+  it("raises flow-meter:<rack> for a flow meter with no good reading, Critical while the rack isolates on it, and says so when the isolation goes unproven", () => {
+    const s = supervisor(() => undefined, () => 0);
+    s.evaluate(inputs());
+    const bad = { value: NaN, good: false, why: "rack-4.flowLpm: no usable value, invalid" };
+    const i = inputs();
+    i.racks[3] = { ...i.racks[3], flowLpm: bad };
+    s.evaluate(i);
+    expect(s.alarms.get("flow-meter:rack-4")).toMatchObject({ severity: "Warning", message: expect.stringContaining("rack-4.flowLpm: no usable value, invalid") as unknown });
+    expect(s.alarms.get("flow-meter:rack-4")?.message).toMatch(/cannot be proven/);
+    (i.rackState as number[])[3] = L.RACK_ISOLATING;
+    s.evaluate(i);
+    expect(s.alarms.get("flow-meter:rack-4")?.severity).toBe("Critical");
+    (i.rackState as number[])[3] = L.RACK_ESCALATED;
+    s.evaluate(i);
+    // not "flow has not stopped": nobody knows whether it has
+    expect(s.alarms.get("isolation-failed:rack-4")?.message).toMatch(/not proven: the flow meter has no good reading \(rack-4\.flowLpm/);
+    // a flow that is read and has not stopped says that
+    const s2 = supervisor(() => undefined, () => 0);
+    const j = inputs();
+    (j.rackState as number[])[3] = L.RACK_ESCALATED;
+    s2.evaluate(j);
+    expect(s2.alarms.get("isolation-failed:rack-4")?.message).toMatch(/not proven: flow has not stopped/);
+    expect(s2.alarms.get("flow-meter:rack-4")).toBeUndefined();
+  });
+
   it("raises loss of flow only after its delay, and only for a rack in service", () => {
     const clock = { t: 0 };
     const s = supervisor(() => undefined, () => clock.t);

@@ -186,10 +186,22 @@ export class Supervisor {
       }
       if (escalate && !this.escalated[r]) this.emit({ type: "leak.escalated", rack: rack.name, actions });
       this.escalated[r] = escalate;
+      // not proven for want of a reading is not the same as flow that did not stop: say which
+      const why = x.flowLpm.good ? "flow has not stopped" : `the flow meter has no good reading (${x.flowLpm.why ?? "unknown"})`;
       a.update(`isolation-failed:${rack.name}`, escalate, {
         severity: "Critical",
         source: rack.name,
-        message: `isolation of ${rack.name} not proven: flow has not stopped${actions.length > 0 ? `; ${actions.join(", ")}` : "; no escalation output configured"}`,
+        message: `isolation of ${rack.name} not proven: ${why}${actions.length > 0 ? `; ${actions.join(", ")}` : "; no escalation output configured"}`,
+      });
+
+      // the flow meter is what proves an isolation (and what shows a loss of flow): without a good
+      // reading neither can be proven, so it says so before a leak needs it. Critical while the
+      // rack is isolating on it; not raised while the pod is still Starting (nothing read yet)
+      const latched = state === L.RACK_ISOLATING || state === L.RACK_ESCALATED;
+      a.update(`flow-meter:${rack.name}`, !x.flowLpm.good && (this.mode_ !== "Starting" || latched), {
+        severity: latched ? "Critical" : "Warning",
+        source: rack.name,
+        message: `flow meter at ${rack.name} has no good reading (${x.flowLpm.why ?? "unknown"}): a leak isolation there cannot be proven, and a loss of flow cannot be seen`,
       });
 
       // over-temperature tiers with hysteresis
