@@ -8,7 +8,7 @@ import { ModbusDriver } from "../drivers/modbus/driver.js";
 import { MqttIngest } from "../drivers/mqtt-ingest.js";
 import { monoMs } from "../lib/clock.js";
 import { JsonStateFile } from "../lib/json-state-file.js";
-import { PointStore, type Point } from "../lib/points.js";
+import { measuredValue, PointStore, type Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
 import { podLayout, type PodLayout } from "../pod/layout.js";
 import { pumpStatus, rackStatuses } from "../pod/status-view.js";
@@ -531,10 +531,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       outputs,
       decisions: this.decisions,
       power: (i: number) => (outputs === undefined ? { powerOff: this.decisions.rackPowerOff[i], capKw: this.decisions.powerCapsKw[i], writeCap: this.config.supervisor.powerBudget.writeCaps } : this.wiring.powerCommand(outputs, this.decisions, i)),
-      value: (id: string): number | null => {
-        const p = this.points.get(id);
-        return p !== undefined && p.quality === "good" && Number.isFinite(p.value) ? p.value : null;
-      },
+      value: (id: string): number | null => measuredValue(this.points.get(id)),
       setpoints: this.loopSp,
       manualIsolate: this.control.frames.rackManualIsolate,
     };

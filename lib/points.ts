@@ -30,6 +30,15 @@ export interface Point {
   detail?: string;
 }
 
+/**
+ * A point's value as a measurement, or null: a value that is not good (an invalid reading's
+ * sentinel, a stale or disconnected point's last value) is not one, and neither is NaN. Every
+ * payload that reports a value (telemetry, status, metrics) goes through this.
+ */
+export function measuredValue(p: Point | undefined): number | null {
+  return p !== undefined && p.quality === "good" && Number.isFinite(p.value) ? p.value : null;
+}
+
 export type PointListener = (p: Point) => void;
 
 /** The latest value of every point, with change listeners. */

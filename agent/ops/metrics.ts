@@ -5,7 +5,7 @@
 // Values are collected when scraped, so nothing here runs between scrapes.
 import { createServer, type Server } from "node:http";
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
-import { QUALITIES } from "../../lib/points.js";
+import { measuredValue, QUALITIES } from "../../lib/points.js";
 import type { BusStats } from "../../drivers/modbus/driver.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { PodDiagnostics, PodReader } from "../pod-api.js";
@@ -37,7 +37,10 @@ export class Metrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const p of a().fieldPoints()) if (p.quality === "good" && Number.isFinite(p.value)) this.set({ point: p.id, unit: p.unit ?? "" }, p.value);
+        for (const p of a().fieldPoints()) {
+          const v = measuredValue(p);
+          if (v !== null) this.set({ point: p.id, unit: p.unit ?? "" }, v);
+        }
       },
     });
     new Gauge({

@@ -1,7 +1,7 @@
 // What telemetry carries: every point with its value, unit, source time and quality, plus the
 // pod's rack-level status. Periodic snapshots carry all of it; report-by-exception messages in
 // between carry only the points that moved beyond their deadband or changed quality.
-import type { Point } from "../../lib/points.js";
+import { measuredValue, type Point } from "../../lib/points.js";
 import { monoMs } from "../../lib/clock.js";
 import type { PodReader } from "../pod-api.js";
 import type { UplinkConfig } from "./schema.js";
@@ -20,9 +20,8 @@ export interface PointReport {
 
 function report(p: Point, wallNow: number, monoNow: number): PointReport {
   return {
-    // a value that is not good travels as null (an invalid reading's sentinel, -3276.8 say, is
-    // not a measurement), and so does NaN, which JSON cannot carry; the quality says why
-    value: p.quality === "good" && Number.isFinite(p.value) ? p.value : null,
+    // a value that is not good travels as null; the quality says why
+    value: measuredValue(p),
     ...(p.unit === undefined ? {} : { unit: p.unit }),
     quality: p.quality,
     sourceTime: Number.isFinite(p.sourceTimeMs) ? new Date(wallNow - (monoNow - p.sourceTimeMs)).toISOString() : null,
