@@ -32,8 +32,10 @@ describe("agent against the simulated pod", () => {
   it("puts every actuator in its safe state first, then holds every return temperature within ±0.5 °C", async () => {
     // before valid data the rack loops are in fail-safe: valves commanded fully open
     await waitFor(() => truth().racks.every((r) => r.valveCommandPct === 100), "fail-safe open at start", 10_000);
-    // Running means no alarm listed at all: on a timeout, say which ones held it back
-    await waitFor(() => agent.supervisor.mode === "Running", "Running", 20_000).catch((e: unknown) => {
+    // Running means no alarm listed at all: on a timeout, say which ones held it back. A cold
+    // start misses more deadlines (JIT, page faults: 1.2 % of the first 10.9 s in a CI run), and
+    // control:overrun clears only once those leave its 10 s window, plus the clear dwell
+    await waitFor(() => agent.supervisor.mode === "Running", "Running", 60_000).catch((e: unknown) => {
       throw new Error(`${String(e)}: ${agent.supervisor.mode}, ${agent.activeAlarms().map((a) => `${a.id} (${a.message})`).join("; ")}`);
     });
     // settle, then hold: 20 s of samples all within the band

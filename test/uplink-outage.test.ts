@@ -13,6 +13,7 @@ import { Prng } from "../sim/prng.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { MissionControl, removeState, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+import { topicBase } from "../agent/uplink/uplink.js";
 
 /** Sequence numbers from first to last with none missing (duplicates allowed: at least once). */
 function gaps(seqs: number[], upTo: number, from = 1): number[] {
@@ -59,8 +60,11 @@ describe("broker outages (mosquitto)", () => {
     // mission control keeps a persistent session, and the broker keeps it across restarts, so
     // what the broker acknowledged to the pod reaches mission control too
     const broker = await Mosquitto.start({ persistence: true, general: ["max_queued_messages 0", "max_inflight_messages 0"] });
+    // mission control subscribes before the pod starts: events the pod sends at start (seq 1, 2,
+    // ...) reach a subscriber that is there, not one that comes later (CI once lost the race)
+    const mc = await MissionControl.connect(broker.url, topicBase("demo", "pod-a"), 4, { clientId: "mc-outage", clean: false, reconnectPeriod: 50 });
     const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
-    const mc = await MissionControl.connect(broker.url, pod.base, 4, { clientId: "mc-outage", clean: false, reconnectPeriod: 50 });
+    expect(pod.base).toBe(mc.base);
     try {
       const n = await restartsDuringProbes(pod, () => broker.restart("SIGTERM"));
       const last = pod.uplink.stats().lastSeq;
