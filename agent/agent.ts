@@ -21,7 +21,8 @@ import { ControlThread, type ControlOutputs } from "./control/control-thread.js"
 import { LatchStore } from "./latch-store.js";
 import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type OperatorState } from "./operator-state.js";
 import type { Logger, Logs } from "./log.js";
-import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter } from "./pod-api.js";
+import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad } from "./pod-api.js";
+import { noCoolantLimitKw } from "../pod/config.js";
 import { ProblemRegistry } from "./problems.js";
 import { TickWindow } from "./control/tick-window.js";
 import type { Alarm } from "./supervisor/alarms.js";
@@ -484,6 +485,17 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     );
   }
 
+  rackLoad(rack: number): RackLoad {
+    const r = this.config.racks[rack];
+    const p = this.reading(this.layout.racks[rack].powerKw, r.points.powerKw, this.control.outputs() ?? this.outputs);
+    return {
+      drawKw: p.good ? p.value : null,
+      ...(p.good ? {} : { why: p.why ?? "no good reading" }),
+      limitKw: noCoolantLimitKw(r) + this.config.supervisor.noCoolantPower.toleranceKw,
+      isolatedByOperator: this.control.frames.rackManualIsolate[rack] === 1,
+    };
+  }
+
   leakLatched(rack: number): boolean {
     const o = this.control.outputs() ?? this.outputs;
     return o !== undefined && o.rackState[rack] !== L.RACK_NORMAL;
@@ -571,7 +583,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   applyTuning(next: AgentConfig): void {
     if (!sameStructure(this.config, next)) throw new Error("structure changed: a restart is needed");
     this.control.patch(podBankSpec(next.control, this.layout));
-    this.supervisor.reconfigure(next.supervisor);
+    this.supervisor.reconfigure(next.supervisor, next.control.isolation);
     Object.assign(this.config, { control: next.control, supervisor: next.supervisor, log: next.log });
     this.limits_ = commandLimits(this.config);
     defaultSetpoints(next.control, this.layout).forEach((sp, loop) => {

@@ -78,6 +78,17 @@ export interface CommandLimits {
   pumpOutputPct: Range;
 }
 
+/** A rack's draw against what it may draw with no coolant. */
+export interface RackLoad {
+  /** the power meter's good reading, kW; null when it has none */
+  drawKw: number | null;
+  /** why there is no good reading */
+  why?: string;
+  /** the no-coolant limit (racks[].noCoolant) plus supervisor.noCoolantPower.toleranceKw */
+  limitKw: number;
+  isolatedByOperator: boolean;
+}
+
 /** Commanding the pod: the command executor and the admin socket. */
 export interface PodCommander {
   readonly layout: PodLayout;
@@ -89,6 +100,8 @@ export interface PodCommander {
   setLoopMode(loop: number, mode: LoopMode, value?: number): Promise<void>;
   setMaintenance(on: boolean): Promise<void>;
   isolateRack(rack: number, isolate: boolean): Promise<void>;
+  /** what an operator's isolation of the rack would cut the coolant from */
+  rackLoad(rack: number): RackLoad;
   /** the rack is latched for a leak: isolated until an authorised reset, whatever an operator asks */
   leakLatched(rack: number): boolean;
   resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout">;

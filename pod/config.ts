@@ -226,6 +226,11 @@ export function controlProblems(k: ControlConfig): string[] {
 }
 
 /** Problems a schema cannot state about the racks' power coupling: an action with no output to act on. */
+/** The most a rack may draw with no coolant: 0 kW when it powers off, else its no-coolant cap. */
+export function noCoolantLimitKw(r: RackConfig): number {
+  return r.noCoolant.action === "power-off" ? 0 : r.noCoolant.capKw;
+}
+
 export function noCoolantProblems(racks: readonly RackConfig[]): string[] {
   const out: string[] = [];
   racks.forEach((r, i) => {

@@ -2,6 +2,8 @@
 // simulator: steady-state control, a leak, a device going offline. One pod for the whole file
 // (settling takes a minute of real time); each test leaves the others' racks alone.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { executeCommand } from "../agent/commands/executor.js";
+import type { CommandBody } from "../agent/commands/schema.js";
 import * as L from "../hotpath-as/assembly/layout.js";
 import type { Agent } from "../agent/agent.js";
 import { readReturnTempsThroughTransmitters } from "../cli/demo-config.js";
@@ -139,6 +141,32 @@ describe("agent against the simulated pod", () => {
     await waitFor(() => truth().racks[3].supplyIsolationPct === 100, "back in service", 10_000);
     await waitFor(() => agent.supervisor.alarms.get("flow-meter:rack-4") === undefined, "flow-meter alarm cleared", 15_000);
   }, 60_000);
+
+  it("an operator's isolation: refused while the rack's load cannot be shown off, proven by its flow meter, alarmed when flow does not stop", async () => {
+    const cmd = (command: string, rack: string): CommandBody => ({ command, params: { rack }, transaction: "t", pod: "x", seq: 1, issuedAt: "", expiresAt: "" }) as unknown as CommandBody;
+    // a loaded rack: refused, nothing moves
+    expect(await executeCommand(agent, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "rejected", code: "refused", reason: expect.stringMatching(/rack-5 draws \d+\.\d kW, above the 2 kW/) as unknown });
+    // an unloaded rack whose power meter has no good reading: refused too, naming the meter
+    t.sim.inject({ load: "rack-5", pct: 0 });
+    t.sim.inject({ sensor: "rack-5.powerKw", fault: "nan" });
+    await waitFor(() => agent.rackLoad(4).drawKw === null, "power meter bad", 10_000);
+    expect(await executeCommand(agent, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "rejected", code: "refused", reason: expect.stringMatching(/rack-5's power meter has no good reading \(rack-5\.powerKw: .*\): its load cannot be shown to be off/) as unknown });
+    expect(truth().racks[4].supplyIsolationPct).toBe(100);
+    t.sim.inject({ sensor: "rack-5.powerKw", fault: "clear" });
+    await waitFor(() => (agent.rackLoad(4).drawKw ?? 99) <= agent.rackLoad(4).limitKw, "rack-5 unloaded", 10_000);
+    // the flow meter lies: it still reads 30 L/min after the valves have shut
+    t.sim.inject({ sensor: "rack-5.flowLpm", fault: "value", value: 30 });
+    expect(await executeCommand(agent, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "ok" });
+    await waitFor(() => truth().racks[4].supplyIsolationPct === 0 && truth().racks[4].flowLpm === 0, "rack-5 isolated", 10_000);
+    await waitFor(() => agent.supervisor.alarms.get("isolation-failed:rack-5") !== undefined, "isolation unproven", 30_000);
+    expect(agent.supervisor.alarms.get("isolation-failed:rack-5")).toMatchObject({ severity: "Critical", message: expect.stringMatching(/operator isolation of rack-5 not proven after 15 s: flow has not stopped \(30\.0 L\/min\)/) as unknown });
+    expect(agent.status().racks[4].powerOffRequested).toBe(true); // its power followed its coolant
+    t.sim.inject({ sensor: "rack-5.flowLpm", fault: "clear" });
+    expect(await executeCommand(agent, cmd("return-rack", "rack-5"), "test")).toMatchObject({ status: "ok" });
+    await waitFor(() => truth().racks[4].supplyIsolationPct === 100, "rack-5 back in service", 10_000);
+    t.sim.inject({ load: "rack-5", pct: 70 });
+    await waitFor(() => agent.supervisor.alarms.get("isolation-failed:rack-5") === undefined, "alarm cleared", 15_000);
+  }, 90_000);
 
   it("logs JSON lines with a module per line", () => {
     expect(logs.lines.length).toBeGreaterThan(5);

@@ -47,6 +47,11 @@ describe("operator decisions across a restart and a reload", () => {
   };
   const stop = (a: Agent): Promise<void> => a.stop({ driveSafe: true, reason: "restart" });
   const valvePct = (rack: number): number => t.sim.truth().racks[rack].supplyIsolationPct;
+  /** An operator isolates only a rack whose load is off (executor.ts, loadedRackRefusal). */
+  const unload = async (a: Agent, rack: number): Promise<void> => {
+    t.sim.inject({ load: `rack-${rack + 1}`, pct: 0 });
+    await waitFor(() => (a.rackLoad(rack).drawKw ?? 99) <= a.rackLoad(rack).limitKw, `rack-${rack + 1} unloaded`, 10_000);
+  };
 
   beforeAll(async () => {
     t = await startTestSim();
@@ -60,6 +65,7 @@ describe("operator decisions across a restart and a reload", () => {
   it("keeps an operator's isolation through a restart: the valves stay shut from the first write, until return-rack", async () => {
     const dir = newDir();
     const a = await start(dir);
+    await unload(a, 3);
     expect(await executeCommand(a, command("isolate-rack", { rack: "rack-4" }), "test")).toMatchObject({ status: "ok" });
     expect(saved(dir)?.isolatedRacks).toEqual(["rack-4"]); // on disk when the command answered
     await waitFor(() => valvePct(3) === 0, "isolated");
@@ -137,6 +143,7 @@ describe("operator decisions across a restart and a reload", () => {
     const a = await start(dir);
     // every write goes through operator.json.bg.tmp: a directory in its place makes each one fail
     mkdirSync(join(dir, "operator.json.bg.tmp"));
+    await unload(a, 5);
     const out = await executeCommand(a, command("isolate-rack", { rack: "rack-6" }), "test").catch((err: Error) => ({ status: "thrown", reason: err.message }));
     expect(out).toMatchObject({ status: "thrown", reason: expect.stringMatching(/cannot be saved, so it is refused/) as unknown });
     expect(a.status().racks[5].isolatedByOperator).toBe(false);

@@ -296,6 +296,37 @@ describe("supervisor", () => {
     expect(s2.alarms.get("flow-meter:rack-4")).toBeUndefined();
   });
 
+  it("proves an operator's isolation like a leak's: isolation-failed (Critical, no escalation) when flow has not stopped by the deadline, and a flow meter it relies on is Critical", () => {
+    const deadline = config.control.isolation.deadlineMs;
+    const clock = { t: 0 };
+    const s = supervisor(() => undefined, () => clock.t);
+    const at = (nowMs: number, flow: { value: number; good: boolean; why?: string }): SupervisorInputs => {
+      clock.t = nowMs;
+      const i = inputs({ nowMs });
+      i.racks[4] = { ...i.racks[4], flowLpm: flow, manualIsolate: true, noCoolant: true, powerKw: good(0) };
+      return i;
+    };
+    s.evaluate(at(0, good(60))); // valves still closing
+    s.evaluate(at(deadline - 1, good(20)));
+    expect(s.alarms.get("isolation-failed:rack-5")).toBeUndefined();
+    const d = s.evaluate(at(deadline, good(20)));
+    expect(s.alarms.get("isolation-failed:rack-5")).toMatchObject({ severity: "Critical", message: expect.stringMatching(/operator isolation of rack-5 not proven after 15 s: flow has not stopped \(20\.0 L\/min\); do not open its lines/) as unknown });
+    expect(d.rackPowerOff[4]).toBe(false); // no leak: nothing escalates, the wiring's no-coolant power-off is what cuts power
+    // proven once flow is below isolatedFlowMaxLpm; the alarm then clears after its dwell
+    s.evaluate(at(deadline + 1, good(0)));
+    s.evaluate(at(deadline + 1 + config.supervisor.alarmClearDwellMs, good(0)));
+    expect(s.alarms.get("isolation-failed:rack-5")).toBeUndefined();
+    // a flow meter with no good reading leaves the isolation unproven, and its alarm is Critical
+    const bad = { value: NaN, good: false, why: "rack-5.flowLpm: stale" };
+    s.evaluate(at(deadline + 2 + config.supervisor.alarmClearDwellMs, bad));
+    expect(s.alarms.get("flow-meter:rack-5")?.severity).toBe("Critical");
+    expect(s.alarms.get("isolation-failed:rack-5")?.message).toMatch(/not proven after 15 s: the flow meter has no good reading \(rack-5\.flowLpm: stale\)/);
+    // a rack in service is not proven at all
+    const t = supervisor(() => undefined, () => 0);
+    for (const nowMs of [0, 2 * deadline]) t.evaluate(inputs({ nowMs }));
+    expect(t.alarms.get("isolation-failed:rack-5")).toBeUndefined();
+  });
+
   it("raises loss of flow only after its delay, and only for a rack in service", () => {
     const clock = { t: 0 };
     const s = supervisor(() => undefined, () => clock.t);

@@ -66,11 +66,16 @@ describe("the demo pod (npm start)", () => {
   });
 
   it("takes a signed command sent with `podwarden command`, as the board's help shows", async () => {
-    const r = await run("node", ["dist/cli/podwarden.js", "command", "isolate-rack", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", '{"rack":"rack-2"}'], 30_000);
+    const r = await run("node", ["dist/cli/podwarden.js", "command", "setpoint", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", '{"loop":"rack-2.valve","value":43,"leaseS":60}'], 30_000);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ status: "ok", command: "isolate-rack" });
-    await waitFor(() => demo.sim.truth().racks[1].supplyIsolationPct < 100, "rack-2 isolating", 10_000);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: "ok", command: "setpoint" });
+    await waitFor(() => messages.some((m) => m.topic === `${base}events` && m.body.type === "command.audit" && m.body.action === "setpoint" && m.body.result === "accepted"), "the setpoint's audit event", 10_000);
+    // isolating a rack that still carries its load is refused, with what to do, and exits 1
+    const loaded = await run("node", ["dist/cli/podwarden.js", "command", "isolate-rack", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", '{"rack":"rack-2"}'], 30_000);
+    expect(loaded.code).toBe(1);
+    expect(JSON.parse(loaded.stdout)).toMatchObject({ status: "rejected", error: { code: "refused", message: expect.stringContaining("move its load off first") as unknown } });
+    expect(demo.sim.truth().racks[1].supplyIsolationPct).toBe(100);
     // a command the key may not send, or with bad params, exits 1 with the reason
     const bad = await run("node", ["dist/cli/podwarden.js", "command", "setpoint", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", '{"loop":"rack-1.valve","value":99,"leaseS":60}'], 30_000);
     expect(bad.code).toBe(1);

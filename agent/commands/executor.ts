@@ -5,7 +5,7 @@
 import type { LoopMode } from "../../hotpath-as/bank-config.js";
 import type { PodConfig } from "../../pod/config.js";
 import type { SupervisorConfig } from "../supervisor/schema.js";
-import type { CommandLimits, PodCommander, Range } from "../pod-api.js";
+import type { CommandLimits, PodCommander, RackLoad, Range } from "../pod-api.js";
 import type { RejectCode } from "./authorizer.js";
 import type { CommandBody } from "./schema.js";
 
@@ -30,6 +30,21 @@ export type Outcome = { status: "ok"; data?: unknown; rack?: string } | { status
 
 const outside = (what: string, v: number, r: Range): Outcome => ({ status: "rejected", code: "out-of-envelope", reason: `${what} ${v} is outside the configured envelope [${r.min}, ${r.max}]` });
 const inRange = (v: number, r: Range): boolean => v >= r.min && v <= r.max;
+
+/**
+ * Why an operator may not isolate a rack now, or null. Isolation cuts the rack's coolant, and the
+ * pod wiring cuts its power with it (racks[].noCoolant); a rack still carrying its load would be
+ * powered off or capped under that load, its work lost, or left to heat with no coolant. So an
+ * operator's isolation is for a rack whose load has been moved off first, shown by its own power
+ * meter; a leak never waits for this (the hot path isolates on its own). A rack already isolated
+ * by an operator may be asked again.
+ */
+export function loadedRackRefusal(name: string, load: RackLoad): string | null {
+  if (load.isolatedByOperator) return null;
+  if (load.drawKw === null) return `${name}'s power meter has no good reading (${load.why ?? "unknown"}): its load cannot be shown to be off, and isolating it would cut the coolant from whatever it still draws`;
+  if (load.drawKw > load.limitKw) return `${name} draws ${load.drawKw.toFixed(1)} kW, above the ${load.limitKw} kW it may draw with no coolant: move its load off first (isolation would cut its coolant and its power under that load)`;
+  return null;
+}
 
 export async function executeCommand(agent: PodCommander, body: CommandBody, by: string): Promise<Outcome> {
   const p = body.params;
@@ -90,6 +105,10 @@ export async function executeCommand(agent: PodCommander, body: CommandBody, by:
       // a rack latched for a leak stays isolated whatever an operator asks: say so, and change nothing
       if (body.command === "return-rack" && agent.leakLatched(rack)) {
         return { status: "rejected", code: "refused", rack: String(p.rack), reason: `${String(p.rack)} is latched for a leak: it stays isolated until an authorised reset-leak` };
+      }
+      if (body.command === "isolate-rack") {
+        const refusal = loadedRackRefusal(String(p.rack), agent.rackLoad(rack));
+        if (refusal !== null) return { status: "rejected", code: "refused", rack: String(p.rack), reason: refusal };
       }
       await agent.isolateRack(rack, body.command === "isolate-rack");
       return { status: "ok", rack: String(p.rack), data: { rack: p.rack, isolated: body.command === "isolate-rack" } };

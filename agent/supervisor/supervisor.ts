@@ -3,7 +3,7 @@
 // supervisor.periodMs, on the control worker's outputs and the drivers' points; the fast
 // safety decisions themselves are the hot path's.
 import * as L from "../../hotpath-as/assembly/layout.js";
-import type { PodConfig } from "../../pod/config.js";
+import { noCoolantLimitKw, type IsolationConfig, type PodConfig } from "../../pod/config.js";
 import type { PodLayout } from "../../pod/layout.js";
 import { badInputs, failsafeReasons, inFailsafe, leakSensorFault } from "../../pod/status-words.js";
 import type { PodDecisions } from "../../pod/wiring.js";
@@ -60,6 +60,8 @@ export class Supervisor {
   private readonly lowFlowSince: (number | null)[];
   private readonly heatSince: (number | null)[];
   private readonly dryPowerSince: (number | null)[];
+  private readonly manualIsolatedSince: (number | null)[];
+  private isolation: IsolationConfig;
   private readonly proven: boolean[];
   private readonly escalated: boolean[];
   private lastCaps: number[];
@@ -68,8 +70,8 @@ export class Supervisor {
 
   constructor(
     private s: SupervisorConfig,
-    /** the racks (names, ratings, priorities, escalation outputs) and the CDU */
-    private readonly pod: Pick<PodConfig, "racks" | "cdu">,
+    /** the racks (names, ratings, priorities, escalation outputs), the CDU, and the isolation proof */
+    private readonly pod: Pick<PodConfig, "racks" | "cdu" | "control">,
     private readonly layout: PodLayout,
     private readonly emit: (e: SupervisorEvent) => void,
     now: () => number,
@@ -81,6 +83,8 @@ export class Supervisor {
     this.lowFlowSince = new Array<number | null>(n).fill(null);
     this.heatSince = new Array<number | null>(n).fill(null);
     this.dryPowerSince = new Array<number | null>(n).fill(null);
+    this.manualIsolatedSince = new Array<number | null>(n).fill(null);
+    this.isolation = pod.control.isolation;
     this.proven = new Array<boolean>(n).fill(false);
     this.escalated = new Array<boolean>(n).fill(false);
     this.lastCaps = pod.racks.map((r) => r.ratedKw);
@@ -91,8 +95,9 @@ export class Supervisor {
   }
 
   /** New tuning (SIGHUP): same racks, new thresholds. */
-  reconfigure(s: SupervisorConfig): void {
+  reconfigure(s: SupervisorConfig, isolation: IsolationConfig = this.isolation): void {
     this.s = s;
+    this.isolation = isolation;
   }
 
   setMaintenance(on: boolean): void {
@@ -188,18 +193,27 @@ export class Supervisor {
       this.escalated[r] = escalate;
       // not proven for want of a reading is not the same as flow that did not stop: say which
       const why = x.flowLpm.good ? "flow has not stopped" : `the flow meter has no good reading (${x.flowLpm.why ?? "unknown"})`;
-      a.update(`isolation-failed:${rack.name}`, escalate, {
+      // an operator's isolation is proven the same way, on the same deadline: someone may be about
+      // to open a hose on the strength of it. It does not escalate (there is no leak), it alarms
+      const manual = state === L.RACK_NORMAL && x.manualIsolate === true;
+      this.manualIsolatedSince[r] = manual ? (this.manualIsolatedSince[r] ?? now) : null;
+      const manualUnproven = manual && now - (this.manualIsolatedSince[r] ?? now) >= this.isolation.deadlineMs && !(x.flowLpm.good && x.flowLpm.value < this.isolation.isolatedFlowMaxLpm);
+      const flowNow = x.flowLpm.good ? ` (${x.flowLpm.value.toFixed(1)} L/min)` : "";
+      a.update(`isolation-failed:${rack.name}`, escalate || manualUnproven, {
         severity: "Critical",
         source: rack.name,
-        message: `isolation of ${rack.name} not proven: ${why}${actions.length > 0 ? `; ${actions.join(", ")}` : "; no escalation output configured"}`,
+        message: escalate
+          ? `isolation of ${rack.name} not proven: ${why}${actions.length > 0 ? `; ${actions.join(", ")}` : "; no escalation output configured"}`
+          : `operator isolation of ${rack.name} not proven after ${this.isolation.deadlineMs / 1000} s: ${why}${flowNow}; do not open its lines`,
       });
 
       // the flow meter is what proves an isolation (and what shows a loss of flow): without a good
       // reading neither can be proven, so it says so before a leak needs it. Critical while the
       // rack is isolating on it; not raised while the pod is still Starting (nothing read yet)
       const latched = state === L.RACK_ISOLATING || state === L.RACK_ESCALATED;
-      a.update(`flow-meter:${rack.name}`, !x.flowLpm.good && (this.mode_ !== "Starting" || latched), {
-        severity: latched ? "Critical" : "Warning",
+      const relied = latched || manual;
+      a.update(`flow-meter:${rack.name}`, !x.flowLpm.good && (this.mode_ !== "Starting" || relied), {
+        severity: relied ? "Critical" : "Warning",
         source: rack.name,
         message: `flow meter at ${rack.name} has no good reading (${x.flowLpm.why ?? "unknown"}): a leak isolation there cannot be proven, and a loss of flow cannot be seen`,
       });
@@ -224,7 +238,7 @@ export class Supervisor {
       // coolant and power together, proven at the rack's power meter: an isolated rack that still
       // draws more than its no-coolant limit (a cap not applied, a power-off not honoured) heats
       // with no coolant to carry the heat away
-      const limitKw = rack.noCoolant.action === "power-off" ? 0 : rack.noCoolant.capKw;
+      const limitKw = noCoolantLimitKw(rack);
       const dry = x.noCoolant === true && x.powerKw.good && x.powerKw.value > limitKw + s.noCoolantPower.toleranceKw;
       this.dryPowerSince[r] = dry ? (this.dryPowerSince[r] ?? now) : null;
       a.update(`no-coolant-power:${rack.name}`, dry && now - (this.dryPowerSince[r] ?? now) >= s.noCoolantPower.delayMs, {
