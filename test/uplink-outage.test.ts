@@ -181,7 +181,7 @@ describe("broker outages (mosquitto)", () => {
     }
   }, 60_000);
 
-  it("starts with a damaged spool: quarantines the file, raises the alarm until acknowledged, and still delivers the intact records", async () => {
+  it("starts with a damaged spool: salvages the file, counts what was lost without reusing its seq, raises the alarm until acknowledged, and still delivers the intact records", async () => {
     const broker = await Mosquitto.start({ persistence: false });
     const first = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
     await broker.kill("SIGKILL");
@@ -205,6 +205,15 @@ describe("broker outages (mosquitto)", () => {
       // the records before the damage still arrive; the pod runs and reports
       await waitFor(() => mc.of("events").filter((e) => e.action === "before-damage").length >= 9, "intact records delivered", 20_000);
       await waitFor(() => ((mc.of("alarms").pop()?.alarms as { id: string }[] | undefined) ?? []).some((a) => a.id === "uplink:spool-corrupt"), "alarm published");
+      // the damaged record is counted lost, and its seq is never given to another event
+      expect(second.agent.supervisor.alarms.get("uplink:spool-corrupt")?.message).toMatch(/spool damaged: \d+ events and 0 telemetry messages lost/);
+      expect(second.uplink.stats().spoolLost.critical).toBeGreaterThanOrEqual(1);
+      second.agent.audit({ action: "after-damage", by: "test", result: "x" });
+      await waitFor(() => mc.of("events").some((e) => e.action === "after-damage"), "a live event after the damage");
+      // what was spooled before the restart (historical) against what the restarted pod said
+      const highestSpooled = Math.max(...mc.of("events").filter((e) => e.historical === true).map((e) => e.seq as number));
+      const firstLive = Math.min(...mc.of("events").filter((e) => e.historical === false).map((e) => e.seq as number));
+      expect(firstLive).toBeGreaterThan(highestSpooled + 1); // the lost record's seq is skipped
       // a one-off event: it holds until an operator has acknowledged it, then clears
       expect(second.agent.acknowledgeAlarm("uplink:spool-corrupt", "test")).toBe(true);
       await waitFor(() => second.agent.supervisor.alarms.get("uplink:spool-corrupt") === undefined, "alarm cleared after acknowledgement", 15_000);

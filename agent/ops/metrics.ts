@@ -337,6 +337,17 @@ export class Metrics {
         if (s !== null) for (const [c, n] of Object.entries(s.spoolDropped)) this.inc({ class: c }, n);
       },
     });
+    new Counter({
+      name: "podwarden_uplink_spool_lost_total",
+      help: "Spooled messages lost to damage found in the spool files at start, by class (their seq numbers are skipped)",
+      labelNames: ["class"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s !== null) for (const [c, n] of Object.entries(s.spoolLost)) this.inc({ class: c }, n);
+      },
+    });
     new Gauge({
       name: "podwarden_uplink_publish_ack_seconds",
       help: "Time from publishing a QoS 1 message to the broker's PUBACK, quantiles since start",

@@ -5,13 +5,18 @@
 //
 // Ids are this queue's sequence numbers: consecutive, and never reused across restarts (the
 // newest segment is never deleted, and its name carries the next id when it is empty).
+// Damage found at start (a flipped bit, a cut-short or overwritten stretch) loses only the
+// records it hit: the reader resynchronises on the next record whose CRC holds, the segment is
+// rewritten from its intact records (the original copied to quarantine), and the ids of what was
+// lost are counted and never given out again; where the damage reaches the end of the newest
+// file, as many ids as that stretch could have held are skipped.
 // A record is forgotten only once it, and every record before it, has been acknowledged; until
 // `acked` is written again after a crash, some acknowledged records are sent a second time
 // (at least once; consumers de-duplicate by sequence number).
 //
 // Reading follows the log from the oldest unacknowledged record to the tail, through the page
 // cache, so the same path serves live sending and replay after an outage.
-import { closeSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { JsonStateFile } from "../../lib/json-state-file.js";
@@ -34,7 +39,16 @@ interface Segment {
   file: string;
   bytes: number;
   count: number;
+  /** the highest id in the segment (firstId - 1 while empty) */
+  lastId: number;
+  /** ids within [firstId, lastId] lost to damage found at start: not in the file, never acked */
+  holes: Range[];
 }
+
+/** ids from..to, inclusive */
+type Range = [number, number];
+
+const countIn = (ranges: readonly Range[], from: number, to: number): number => ranges.reduce((n, [a, b]) => n + Math.max(0, Math.min(b, to) - Math.max(a, from) + 1), 0);
 
 interface Pos {
   seg: number; // index into segments
@@ -48,6 +62,74 @@ export interface QueueOpenReport {
   quarantined: string[];
   /** an incomplete last record (a write cut short by a crash) that was cut off */
   tornTail: boolean;
+  /**
+   * records lost to damage: ids never to be given out again. Exact where intact records follow
+   * the damage; where it reaches the end of the newest file, the most that stretch could hold
+   */
+  lost: number;
+}
+
+/** The smallest record: an 8-byte header and {"id":1,"ts":0,"topic":"","body":""}. */
+const MIN_RECORD_BYTES = HEADER + 36;
+const RECORD_START = Buffer.from('{"id":');
+
+interface SegmentScan {
+  records: SpoolRecord[];
+  /** where the intact data ends (the file's length unless torn or damaged at the end) */
+  end: number;
+  /** what was damaged, where, and how much was skipped */
+  damage: string[];
+  /** bytes of damage at the end of the file with no intact record after them */
+  damagedTail: number;
+  torn: boolean;
+}
+
+/**
+ * Reads every intact record of a segment. Past damage it resynchronises on the next offset
+ * where a whole record decodes (its length in bounds, its CRC-32 right, its JSON a record with a
+ * higher id than the last one read): a false match would need a CRC collision on a payload that
+ * also parses as a record. Candidates are found by the payload's fixed start, `{"id":`, so a
+ * damaged megabyte costs one native search, not a CRC per byte.
+ */
+function scanSegment(buf: Buffer, isNewest: boolean): SegmentScan {
+  const out: SegmentScan = { records: [], end: 0, damage: [], damagedTail: 0, torn: false };
+  let off = 0;
+  for (;;) {
+    const d = decodeAt(buf, off);
+    if ("end" in d) break;
+    if ("record" in d) {
+      const prev = out.records[out.records.length - 1];
+      if (prev === undefined || d.record.id > prev.id) {
+        out.records.push(d.record);
+        off = d.next;
+        continue;
+      }
+    }
+    const resume = resync(buf, off + 1, out.records[out.records.length - 1]?.id ?? 0);
+    if (resume === null) {
+      // nothing intact after it: a write a crash cut short, if this is the newest file and what is
+      // left is one record's start; anything else is damage that reaches the end of the file
+      if ("torn" in d && isNewest) out.torn = true;
+      else {
+        out.damage.push(`${"corrupt" in d ? d.corrupt : "record" in d ? `record ${d.record.id} out of order at offset ${off}` : `truncated record at offset ${off}`}, to the end of the file (${buf.length - off} bytes)`);
+        out.damagedTail = buf.length - off;
+      }
+      break;
+    }
+    out.damage.push(`${"corrupt" in d ? d.corrupt : "record" in d ? `record ${d.record.id} out of order at offset ${off}` : `bad record length at offset ${off}`} (${resume - off} bytes skipped)`);
+    off = resume;
+  }
+  out.end = off;
+  return out;
+}
+
+/** The next offset at or after `from` where a whole record with an id above minId starts, or null. */
+function resync(buf: Buffer, from: number, minId: number): number | null {
+  for (let p = buf.indexOf(RECORD_START, from + HEADER); p >= 0; p = buf.indexOf(RECORD_START, p + 1)) {
+    const d = decodeAt(buf, p - HEADER);
+    if ("record" in d && d.record.id > minId) return p - HEADER;
+  }
+  return null;
 }
 
 export function encodeRecord(r: SpoolRecord): Buffer {
@@ -110,6 +192,10 @@ export class SpoolQueue {
   private dirUnsynced = false;
   /** records dropped by the overflow policy since start */
   dropped = 0;
+  /** records lost to damage found at start (QueueOpenReport.lost) */
+  lost = 0;
+  /** ids lost to damage and not yet behind the acknowledged mark, in order: the mark moves over them */
+  private readonly missing: Range[] = [];
 
   constructor(
     readonly dir: string,
@@ -123,9 +209,9 @@ export class SpoolQueue {
     });
   }
 
-  /** Reads the queue back from disk, quarantining what is damaged. */
+  /** Reads the queue back from disk, salvaging what is damaged. */
   open(quarantineDir: string): QueueOpenReport {
-    const report: QueueOpenReport = { pending: 0, quarantined: [], tornTail: false };
+    const report: QueueOpenReport = { pending: 0, quarantined: [], tornTail: false, lost: 0 };
     const acked = this.ackedStore.load();
     if (acked.problem !== undefined) report.quarantined.push(acked.problem);
     this.ackedId = acked.value?.ackedId ?? 0;
@@ -134,49 +220,88 @@ export class SpoolQueue {
       .filter((n) => /^\d{16}\.seg$/.test(n))
       .sort();
     let maxId = this.ackedId;
-    const salvaged: SpoolRecord[] = [];
+    /** the last id seen, across segments in order: a jump past it is a run of lost records */
+    let prev = this.ackedId;
+    const lose = (from: number, to: number, seg: Segment | null): void => {
+      const a = Math.max(from, this.ackedId + 1); // what was acknowledged is not lost
+      if (a > to) return;
+      this.missing.push([a, to]);
+      seg?.holes.push([a, to]);
+      report.lost += to - a + 1;
+    };
     names.forEach((name, k) => {
       const file = join(this.dir, name);
       const firstId = Number(name.slice(0, 16));
       const buf = readFileSync(file);
-      let off = 0;
-      let count = 0;
-      const good: SpoolRecord[] = [];
-      for (;;) {
-        const d = decodeAt(buf, off);
-        if ("end" in d) break;
-        if ("torn" in d) {
-          if (k === names.length - 1) {
-            // a crash cut the last write short: keep what is whole
-            report.tornTail = true;
-            this.truncate(file, off);
-          } else {
-            this.quarantineFile(file, quarantineDir, `truncated record at offset ${off}`, report, good, salvaged);
-            return;
-          }
-          break;
-        }
-        if ("corrupt" in d) {
-          this.quarantineFile(file, quarantineDir, d.corrupt, report, good, salvaged);
-          return;
-        }
-        good.push(d.record);
-        maxId = Math.max(maxId, d.record.id);
-        count++;
-        off = d.next;
+      const isNewest = k === names.length - 1;
+      const scan = scanSegment(buf, isNewest);
+      if (scan.torn) {
+        // a crash cut the last write short: keep what is whole (that record was never sent: a
+        // record is sent only once it is on file, so its id may be given out again)
+        report.tornTail = true;
+        this.truncate(file, scan.end);
       }
-      maxId = Math.max(maxId, firstId - 1);
-      this.segments.push({ firstId, file, bytes: off, count });
+      let bytes = scan.end;
+      if (scan.damage.length > 0) {
+        mkdirSync(quarantineDir, { recursive: true });
+        const aside = join(quarantineDir, `${Date.now()}-${name}`);
+        copyFileSync(file, aside);
+        bytes = this.rewrite(file, scan.records);
+        report.quarantined.push(`${file}: ${scan.damage.join("; ")}; ${scan.records.length} intact records kept; the original copied to ${aside}`);
+      }
+      const seg: Segment = { firstId, file, bytes, count: scan.records.length, lastId: firstId - 1, holes: [] };
+      for (const r of scan.records) {
+        // a jump in ids: below this segment's first id, the end of an earlier segment (or a whole
+        // file) was lost; from it on, records of this one
+        if (r.id > prev + 1) {
+          lose(prev + 1, Math.min(r.id, firstId) - 1, null);
+          lose(Math.max(prev + 1, firstId), r.id - 1, seg);
+        }
+        prev = Math.max(prev, r.id); // (an id not above the last is from an older layout: kept, no gap)
+        seg.lastId = Math.max(seg.lastId, r.id);
+      }
+      if (isNewest && prev < firstId - 1) {
+        // ids before the newest file's first that no file holds (a file gone missing)
+        lose(prev + 1, firstId - 1, null);
+        prev = firstId - 1;
+      }
+      if (isNewest && scan.damagedTail > 0) {
+        // the damage reached the end of the newest file: nothing says how many records it held,
+        // so as many ids as it could have held are skipped, and counted lost
+        const skip = Math.ceil(scan.damagedTail / MIN_RECORD_BYTES);
+        const from = Math.max(prev, firstId - 1) + 1;
+        lose(from, from + skip - 1, seg);
+        prev = from + skip - 1;
+        seg.lastId = Math.max(seg.lastId, prev);
+      }
+      maxId = Math.max(maxId, seg.lastId, firstId - 1);
+      this.segments.push(seg);
     });
     this.nextId = maxId + 1;
-    if (this.segments.length === 0 || salvaged.length > 0) this.startSegment();
+    if (this.segments.length === 0) this.startSegment();
     else this.fd = openSync(this.segments[this.segments.length - 1].file, "a");
-    // what a damaged file still held intact goes back in, at the tail, ids unchanged
-    for (const r of salvaged) if (r.id > this.ackedId) this.write(r);
+    this.lost += report.lost;
+    this.advanceAcked();
     this.releaseAcked();
     this.rewindToAcked();
     report.pending = this.pendingCount();
     return report;
+  }
+
+  /** Replaces a damaged segment with its intact records; returns its new length. */
+  private rewrite(file: string, records: readonly SpoolRecord[]): number {
+    const clean = Buffer.concat(records.map(encodeRecord));
+    const tmp = `${file}.tmp`;
+    const fd = openSync(tmp, "w");
+    try {
+      writeSync(fd, clean);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
+    syncDirectory(this.dir);
+    return clean.length;
   }
 
   private truncate(file: string, length: number): void {
@@ -189,14 +314,6 @@ export class SpoolQueue {
     renameSync(tmp, file);
   }
 
-  private quarantineFile(file: string, quarantineDir: string, why: string, report: QueueOpenReport, good: SpoolRecord[], salvaged: SpoolRecord[]): void {
-    mkdirSync(quarantineDir, { recursive: true });
-    const aside = join(quarantineDir, `${Date.now()}-${file.split("/").pop() ?? "segment"}`);
-    renameSync(file, aside);
-    report.quarantined.push(`${file}: ${why}; moved to ${aside} (${good.length} intact records before it kept)`);
-    salvaged.push(...good);
-  }
-
   /** Starts a new newest segment whose first record will be firstId. */
   private startSegment(firstId = this.nextId): void {
     const file = join(this.dir, `${String(firstId).padStart(16, "0")}.seg`);
@@ -206,7 +323,7 @@ export class SpoolQueue {
     if (this.fd !== null) this.retire(this.fd);
     this.fd = fd;
     this.dirUnsynced = true;
-    this.segments.push({ firstId, file, bytes: statSync(file).size, count: 0 });
+    this.segments.push({ firstId, file, bytes: statSync(file).size, count: 0, lastId: firstId - 1, holes: [] });
   }
 
   private write(r: SpoolRecord): void {
@@ -231,6 +348,7 @@ export class SpoolQueue {
     this.appended = { seg: this.segments.length - 1, off: last.bytes, record: r, next: last.bytes + rec.length };
     last.bytes += rec.length;
     last.count++;
+    last.lastId = r.id;
     this.unsynced.add(this.fd as number);
   }
 
@@ -259,7 +377,14 @@ export class SpoolQueue {
   private countAckedInSegments(): number {
     const first = this.segments[0];
     if (first === undefined) return 0;
-    return Math.max(0, Math.min(this.ackedId - first.firstId + 1, first.count));
+    return this.ackedIn(first);
+  }
+
+  /** How many of a segment's records are acknowledged (its ids are consecutive but for its holes). */
+  private ackedIn(s: Segment): number {
+    const upTo = Math.min(this.ackedId, s.lastId);
+    if (upTo < s.firstId) return 0;
+    return Math.max(0, Math.min(s.count, upTo - s.firstId + 1 - countIn(s.holes, s.firstId, upTo)));
   }
 
   /** The next record to send, without taking it. */
@@ -338,8 +463,25 @@ export class SpoolQueue {
   ack(id: number): void {
     if (!this.inflight.delete(id) || id <= this.ackedId) return;
     this.ackedAhead.add(id);
-    while (this.ackedAhead.delete(this.ackedId + 1)) this.ackedId++;
+    this.advanceAcked();
     this.releaseAcked();
+  }
+
+  /** Moves the acknowledged mark over every id acknowledged or lost right after it. */
+  private advanceAcked(): void {
+    for (;;) {
+      if (this.ackedAhead.delete(this.ackedId + 1)) {
+        this.ackedId++;
+        continue;
+      }
+      const m = this.missing[0];
+      if (m !== undefined && m[0] <= this.ackedId + 1) {
+        this.ackedId = Math.max(this.ackedId, m[1]);
+        this.missing.shift();
+        continue;
+      }
+      return;
+    }
   }
 
   /** The connection dropped: whatever is in flight will be sent again. */
@@ -357,9 +499,7 @@ export class SpoolQueue {
   /** Deletes segments whose every record is acknowledged (never the newest one). */
   private releaseAcked(): void {
     while (this.segments.length > 1) {
-      const s = this.segments[0];
-      const lastId = s.firstId + s.count - 1;
-      if (lastId > this.ackedId) break;
+      if (this.segments[0].lastId > this.ackedId) break;
       this.dropSegment0();
     }
   }
@@ -382,14 +522,15 @@ export class SpoolQueue {
   dropOldest(): number {
     if (this.segments.length === 0) return 0;
     const s = this.segments[0];
-    const lastId = s.firstId + s.count - 1;
-    const lost = Math.max(0, lastId - Math.max(this.ackedId, s.firstId - 1));
+    const lastId = s.lastId;
+    const lost = s.count - this.ackedIn(s);
     if (this.segments.length === 1) this.startSegment();
     this.dropSegment0();
     for (const id of [...this.inflight]) if (id <= lastId) this.inflight.delete(id);
     for (const id of [...this.ackedAhead]) if (id <= lastId) this.ackedAhead.delete(id);
     // the dropped records count as gone: nothing waits for them
     this.ackedId = Math.max(this.ackedId, lastId);
+    this.advanceAcked();
     this.dropped += lost;
     return lost;
   }

@@ -4,7 +4,7 @@
 //
 //   <stateDir>/spool/critical/    events (alarm transitions, mode changes, trips, command audit)
 //   <stateDir>/spool/telemetry/   telemetry snapshots
-//   <stateDir>/spool/quarantine/  damaged files, moved aside at start (and alarmed)
+//   <stateDir>/spool/quarantine/  copies of damaged files found at start (and alarmed)
 //
 // Overflow policy (docs/mqtt.md): the spool is bounded by maxBytes across both queues. When a
 // new record would exceed it, the oldest telemetry segment is dropped first; critical records
@@ -28,6 +28,8 @@ export interface SpoolOpenReport {
   /** damaged files found and moved aside: each deserves an alarm */
   quarantined: string[];
   tornTail: boolean;
+  /** records lost to that damage, per class (SpoolQueue's QueueOpenReport.lost) */
+  lost: Record<SpoolClass, number>;
 }
 
 export interface Taken {
@@ -50,7 +52,7 @@ export class Spool {
   open(): SpoolOpenReport {
     const c = this.queues.critical.open(this.quarantineDir);
     const t = this.queues.telemetry.open(this.quarantineDir);
-    return { pending: { critical: c.pending, telemetry: t.pending }, quarantined: [...c.quarantined, ...t.quarantined], tornTail: c.tornTail || t.tornTail };
+    return { pending: { critical: c.pending, telemetry: t.pending }, quarantined: [...c.quarantined, ...t.quarantined], tornTail: c.tornTail || t.tornTail, lost: { critical: c.lost, telemetry: t.lost } };
   }
 
   /**
@@ -114,6 +116,11 @@ export class Spool {
 
   dropped(): Record<SpoolClass, number> {
     return { critical: this.queues.critical.dropped, telemetry: this.queues.telemetry.dropped };
+  }
+
+  /** Records lost to damage found at start, per class. */
+  lost(): Record<SpoolClass, number> {
+    return { critical: this.queues.critical.lost, telemetry: this.queues.telemetry.lost };
   }
 
   /** Puts everything written on disk (fsync): records, new segment files, acknowledged marks. */

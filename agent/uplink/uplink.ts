@@ -40,6 +40,8 @@ export interface UplinkStats {
   spoolDepth: Record<SpoolClass, number>;
   spoolBytes: number;
   spoolDropped: Record<SpoolClass, number>;
+  /** records lost to damage found at start */
+  spoolLost: Record<SpoolClass, number>;
   /** the last seq given to an event (critical) and a telemetry message */
   lastSeq: Record<SpoolClass, number>;
   inflight: number;
@@ -108,7 +110,11 @@ export class Uplink {
   async start(): Promise<void> {
     const opened = this.spool.open();
     if (this.agent.identity.stateDir === undefined) this.log.warn("no state directory: the spool lives under the temporary directory and may not survive a reboot");
-    if (opened.quarantined.length > 0) this.agent.reportProblem("uplink:spool-corrupt", { severity: "Critical", source: "uplink", message: `store-and-forward spool damaged: ${opened.quarantined.join("; ")}`, untilAcknowledged: true });
+    if (opened.quarantined.length > 0) {
+      const { critical, telemetry } = opened.lost;
+      const lost = critical + telemetry > 0 ? ` ${critical} events and ${telemetry} telemetry messages lost (their seq numbers are never reused: a consumer sees the gap);` : "";
+      this.agent.reportProblem("uplink:spool-corrupt", { severity: "Critical", source: "uplink", message: `store-and-forward spool damaged:${lost} ${opened.quarantined.join("; ")}`, untilAcknowledged: true });
+    }
     if (opened.tornTail) this.log.warn("spool: an incomplete last record (a write cut short) was cut off");
     if (opened.pending.critical + opened.pending.telemetry > 0) this.log.info({ pending: opened.pending }, "spool: records from before the restart will be sent");
     this.commands.start();
@@ -321,6 +327,7 @@ export class Uplink {
       spoolDepth: this.spool.depth(),
       spoolBytes: this.spool.bytes,
       spoolDropped: this.spool.dropped(),
+      spoolLost: this.spool.lost(),
       lastSeq: this.spool.lastSeq(),
       inflight: this.inflight,
       ackUs: { p50: this.ackLatency.percentile(0.5), p99: this.ackLatency.percentile(0.99) },
