@@ -1,7 +1,7 @@
 // The daemon's claims on its pod and state directory (agent/ops/instance-lock.ts), in process.
 // test/agent-daemon.test.ts runs the same through `podwarden run`.
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -116,8 +116,13 @@ describe("instance lock", () => {
     if (isRoot) {
       // another local user (nobody) tries to claim the pod first in the daemon's lock directory:
       // refused by the directory's permissions, so the daemon's own claim still works
+      // nobody may not be able to read the checkout (a clone under a 0700 mktemp directory in CI):
+      // it gets its own copy of the module, which imports only node: built-ins
+      const moduleCopy = join(dir, "..", "instance-lock.js");
+      copyFileSync("dist/agent/ops/instance-lock.js", moduleCopy);
+      chmodSync(moduleCopy, 0o644);
       const script = `
-        import { daemonClaims, InstanceLock } from "./dist/agent/ops/instance-lock.js";
+        import { daemonClaims, InstanceLock } from ${JSON.stringify(moduleCopy)};
         const lock = await InstanceLock.acquire(daemonClaims(${JSON.stringify(site)}, "s", undefined), { pid: 1, pod: "forged", config: "forged" }, ${JSON.stringify(dir)});
         process.stdout.write(JSON.stringify(lock.unguarded));
       `;
