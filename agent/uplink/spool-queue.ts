@@ -111,16 +111,23 @@ function scanSegment(buf: Buffer, isNewest: boolean): SegmentScan {
       // left is one record's start; anything else is damage that reaches the end of the file
       if ("torn" in d && isNewest) out.torn = true;
       else {
-        out.damage.push(`${"corrupt" in d ? d.corrupt : "record" in d ? `record ${d.record.id} out of order at offset ${off}` : `truncated record at offset ${off}`}, to the end of the file (${buf.length - off} bytes)`);
+        out.damage.push(`${damageAt(d, off, "truncated record")}, to the end of the file (${buf.length - off} bytes)`);
         out.damagedTail = buf.length - off;
       }
       break;
     }
-    out.damage.push(`${"corrupt" in d ? d.corrupt : "record" in d ? `record ${d.record.id} out of order at offset ${off}` : `bad record length at offset ${off}`} (${resume - off} bytes skipped)`);
+    out.damage.push(`${damageAt(d, off, "bad record length")} (${resume - off} bytes skipped)`);
     off = resume;
   }
   out.end = off;
   return out;
+}
+
+/** What is wrong with the record at off; `torn` names a length that runs past the end of the file. */
+function damageAt(d: Exclude<Decoded, { end: true }>, off: number, torn: string): string {
+  if ("corrupt" in d) return d.corrupt;
+  if ("record" in d) return `record ${d.record.id} out of order at offset ${off}`;
+  return `${torn} at offset ${off}`;
 }
 
 /** The next offset at or after `from` where a whole record with an id above minId starts, or null. */
