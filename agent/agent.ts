@@ -26,7 +26,7 @@ import { noCoolantLimitKw } from "../pod/config.js";
 import { ProblemRegistry } from "./problems.js";
 import { TickWindow } from "./control/tick-window.js";
 import type { Alarm } from "./supervisor/alarms.js";
-import { SetpointLeases } from "./supervisor/setpoints.js";
+import { LoopLeases } from "./supervisor/setpoints.js";
 import { Supervisor, type PodMode, type Reading } from "./supervisor/supervisor.js";
 
 export type { AgentEvent, PodStatus, ProblemReport } from "./pod-api.js";
@@ -80,7 +80,10 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   readonly driver: ModbusDriver;
   readonly ingest: MqttIngest | null;
   readonly supervisor: Supervisor;
-  readonly leases = new SetpointLeases();
+  /** leased setpoints, by loop */
+  readonly leases = new LoopLeases();
+  /** leased Override outputs, by loop: each sits over the loop's persistent mode */
+  readonly overrides = new LoopLeases();
   control!: ControlThread;
   private readonly wiring: PodWiring;
   private readonly log: Logger;
@@ -284,6 +287,13 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       this.control.setSetpoint(l.loop, this.spDefault[l.loop]);
       this.emit({ type: "setpoint.expired", loop: this.layout.loopName(l.loop), value: this.spDefault[l.loop] });
     }
+    for (const l of this.overrides.expire(now)) {
+      const name = this.layout.loopName(l.loop);
+      this.operator = { ...this.operator, overrides: this.operator.overrides.filter((o) => o.loop !== name) };
+      const under = this.persistentMode(name);
+      this.control.setMode(l.loop, under.mode, under.outputPct);
+      this.emit({ type: "override.expired", loop: name, mode: under.mode, ...(under.outputPct === undefined ? {} : { outputPct: under.outputPct }) });
+    }
     const fresh = this.control.outputs();
     const o = fresh ?? this.outputs;
     if (o !== undefined) {
@@ -400,7 +410,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     const lay = this.layout;
     const lim = this.limits_;
     const dropped: string[] = [];
-    const kept: OperatorState = { isolatedRacks: [], loopModes: [], maintenance: s.maintenance, setpoints: [] };
+    const kept: OperatorState = { isolatedRacks: [], loopModes: [], maintenance: s.maintenance, setpoints: [], overrides: [] };
     for (const name of s.isolatedRacks) {
       const r = lay.rackIndex(name);
       if (r === undefined) dropped.push(`isolation of ${name}: no such rack now`);
@@ -413,6 +423,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       const loop = lay.loopIndex(m.loop);
       const env = loop !== undefined && lay.isPumpLoop(loop) ? lim.pumpOutputPct : lim.rackOutputPct;
       if (loop === undefined) dropped.push(`${m.mode} on ${m.loop}: no such loop now`);
+      else if (m.mode === "Override") dropped.push(`Override on ${m.loop}: an Override holds only for a lease, and this one has none`);
       else if (m.outputPct !== undefined && (m.outputPct < env.min || m.outputPct > env.max)) dropped.push(`${m.mode} on ${m.loop}: ${m.outputPct} % is outside [${env.min}, ${env.max}] now`);
       else {
         this.control.setMode(loop, m.mode, m.outputPct);
@@ -434,6 +445,18 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
         kept.setpoints.push(p);
       }
     }
+    for (const o of s.overrides) {
+      const loop = lay.loopIndex(o.loop);
+      const env = loop !== undefined && lay.isPumpLoop(loop) ? lim.pumpOutputPct : lim.rackOutputPct;
+      const leftMs = Math.min(o.expiresAtMs - nowWall, lim.maxLeaseS * 1000);
+      if (loop === undefined) dropped.push(`Override on ${o.loop}: no such loop now`);
+      else if (o.outputPct < env.min || o.outputPct > env.max) dropped.push(`Override on ${o.loop}: ${o.outputPct} % is outside [${env.min}, ${env.max}] now`);
+      else if (leftMs > 0) {
+        this.overrides.set(loop, o.outputPct, leftMs, monoMs(), o.by);
+        this.control.setMode(loop, "Override", o.outputPct);
+        kept.overrides.push(o);
+      }
+    }
     this.supervisor.setMaintenance(kept.maintenance);
     this.operator = kept;
     for (const line of describeOperatorState(kept)) this.log.warn({ decision: line }, "operator decision restored from before the restart");
@@ -447,6 +470,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       status: this.status(),
       alarms: this.supervisor.alarms.active(),
       setpointLeases: this.leases.all().map((l) => ({ loop: this.layout.loopName(l.loop), value: l.value, expiresInMs: Math.max(0, Math.round(l.expiresAtMs - monoMs())), by: l.by })),
+      overrides: this.overrides.all().map((l) => ({ loop: this.layout.loopName(l.loop), outputPct: l.value, expiresInMs: Math.max(0, Math.round(l.expiresAtMs - monoMs())), by: l.by })),
       powerBudgetKw: this.supervisor.powerBudgetKw,
       configHash: this.configHash,
     };
@@ -466,14 +490,43 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     );
   }
 
-  /** Sets a loop's mode (and the output Manual or Override holds); saved before it applies. */
-  setLoopMode(loop: number, mode: LoopMode, value?: number): Promise<void> {
+  /**
+   * Sets a loop's persistent mode (and the output Manual holds): it stands until changed, and a
+   * restart restores it. Any Override on the loop ends with it. Saved before it applies.
+   */
+  setLoopMode(loop: number, mode: Exclude<LoopMode, "Override">, value?: number): Promise<void> {
     const name = this.layout.loopName(loop);
     const entry = { loop: name, mode, ...(value === undefined ? {} : { outputPct: value }) };
     return this.decide(
-      (s) => ({ ...s, loopModes: [...s.loopModes.filter((m) => m.loop !== name), ...(mode === "Automatic" ? [] : [entry])] }),
-      () => this.control.setMode(loop, mode, value),
+      (s) => ({ ...s, loopModes: [...s.loopModes.filter((m) => m.loop !== name), ...(mode === "Automatic" ? [] : [entry])], overrides: s.overrides.filter((o) => o.loop !== name) }),
+      () => {
+        this.overrides.delete(loop);
+        this.control.setMode(loop, mode, value);
+      },
     );
+  }
+
+  /**
+   * Overrides a loop's output for leaseMs: a remote value that holds only while its sender keeps
+   * renewing it. When the lease runs out the loop goes back to its persistent mode (Automatic, or
+   * the Manual an operator at the pod left). Saved before it applies.
+   */
+  overrideLoop(loop: number, outputPct: number, leaseMs: number, by: string): Promise<void> {
+    const name = this.layout.loopName(loop);
+    const expiresAtMs = Date.now() + leaseMs;
+    return this.decide(
+      (s) => ({ ...s, overrides: [...s.overrides.filter((o) => o.loop !== name), { loop: name, outputPct, expiresAtMs, by }] }),
+      () => {
+        this.overrides.set(loop, outputPct, leaseMs, monoMs(), by);
+        this.control.setMode(loop, "Override", outputPct);
+      },
+    );
+  }
+
+  /** The mode a loop returns to when its Override ends: what the operator state holds for it. */
+  private persistentMode(name: string): { mode: LoopMode; outputPct?: number } {
+    const m = this.operator.loopModes.find((x) => x.loop === name);
+    return m === undefined ? { mode: "Automatic" } : m.outputPct === undefined ? { mode: m.mode } : { mode: m.mode, outputPct: m.outputPct };
   }
 
   /** An operator's isolation of a rack (or its end); saved before it applies. */

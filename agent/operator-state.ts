@@ -2,7 +2,8 @@
 // work must stay isolated when systemd restarts the agent or a SIGHUP rebuilds it: otherwise its
 // valves reopen into the open hose. The same holds for every other decision that moves an
 // actuator or changes what the pod does: loop modes with their outputs, maintenance, and leased
-// setpoints (with their expiry on the wall clock, the only clock that survives a restart).
+// setpoints and Overrides (with their expiry on the wall clock, the only clock that survives a
+// restart).
 //
 // The state is kept by name (rack and loop names), not by index, so a reload that reorders or
 // removes racks restores what still exists and says what it could not.
@@ -18,7 +19,7 @@ const OPERATOR_FILE_SCHEMA = obj(
   {
     isolatedRacks: arr(str("rack name", { maxLength: 64 }), "racks isolated by an operator", { maxItems: 64 }),
     loopModes: arr(
-      obj({ loop: str("loop name", { maxLength: 64 }), mode: LOOP_MODE, outputPct: optional(num(-1e6, 1e6, undefined, "the output Manual or Override holds")) }, "a loop not in Automatic", ["loop", "mode"]),
+      obj({ loop: str("loop name", { maxLength: 64 }), mode: LOOP_MODE, outputPct: optional(num(-1e6, 1e6, undefined, "the output Manual holds")) }, "a loop an operator took out of Automatic (an Override here is from an older file: dropped at restore)", ["loop", "mode"]),
       "loops an operator took out of Automatic",
       { maxItems: 128 },
     ),
@@ -37,6 +38,23 @@ const OPERATOR_FILE_SCHEMA = obj(
       "leased setpoints",
       { maxItems: 128 },
     ),
+    // optional: a file written before Override carried a lease has none
+    overrides: optional(
+      arr(
+        obj(
+          {
+            loop: str("loop name", { maxLength: 64 }),
+            outputPct: num(-1e6, 1e6, undefined, "the output the Override holds"),
+            expiresAtMs: num(0, 1e15, undefined, "when the lease ends, ms since the epoch"),
+            by: str("who set it", { maxLength: 256 }),
+          },
+          "a leased Override",
+          ["loop", "outputPct", "expiresAtMs", "by"],
+        ),
+        "loops in a leased Override, over the mode in loopModes",
+        { maxItems: 128 },
+      ),
+    ),
     savedAt: str("when it was written"),
   },
   "podwarden's operator state file",
@@ -44,9 +62,9 @@ const OPERATOR_FILE_SCHEMA = obj(
 );
 
 type OperatorFile = Infer<typeof OPERATOR_FILE_SCHEMA>;
-export type OperatorState = Omit<OperatorFile, "savedAt">;
+export type OperatorState = Omit<OperatorFile, "savedAt" | "overrides"> & { overrides: NonNullable<OperatorFile["overrides"]> };
 
-export const EMPTY_OPERATOR_STATE: OperatorState = { isolatedRacks: [], loopModes: [], maintenance: false, setpoints: [] };
+export const EMPTY_OPERATOR_STATE: OperatorState = { isolatedRacks: [], loopModes: [], maintenance: false, setpoints: [], overrides: [] };
 
 const validate = new Ajv({ strict: true, useDefaults: false }).compile(OPERATOR_FILE_SCHEMA);
 
@@ -74,7 +92,7 @@ export class OperatorStore {
   load(): { state: OperatorState; problem?: string } {
     const got = this.store?.load() ?? {};
     const v = got.value;
-    const state = v === undefined ? EMPTY_OPERATOR_STATE : { isolatedRacks: v.isolatedRacks, loopModes: v.loopModes, maintenance: v.maintenance, setpoints: v.setpoints };
+    const state = v === undefined ? EMPTY_OPERATOR_STATE : { isolatedRacks: v.isolatedRacks, loopModes: v.loopModes, maintenance: v.maintenance, setpoints: v.setpoints, overrides: v.overrides ?? [] };
     return got.problem === undefined ? { state } : { state, problem: got.problem };
   }
 
@@ -91,5 +109,6 @@ export function describeOperatorState(s: OperatorState): string[] {
     ...s.loopModes.map((l) => `${l.loop} in ${l.mode} at ${l.outputPct} %`),
     ...(s.maintenance ? ["maintenance on"] : []),
     ...s.setpoints.map((p) => `${p.loop} setpoint ${p.value} leased until ${new Date(p.expiresAtMs).toISOString()} by ${p.by}`),
+    ...s.overrides.map((o) => `${o.loop} in Override at ${o.outputPct} % leased until ${new Date(o.expiresAtMs).toISOString()} by ${o.by}`),
   ];
 }

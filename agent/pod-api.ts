@@ -14,6 +14,7 @@ import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
 export type AgentEvent =
   | SupervisorEvent
   | { type: "setpoint.expired"; loop: string; value: number }
+  | { type: "override.expired"; loop: string; mode: LoopMode; outputPct?: number }
   | { type: "agent.started" }
   | { type: "agent.stopping"; reason: string }
   | { type: "command.audit"; action: string; rack?: string; by: string; result: string; transaction?: string; reason?: string; suppressed?: number };
@@ -97,7 +98,10 @@ export interface PodCommander {
   // Each operator decision is saved before it applies, and rejects (changing nothing) when it
   // cannot be saved: what the pod does is never ahead of what a restart restores.
   setSetpoint(loop: number, value: number, leaseMs: number, by: string): Promise<void>;
-  setLoopMode(loop: number, mode: LoopMode, value?: number): Promise<void>;
+  /** a persistent mode: it stands until changed, and ends any Override */
+  setLoopMode(loop: number, mode: Exclude<LoopMode, "Override">, value?: number): Promise<void>;
+  /** an Override output for leaseMs, over the loop's persistent mode */
+  overrideLoop(loop: number, outputPct: number, leaseMs: number, by: string): Promise<void>;
   setMaintenance(on: boolean): Promise<void>;
   isolateRack(rack: number, isolate: boolean): Promise<void>;
   /** what an operator's isolation of the rack would cut the coolant from */

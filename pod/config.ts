@@ -70,7 +70,7 @@ export const CONTROL_SCHEMA = obj(
     dpSetpointKpa: num(0, 1000, 120, "local default loop differential-pressure setpoint, kPa"),
     dpSetpointMinKpa: num(0, 1000, 60, "lowest dp setpoint a command may set, kPa"),
     dpSetpointMaxKpa: num(0, 1000, 200, "highest dp setpoint a command may set, kPa"),
-    setpointLeaseMaxMs: int(1000, 86_400_000, 3_600_000, "longest lease an upstream setpoint may have, ms"),
+    setpointLeaseMaxMs: int(1000, 86_400_000, 3_600_000, "longest lease an upstream setpoint or Override may have, ms"),
     rackLoop: loopTuning({ kp: 4, ki: 0.4, kff: 0.4, outMin: 10, outMax: 100, outRate: 20, spRamp: 0, deadband: 0.05, safeOnLeak: "closed", safeOnSensorFault: "open" }, "rack return-temperature loop (valve), with feed-forward from rack power"),
     pumpLoop: loopTuning({ kp: 0.15, ki: 0.1, kff: 0, outMin: 30, outMax: 100, outRate: 10, spRamp: 5, deadband: 0.5, safeOnLeak: "hold", safeOnSensorFault: { fixed: 80 } }, "pump differential-pressure loop (speed)"),
     points: obj(

@@ -1,5 +1,5 @@
 // Operator decisions survive a restart and a reload: an isolation for hose work, a loop in
-// Manual, maintenance and a leased setpoint are all back before the first tick, or dropped with
+// Manual, maintenance, a leased setpoint and a leased Override are all back before the first tick, or dropped with
 // an alarm when they no longer fit; a decision that cannot be saved is refused and changes nothing.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -108,13 +108,57 @@ describe("operator decisions across a restart and a reload", () => {
     await stop(b);
   });
 
+  it("holds an Override only for its lease, over the Manual an operator left, and keeps the lease's time through a restart", async () => {
+    const dir = newDir();
+    const a = await start(dir);
+    const loopOut = (x: Agent): number | undefined => x.control.outputs()?.loopOut[1];
+    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 37 }), "test")).toMatchObject({ status: "ok" });
+    // an Override is a remote value: without a lease, or longer than the longest one, it is refused
+    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80 }), "test")).toMatchObject({ status: "rejected", code: "invalid-params", reason: expect.stringMatching(/Override needs leaseS/) as unknown });
+    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80, leaseS: a.limits.maxLeaseS + 1 }), "test")).toMatchObject({ status: "rejected", code: "out-of-envelope" });
+    // and Manual, the mode that stays, takes no lease
+    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 30, leaseS: 10 }), "test")).toMatchObject({ status: "rejected", code: "invalid-params", reason: expect.stringMatching(/leaseS is only for Override/) as unknown });
+    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80, leaseS: 600 }), "key mc-1")).toMatchObject({ status: "ok" });
+    await waitFor(() => loopOut(a) === 80, "override in force");
+    // on disk when the command answered, over the Manual underneath
+    expect(saved(dir)).toMatchObject({ loopModes: [{ loop: "rack-2.valve", mode: "Manual", outputPct: 37 }], overrides: [{ loop: "rack-2.valve", outputPct: 80, by: "key mc-1" }] });
+    await stop(a);
+
+    const b = await start(dir);
+    await waitFor(() => loopOut(b) === 80, "override restored");
+    const lease = (b.snapshot().overrides as { loop: string; outputPct: number; expiresInMs: number; by: string }[])[0];
+    expect(lease).toMatchObject({ loop: "rack-2.valve", outputPct: 80, by: "key mc-1" });
+    expect(lease.expiresInMs).toBeGreaterThan(0);
+    expect(lease.expiresInMs).toBeLessThanOrEqual(600_000);
+    // a renewal with a short lease runs out: the loop goes back to the operator's Manual, and says so
+    const expired: unknown[] = [];
+    b.onEvent((e) => {
+      if (e.type === "override.expired") expired.push(e);
+    });
+    expect(await executeCommand(b, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 70, leaseS: 1 }), "key mc-1")).toMatchObject({ status: "ok" });
+    await waitFor(() => expired.length === 1, "override expired", 10_000);
+    expect(expired[0]).toEqual({ type: "override.expired", loop: "rack-2.valve", mode: "Manual", outputPct: 37 });
+    await waitFor(() => loopOut(b) === 37, "back to the Manual output");
+    expect(b.snapshot().overrides).toEqual([]);
+    // a mode command ends an Override at once, and the file forgets it
+    expect(await executeCommand(b, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 60, leaseS: 600 }), "key mc-1")).toMatchObject({ status: "ok" });
+    await waitFor(() => loopOut(b) === 60, "second override");
+    expect(await executeCommand(b, command("mode", { loop: "rack-2.valve", mode: "Automatic" }), "test")).toMatchObject({ status: "ok" });
+    expect(saved(dir)).toMatchObject({ loopModes: [], overrides: [] });
+    expect(b.snapshot().overrides).toEqual([]);
+    await stop(b);
+  });
+
   it("drops what no longer fits at a restart (a lease run out, a rack gone), raising an alarm for what was lost", async () => {
     const dir = newDir();
     writeFileSync(
       join(dir, "operator.json"),
       JSON.stringify({
         isolatedRacks: ["rack-9", "rack-1"],
-        loopModes: [{ loop: "rack-3.valve", mode: "Manual", outputPct: 1000 }],
+        loopModes: [
+          { loop: "rack-3.valve", mode: "Manual", outputPct: 1000 },
+          { loop: "rack-4.valve", mode: "Override", outputPct: 50 },
+        ],
         maintenance: false,
         setpoints: [{ loop: "rack-6.valve", value: 40, expiresAtMs: Date.now() - 1000, by: "earlier" }],
         savedAt: new Date().toISOString(),
@@ -123,7 +167,7 @@ describe("operator decisions across a restart and a reload", () => {
     const a = await start(dir);
     expect(a.status().racks[0].isolatedByOperator).toBe(true);
     await waitFor(() => a.supervisor.alarms.get("state:operator-dropped") !== undefined, "alarm");
-    expect(a.supervisor.alarms.get("state:operator-dropped")?.message).toMatch(/rack-9: no such rack now.*rack-3.valve: 1000 % is outside/);
+    expect(a.supervisor.alarms.get("state:operator-dropped")?.message).toMatch(/rack-9: no such rack now.*rack-3.valve: 1000 % is outside.*Override on rack-4.valve: an Override holds only for a lease/);
     expect(a.snapshot().setpointLeases).toEqual([]); // ran out while the agent was down
     expect(a.status().racks[4].setpointC).not.toBe(40);
     await stop(a);

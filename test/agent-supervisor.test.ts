@@ -6,7 +6,7 @@ import { AlarmManager, type AlarmEvent } from "../agent/supervisor/alarms.js";
 import { heatBalance } from "../agent/supervisor/heat-balance.js";
 import { COOLANT_KJ_PER_L_K } from "../pod/coolant.js";
 import { allocatePower, type RackPowerDemand } from "../agent/supervisor/power-budget.js";
-import { SetpointLeases } from "../agent/supervisor/setpoints.js";
+import { LoopLeases } from "../agent/supervisor/setpoints.js";
 import { Supervisor, type SupervisorEvent, type SupervisorInputs } from "../agent/supervisor/supervisor.js";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { podLayout } from "../pod/layout.js";
@@ -132,7 +132,7 @@ describe("heat-balance cross-check", () => {
 
 describe("setpoint leases", () => {
   it("expire back to the caller after their lease", () => {
-    const s = new SetpointLeases();
+    const s = new LoopLeases();
     s.set(2, 47, 1000, 0, "mc");
     expect(s.expire(999)).toEqual([]);
     expect(s.expire(1000)).toMatchObject([{ loop: 2, value: 47 }]);

@@ -47,7 +47,7 @@ const isName = (x: unknown): boolean => typeof x === "string" && x.length >= 1 &
 const finiteIn = (x: unknown, lo: number, hi: number): boolean => typeof x === "number" && Number.isFinite(x) && x >= lo && x <= hi;
 const PARAM_RULES: Record<CommandName, Record<string, (x: unknown) => boolean>> = {
   setpoint: { loop: isName, value: (x) => finiteIn(x, -1e6, 1e6), leaseS: (x) => Number.isInteger(x) && finiteIn(x, 1, 604_800) },
-  mode: { loop: isName, mode: (x) => ["Automatic", "Manual", "Override", "Disabled"].includes(x as string), outputPct: (x) => finiteIn(x, 0, 100), maintenance: (x) => typeof x === "boolean" },
+  mode: { loop: isName, mode: (x) => ["Automatic", "Manual", "Override", "Disabled"].includes(x as string), outputPct: (x) => finiteIn(x, 0, 100), leaseS: (x) => Number.isInteger(x) && finiteIn(x, 1, 604_800), maintenance: (x) => typeof x === "boolean" },
   "ack-alarm": { id: (x) => typeof x === "string" && x.length >= 1 && x.length <= 200 },
   "reset-leak": { rack: isName },
   "isolate-rack": { rack: isName },

@@ -97,7 +97,7 @@ describe("commands over MQTT (aedes)", () => {
   it("cannot take a leak-isolated rack out of isolation: no mode, return or reset while wet", async () => {
     pod.sim.sim.inject({ leak: "rack-6" });
     await waitFor(() => pod.sim.sim.truth().racks[5].supplyIsolationPct === 0, "rack-6 isolated by the leak", 10_000);
-    expect((await mc.send("mode", { loop: "rack-6.valve", mode: "Override", outputPct: 100 })).status).toBe("ok");
+    expect((await mc.send("mode", { loop: "rack-6.valve", mode: "Override", outputPct: 100, leaseS: 60 })).status).toBe("ok");
     expect((await mc.send("mode", { loop: "rack-6.valve", mode: "Disabled" })).status).toBe("ok");
     // a latched rack is not returned to service, and the answer says so
     expect(await mc.send("return-rack", { rack: "rack-6" })).toMatchObject({ status: "rejected", error: { code: "refused", message: "rack-6 is latched for a leak: it stays isolated until an authorised reset-leak" } });

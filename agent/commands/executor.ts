@@ -30,6 +30,8 @@ export type Outcome = { status: "ok"; data?: unknown; rack?: string } | { status
 
 const outside = (what: string, v: number, r: Range): Outcome => ({ status: "rejected", code: "out-of-envelope", reason: `${what} ${v} is outside the configured envelope [${r.min}, ${r.max}]` });
 const inRange = (v: number, r: Range): boolean => v >= r.min && v <= r.max;
+const longLease = (leaseS: number, maxS: number): Outcome | null =>
+  leaseS > maxS ? { status: "rejected", code: "out-of-envelope", reason: `lease ${leaseS} s exceeds the configured maximum ${maxS} s` } : null;
 
 /**
  * Why an operator may not isolate a rack now, or null. Isolation cuts the rack's coolant, and the
@@ -64,30 +66,41 @@ export async function executeCommand(agent: PodCommander, body: CommandBody, by:
       const range = isPump(loop) ? limits.dpKpa : limits.returnTempC;
       if (!inRange(value, range)) return outside(isPump(loop) ? "dp setpoint (kPa)" : "return-temperature setpoint (°C)", value, range);
       const leaseS = p.leaseS as number;
-      if (leaseS > limits.maxLeaseS) return { status: "rejected", code: "out-of-envelope", reason: `lease ${leaseS} s exceeds the configured maximum ${limits.maxLeaseS} s` };
+      const tooLong = longLease(leaseS, limits.maxLeaseS);
+      if (tooLong !== null) return tooLong;
       await agent.setSetpoint(loop, value, leaseS * 1000, by);
       return { status: "ok", data: { loop: p.loop, value, leaseS } };
     }
 
     case "mode": {
-      const loopKeys = ["loop", "mode", "outputPct"].filter((k) => p[k] !== undefined);
+      const loopKeys = ["loop", "mode", "outputPct", "leaseS"].filter((k) => p[k] !== undefined);
       if (typeof p.maintenance === "boolean") {
         if (loopKeys.length > 0) return { status: "rejected", code: "invalid-params", reason: `maintenance goes alone, not with ${loopKeys.join(", ")}` };
         await agent.setMaintenance(p.maintenance);
         return { status: "ok", data: { maintenance: p.maintenance } };
       }
-      if (p.loop === undefined || p.mode === undefined) return { status: "rejected", code: "invalid-params", reason: "give {loop, mode[, outputPct]} or {maintenance}" };
+      if (p.loop === undefined || p.mode === undefined) return { status: "rejected", code: "invalid-params", reason: "give {loop, mode[, outputPct][, leaseS]} or {maintenance}" };
       const loop = loopOf();
       if (typeof loop !== "number") return loop;
       const mode = p.mode as LoopMode;
       const envelope = isPump(loop) ? limits.pumpOutputPct : limits.rackOutputPct;
       const out = p.outputPct as number | undefined;
+      const leaseS = p.leaseS as number | undefined;
       if (mode === "Manual" || mode === "Override") {
         if (out === undefined) return { status: "rejected", code: "invalid-params", reason: `${mode} needs outputPct` };
         if (!inRange(out, envelope)) return outside("outputPct", out, envelope);
       } else if (out !== undefined) {
         return { status: "rejected", code: "invalid-params", reason: `outputPct is only for Manual or Override, not ${mode}` };
       }
+      // Override is a remote value: it holds only for its lease. Manual is the persistent one.
+      if (mode === "Override") {
+        if (leaseS === undefined) return { status: "rejected", code: "invalid-params", reason: "Override needs leaseS: it holds only for its lease (Manual is the mode that stays)" };
+        const tooLong = longLease(leaseS, limits.maxLeaseS);
+        if (tooLong !== null) return tooLong;
+        await agent.overrideLoop(loop, out as number, leaseS * 1000, by);
+        return { status: "ok", data: { loop: p.loop, mode, outputPct: out, leaseS } };
+      }
+      if (leaseS !== undefined) return { status: "rejected", code: "invalid-params", reason: `leaseS is only for Override, not ${mode}: ${mode} stays until changed` };
       await agent.setLoopMode(loop, mode, out);
       return { status: "ok", data: { loop: p.loop, mode, outputPct: out } };
     }

@@ -35,9 +35,10 @@ export const PARAM_SCHEMAS: Record<CommandName, object> = {
       loop: name,
       mode: { enum: LOOP_MODES },
       outputPct: finite(0, 100),
+      leaseS: { type: "integer", minimum: 1, maximum: 604_800 },
       maintenance: { type: "boolean" },
     },
-    // either {loop, mode[, outputPct]} or {maintenance}: checked by the executor
+    // either {loop, mode[, outputPct][, leaseS]} or {maintenance}: checked by the executor
   },
   "ack-alarm": { type: "object", additionalProperties: false, required: ["id"], properties: { id: { type: "string", minLength: 1, maxLength: 200 } } },
   "reset-leak": { type: "object", additionalProperties: false, required: ["rack"], properties: { rack: name } },

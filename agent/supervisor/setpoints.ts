@@ -1,26 +1,27 @@
-// Setpoint leases: a setpoint from upstream holds only for its lease, then the loop falls back
-// to the local default. A mission control that goes quiet cannot leave a pod on a setpoint
-// nobody is watching.
+// Leases on a loop's remote values: a setpoint from upstream, or an Override output, holds only
+// for its lease; then the loop falls back (to the local default setpoint, or to the mode the
+// operator at the pod left it in). A mission control that goes quiet cannot leave a pod on a
+// value nobody is watching.
 
-export interface LeasedSetpoint {
+export interface LeasedValue {
   loop: number;
   value: number;
   expiresAtMs: number;
   by: string;
 }
 
-export class SetpointLeases {
-  private readonly leases = new Map<number, LeasedSetpoint>();
+export class LoopLeases {
+  private readonly leases = new Map<number, LeasedValue>();
 
-  set(loop: number, value: number, leaseMs: number, nowMs: number, by: string): LeasedSetpoint {
+  set(loop: number, value: number, leaseMs: number, nowMs: number, by: string): LeasedValue {
     const l = { loop, value, expiresAtMs: nowMs + leaseMs, by };
     this.leases.set(loop, l);
     return l;
   }
 
   /** Removes and returns the leases that have expired. */
-  expire(nowMs: number): LeasedSetpoint[] {
-    const out: LeasedSetpoint[] = [];
+  expire(nowMs: number): LeasedValue[] {
+    const out: LeasedValue[] = [];
     for (const [loop, l] of this.leases) {
       if (nowMs >= l.expiresAtMs) {
         this.leases.delete(loop);
@@ -30,11 +31,15 @@ export class SetpointLeases {
     return out;
   }
 
-  get(loop: number): LeasedSetpoint | undefined {
+  delete(loop: number): void {
+    this.leases.delete(loop);
+  }
+
+  get(loop: number): LeasedValue | undefined {
     return this.leases.get(loop);
   }
 
-  all(): LeasedSetpoint[] {
+  all(): LeasedValue[] {
     return [...this.leases.values()];
   }
 }
