@@ -603,6 +603,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     const ct = this.control;
     return {
       mode: this.supervisor.mode,
+      maintenance: this.supervisor.maintenance,
       racks: rackStatuses(this.config, this.layout, view),
       pump: pumpStatus(this.config, this.layout, view),
       control: {

@@ -23,6 +23,8 @@ export type AuditRecord = Omit<Extract<AgentEvent, { type: "command.audit" }>, "
 
 export interface PodStatus {
   mode: PodMode;
+  /** an operator's maintenance: shown beside the mode, which it never hides */
+  maintenance: boolean;
   racks: RackStatus[];
   pump: PumpStatus;
   /** cumulative since start, and `recent`: the same over the last supervisor.overrun.windowMs */

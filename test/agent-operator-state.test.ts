@@ -95,7 +95,8 @@ describe("operator decisions across a restart and a reload", () => {
 
     const b = await start(dir);
     await waitFor(() => b.control.outputs()?.loopOut[1] === 37, "manual output restored");
-    expect(b.mode()).toBe("Maintenance");
+    expect(b.status().maintenance).toBe(true); // beside the mode, not instead of it
+    expect(b.mode()).not.toBe("Maintenance");
     const lease = (b.snapshot().setpointLeases as { loop: string; value: number; expiresInMs: number; by: string }[]).find((l) => l.loop === "rack-5.valve");
     expect(lease).toMatchObject({ value: 41, by: "key ops-1" });
     expect(lease?.expiresInMs).toBeGreaterThan(0);

@@ -213,6 +213,44 @@ describe("supervisor", () => {
     expect(modes).toEqual(["Degraded", "Running"]);
   });
 
+  it("in maintenance, suppresses only the Warnings work causes, and never hides Degraded, a Critical or a leak", () => {
+    const events: SupervisorEvent[] = [];
+    const s = supervisor((e) => events.push(e), () => 0);
+    s.evaluate(inputs());
+    expect(s.mode).toBe("Running");
+    const work = inputs({ devices: [{ name: "rack-4", ok: false, why: "offline" }] });
+    work.racks[1] = { ...work.racks[1], returnTempC: good(51) }; // overtemp Warning
+    (work.rackState as number[])[5] = L.RACK_ISOLATED; // a leak
+    (work.rackStatus as number[])[6] = L.RS_LEAK_SENSOR_FAULT; // a leak sensor's cable unplugged
+    s.evaluate(work);
+    expect(s.alarms.get("overtemp:rack-2")).toMatchObject({ severity: "Warning", suppressed: false });
+    s.setMaintenance(true);
+    s.setMaintenance(true); // said once
+    expect(events.filter((e) => e.type === "maintenance.changed")).toEqual([{ type: "maintenance.changed", on: true }]);
+    s.evaluate(work);
+    // the mode keeps telling the truth; maintenance shows beside it
+    expect(s.mode).toBe("Degraded");
+    expect(s.maintenance).toBe(true);
+    const flagged = Object.fromEntries(s.alarms.active().map((a) => [a.id, a.suppressed]));
+    expect(flagged).toMatchObject({ "overtemp:rack-2": true, "device:rack-4": true, "leak:rack-6": false, "leak-sensor:rack-7": false });
+    // an alarm raised during maintenance is flagged from its raise event
+    const more = inputs({ devices: [{ name: "rack-4", ok: false, why: "offline" }], recentTicks: { ticks: 10_000, overruns: 500, spanMs: 10_000 } });
+    more.racks[1] = work.racks[1];
+    (more.rackState as number[])[5] = L.RACK_ISOLATED;
+    (more.rackStatus as number[])[6] = L.RS_LEAK_SENSOR_FAULT;
+    s.evaluate(more);
+    const raised = events.find((e) => e.type === "alarm.raised" && e.alarm.id === "control:overrun");
+    expect(raised).toMatchObject({ alarm: { suppressed: true } });
+    // a Warning that escalates to Critical is suppressed no longer
+    more.racks[1] = { ...more.racks[1], returnTempC: good(56) };
+    s.evaluate(more);
+    expect(s.alarms.get("overtemp:rack-2")).toMatchObject({ severity: "Critical", suppressed: false });
+    // ending maintenance clears every flag at once
+    s.setMaintenance(false);
+    expect(s.alarms.active().filter((a) => a.suppressed)).toEqual([]);
+    expect(events.filter((e) => e.type === "maintenance.changed").map((e) => (e as { on: boolean }).on)).toEqual([true, false]);
+  });
+
   it("raises control:overrun for a share of late ticks over the window, never for a single late tick", () => {
     const modes: string[] = [];
     const s = supervisor((e) => (e.type === "mode.changed" ? modes.push(e.to) : undefined), () => 0);

@@ -82,6 +82,26 @@ describe("the demo pod (npm start)", () => {
     expect(JSON.parse(bad.stdout)).toMatchObject({ status: "rejected", error: { code: "out-of-envelope" } });
   }, 60_000);
 
+  it("shows maintenance beside the mode, and suppresses only the Warnings work causes, never the leak", async () => {
+    const send = (params: object): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+      run("node", ["dist/cli/podwarden.js", "command", "mode", "--url", demo.brokerUrl, "--site", "demo", "--pod", "pod-a", "--key", demo.commandKeyFile, "--key-id", "demo", "--mqtt-version", "4", "--params", JSON.stringify(params)], 30_000);
+    type Listed = { id: string; suppressed: boolean };
+    const listed = (): Listed[] => (last("alarms")?.alarms as Listed[] | undefined) ?? [];
+    expect((await send({ maintenance: true })).code).toBe(0);
+    await waitFor(() => last("state")?.maintenance === true, "retained state says maintenance", 10_000);
+    // the work unplugs a device: its Warnings are listed, and flagged as suppressed
+    demo.sim.inject({ device: "rack-5", offline: true });
+    await waitFor(() => listed().some((a) => a.id === "device:rack-5" && a.suppressed), "device alarm listed, suppressed", 30_000);
+    // the mode keeps telling the truth, and the leak from before is never suppressed
+    expect(last("state")).toMatchObject({ state: "online", mode: "Degraded", maintenance: true });
+    expect(listed().find((a) => a.id === "leak:rack-3")).toMatchObject({ suppressed: false });
+    expect(messages.some((m) => m.topic === `${base}events` && m.body.type === "maintenance.changed" && m.body.on === true)).toBe(true);
+    expect((await send({ maintenance: false })).code).toBe(0);
+    await waitFor(() => last("state")?.maintenance === false, "maintenance over", 10_000);
+    await waitFor(() => listed().length > 0 && listed().every((a) => !a.suppressed), "no alarm suppressed", 10_000);
+    demo.sim.inject({ device: "rack-5", offline: false });
+  }, 90_000);
+
   it("publishes offline as its last word when it stops", async () => {
     const d = demo;
     demo = undefined as unknown as RunningDemo;

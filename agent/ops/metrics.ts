@@ -13,7 +13,7 @@ import { inFailsafe } from "../../pod/status-words.js";
 import type { MetricsConfig } from "./metrics-schema.js";
 import type { UplinkStats } from "../uplink/uplink.js";
 
-const MODES = ["Starting", "Running", "Degraded", "Failsafe", "Maintenance"];
+const MODES = ["Starting", "Running", "Degraded", "Failsafe"];
 const LATENESS_QUANTILES = [0.5, 0.9, 0.99, 0.999];
 
 /** What metrics read of the pod. */
@@ -91,6 +91,22 @@ export class Metrics {
       collect() {
         const all = a().activeAlarms();
         for (const s of ["Warning", "Critical"]) this.set({ severity: s }, all.filter((x) => x.severity === s).length);
+      },
+    });
+    new Gauge({
+      name: "podwarden_alarms_suppressed",
+      help: "Active alarms suppressed by maintenance (also counted in podwarden_alarms_active)",
+      registers: [r],
+      collect() {
+        this.set(a().activeAlarms().filter((x) => x.suppressed).length);
+      },
+    });
+    new Gauge({
+      name: "podwarden_maintenance",
+      help: "1 while an operator has the pod in maintenance",
+      registers: [r],
+      collect() {
+        this.set(a().status().maintenance ? 1 : 0);
       },
     });
     new Gauge({

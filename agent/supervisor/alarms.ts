@@ -22,7 +22,15 @@ export interface Alarm {
   raisedAtMs: number;
   /** monotonic ms since which the condition has been false, or null */
   clearingSinceMs: number | null;
+  /**
+   * Held back by maintenance: still listed, logged and published, and still counted in the pod's
+   * mode, but flagged so that a dashboard or a pager can hold it back while work is under way.
+   */
+  suppressed: boolean;
 }
+
+/** Which alarms are suppressed now: a rule over what the alarm is, not over its history. */
+export type SuppressionRule = (a: Pick<Alarm, "id" | "severity">) => boolean;
 
 export type AlarmEvent =
   | { type: "alarm.raised"; alarm: Alarm }
@@ -41,6 +49,7 @@ export interface ConditionSpec {
 export class AlarmManager {
   private readonly alarms = new Map<string, Alarm>();
   private readonly resetAllowed = new Set<string>();
+  private suppress: SuppressionRule = () => false;
 
   constructor(
     private readonly dwellMs: number,
@@ -66,7 +75,9 @@ export class AlarmManager {
           raisedAt: this.wallNow(),
           raisedAtMs: now,
           clearingSinceMs: null,
+          suppressed: false,
         };
+        alarm.suppressed = this.suppress(alarm);
         this.alarms.set(id, alarm);
         this.resetAllowed.delete(id);
         this.emit({ type: "alarm.raised", alarm: { ...alarm } });
@@ -78,10 +89,12 @@ export class AlarmManager {
       if (a.severity === "Warning" && spec.severity === "Critical") {
         // escalation re-arms acknowledgement: a Critical alarm must be seen as Critical
         a.severity = "Critical";
+        a.suppressed = this.suppress(a);
         a.acknowledged = false;
         this.emit({ type: "alarm.escalated", alarm: { ...a } });
       } else if (a.severity === "Critical" && spec.severity === "Warning" && !a.latched) {
         a.severity = "Warning";
+        a.suppressed = this.suppress(a);
       }
       return;
     }
@@ -121,6 +134,12 @@ export class AlarmManager {
 
   active(): Alarm[] {
     return [...this.alarms.values()].map((a) => ({ ...a })).sort((x, y) => x.raisedAtMs - y.raisedAtMs || x.id.localeCompare(y.id));
+  }
+
+  /** Sets which alarms are suppressed, and flags the listed ones afresh. */
+  setSuppression(rule: SuppressionRule): void {
+    this.suppress = rule;
+    for (const a of this.alarms.values()) a.suppressed = rule(a);
   }
 
   /** Drops alarms whose ids are no longer produced by anyone (after a config reload). */

@@ -8,11 +8,22 @@ import type { PodLayout } from "../../pod/layout.js";
 import { badInputs, failsafeReasons, inFailsafe, leakSensorFault } from "../../pod/status-words.js";
 import type { PodDecisions } from "../../pod/wiring.js";
 import type { SupervisorConfig } from "./schema.js";
-import { AlarmManager, type AlarmEvent } from "./alarms.js";
+import { AlarmManager, type AlarmEvent, type SuppressionRule } from "./alarms.js";
 import { heatBalance } from "./heat-balance.js";
 import { allocatePower } from "./power-budget.js";
 
-export type PodMode = "Starting" | "Running" | "Degraded" | "Failsafe" | "Maintenance";
+export type PodMode = "Starting" | "Running" | "Degraded" | "Failsafe";
+
+/**
+ * The Warnings that maintenance work is expected to cause (a device unplugged, a sensor swapped,
+ * a loop in fail-safe while it is, the budget or the tick rate disturbed by it): maintenance
+ * suppresses these, and nothing else. Never a Critical, never a leak, a leak sensor, a flow meter
+ * an isolation relies on, an isolation's proof, power that did not follow coolant, or lost state:
+ * a family not listed here is never suppressed, so a new alarm is loud until someone decides.
+ */
+const MAINTENANCE_SUPPRESSES = ["failsafe:", "device:", "heat-balance:", "overtemp:", "power:budget", "control:overrun"];
+
+export const suppressedByMaintenance: SuppressionRule = (a) => a.severity === "Warning" && MAINTENANCE_SUPPRESSES.some((f) => a.id === f || (f.endsWith(":") && a.id.startsWith(f)));
 
 export interface Reading {
   value: number;
@@ -49,12 +60,13 @@ export interface SupervisorInputs {
 /** What the supervisor decides each pass: the pod stage writes it to the power and pump outputs. */
 export type SupervisorDecisions = PodDecisions;
 
-export type SupervisorEvent = AlarmEvent | { type: "mode.changed"; from: PodMode; to: PodMode; reason: string } | { type: "leak.escalated"; rack: string; actions: string[] } | { type: "isolation.proven"; rack: string };
+export type SupervisorEvent = AlarmEvent | { type: "mode.changed"; from: PodMode; to: PodMode; reason: string } | { type: "leak.escalated"; rack: string; actions: string[] } | { type: "isolation.proven"; rack: string }
+  | { type: "maintenance.changed"; on: boolean };
 
 export class Supervisor {
   readonly alarms: AlarmManager;
   private mode_: PodMode = "Starting";
-  private maintenance = false;
+  private maintenance_ = false;
   private readonly startedAtMs: number;
   private readonly overTier: number[];
   private readonly lowFlowSince: (number | null)[];
@@ -100,8 +112,20 @@ export class Supervisor {
     this.isolation = isolation;
   }
 
+  /**
+   * Maintenance: an operator says work is under way. It changes no control and no interlock; it
+   * suppresses the Warnings the work is expected to cause (suppressedByMaintenance), and shows
+   * beside the mode, which keeps telling the truth (Degraded stays Degraded).
+   */
   setMaintenance(on: boolean): void {
-    this.maintenance = on;
+    if (on === this.maintenance_) return;
+    this.maintenance_ = on;
+    this.alarms.setSuppression(on ? suppressedByMaintenance : () => false);
+    this.emit({ type: "maintenance.changed", on });
+  }
+
+  get maintenance(): boolean {
+    return this.maintenance_;
   }
 
   /** The pod power budget in force: mission control's, if it set one, else the configured one. */
@@ -307,7 +331,6 @@ export class Supervisor {
     // clear dwell: Running means no alarm at all, as the docs and the alarm list say
     const problems = a.active();
     if (!i.controlHealthy && (this.everRunning || now - this.startedAtMs > 10_000)) this.setMode("Failsafe", "control loop unhealthy");
-    else if (this.maintenance) this.setMode("Maintenance", "operator");
     else if (this.mode_ === "Starting" && !allLive && now - this.startedAtMs < 30_000) this.setMode("Starting", "waiting for valid inputs");
     else if (anyFailsafe || problems.length > 0) this.setMode("Degraded", problems.map((p) => p.id).join(", ") || "loop in fail-safe");
     else this.setMode("Running", "all loops in control, no alarms");

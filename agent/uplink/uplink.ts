@@ -103,8 +103,8 @@ export class Uplink {
    * later moment the pod cannot know: it carries no mode and no timestamp rather than stale ones.
    */
   private stateMessage(kind: "online" | "stopped" | "will"): string {
-    if (kind === "will") return JSON.stringify({ state: "offline", reason: "connection lost", mode: null, since: this.since, timestamp: null });
-    return JSON.stringify({ state: kind === "online" ? "online" : "offline", ...(kind === "stopped" ? { reason: "stopped" } : {}), mode: this.agent.mode(), since: this.since, timestamp: new Date().toISOString() });
+    if (kind === "will") return JSON.stringify({ state: "offline", reason: "connection lost", mode: null, maintenance: null, since: this.since, timestamp: null });
+    return JSON.stringify({ state: kind === "online" ? "online" : "offline", ...(kind === "stopped" ? { reason: "stopped" } : {}), mode: this.agent.mode(), maintenance: this.agent.status().maintenance, since: this.since, timestamp: new Date().toISOString() });
   }
 
   async start(): Promise<void> {
@@ -218,6 +218,7 @@ export class Uplink {
       source: x.source,
       latched: x.latched,
       acknowledged: x.acknowledged,
+      suppressed: x.suppressed,
       raisedAt: x.raisedAt,
     }));
     this.publishNow(this.topic("alarms"), JSON.stringify({ timestamp: new Date().toISOString(), alarms }), { retain: true, qos: 1 });
@@ -306,8 +307,9 @@ export class Uplink {
 
   private onEvent(e: AgentEvent): void {
     this.spoolAndSend("critical", "events", { ...e });
-    if (e.type.startsWith("alarm.")) this.publishAlarms();
-    if (e.type === "mode.changed") this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
+    // maintenance changes which alarms are suppressed: the retained list says so at once
+    if (e.type.startsWith("alarm.") || e.type === "maintenance.changed") this.publishAlarms();
+    if (e.type === "mode.changed" || e.type === "maintenance.changed") this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
   }
 
   private publishTelemetry(): void {
