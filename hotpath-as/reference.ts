@@ -85,6 +85,7 @@ export class ReferenceHotPath implements HotPath {
     lf.pvPrev.fill(NaN);
     lf.pv.fill(NaN);
     lf.error.fill(0);
+    lf.resume.fill(NaN);
     li.status.fill(0);
     li.branch.fill(L.BRANCH_NONE);
   }
@@ -307,6 +308,7 @@ export class ReferenceHotPath implements HotPath {
       if (isolated) {
         branch = L.BRANCH_LEAK;
         status |= L.LS_INTERLOCK_LEAK;
+        if (lastBranch !== L.BRANCH_LEAK) lf.resume[i] = prev;
         out = safeOutput(li.safeLeak[i], lf.safeFixedLeak[i], prev, lo, hi);
       } else {
         let reasons = 0;
@@ -379,8 +381,13 @@ export class ReferenceHotPath implements HotPath {
             // the terms other than the integral, summed once, P last: the error's chain to the
             // output then has one add before the integral's (the D and FF sum does not wait on it)
             const rest = pTerm + (dTerm + ffTerm);
-            // bumpless: on entry choose the integral that reproduces the current output
-            if (entering) integral = isFinite(prev) ? prev - rest : 0.0;
+            // bumpless: on entry choose the integral that reproduces the current output, or, back
+            // from an isolation, the output the loop had before it (the slew limit ramps the valve)
+            if (entering) {
+              const resume = lf.resume[i];
+              const base = lastBranch === L.BRANCH_LEAK && isFinite(resume) ? resume : prev;
+              integral = isFinite(base) ? base - rest : 0.0;
+            }
 
             const rate = lf.outRate[i];
             let hiLim = hi;

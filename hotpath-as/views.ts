@@ -29,6 +29,7 @@ export const LOOP_F64_FIELDS = {
   out: L.LF_OUT,
   pv: L.LF_PV,
   error: L.LF_ERROR,
+  resume: L.LF_RESUME,
 } as const;
 
 export const LOOP_I32_FIELDS = {

@@ -48,7 +48,8 @@ export class Rig {
           ...loop,
         },
       ],
-      racks: [],
+      // with loop.rack = 0, the loop answers to one rack's isolation (no flow meter, no leak input)
+      racks: loop.rack === 0 ? [{ isolatedFlowMaxLpm: 1, isolationDeadlineMs: 5000 }] : [],
     });
     hp.views.loopF.out[0] = u0;
     hp.views.loopF.manual[0] = u0;

@@ -54,6 +54,7 @@ describe("agent against the simulated pod", () => {
   }, 180_000);
 
   it("isolates a leaking rack, proves it, raises the alarm, and the other racks keep control", async () => {
+    const before = agent.control.outputs()!.loopOut[2]; // the valve's output in control, before the leak
     t.sim.inject({ leak: "rack-3" });
     await waitFor(() => truth().racks[2].supplyIsolationPct === 0 && truth().racks[2].returnIsolationPct === 0, "isolation valves closed", 10_000);
     await waitFor(() => agent.status().racks[2].isolation === "Isolated", "isolation proven", 10_000);
@@ -72,10 +73,21 @@ describe("agent against the simulated pod", () => {
     t.sim.inject({ leak: "rack-3", state: "dry" });
     await new Promise((r) => setTimeout(r, 500));
     expect(agent.status().racks[2].isolation).toBe("Isolated");
+    const overtemp: string[] = [];
+    const stopWatching = agent.onEvent((e) => {
+      if (e.type === "alarm.raised" && e.alarm.id === "overtemp:rack-3") overtemp.push(e.alarm.severity);
+    });
     expect(await agent.resetLeak(2)).toBe("accepted");
     await waitFor(() => truth().racks[2].supplyIsolationPct === 100, "back in service", 10_000);
+    // bumpless: the valve ramps from its leak-safe value back to the output it had in control
+    // (the loop resumes there, not from closed), and the rack returns to its setpoint without
+    // an over-temperature alarm on the way
+    await waitFor(() => Math.abs(agent.control.outputs()!.loopOut[2] - before) < 5, "valve back near its output before the leak", 20_000);
+    await waitFor(() => Math.abs(truth().racks[2].returnTempC - 45) < 0.5, "rack-3 back at its setpoint", 60_000, 100);
+    stopWatching();
+    expect(overtemp).toEqual([]);
     await waitFor(() => agent.supervisor.alarms.get("leak:rack-3") === undefined, "alarm cleared", 15_000);
-  }, 60_000);
+  }, 120_000);
 
   it("fails a device's loops safe when it goes offline, and recovers when it returns", async () => {
     t.sim.inject({ device: "rack-5", offline: true });

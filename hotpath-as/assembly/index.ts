@@ -145,6 +145,7 @@ export function resetState(): void {
     sf(lf(L.LF_PV_PREV), i, NaN);
     sf(lf(L.LF_PV), i, NaN);
     sf(lf(L.LF_ERROR), i, 0);
+    sf(lf(L.LF_RESUME), i, NaN);
     si(li(L.LI_STATUS), i, 0);
     si(li(L.LI_BRANCH), i, L.BRANCH_NONE);
   }
@@ -537,6 +538,7 @@ function stepLoops(dt: f64, invDt: f64): void {
   if (isolated) {
     branch = L.BRANCH_LEAK;
     status |= L.LS_INTERLOCK_LEAK;
+    if (lastBranch != L.BRANCH_LEAK) sf(lf(L.LF_RESUME), i, prev);
     out = safeOutput(gi(li(L.LI_SAFE_LEAK), i), gf(lf(L.LF_SAFE_FIXED_LEAK), i), prev, lo, hi);
   } else {
     let reasons: i32 = 0;
@@ -612,8 +614,13 @@ function stepLoops(dt: f64, invDt: f64): void {
         // the terms other than the integral, summed once, P last: the error's chain to the
         // output then has one add before the integral's (the D and FF sum does not wait on it)
         const rest = pTerm + (dTerm + ffTerm);
-        // bumpless: on entry choose the integral that reproduces the current output
-        if (entering) integral = isFinite(prev) ? prev - rest : 0.0;
+        // bumpless: on entry choose the integral that reproduces the current output, or, back
+        // from an isolation, the output the loop had before it (the slew limit ramps the valve)
+        if (entering) {
+          const resume = gf(lf(L.LF_RESUME), i);
+          const base = lastBranch == L.BRANCH_LEAK && isFinite(resume) ? resume : prev;
+          integral = isFinite(base) ? base - rest : 0.0;
+        }
 
         // conditional integration: do not integrate further into a clamp or slew limit
         const rate = gf(lf(L.LF_OUT_RATE), i);

@@ -62,7 +62,12 @@ export const LF_PV_PREV = 19; // PV at the previous tick, for derivative on meas
 export const LF_OUT = 20; // the actuator command
 export const LF_PV = 21; // PV the loop used this tick (held good value)
 export const LF_ERROR = 22; // error after deadband and action sign
-export const LOOP_F64_FIELDS = 23;
+// state: the output the loop had when a rack isolation took it over (NaN: none yet). Automatic
+// resumes from it after the isolation, so a rack returned to service (a leak reset, return-rack)
+// ramps its valve back to where it was under load instead of restarting its loop from the
+// leak-safe value: from closed, the rack overheated on the way back (an over-temperature alarm).
+export const LF_RESUME = 23;
+export const LOOP_F64_FIELDS = 24;
 
 // ---- loop i32 fields --------------------------------------------------------------------
 export const LI_PV_POINT = 0; // index of the PV input point
