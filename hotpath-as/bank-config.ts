@@ -35,6 +35,8 @@ export interface LoopSpec {
   kd?: number;
   /** derivative filter time constant, s */
   tf?: number;
+  /** first-order PV filter time constant, s; 0 = none */
+  pvFilterS?: number;
   kff?: number;
   ffBias?: number;
   outMin: number;
@@ -110,6 +112,11 @@ export function writeLoop(v: BankViews, i: number, s: LoopSpec): void {
   f.ki[i] = s.ki;
   f.kd[i] = s.kd ?? 0;
   f.tf[i] = s.tf ?? 0;
+  const pvFilterS = s.pvFilterS ?? 0;
+  // a new time constant restarts the filter from the next good sample: a state kept from when
+  // the filter was last on would be a bump
+  if (f.pvFilterS[i] !== pvFilterS) f.pvFilt[i] = NaN;
+  f.pvFilterS[i] = pvFilterS;
   f.kff[i] = s.kff ?? 0;
   f.ffBias[i] = s.ffBias ?? 0;
   f.outMin[i] = s.outMin;

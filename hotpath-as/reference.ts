@@ -86,6 +86,7 @@ export class ReferenceHotPath implements HotPath {
     lf.pv.fill(NaN);
     lf.error.fill(0);
     lf.resume.fill(NaN);
+    lf.pvFilt.fill(NaN);
     li.status.fill(0);
     li.branch.fill(L.BRANCH_NONE);
   }
@@ -277,6 +278,16 @@ export class ReferenceHotPath implements HotPath {
       if (pvIdx >= 0 && pvIdx < this.pointCount) {
         pv = p.held[pvIdx];
         pvBad = q.quality[pvIdx] !== 0;
+      }
+      const pvTau = lf.pvFilterS[i];
+      if (pvTau > 0) {
+        if (pvBad) {
+          lf.pvFilt[i] = NaN;
+        } else {
+          const filt = lf.pvFilt[i];
+          if (isFinite(filt)) pv = filt + (dt / (pvTau + dt)) * (pv - filt);
+          lf.pvFilt[i] = pv;
+        }
       }
       const ffIdx = li.ffPoint[i];
       let ffBad = false;

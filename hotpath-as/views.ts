@@ -30,6 +30,8 @@ export const LOOP_F64_FIELDS = {
   pv: L.LF_PV,
   error: L.LF_ERROR,
   resume: L.LF_RESUME,
+  pvFilterS: L.LF_PV_FILTER_S,
+  pvFilt: L.LF_PV_FILT,
 } as const;
 
 export const LOOP_I32_FIELDS = {

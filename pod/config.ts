@@ -28,6 +28,7 @@ function loopTuning(d: { kp: number; ki: number; kff: number; outMin: number; ou
       ki: num(0, 1e6, d.ki, "integral gain, output % per (PV unit · s)"),
       kd: num(0, 1e6, 0, "derivative gain (on measurement), output % per (PV unit / s)"),
       tf: num(0, 3600, 0, "derivative filter time constant, s"),
+      pvFilterS: num(0, 3600, 0, "first-order PV filter time constant, s (0 = none): the PID sees the filtered PV, the interlocks and checks the raw sample"),
       kff: num(-1e6, 1e6, d.kff, "feed-forward gain, output % per FF unit"),
       ffBias: num(-1e6, 1e6, 0, "subtracted from the FF input before the gain"),
       outMin: num(0, 100, d.outMin, "output envelope low end, % (the fail-closed value)"),

@@ -5,6 +5,7 @@ import * as L from "../hotpath-as/assembly/layout.js";
 import { loadBank, writeSample, type LoopSpec } from "../hotpath-as/bank-config.js";
 import type { HotPath } from "../hotpath-as/views.js";
 import { Fopdt } from "./fopdt.js";
+import { Prng } from "./prng.js";
 
 export const DT = 0.001;
 export const PLANT = { bias: 42, gainU: -0.15, gainD: 0.1, tauS: 30, deadTimeS: 3, dtS: DT };
@@ -18,6 +19,9 @@ export class Rig {
   readonly plant: Fopdt;
   now = 0;
   loadKw: number;
+  /** measurement noise on the PV sample: uniform in ±noiseC, from a seeded generator */
+  noiseC = 0;
+  private readonly noise = new Prng(7);
 
   constructor(
     readonly hp: HotPath,
@@ -68,7 +72,7 @@ export class Rig {
     const ticks = Math.round(seconds / DT);
     for (let k = 0; k < ticks; k++) {
       this.now += DT * 1000;
-      writeSample(this.hp.views, P_TEMP, this.plant.y, this.now);
+      writeSample(this.hp.views, P_TEMP, this.plant.y + (this.noiseC === 0 ? 0 : this.noiseC * (2 * this.noise.next() - 1)), this.now);
       writeSample(this.hp.views, P_POWER, this.loadKw, this.now);
       // no expect() per tick: it would dominate the run time
       if (this.hp.step(this.now, DT) !== L.STEP_OK) throw new Error(`step refused at ${this.now} ms`);

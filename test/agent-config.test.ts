@@ -168,7 +168,7 @@ describe("config types come from the schemas", () => {
     expectTypeOf<AgentConfig["log"]["level"]>().toEqualTypeOf<"fatal" | "error" | "warn" | "info" | "debug" | "trace">();
     // run time: what validation returns has the keys the type says are present
     const c = loadAgentConfig("configs/demo-pod.yaml").config;
-    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "safeOnLeak", "safeOnSensorFault", "spRamp", "tf"]);
+    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "pvFilterS", "safeOnLeak", "safeOnSensorFault", "spRamp", "tf"]);
     expect(c.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9464 });
   });
 

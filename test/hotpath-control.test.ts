@@ -87,6 +87,32 @@ describe.each(IMPLEMENTATIONS)("control quality on an FOPDT plant (%s)", (_name,
     expect(Math.abs(rig.pv - 40)).toBeLessThan(0.05);
   });
 
+  it("with a PV filter, moves the valve far less on a noisy sensor, and still holds the setpoint", () => {
+    const spread = (pvFilterS: number): { outStd: number; meanErr: number; pvSeen: number; raw: number } => {
+      const rig = new Rig(make(), { pvFilterS }, 0, 50);
+      rig.noiseC = 0.2; // ±0.2 °C of sensor noise on every sample
+      rig.run(300);
+      const outs: number[] = [];
+      let err = 0;
+      rig.run(60, (pv, out) => {
+        outs.push(out);
+        err += Math.abs(pv - 40);
+      });
+      const mean = outs.reduce((a, b) => a + b, 0) / outs.length;
+      const outStd = Math.sqrt(outs.reduce((a, b) => a + (b - mean) ** 2, 0) / outs.length);
+      return { outStd, meanErr: err / outs.length, pvSeen: rig.hp.views.loopF.pv[0], raw: rig.hp.views.pointF.held[P_TEMP] };
+    };
+    const raw = spread(0);
+    const filtered = spread(2);
+    // measured: output standard deviation 0.275 % unfiltered, 0.067 % through a 2 s filter;
+    // mean |PV − SP| 0.10 °C and 0.0009 °C (the unfiltered loop chases the noise)
+    expect(filtered.outStd).toBeLessThan(raw.outStd / 3);
+    expect(filtered.meanErr).toBeLessThan(0.01);
+    // the loop reports the PV it used: the filtered one, not the raw sample
+    expect(filtered.pvSeen).not.toBe(filtered.raw);
+    expect(raw.pvSeen).toBe(raw.raw);
+  });
+
   it("recovers from a bad sensor bumplessly", () => {
     const rig = new Rig(make(), {}, 0, 50);
     rig.run(300);

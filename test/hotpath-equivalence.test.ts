@@ -85,6 +85,7 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
       ki: rng.range(0, calm ? 2 : 20),
       kd: rng.chance(calm ? 0.5 : 1) ? rng.range(0, 0.5) : 0,
       tf: rng.chance(0.2) ? 0 : rng.range(0.001, 0.1),
+      pvFilterS: rng.chance(0.7) ? 0 : rng.range(0.001, 2),
       kff: rng.range(-2, 2),
       ffBias: rng.range(-5, 5),
       outMin,

@@ -146,6 +146,7 @@ export function resetState(): void {
     sf(lf(L.LF_PV), i, NaN);
     sf(lf(L.LF_ERROR), i, 0);
     sf(lf(L.LF_RESUME), i, NaN);
+    sf(lf(L.LF_PV_FILT), i, NaN);
     si(li(L.LI_STATUS), i, 0);
     si(li(L.LI_BRANCH), i, L.BRANCH_NONE);
   }
@@ -508,6 +509,17 @@ function stepLoops(dt: f64, invDt: f64): void {
     pv = gf(pf(L.PF_HELD), pvIdx);
     pvBad = gi(pi(L.PI_QUALITY), pvIdx) != 0;
   }
+  // first-order PV filter: the PID sees the filtered PV, the checks above saw the raw sample
+  const pvTau = gf(lf(L.LF_PV_FILTER_S), i);
+  if (pvTau > 0) {
+    if (pvBad) {
+      sf(lf(L.LF_PV_FILT), i, NaN);
+    } else {
+      const filt = gf(lf(L.LF_PV_FILT), i);
+      if (isFinite(filt)) pv = filt + (dt / (pvTau + dt)) * (pv - filt);
+      sf(lf(L.LF_PV_FILT), i, pv);
+    }
+  }
   const ffIdx = gi(li(L.LI_FF_POINT), i);
   let ffBad = false;
   let ff: f64 = 0;
@@ -712,6 +724,7 @@ const OUT_MIN_AT: usize = LOOP_F64 + <usize>(L.LF_OUT_MIN * LOOP_F64_STRIDE);
 const OUT_RATE_AT: usize = LOOP_F64 + <usize>(L.LF_OUT_RATE * LOOP_F64_STRIDE);
 const OVERRIDE_AT: usize = LOOP_F64 + <usize>(L.LF_OVERRIDE * LOOP_F64_STRIDE);
 const PV_AT: usize = LOOP_F64 + <usize>(L.LF_PV * LOOP_F64_STRIDE);
+const PV_FILTER_S_AT: usize = LOOP_F64 + <usize>(L.LF_PV_FILTER_S * LOOP_F64_STRIDE);
 const PV_PREV_AT: usize = LOOP_F64 + <usize>(L.LF_PV_PREV * LOOP_F64_STRIDE);
 const SP_AT: usize = LOOP_F64 + <usize>(L.LF_SP * LOOP_F64_STRIDE);
 const SP_RAMP_AT: usize = LOOP_F64 + <usize>(L.LF_SP_RAMP * LOOP_F64_STRIDE);
@@ -768,6 +781,8 @@ for (let k = 0; k < 256; k++) store<u64>(STATUS_TABLE + (<usize>k << 3), laneSta
 @inline function stepAutomaticPair(i: i32, dt: f64, invDt: f64, inputsAllGood: bool): bool {
   const o: usize = <usize>i << 3; // byte offset of slot i in a loop f64 field
   if (li2(L.LI_MODE, i) != bothAre(L.MODE_AUTOMATIC) || li2(L.LI_BRANCH, i) != bothAre(L.BRANCH_AUTOMATIC)) return false;
+  // a loop with a PV filter takes the scalar path (its filter is there alone)
+  if (v128.any_true(v128.load(o, PV_FILTER_S_AT))) return false;
   const sp = v128.load(o, SP_AT);
   if (!i64x2.all_true(finiteV(sp))) return false;
   const pvA = gi(li(L.LI_PV_POINT), i);

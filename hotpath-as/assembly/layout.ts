@@ -67,7 +67,11 @@ export const LF_ERROR = 22; // error after deadband and action sign
 // ramps its valve back to where it was under load instead of restarting its loop from the
 // leak-safe value: from closed, the rack overheated on the way back (an over-temperature alarm).
 export const LF_RESUME = 23;
-export const LOOP_F64_FIELDS = 24;
+// first-order PV filter: time constant, s (0 = none), and its state (NaN: restart from the next
+// good sample). The interlocks and quality checks see the raw sample; only the PID sees this.
+export const LF_PV_FILTER_S = 24;
+export const LF_PV_FILT = 25;
+export const LOOP_F64_FIELDS = 26;
 
 // ---- loop i32 fields --------------------------------------------------------------------
 export const LI_PV_POINT = 0; // index of the PV input point
