@@ -136,12 +136,22 @@ describe("broker outages (mosquitto)", () => {
       expect(detectedS).toBeLessThan(3 + 1);
       // caught by the uplink's silence watchdog (1.45 x keepalive), not by mqtt.js's 1.5 x timeout
       expect(pod.logs.lines.some((l) => l.msg === "broker silent: giving up the connection")).toBe(true);
+      // telemetry spooled first, then the events: replay still sends the events first
+      await waitFor(() => pod.uplink.stats().spoolDepth.telemetry >= 2, "telemetry spooled");
       for (let i = 0; i < 20; i++) pod.agent.audit({ action: "during-hang", by: "test", result: String(i) });
       await waitFor(() => pod.uplink.stats().spoolDepth.critical >= 20, "events spooled");
+      const beforeResume = mc.messages.length;
       broker.resume();
-      await waitFor(() => pod.uplink.stats().connected && pod.uplink.stats().spoolDepth.critical === 0, "reconnected and drained", 20_000);
+      await waitFor(() => pod.uplink.stats().connected && pod.uplink.stats().spoolDepth.critical === 0 && pod.uplink.stats().spoolDepth.telemetry === 0, "reconnected and drained", 20_000);
       await waitFor(() => mc.of("events").filter((e) => e.action === "during-hang").length === 20, "events from the hang delivered", 10_000);
       expect(mc.of("events").filter((e) => e.action === "during-hang").every((e) => e.historical === true)).toBe(true);
+      // alarms first: no spooled telemetry arrived before the last spooled event
+      const replay = mc.messages.slice(beforeResume).filter((m) => m.body.historical === true);
+      const lastEvent = replay.map((m) => m.topic).lastIndexOf(`${pod.base}events`);
+      const firstTelemetry = replay.findIndex((m) => m.topic === `${pod.base}telemetry`);
+      expect(firstTelemetry, "historical telemetry replayed").toBeGreaterThanOrEqual(0);
+      expect(lastEvent, "historical events replayed").toBeGreaterThanOrEqual(0);
+      expect(lastEvent).toBeLessThan(firstTelemetry);
       const last = pod.uplink.stats().lastSeq;
       await waitFor(() => gaps(seqsOf(mc, "events"), last.critical, Math.min(...seqsOf(mc, "events"))).length === 0, "no event gap");
     } finally {

@@ -92,7 +92,7 @@ describe("spool", () => {
     s.close();
   });
 
-  it("numbers each class consecutively and hands records out oldest first across classes", () => {
+  it("numbers each class consecutively and hands out every critical record before any telemetry, each class in order", () => {
     const s = new Spool({ dir: spoolDir(), maxBytes: 1 << 20, segmentBytes: 4096 });
     s.open();
     expect(s.append("critical", "events", body, 10).seq).toBe(1);
@@ -100,7 +100,8 @@ describe("spool", () => {
     expect(s.append("critical", "events", body, 20).seq).toBe(2);
     expect(s.append("telemetry", "telemetry", body, 20).seq).toBe(2);
     const got = drain(s).map((t) => `${t.cls}:${t.record.id}`);
-    expect(got).toEqual(["telemetry:1", "critical:1", "critical:2", "telemetry:2"]);
+    // the telemetry from t=5 waits behind the events from t=10 and t=20: alarms first
+    expect(got).toEqual(["critical:1", "critical:2", "telemetry:1", "telemetry:2"]);
     expect(s.depth()).toEqual({ critical: 0, telemetry: 0 });
     s.close();
   });

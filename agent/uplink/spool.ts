@@ -9,7 +9,11 @@
 // Overflow policy (docs/mqtt.md): the spool is bounded by maxBytes across both queues. When a
 // new record would exceed it, the oldest telemetry segment is dropped first; critical records
 // are dropped only when no telemetry is left to drop. Every dropped record is counted, and a
-// dropped critical record raises a Critical alarm. Replay merges both queues by original time.
+// dropped critical record raises a Critical alarm.
+//
+// Replay order: every critical record before any telemetry. After an outage mission control
+// learns of the alarms, trips and commands first, then gets the telemetry backlog; within each
+// class the order is the original one, and each record keeps its timestamp and seq.
 import { join } from "node:path";
 import { SpoolQueue, type SpoolRecord } from "./spool-queue.js";
 
@@ -80,16 +84,15 @@ export class Spool {
     return dropped;
   }
 
-  /** The next record to send, oldest first across both queues; it is then in flight. */
+  /** The next record to send: the oldest critical one, else the oldest telemetry; it is then in flight. */
   take(): Taken | undefined {
-    const c = this.queues.critical.peek();
-    const t = this.queues.telemetry.peek();
-    if (c === undefined && t === undefined) return undefined;
-    // ties go to the critical record: an alarm is never behind telemetry of the same instant
-    const cls: SpoolClass = t === undefined || (c !== undefined && c.ts <= t.ts) ? "critical" : "telemetry";
-    const record = (cls === "critical" ? c : t) as SpoolRecord;
-    this.queues[cls].take(record);
-    return { cls, record };
+    for (const cls of SPOOL_CLASSES) {
+      const record = this.queues[cls].peek();
+      if (record === undefined) continue;
+      this.queues[cls].take(record);
+      return { cls, record };
+    }
+    return undefined;
   }
 
   ack(cls: SpoolClass, id: number): void {
