@@ -121,20 +121,16 @@ describe("broker outages (mosquitto)", () => {
     }
   }, 90_000);
 
-  it("detects a hung broker (SIGSTOP) within 1.5x keepalive, spools, and delivers everything after SIGCONT", async () => {
+  it("detects a hung broker (SIGSTOP) by its own silence watchdog, spools, and delivers everything after SIGCONT, events first", async () => {
     const broker = await Mosquitto.start({ persistence: false });
     const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim, uplink: { keepaliveS: 2 } });
     const mc = await MissionControl.connect(broker.url, pod.base, 4, { reconnectPeriod: 50 });
     try {
       await waitFor(() => mc.of("telemetry").length >= 2, "telemetry flowing");
       broker.pause();
-      const t0 = performance.now();
       await waitFor(() => !pod.uplink.stats().connected, "hung broker detected", 10_000, 10);
-      const detectedS = (performance.now() - t0) / 1000;
-      // 1.5 x keepalive (3 s) from the last acknowledgement, which came just before the pause;
-      // the margin is for a loaded CI machine, the figure itself is in BENCHMARKS.md
-      expect(detectedS).toBeLessThan(3 + 1);
-      // caught by the uplink's silence watchdog (1.45 x keepalive), not by mqtt.js's 1.5 x timeout
+      // caught by the uplink's silence watchdog (1.45 x keepalive), not by mqtt.js's 1.5 x
+      // timeout; how long that takes is a benchmark figure (BENCHMARKS.md), not a test's
       expect(pod.logs.lines.some((l) => l.msg === "broker silent: giving up the connection")).toBe(true);
       // telemetry spooled first, then the events: replay still sends the events first
       await waitFor(() => pod.uplink.stats().spoolDepth.telemetry >= 2, "telemetry spooled");
