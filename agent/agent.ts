@@ -10,6 +10,7 @@ import { monoMs } from "../lib/clock.js";
 import { JsonStateFile } from "../lib/json-state-file.js";
 import { measuredValue, PointStore, type Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
+import { leaseFailWrites } from "../pod/fail-safe.js";
 import { podLayout, type PodLayout } from "../pod/layout.js";
 import { pumpStatus, rackStatuses } from "../pod/status-view.js";
 import { qualityWords } from "../pod/status-words.js";
@@ -86,6 +87,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   readonly overrides = new LoopLeases();
   control!: ControlThread;
   private readonly wiring: PodWiring;
+  /** the devices' own fail positions, as the config declares them (pod/fail-safe.ts) */
+  private leaseFail: { id: string; value: number }[];
   private readonly log: Logger;
   private readonly listeners: ((e: AgentEvent) => void)[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
@@ -121,6 +124,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.problems = new ProblemRegistry(this.log);
     this.layout = podLayout(c);
     this.wiring = new PodWiring(c, this.layout, { writeCaps: c.supervisor.powerBudget.writeCaps });
+    this.leaseFail = leaseFailWrites(c);
     this.driver = new ModbusDriver(c.modbus, { points: this.points });
     this.ingest =
       c.mqttIngest === undefined
@@ -184,7 +188,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
 
   async start(): Promise<void> {
     const c = this.config;
-    this.control = new ControlThread(podBankSpec(c.control, this.layout), {
+    this.control = new ControlThread(podBankSpec(c.control, this.layout, c.racks), {
       periodMs: c.control.periodMs,
       schedFifo: c.control.schedFifo,
       schedPriority: c.control.schedPriority,
@@ -250,7 +254,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (o === undefined) return;
     this.outputs = o;
     if (this.stopping) return;
-    this.wiring.writeActuators(o, this.decisions, this.actuators);
+    this.wiring.writeActuators(o, this.decisions, this.actuators, this.leaseFail);
   }
 
   /** The wiring's output sink: the Modbus driver, with a failed write logged rather than thrown. */
@@ -636,7 +640,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   /** New tuning in place (same structure): gains, limits, checks, thresholds, setpoint defaults. */
   applyTuning(next: AgentConfig): void {
     if (!sameStructure(this.config, next)) throw new Error("structure changed: a restart is needed");
-    this.control.patch(podBankSpec(next.control, this.layout));
+    this.control.patch(podBankSpec(next.control, this.layout, next.racks));
+    this.leaseFail = leaseFailWrites(next);
     this.supervisor.reconfigure(next.supervisor, next.control.isolation);
     Object.assign(this.config, { control: next.control, supervisor: next.supervisor, log: next.log });
     this.limits_ = commandLimits(this.config);
@@ -676,7 +681,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private async driveSafe(timeoutMs: number): Promise<void> {
     const c = this.config;
     const writes: string[] = [];
-    for (const w of this.wiring.safeWrites(this.control.outputs() ?? this.outputs, c.control.rackLoop, c.control.pumpLoop)) {
+    for (const w of this.wiring.safeWrites(this.control.outputs() ?? this.outputs, c.control)) {
       try {
         this.driver.setOutput(w.id, w.value);
         writes.push(w.id);

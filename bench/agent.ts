@@ -59,7 +59,7 @@ function loadMainThread(): () => void {
 }
 
 async function tickLateness(seconds: number): Promise<{ row: LatenessRow; sched: string }> {
-  const ct = new ControlThread(podBankSpec(demoAgentConfig().control, podLayout(demoAgentConfig())), { periodMs: 1, schedFifo: true, schedPriority: 40, warmupTicks: 20000 });
+  const ct = new ControlThread(podBankSpec(demoAgentConfig().control, podLayout(demoAgentConfig()), demoAgentConfig().racks), { periodMs: 1, schedFifo: true, schedPriority: 40, warmupTicks: 20000 });
   await ct.start();
   ct.latenessHistogram().reset(); // drop the start-up ticks
   const stopLoad = loadMainThread();

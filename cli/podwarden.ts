@@ -18,13 +18,16 @@ import { loadAgentConfig } from "../agent/config/load.js";
 import { join } from "node:path";
 import { InstanceLockError } from "../agent/ops/instance-lock.js";
 import { packageVersion } from "../agent/version.js";
+import { failSafeTable } from "../pod/fail-safe.js";
 
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
 
 usage:
   podwarden demo [--broker <url>] [--broker-port <n>]    the demo pod: embedded broker + simulator + agent, live board
   podwarden run -c <config.yaml>                         run the pod controller (the daemon)
-  podwarden check-config -c <config.yaml>                validate a config and exit (0 valid, 2 invalid)
+  podwarden check-config -c <config.yaml> [--fail-safe]  validate a config and exit (0 valid, 2 invalid);
+                                                         --fail-safe also prints every actuator's
+                                                         behaviour per fault class (docs/safety.md)
   podwarden reset-leak --rack <name> [-c <config.yaml>]  authorised reset of a rack's leak latch (refused while wet)
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
@@ -82,6 +85,7 @@ async function main(argv: string[]): Promise<number> {
         ttl: { type: "string" },
         "mqtt-version": { type: "string" },
         username: { type: "string" },
+        "fail-safe": { type: "boolean" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -124,6 +128,7 @@ async function main(argv: string[]): Promise<number> {
         if (values.config === undefined) throw new UsageError("check-config needs -c <config.yaml>");
         const l = loadAgentConfig(values.config);
         log(`${values.config}: valid (site ${l.config.site}, pod ${l.config.pod}, ${l.config.racks.length} racks, ${l.config.modbus.devices.length} Modbus devices, sha256 ${l.hash.slice(0, 12)})`);
+        if (values["fail-safe"] === true) process.stdout.write(`\n${failSafeTable(l.config, l.config.supervisor.escalation)}\n`);
         return 0;
       }
       case "reset-leak": {

@@ -2,13 +2,15 @@
 // rack's isolation proof, at the indices the layout gives. Runs when a config loads or reloads
 // (and in the virtual pod), never per tick.
 import type { BankSpec, LoopSpec, PointSpec, RackSpec } from "../hotpath-as/bank-config.js";
-import type { ControlConfig } from "./config.js";
+import type { ControlConfig, RackConfig } from "./config.js";
+import { rackFailSafe } from "./fail-safe.js";
 import type { PodLayout } from "./layout.js";
 
 /** The tuning the bank is built from: the `control` section less its thread settings. */
 export type BankTuning = Pick<ControlConfig, "returnTempSetpointC" | "dpSetpointKpa" | "rackLoop" | "pumpLoop" | "points" | "isolation">;
 
-export function podBankSpec(c: BankTuning, layout: PodLayout): BankSpec {
+/** The bank for a pod: each rack's loop with its own fail-safe settings where it has them. */
+export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: readonly Pick<RackConfig, "failSafe">[]): BankSpec {
   const points: PointSpec[] = new Array<PointSpec>(layout.points);
   const loops: LoopSpec[] = [];
   const racks: RackSpec[] = [];
@@ -18,8 +20,11 @@ export function podBankSpec(c: BankTuning, layout: PodLayout): BankSpec {
     points[rp.flowLpm] = { ...c.points.flow };
     points[rp.powerKw] = { ...c.points.power };
     for (const l of rp.leaks) points[l] = { kind: "leak", rack: r, min: 0, max: 2, ...c.points.leak };
+    const fs = rackFailSafe(c, rackConfigs[r]);
     loops[rp.loop] = {
       ...c.rackLoop,
+      safeOnLeak: fs.safeOnLeak,
+      safeOnSensorFault: fs.safeOnSensorFault,
       pvPoint: rp.returnTempC,
       ffPoint: c.rackLoop.kff !== 0 ? rp.powerKw : undefined,
       rack: r,
@@ -35,7 +40,8 @@ export function podBankSpec(c: BankTuning, layout: PodLayout): BankSpec {
   });
   points[layout.cdu.dpKpa] = { ...c.points.pressure };
   points[layout.cdu.supplyTempC] = { ...c.points.temperature };
-  loops[layout.pumpLoop] = { ...c.pumpLoop, pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };
+  // the pump has no rack, so the hot path never isolates it: its leak value is never used
+  loops[layout.pumpLoop] = { ...c.pumpLoop, safeOnLeak: "hold", pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };
   return { points, loops, racks };
 }
 

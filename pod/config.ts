@@ -11,19 +11,46 @@ export const ident = (description: string): Schema<string> => str(description, {
 const pointRef = (description: string): Schema<string> => str(`point id (device.point or an MQTT ingest id): ${description}`, { pattern: "^[A-Za-z][A-Za-z0-9_.-]*$" });
 const outputRef = (description: string): Schema<string> => str(`Modbus output id (device.output): ${description}`, { pattern: "^[A-Za-z][A-Za-z0-9_.-]*$" });
 
-const safeAction = (def: SafeAction): Schema<SafeAction> =>
+const safeAction = (def: SafeAction | undefined, when: string): Schema<SafeAction> =>
   typed<SafeAction>({
-    description: "declared safe output: open (outMax), closed (outMin), hold (last output), or {fixed: value}",
+    description: `${when}: open (outMax), closed (outMin), hold (last output), or {fixed: value}`,
     oneOf: [
       { enum: ["open", "closed", "hold"] },
       { type: "object", additionalProperties: false, required: ["fixed"], properties: { fixed: { type: "number" } } },
     ],
-    default: def,
+    ...(def === undefined ? {} : { default: def }),
   });
 
-function loopTuning(d: { kp: number; ki: number; kff: number; outMin: number; outMax: number; outRate: number; spRamp: number; deadband: number; safeOnLeak: SafeAction; safeOnSensorFault: SafeAction }, what: string) {
+interface LoopDefaults {
+  kp: number;
+  ki: number;
+  kff: number;
+  outMin: number;
+  outMax: number;
+  outRate: number;
+  spRamp: number;
+  deadband: number;
+  safeOnSensorFault: SafeAction;
+  safeOnShutdown: SafeAction;
+  safeOnLeaseLoss: SafeAction;
+}
+
+/** The fail-safe classes every loop's actuator declares besides a leak (docs/safety.md). */
+function loopSafety(d: LoopDefaults) {
+  return {
+    safeOnSensorFault: safeAction(d.safeOnSensorFault, "while an input of the loop is bad, stale or invalid"),
+    safeOnShutdown: safeAction(d.safeOnShutdown, "written at a clean stop (SIGTERM), before the heartbeat stops"),
+    safeOnLeaseLoss: safeAction(
+      d.safeOnLeaseLoss,
+      "what the actuator's device does when its heartbeat lease expires (the agent died, or the device lost its link): written to the device's fail-position output where the config names one (racks[].outputs.failValve, cdu.outputs.failPumpSpeed), else declared as the device's own setting",
+    ),
+  };
+}
+
+function loopTuning<E extends Record<string, object>>(d: LoopDefaults, what: string, extra: E) {
   return obj(
     {
+      ...extra,
       kp: num(0, 1e6, d.kp, "proportional gain, output % per PV unit"),
       ki: num(0, 1e6, d.ki, "integral gain, output % per (PV unit · s)"),
       kd: num(0, 1e6, 0, "derivative gain (on measurement), output % per (PV unit / s)"),
@@ -36,8 +63,7 @@ function loopTuning(d: { kp: number; ki: number; kff: number; outMin: number; ou
       outRate: num(0, 1e6, d.outRate, "output slew limit, %/s (0 = unlimited)"),
       spRamp: num(0, 1e6, d.spRamp, "setpoint ramp, PV units/s (0 = step)"),
       deadband: num(0, 1e6, d.deadband, "error deadband, PV units"),
-      safeOnLeak: safeAction(d.safeOnLeak),
-      safeOnSensorFault: safeAction(d.safeOnSensorFault),
+      ...loopSafety(d),
     },
     what,
   );
@@ -72,8 +98,14 @@ export const CONTROL_SCHEMA = obj(
     dpSetpointMinKpa: num(0, 1000, 60, "lowest dp setpoint a command may set, kPa"),
     dpSetpointMaxKpa: num(0, 1000, 200, "highest dp setpoint a command may set, kPa"),
     setpointLeaseMaxMs: int(1000, 86_400_000, 3_600_000, "longest lease an upstream setpoint or Override may have, ms"),
-    rackLoop: loopTuning({ kp: 4, ki: 0.4, kff: 0.4, outMin: 10, outMax: 100, outRate: 20, spRamp: 0, deadband: 0.05, safeOnLeak: "closed", safeOnSensorFault: "open" }, "rack return-temperature loop (valve), with feed-forward from rack power"),
-    pumpLoop: loopTuning({ kp: 0.15, ki: 0.1, kff: 0, outMin: 30, outMax: 100, outRate: 10, spRamp: 5, deadband: 0.5, safeOnLeak: "hold", safeOnSensorFault: { fixed: 80 } }, "pump differential-pressure loop (speed)"),
+    rackLoop: loopTuning(
+      { kp: 4, ki: 0.4, kff: 0.4, outMin: 10, outMax: 100, outRate: 20, spRamp: 0, deadband: 0.05, safeOnSensorFault: "open", safeOnShutdown: "open", safeOnLeaseLoss: "open" },
+      "rack return-temperature loop (valve), with feed-forward from rack power",
+      { safeOnLeak: safeAction("closed", "while the rack is isolated (a leak, or an operator)") },
+    ),
+    // no safeOnLeak: the pump serves every rack and is never isolated with one (a leak whose
+    // isolation is not proven may stop it: supervisor.escalation.pumpStop)
+    pumpLoop: loopTuning({ kp: 0.15, ki: 0.1, kff: 0, outMin: 30, outMax: 100, outRate: 10, spRamp: 5, deadband: 0.5, safeOnSensorFault: { fixed: 80 }, safeOnShutdown: { fixed: 80 }, safeOnLeaseLoss: { fixed: 80 } }, "pump differential-pressure loop (speed)", {}),
     points: obj(
       {
         temperature: pointChecks({ min: 0, max: 95, rateMax: 20 }, "checks on temperature inputs, °C"),
@@ -98,6 +130,11 @@ export const CONTROL_SCHEMA = obj(
         isolatedFlowMaxLpm: num(0, 1000, 2, "flow below this proves a rack isolated, L/min"),
         deadlineMs: int(1, 3_600_000, 15000, "time allowed for that proof before escalating, ms"),
         leakSensorFault: oneOf(["hold", "isolate"], "hold", "what a faulty leak sensor does to its rack"),
+        onLeaseLoss: oneOf(
+          ["hold", "open"],
+          "hold",
+          "what the isolation valves' device does when its heartbeat lease expires: hold (an isolated rack stays isolated if the agent dies) or open; written to racks[].outputs.failIsolationOpen where named, else declared as the device's own setting",
+        ),
       },
       "leak isolation",
     ),
@@ -130,6 +167,8 @@ export const RACKS_SCHEMA = arr(
           returnIsolation: outputRef("return isolation valve (1 open)"),
           powerCap: optional(outputRef("rack power cap, kW (optional)")),
           powerOff: optional(outputRef("rack power-off request (optional; leak escalation)")),
+          failValve: optional(outputRef("the valve device's fail position while its lease is expired, % (optional): podwarden writes safeOnLeaseLoss there")),
+          failIsolationOpen: optional(outputRef("the isolation valves' fail position while the lease is expired, 1 open 0 hold (optional): podwarden writes isolation.onLeaseLoss there")),
         },
         "the rack's actuators",
         ["valve", "supplyIsolation", "returnIsolation"],
@@ -144,6 +183,18 @@ export const RACKS_SCHEMA = arr(
           capKw: num(0, 10000, 0, "the cap an isolated rack is held to with action cap, kW"),
         },
         "the rack's power while it has no coolant (docs/agent.md, Coolant and power together)",
+      ),
+      failSafe: optional(
+        obj(
+          {
+            safeOnLeak: optional(safeAction(undefined, "this rack's valve while the rack is isolated")),
+            safeOnSensorFault: optional(safeAction(undefined, "this rack's valve while an input of its loop is bad")),
+            safeOnShutdown: optional(safeAction(undefined, "this rack's valve at a clean stop")),
+            safeOnLeaseLoss: optional(safeAction(undefined, "this rack's valve device when its lease expires")),
+            isolationOnLeaseLoss: optional(oneOf(["hold", "open"], undefined, "this rack's isolation valves' device when its lease expires")),
+          },
+          "this rack's fail-safe settings where they differ from control.rackLoop and control.isolation (docs/safety.md)",
+        ),
       ),
     },
     "one rack",
@@ -165,7 +216,15 @@ export const CDU_SCHEMA = obj(
       "CDU inputs",
       ["dpKpa"],
     ),
-    outputs: obj({ pumpSpeed: outputRef("pump speed command, %"), pumpEnable: optional(outputRef("pump run enable (optional; leak escalation stops it)")) }, "CDU actuators", ["pumpSpeed"]),
+    outputs: obj(
+      {
+        pumpSpeed: outputRef("pump speed command, %"),
+        pumpEnable: optional(outputRef("pump run enable (optional; leak escalation stops it)")),
+        failPumpSpeed: optional(outputRef("the pump device's fail speed while its lease is expired, % (optional): podwarden writes pumpLoop.safeOnLeaseLoss there")),
+      },
+      "CDU actuators",
+      ["pumpSpeed"],
+    ),
   },
   "the coolant distribution unit",
   ["points", "outputs"],
@@ -173,7 +232,9 @@ export const CDU_SCHEMA = obj(
 
 /** The `control` section: loop tuning, input checks, leak isolation, the control thread. */
 export type ControlConfig = Infer<typeof CONTROL_SCHEMA>;
-export type LoopTuning = ControlConfig["rackLoop"];
+/** A loop's tuning: the pump loop's has no safeOnLeak (it is never isolated with a rack). */
+export type LoopTuning = ControlConfig["pumpLoop"];
+export type RackLoopTuning = ControlConfig["rackLoop"];
 export type PointChecks = ControlConfig["points"]["temperature"];
 export type LeakChecks = ControlConfig["points"]["leak"];
 export type IsolationConfig = ControlConfig["isolation"];
@@ -217,8 +278,7 @@ export function controlProblems(k: ControlConfig): string[] {
   for (const loop of ["rackLoop", "pumpLoop"] as const) {
     const t = k[loop];
     ordered(t.outMin, t.outMax, `control.${loop}.outMin`, "must be <= outMax");
-    for (const safe of ["safeOnLeak", "safeOnSensorFault"] as const) {
-      const a = t[safe];
+    for (const [safe, a] of Object.entries(t).filter(([key]) => key.startsWith("safeOn"))) {
       if (typeof a === "object" && (a.fixed < t.outMin || a.fixed > t.outMax)) out.push(`control.${loop}.${safe}.fixed: must be within [outMin, outMax]`);
     }
   }
@@ -226,12 +286,12 @@ export function controlProblems(k: ControlConfig): string[] {
   return out;
 }
 
-/** Problems a schema cannot state about the racks' power coupling: an action with no output to act on. */
 /** The most a rack may draw with no coolant: 0 kW when it powers off, else its no-coolant cap. */
 export function noCoolantLimitKw(r: RackConfig): number {
   return r.noCoolant.action === "power-off" ? 0 : r.noCoolant.capKw;
 }
 
+/** Problems a schema cannot state about the racks' power coupling: an action with no output to act on. */
 export function noCoolantProblems(racks: readonly RackConfig[]): string[] {
   const out: string[] = [];
   racks.forEach((r, i) => {

@@ -2,11 +2,11 @@
 // the hot path's outputs and the supervisor's decisions come to. The daemon and the virtual pod
 // both run it; only what carries samples in and writes out differs (the control worker's frames
 // and the Modbus driver, or the simulated devices in virtual time).
-import type { SafeAction } from "../hotpath-as/bank-config.js";
 import type { BankViews } from "../hotpath-as/views.js";
 import * as L from "../hotpath-as/assembly/layout.js";
 import type { Point } from "../lib/points.js";
-import type { LoopTuning, PodConfig } from "./config.js";
+import type { ControlConfig, PodConfig } from "./config.js";
+import { rackFailSafe, safeValue } from "./fail-safe.js";
 import type { PodLayout } from "./layout.js";
 
 /**
@@ -46,14 +46,6 @@ export interface WiringOptions {
 
 /** A command value as the devices are sent it: 0.1 of a unit, so noise in the 15th digit is not a new write. */
 const tenth = (v: number): number => Math.round(v * 10) / 10;
-
-/** The value a loop's actuator takes for a declared safe action. */
-export function safeValue(a: SafeAction, outMin: number, outMax: number, current: number): number {
-  if (a === "open") return outMax;
-  if (a === "closed") return outMin;
-  if (a === "hold") return Number.isFinite(current) ? current : outMax;
-  return Math.min(Math.max(a.fixed, outMin), outMax);
-}
 
 export class PodWiring {
   private readonly routes = new Map<string, number[]>();
@@ -150,9 +142,10 @@ export class PodWiring {
    * Sends every actuator its command, safety first: all isolation valves before anything else
    * (on a leak their close commands must not queue behind the rack's valve or cap writes), then
    * each rack's power-off and cap (an isolated rack's power follows its coolant at once), valve,
-   * then the pump.
+   * then the pump; last, the devices' own fail positions (`leaseFail`, pod/fail-safe.ts), which
+   * change only with the config and so go out again only when a device lost them.
    */
-  writeActuators(o: PodOutputs, d: PodDecisions, sink: OutputSink): void {
+  writeActuators(o: PodOutputs, d: PodDecisions, sink: OutputSink, leaseFail: readonly { id: string; value: number }[] = []): void {
     const racks = this.pod.racks;
     const lay = this.layout;
     const set = (id: string | undefined, v: number): void => {
@@ -171,19 +164,22 @@ export class PodWiring {
     }
     set(this.pod.cdu.outputs.pumpSpeed, tenth(o.loopOut[lay.pumpLoop]));
     set(this.pod.cdu.outputs.pumpEnable, d.pumpEnable ? 1 : 0);
+    for (const w of leaseFail) set(w.id, w.value);
   }
 
   /**
-   * The writes that put each control actuator in its declared sensor-fault safe state, for a
-   * shutdown. Isolation valves are left as they are: an isolated rack stays isolated, and the
-   * devices' own leases take over from there.
+   * The writes that put each control actuator in its declared shutdown state (safeOnShutdown,
+   * the rack's own or its kind's), for a clean stop. Isolation valves are left as they are: an
+   * isolated rack stays isolated, and the devices' own leases take over from there.
    */
-  safeWrites(o: PodOutputs | undefined, rackLoop: LoopTuning, pumpLoop: LoopTuning): { id: string; value: number }[] {
+  safeWrites(o: PodOutputs | undefined, control: Pick<ControlConfig, "rackLoop" | "pumpLoop" | "isolation">): { id: string; value: number }[] {
     const lay = this.layout;
-    const safe = (t: LoopTuning, loop: number): number => tenth(safeValue(t.safeOnSensorFault, t.outMin, t.outMax, o?.loopOut[loop] ?? NaN));
+    const k = control.rackLoop;
+    const p = control.pumpLoop;
+    const current = (loop: number): number => o?.loopOut[loop] ?? NaN;
     return [
-      ...this.pod.racks.map((r, i) => ({ id: r.outputs.valve, value: safe(rackLoop, lay.rackLoops[i]) })),
-      { id: this.pod.cdu.outputs.pumpSpeed, value: safe(pumpLoop, lay.pumpLoop) },
+      ...this.pod.racks.map((r, i) => ({ id: r.outputs.valve, value: tenth(safeValue(rackFailSafe(control, r).safeOnShutdown, k.outMin, k.outMax, current(lay.rackLoops[i]))) })),
+      { id: this.pod.cdu.outputs.pumpSpeed, value: tenth(safeValue(p.safeOnShutdown, p.outMin, p.outMax, current(lay.pumpLoop))) },
     ];
   }
 }

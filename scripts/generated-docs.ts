@@ -6,11 +6,18 @@ import { schemaTable } from "../lib/schema-doc.js";
 import { SIM_SCHEMA } from "../sim/config.js";
 import { FAULT_ACTION_SCHEMA } from "../sim/faults.js";
 import { registerMapDocs } from "../sim/devices/register-doc.js";
+import { demoAgentConfig } from "../cli/demo-config.js";
+import { failSafeTable } from "../pod/fail-safe.js";
+
+function failSafeTableOf(c: ReturnType<typeof demoAgentConfig>): string {
+  return failSafeTable(c, c.supervisor.escalation);
+}
 
 export function generatedDocs(): Record<string, Record<string, string>> {
   const maps = registerMapDocs();
   return {
     "docs/configuration.md": { "agent-config": schemaTable(AGENT_SCHEMA) },
+    "docs/safety.md": { "fail-safe-matrix": failSafeTableOf(demoAgentConfig()) },
     "docs/drivers.md": {
       "modbus-config": schemaTable(MODBUS_SCHEMA),
       "mqtt-ingest-point": schemaTable(MQTT_INGEST_POINT_SCHEMA),

@@ -19,6 +19,7 @@ import { FC } from "../drivers/modbus/protocol.js";
 import type { ModbusRequest } from "../drivers/modbus/types.js";
 import { decodePoint, encodeOutput, writeRequest } from "../drivers/modbus/values.js";
 import { podBankSpec } from "../pod/bank.js";
+import { leaseFailWrites } from "../pod/fail-safe.js";
 import type { PodConfig } from "../pod/config.js";
 import { podLayout, type PodLayout } from "../pod/layout.js";
 import { ACTUATOR_PASS_MS, InterlockChangeDetector, PodWiring, type OutputSink, type PodDecisions, type PodOutputs, type SampleSink } from "../pod/wiring.js";
@@ -87,6 +88,7 @@ export class VirtualPod implements SampleSink, OutputSink {
   readonly trace: TraceRow[] = [];
   readonly layout: PodLayout;
   readonly wiring: PodWiring;
+  private readonly leaseFail: { id: string; value: number }[];
   /** every write sent to a device, with recordWrites */
   readonly writes: DeviceWrite[] = [];
   /** what the supervisor decided (power caps, power-off, pump enable): a test or a caller sets it */
@@ -123,7 +125,8 @@ export class VirtualPod implements SampleSink, OutputSink {
     this.wiring = new PodWiring(pod, this.layout, { writeCaps: pod.supervisor?.powerBudget.writeCaps ?? true });
     this.decisions = this.wiring.initialDecisions();
     this.interlocks = new InterlockChangeDetector(this.layout.loops, this.layout.racks.length);
-    loadBank(hp, podBankSpec(pod.control, this.layout));
+    loadBank(hp, podBankSpec(pod.control, this.layout, pod.racks));
+    this.leaseFail = leaseFailWrites(pod);
     const v = hp.views;
     this.hpOutputs = { loopOut: v.loopF.out, rackSupplyOpen: v.rackI.supplyOpen, rackReturnOpen: v.rackI.returnOpen };
     this.plan(pod.modbus);
@@ -242,7 +245,7 @@ export class VirtualPod implements SampleSink, OutputSink {
       if (this.hp.step(now, dtS) !== L.STEP_OK) throw new Error(`hot path refused tick ${this.tick}`);
       // as the daemon: an interlock change is written at once, everything else every pass
       if (this.interlocks.changed(this.hp.views) || now >= this.nextActuateMs) {
-        this.wiring.writeActuators(this.hpOutputs, this.decisions, this);
+        this.wiring.writeActuators(this.hpOutputs, this.decisions, this, this.leaseFail);
         if (now >= this.nextActuateMs) this.nextActuateMs += ACTUATOR_PASS_MS;
       }
       this.tick++;

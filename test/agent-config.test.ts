@@ -47,13 +47,13 @@ describe("agent config", () => {
     ["a duplicate key", (s: string) => s.replace("site: demo", "site: demo\nsite: other"), /unique/i],
     [
       "a leak escalation to rack power-off on a rack with no power-off output",
-      (s: string) => s.replace("powerCap: rack-3.powerCapKw, powerOff: rack-3.powerOff }", "powerCap: rack-3.powerCapKw }").replace("  - name: rack-3\n", "  - name: rack-3\n    noCoolant: { action: cap }\n"),
+      (s: string) => s.replace("powerCap: rack-3.powerCapKw, powerOff: rack-3.powerOff,", "powerCap: rack-3.powerCapKw,").replace("  - name: rack-3\n", "  - name: rack-3\n    noCoolant: { action: cap }\n"),
       /racks\[2\]\.outputs\.powerOff: supervisor\.escalation\.rackPowerOff needs it/,
     ],
-    ["a pump-stop escalation with no pump-enable output", (s: string) => s.replace(", pumpEnable: cdu.pumpEnable }", " }").replace("supervisor:\n", "supervisor:\n  escalation: { pumpStop: true }\n"), /cdu\.outputs\.pumpEnable: supervisor\.escalation\.pumpStop needs it/],
+    ["a pump-stop escalation with no pump-enable output", (s: string) => s.replace(", pumpEnable: cdu.pumpEnable,", ",").replace("supervisor:\n", "supervisor:\n  escalation: { pumpStop: true }\n"), /cdu\.outputs\.pumpEnable: supervisor\.escalation\.pumpStop needs it/],
     [
       "caps to write on a rack with no cap output",
-      (s: string) => s.replace("powerCap: rack-4.powerCapKw, powerOff: rack-4.powerOff }", "powerOff: rack-4.powerOff }"),
+      (s: string) => s.replace("powerCap: rack-4.powerCapKw, powerOff: rack-4.powerOff,", "powerOff: rack-4.powerOff,"),
       /racks\[3\]\.outputs\.powerCap: supervisor\.powerBudget\.writeCaps needs it \(or set writeCaps: false\)/,
     ],
   ])("rejects %s, naming the key", (_what, mutate, reason) => {
@@ -142,11 +142,11 @@ describe("coolant and power together", () => {
   it("defaults every rack to power-off while isolated, and refuses an action with no output to act on", () => {
     const d = loadAgentConfig("configs/demo-pod.yaml").config;
     expect(d.racks.every((r) => r.noCoolant.action === "power-off" && r.noCoolant.capKw === 0)).toBe(true);
-    const noOff = demo.replace("powerCap: rack-1.powerCapKw, powerOff: rack-1.powerOff }", "powerCap: rack-1.powerCapKw }");
+    const noOff = demo.replace("powerCap: rack-1.powerCapKw, powerOff: rack-1.powerOff,", "powerCap: rack-1.powerCapKw,");
     expect(() => parseAgentConfig(noOff, "x.yaml")).toThrow(/racks\[0\]\.noCoolant\.action: power-off needs outputs\.powerOff .*or set action: cap with capKw/);
     const capped = noOff.replace("  - name: rack-1\n", "  - name: rack-1\n    noCoolant: { action: cap, capKw: 10 }\n").replace("supervisor:\n", "supervisor:\n  escalation: { rackPowerOff: false }\n");
     expect(parseAgentConfig(capped, "x.yaml").racks[0].noCoolant).toEqual({ action: "cap", capKw: 10 });
-    const noCap = demo.replace("powerCap: rack-2.powerCapKw, powerOff: rack-2.powerOff }", "powerOff: rack-2.powerOff }").replace("  - name: rack-2\n", "  - name: rack-2\n    noCoolant: { action: cap }\n");
+    const noCap = demo.replace("powerCap: rack-2.powerCapKw, powerOff: rack-2.powerOff,", "powerOff: rack-2.powerOff,").replace("  - name: rack-2\n", "  - name: rack-2\n    noCoolant: { action: cap }\n");
     expect(() => parseAgentConfig(noCap, "x.yaml")).toThrow(/racks\[1\]\.noCoolant\.action: cap needs outputs\.powerCap/);
   });
 });
@@ -168,7 +168,7 @@ describe("config types come from the schemas", () => {
     expectTypeOf<AgentConfig["log"]["level"]>().toEqualTypeOf<"fatal" | "error" | "warn" | "info" | "debug" | "trace">();
     // run time: what validation returns has the keys the type says are present
     const c = loadAgentConfig("configs/demo-pod.yaml").config;
-    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "pvFilterS", "safeOnLeak", "safeOnSensorFault", "spRamp", "tf"]);
+    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "pvFilterS", "safeOnLeak", "safeOnLeaseLoss", "safeOnSensorFault", "safeOnShutdown", "spRamp", "tf"]);
     expect(c.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9464 });
   });
 

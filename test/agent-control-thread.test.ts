@@ -15,7 +15,7 @@ import { podLayout } from "../pod/layout.js";
 /** The demo daemon's own pod: its layout and its tuning (the schema's defaults and the demo's keys). */
 const DEMO = demoAgentConfig();
 const DEFAULT_POD_CONTROL = DEMO.control;
-const demoSpec = (control = DEMO.control): ReturnType<typeof podBankSpec> => podBankSpec(control, podLayout(DEMO));
+const demoSpec = (control = DEMO.control): ReturnType<typeof podBankSpec> => podBankSpec(control, podLayout(DEMO), DEMO.racks);
 import { monoMs } from "../lib/clock.js";
 import { LogHistogram, bucketLow, bucketOf } from "../lib/log-histogram.js";
 import { warmupSamples, warmupSpec } from "../agent/control/warmup.js";
@@ -74,7 +74,7 @@ describe("control worker", () => {
       import { podLayout } from ${dist("pod/layout.js")};
       const demo = demoAgentConfig();
       const logs = [];
-      const ct = new ControlThread(podBankSpec(demo.control, podLayout(demo)), { periodMs: 1, schedFifo: false, schedPriority: 40, warmupTicks: 200, onLog: (level, message) => logs.push(level + ": " + message) });
+      const ct = new ControlThread(podBankSpec(demo.control, podLayout(demo), demo.racks), { periodMs: 1, schedFifo: false, schedPriority: 40, warmupTicks: 200, onLog: (level, message) => logs.push(level + ": " + message) });
       await ct.start();
       const t0 = ct.ticks;
       await new Promise((r) => setTimeout(r, 200));

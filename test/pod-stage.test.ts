@@ -10,7 +10,8 @@ import { defaultControl } from "../pod/config.js";
 import { podLayout } from "../pod/layout.js";
 import { rackStatuses } from "../pod/status-view.js";
 import { failsafeReasons, isolationState, leakState, qualityWords } from "../pod/status-words.js";
-import { PodWiring, safeValue, type PodOutputs } from "../pod/wiring.js";
+import { PodWiring, type PodOutputs } from "../pod/wiring.js";
+import { failSafeMatrix, failSafeProblems, leaseFailWrites, safeValue } from "../pod/fail-safe.js";
 
 const DEMO = demoAgentConfig((d) => {
   // two leak ropes on rack-2: the layout must give each its own point
@@ -47,14 +48,14 @@ describe("pod bank defaults", () => {
   it("come from the config schema alone: an agent config that sets no tuning gets exactly defaultControl()", () => {
     const minimal = demoAgentConfig((d) => delete d.control);
     expect(minimal.control).toEqual(defaultControl());
-    expect(podBankSpec(minimal.control, podLayout(minimal))).toEqual(podBankSpec(defaultControl(), podLayout(minimal)));
+    expect(podBankSpec(minimal.control, podLayout(minimal), minimal.racks)).toEqual(podBankSpec(defaultControl(), podLayout(minimal), minimal.racks));
     // the figures that once drifted in a second table
     expect(defaultControl().points.flow.max).toBe(1000);
     expect(defaultControl().points.leak.debounceFault).toBe(1);
   });
 
   it("builds each loop on its rack's inputs, with feed-forward from power, and the pump on the CDU dp", () => {
-    const spec = podBankSpec(DEMO.control, lay);
+    const spec = podBankSpec(DEMO.control, lay, DEMO.racks);
     expect(spec.loops[2]).toMatchObject({ pvPoint: lay.racks[2].returnTempC, ffPoint: lay.racks[2].powerKw, rack: 2, action: "direct", sp: DEMO.control.returnTempSetpointC });
     expect(spec.loops[8]).toMatchObject({ pvPoint: lay.cdu.dpKpa, action: "reverse", sp: DEMO.control.dpSetpointKpa });
     expect(spec.points[lay.racks[1].leaks[1]]).toMatchObject({ kind: "leak", rack: 1 });
@@ -161,9 +162,9 @@ describe("pod wiring", () => {
     expect(view(false)[1].powerCapKw).toBeNull();
   });
 
-  it("drives each control actuator to its declared sensor-fault safe value for a shutdown, and leaves isolation valves alone", () => {
+  it("drives each control actuator to its declared shutdown value for a shutdown, and leaves isolation valves alone", () => {
     const w = new PodWiring(DEMO, lay, { writeCaps: true });
-    const safe = w.safeWrites(outputs(), DEMO.control.rackLoop, DEMO.control.pumpLoop);
+    const safe = w.safeWrites(outputs(), DEMO.control);
     expect(safe).toHaveLength(9);
     expect(safe[0]).toEqual({ id: "rack-1.valveCommandPct", value: DEMO.control.rackLoop.outMax }); // fail open
     expect(safe[8]).toEqual({ id: "cdu.pumpSpeedCommandPct", value: 80 }); // fixed 80
@@ -189,4 +190,65 @@ describe("status words", () => {
 
 it("the demo config validates with its leak rope patch (guards the fixtures above)", () => {
   expect(() => validateAgentConfig(JSON.parse(JSON.stringify(DEMO)) as unknown)).not.toThrow();
+});
+
+describe("fail-safe per actuator per fault class", () => {
+  type RackData = { failSafe?: object; outputs: Record<string, string> };
+  const OWN = { safeOnSensorFault: "hold", safeOnShutdown: "closed", safeOnLeaseLoss: { fixed: 35 }, isolationOnLeaseLoss: "open" };
+  const pod = demoAgentConfig((d) => ((d.racks as RackData[])[1].failSafe = OWN));
+
+  it("takes each rack's own settings over its kind's, into the bank, the shutdown writes and the devices' fail positions", () => {
+    const spec = podBankSpec(pod.control, podLayout(pod), pod.racks);
+    expect(spec.loops[0]).toMatchObject({ safeOnLeak: "closed", safeOnSensorFault: "open" }); // the kind's
+    expect(spec.loops[1]).toMatchObject({ safeOnLeak: "closed", safeOnSensorFault: "hold" }); // rack-2's own
+    const w = new PodWiring(pod, podLayout(pod), { writeCaps: true });
+    const shutdown = Object.fromEntries(w.safeWrites(undefined, pod.control).map((x) => [x.id, x.value]));
+    expect(shutdown).toMatchObject({ "rack-1.valveCommandPct": 100, "rack-2.valveCommandPct": pod.control.rackLoop.outMin, "cdu.pumpSpeedCommandPct": 80 });
+    const lease = Object.fromEntries(leaseFailWrites(pod).map((x) => [x.id, x.value]));
+    expect(lease).toEqual({
+      ...Object.fromEntries(pod.racks.flatMap((r) => [[`${r.name}.failValvePct`, 100], [`${r.name}.failIsolationOpen`, 0]])),
+      "rack-2.failValvePct": 35,
+      "rack-2.failIsolationOpen": 1,
+      "cdu.failSpeedPct": 80,
+    });
+    // the actuator pass carries them to the devices
+    const writes = new Map<string, number>();
+    const running = { loopOut: new Array<number>(9).fill(50), rackSupplyOpen: new Array<number>(8).fill(1), rackReturnOpen: new Array<number>(8).fill(1) };
+    w.writeActuators(running, w.initialDecisions(), { setOutput: (id, v) => writes.set(id, v) }, leaseFailWrites(pod));
+    expect(writes.get("rack-2.failValvePct")).toBe(35);
+    expect(writes.get("cdu.failSpeedPct")).toBe(80);
+  });
+
+  it("states every actuator's behaviour in every class, saying which fail positions are written and which are the device's own", () => {
+    const rows = failSafeMatrix(pod, pod.supervisor.escalation);
+    // per rack: the control valve, the isolation valves, the power; then the pump's speed and enable
+    expect(rows.map((r) => r.actuator)).toEqual([...pod.racks.flatMap((r) => [`${r.name} control valve`, `${r.name} isolation valves`, `${r.name} power`]), "CDU pump speed", "CDU pump enable"]);
+    const valve2 = rows.find((r) => r.actuator === "rack-2 control valve")!;
+    expect(valve2.behaviour).toEqual({
+      leak: "closed (10 %)",
+      badInput: "hold its last output while its return temperature or power reading is bad",
+      commsLoss: "35 % (written to `rack-2.failValvePct`)",
+      shutdown: "closed (10 %)",
+      agentDeath: "35 % (written to `rack-2.failValvePct`)",
+    });
+    expect(rows.find((r) => r.actuator === "rack-2 isolation valves")!.behaviour.agentDeath).toBe("open (written to `rack-2.failIsolationOpen`)");
+    expect(rows.find((r) => r.actuator === "rack-1 isolation valves")!.behaviour.agentDeath).toBe("hold (an isolated rack stays isolated) (written to `rack-1.failIsolationOpen`)");
+    // without a fail-position output, the lease behaviour is the device's own, as declared
+    const template = demoAgentConfig((d) => delete (d.racks as RackData[])[0].outputs.failValve);
+    expect(failSafeMatrix(template, template.supervisor.escalation)[0].behaviour.agentDeath).toBe("open (100 %) (declared: the device's own setting)");
+    for (const r of rows) for (const b of Object.values(r.behaviour)) expect(b.length).toBeGreaterThan(3);
+  });
+
+  it("refuses a fail position a device register cannot hold, and a fixed value outside the envelope, naming the key", () => {
+    expect(() => demoAgentConfig((d) => ((d.racks as RackData[])[2].failSafe = { safeOnLeaseLoss: "hold" }))).toThrow(/racks\[2\]\.failSafe\.safeOnLeaseLoss: "hold" cannot be written to outputs\.failValve/);
+    expect(() => demoAgentConfig((d) => ((d.racks as RackData[])[0].failSafe = { safeOnShutdown: { fixed: 5 } }))).toThrow(/racks\[0\]\.failSafe\.safeOnShutdown\.fixed: must be within control\.rackLoop \[outMin, outMax\]/);
+    // "hold" is a fine declaration for a device podwarden does not write
+    const declared = demoAgentConfig((d) => {
+      const r = (d.racks as RackData[])[2];
+      r.failSafe = { safeOnLeaseLoss: "hold" };
+      delete r.outputs.failValve;
+    });
+    expect(failSafeProblems(declared)).toEqual([]);
+    expect(failSafeProblems(pod)).toEqual([]);
+  });
 });

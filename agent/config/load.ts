@@ -8,6 +8,7 @@ import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems } from "../../drivers/modbus/config.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
 import { controlProblems, noCoolantProblems } from "../../pod/config.js";
+import { failSafeProblems } from "../../pod/fail-safe.js";
 import type { UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
 
@@ -42,6 +43,7 @@ function crossChecks(c: AgentConfig): string[] {
   };
   out.push(...controlProblems(c.control));
   out.push(...noCoolantProblems(c.racks));
+  out.push(...failSafeProblems(c));
   const s = c.supervisor;
   ordered(s.overTemp.warningC, s.overTemp.criticalC, "supervisor.overTemp.warningC", "must be <= criticalC");
 
@@ -70,7 +72,7 @@ function crossChecks(c: AgentConfig): string[] {
     ordered(r.minPowerKw, r.ratedKw, `${at}.minPowerKw`, "must be <= ratedKw");
     for (const key of ["returnTempC", "supplyTempC", "flowLpm", "powerKw"] as const) point(r.points[key], `${at}.points.${key}`);
     r.points.leak.forEach((l, j) => point(l, `${at}.points.leak[${j}]`));
-    for (const key of ["valve", "supplyIsolation", "returnIsolation", "powerCap", "powerOff"] as const) output(r.outputs[key], `${at}.outputs.${key}`);
+    for (const key of ["valve", "supplyIsolation", "returnIsolation", "powerCap", "powerOff", "failValve", "failIsolationOpen"] as const) output(r.outputs[key], `${at}.outputs.${key}`);
     // a configured action with nothing to act on would be a promise the pod cannot keep
     if (s.escalation.rackPowerOff && r.outputs.powerOff === undefined) out.push(`${at}.outputs.powerOff: supervisor.escalation.rackPowerOff needs it (or set rackPowerOff: false)`);
     if (s.powerBudget.writeCaps && r.outputs.powerCap === undefined) out.push(`${at}.outputs.powerCap: supervisor.powerBudget.writeCaps needs it (or set writeCaps: false)`);
@@ -80,6 +82,7 @@ function crossChecks(c: AgentConfig): string[] {
   if (c.cdu.points.supplyTempC !== undefined) point(c.cdu.points.supplyTempC, "cdu.points.supplyTempC");
   output(c.cdu.outputs.pumpSpeed, "cdu.outputs.pumpSpeed");
   output(c.cdu.outputs.pumpEnable, "cdu.outputs.pumpEnable");
+  output(c.cdu.outputs.failPumpSpeed, "cdu.outputs.failPumpSpeed");
   const minSum = c.racks.reduce((a, r) => a + r.minPowerKw, 0);
   if (minSum > s.powerBudget.podKw) out.push(`supervisor.powerBudget.podKw: ${s.powerBudget.podKw} kW is below the racks' minimums (${minSum} kW)`);
   if (c.uplink !== undefined) out.push(...uplinkProblems(c.uplink));
