@@ -1,16 +1,23 @@
-// Command fuzzing: 100,000 generated and mutated commands against the authorizer, from a seed
-// (FUZZ_SEED) after the regression corpus (test/corpus/commands). Oracles that do not trust the
-// code under test: a mutated envelope may pass only if it still says exactly what was signed; a
-// re-signed mutated body may pass only if it keeps every invariant checked here by hand.
+// Command fuzzing: 100,000 generated and mutated commands against the authorizer, and those it
+// accepts through the executor of a real agent on the simulator, from a seed (FUZZ_SEED) after
+// the regression corpus (test/corpus/commands). Oracles that do not trust the code under test: a
+// mutated envelope may pass only if it still says exactly what was signed; a re-signed body may
+// pass only if it keeps every invariant checked here by hand; the executor may carry out only
+// what lies inside the envelope. How far the cases reach (each check, the executor, its envelope)
+// is counted and printed, and each stage must be reached by enough of them.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { CommandAuthorizer } from "../agent/commands/authorizer.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Agent } from "../agent/agent.js";
+import { CHECKS, CommandAuthorizer, type Check } from "../agent/commands/authorizer.js";
+import { executeCommand } from "../agent/commands/executor.js";
 import { commandBody, signedCommand, type CommandSpec } from "../agent/commands/client.js";
 import { COMMANDS, type CommandName } from "../agent/commands/schema.js";
 import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
+import { agentConfig, demoConfigFor, testAgent } from "./helpers/agent.js";
 import { corpus, fuzzSeed, mutateBytes, mutateJson, Prng } from "./helpers/fuzz.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
 
 // the replay guard fsyncs every accepted seq: keep it on tmpfs so 100,000 cases stay quick
 const stateDir = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "pw-fuzz-"));
@@ -81,6 +88,21 @@ function invariantViolations(topic: CommandName, body: Record<string, unknown>, 
   return bad;
 }
 
+/** What an executed command must have stayed inside, checked against the agent's limits by hand; null if it did. */
+function outsideEnvelope(command: CommandName, p: Record<string, unknown>, a: Agent): string | null {
+  const lim = a.limits;
+  const within = (v: unknown, r: { min: number; max: number }): boolean => typeof v === "number" && v >= r.min && v <= r.max;
+  const pump = p.loop === "cdu.pump";
+  if (command === "setpoint") {
+    if (!within(p.value, pump ? lim.dpKpa : lim.returnTempC)) return `setpoint ${String(p.value)} on ${String(p.loop)}`;
+    if (!((p.leaseS as number) <= lim.maxLeaseS)) return `lease ${String(p.leaseS)} s`;
+  }
+  if (command === "mode" && p.outputPct !== undefined && !within(p.outputPct, pump ? lim.pumpOutputPct : lim.rackOutputPct)) return `output ${JSON.stringify(p.outputPct)} % on ${JSON.stringify(p.loop)}`;
+  if (command === "mode" && p.mode === "Override" && !((p.leaseS as number) <= lim.maxLeaseS)) return `an Override leased ${String(p.leaseS)} s`;
+  if (command === "power-budget" && !within(p.podKw, lim.powerBudgetKw)) return `pod budget ${String(p.podKw)} kW`;
+  return null;
+}
+
 /** A corpus case: a literal payload, or a command signed at run time (fresh times) and then edited. */
 interface CorpusCase {
   why: string;
@@ -105,7 +127,42 @@ function corpusPayload(c: CorpusCase): string {
   return JSON.stringify(env);
 }
 
+/** A signed command with a well-formed body whose times, seq and params vary: it gets past the schema. */
+function wellFormed(rng: Prng, command: CommandName, seq: number, lastAccepted: number, now: number): { params: Record<string, unknown>; seq: number; nowMs: number; ttlS: number } {
+  const num = (): number => rng.pick([rng.range(-1e6, 1e6), rng.range(-50, 150), rng.range(0, 100), rng.range(20, 60), rng.int(1, 7200), 0, -1]);
+  const name = (what: "loop" | "rack"): string =>
+    rng.chance(0.8) ? (what === "loop" ? rng.pick(["rack-1.valve", "rack-4.valve", "rack-8.valve", "cdu.pump"]) : `rack-${rng.int(1, 8)}`) : rng.pick(["rack-9", "rack-0.valve", "cdu", "x"]);
+  const params = structuredClone(VALID_PARAMS[command]);
+  for (const k of Object.keys(params)) {
+    if (!rng.chance(0.5)) continue;
+    if (k === "loop" || k === "rack") params[k] = name(k);
+    else if (k === "mode") params[k] = rng.pick(["Automatic", "Manual", "Override", "Disabled"]);
+    else if (k === "id") params[k] = rng.pick(["leak:rack-1", "nope", "device:rack-4"]);
+    else params[k] = k === "leaseS" ? rng.int(1, 7200) : num();
+  }
+  if (command === "mode" && rng.chance(0.3)) params.leaseS = rng.int(1, 7200);
+  if (command === "mode" && rng.chance(0.1)) Object.assign(params, { maintenance: rng.chance(0.5) });
+  // times: mostly valid; some expired, some from the future, some living too long
+  const t = rng.next();
+  const nowMs = t < 0.8 ? now - rng.int(0, 20_000) : t < 0.88 ? now - rng.int(61_000, 600_000) : t < 0.95 ? now + rng.int(31_000, 600_000) : now;
+  const ttlS = t >= 0.95 ? rng.int(301, 3600) : 60;
+  // seq: mostly fresh; some replay an accepted one
+  return { params, seq: rng.chance(0.1) && lastAccepted > 0 ? lastAccepted : seq, nowMs, ttlS };
+}
+
 describe("command fuzzing", () => {
+  let t: TestSim;
+  let agent: Agent;
+  beforeAll(async () => {
+    t = await startTestSim();
+    ({ agent } = testAgent(agentConfig(demoConfigFor(t.sim, (c) => delete c.stateDir))));
+    await agent.start();
+  }, 30_000);
+  afterAll(async () => {
+    await agent?.stop({ driveSafe: false, reason: "test end" });
+    await t?.stop();
+  });
+
   it("rejects every case in the regression corpus", async () => {
     for (const { file, value } of corpus<CorpusCase>("commands")) {
       const v = await auth.check(value.topic, Buffer.from(corpusPayload(value)), Date.now());
@@ -118,7 +175,11 @@ describe("command fuzzing", () => {
     const rng = new Prng(seed);
     const lastSeq = new Map<string, number>();
     let seq = 1;
-    const counts = { cases: 0, accepted: 0, envelope: 0, json: 0, resigned: 0 };
+    const counts = { cases: 0, accepted: 0, envelope: 0, json: 0, resigned: 0, wellFormed: 0 };
+    // how far each case got: the check that stopped it, or the executor's verdict
+    const stoppedAt = new Map<Check | "executor-ok" | `executor-${string}`, number>();
+    const note = (k: Check | "executor-ok" | `executor-${string}`): void => void stoppedAt.set(k, (stoppedAt.get(k) ?? 0) + 1);
+    let lastAccepted = 0;
     const polluted = (): boolean => ({} as Record<string, unknown>).polluted !== undefined;
     const fail = (what: string, payload: string): never => {
       throw new Error(`FUZZ_SEED=${seed} case ${counts.cases}: ${what}\npayload: ${payload.slice(0, 2000)}`);
@@ -137,10 +198,14 @@ describe("command fuzzing", () => {
         const mode = rng.next();
         let payload: string;
         let resigned = false;
-        if (mode < 0.4) {
+        if (mode < 0.25) {
           counts.envelope++;
           payload = mutateBytes(rng, Buffer.from(original)).toString("latin1");
-        } else if (mode < 0.7) {
+        } else if (mode < 0.4) {
+          counts.wellFormed++;
+          resigned = true;
+          payload = signedCommand({ ...spec, ...wellFormed(rng, command, seq++, lastAccepted, now) });
+        } else if (mode < 0.6) {
           counts.json++;
           payload = JSON.stringify(mutateJson(rng, originalEnv));
         } else {
@@ -152,8 +217,12 @@ describe("command fuzzing", () => {
         }
         const v = await auth.check(topic, Buffer.from(payload, "latin1"), now);
         if (polluted()) fail("Object.prototype was polluted", payload);
-        if (!v.ok) continue;
+        if (!v.ok) {
+          note(v.check);
+          continue;
+        }
         counts.accepted++;
+        lastAccepted = v.body.seq;
         if (!resigned) {
           const env = JSON.parse(payload) as Record<string, unknown>;
           if (env.keyId !== originalEnv.keyId || env.signature !== originalEnv.signature || env.body !== originalEnv.body || topic !== command) fail("a mutated envelope was accepted", payload);
@@ -162,11 +231,37 @@ describe("command fuzzing", () => {
           if (problems.length > 0) fail(`accepted with ${problems.join("; ")}`, payload);
         }
         lastSeq.set(v.keyId, v.body.seq);
+        // what the authorizer let through goes to the executor of a real agent
+        const outcome = await executeCommand(agent, v.body, `key ${v.keyId}`);
+        note(outcome.status === "ok" ? "executor-ok" : `executor-${outcome.code}`);
+        if (outcome.status === "ok") {
+          const bad = outsideEnvelope(v.body.command, v.body.params, agent);
+          if (bad !== null) fail(`the executor carried out ${bad}`, payload);
+        }
       }
     }
+    // reach: every case reached the first check; each later one was reached by the cases that
+    // got past every check before it
+    const reached: [string, number][] = [];
+    let left = counts.cases;
+    for (const c of CHECKS) {
+      reached.push([c, left]);
+      left -= stoppedAt.get(c) ?? 0;
+    }
+    reached.push(["executor", left]);
+    const executorRejects = [...stoppedAt].filter(([k]) => k.startsWith("executor-") && k !== "executor-ok");
+    reached.push(["executor envelope (out-of-envelope)", stoppedAt.get("executor-out-of-envelope") ?? 0], ["carried out", stoppedAt.get("executor-ok") ?? 0]);
+    console.log(
+      [`command fuzzing reach, FUZZ_SEED=${seed}: ${counts.cases} cases (${counts.envelope} byte-mutated envelopes, ${counts.json} JSON-mutated, ${counts.resigned} re-signed mutated bodies, ${counts.wellFormed} well-formed signed)`, ...reached.map(([k, n]) => `  ${k.padEnd(40)} ${String(n).padStart(7)}`), `  executor rejections: ${executorRejects.map(([k, n]) => `${k.slice(9)} ${n}`).join(", ")}`].join("\n"),
+    );
+    const reach = new Map(reached);
+    // each stage the issue named is reached by enough cases to mean something
+    for (const stage of ["signature", "expiry", "params", "replay", "executor"]) expect(reach.get(stage), stage).toBeGreaterThan(1000);
+    expect(reach.get("executor envelope (out-of-envelope)")).toBeGreaterThan(100);
+    expect(reach.get("carried out")).toBeGreaterThan(100);
     expect(counts.cases).toBe(100_000);
     // the fuzzer reached every stage: some mutations stayed valid and were accepted
     expect(counts.accepted).toBeGreaterThan(0);
-    expect(counts.envelope + counts.json + counts.resigned).toBe(100_000);
+    expect(counts.envelope + counts.json + counts.resigned + counts.wellFormed).toBe(100_000);
   }, 300_000);
 });

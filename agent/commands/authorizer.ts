@@ -35,10 +35,19 @@ export interface Authorised {
   roles: Role[];
 }
 
+/**
+ * The checks a command passes, in the order they run: a rejection names the one that stopped it
+ * (the fuzzer counts how far its cases reach; the code alone lumps several as "malformed").
+ */
+export const CHECKS = ["size", "json", "envelope", "body-json", "body", "topic", "pod", "key", "signature", "duplicates", "role", "lifetime", "not-yet-valid", "expiry", "params", "replay"] as const;
+export type Check = (typeof CHECKS)[number];
+
 export interface Rejected {
   ok: false;
   code: RejectCode;
   reason: string;
+  /** the check that refused it */
+  check: Check;
   /** from the body, when it could be read: the response carries it back */
   transaction?: string;
   keyId?: string;
@@ -71,57 +80,57 @@ export class CommandAuthorizer {
    * accepted command's verdict comes once its seq is on disk.
    */
   async check(topicCommand: CommandName, payload: Buffer, nowMs: number): Promise<Authorised | Rejected> {
-    if (payload.length > MAX_COMMAND_BYTES) return { ok: false, code: "malformed", reason: `payload of ${payload.length} bytes exceeds ${MAX_COMMAND_BYTES}` };
+    if (payload.length > MAX_COMMAND_BYTES) return { ok: false, code: "malformed", check: "size", reason: `payload of ${payload.length} bytes exceeds ${MAX_COMMAND_BYTES}` };
     let raw: unknown;
     try {
       raw = JSON.parse(payload.toString("utf8"));
     } catch {
-      return { ok: false, code: "malformed", reason: "payload is not JSON" };
+      return { ok: false, code: "malformed", check: "json", reason: "payload is not JSON" };
     }
     const env = validateEnvelope(raw);
-    if (!env.ok) return { ok: false, code: "malformed", reason: env.reason };
+    if (!env.ok) return { ok: false, code: "malformed", check: "envelope", reason: env.reason };
     const keyId = env.value.keyId;
     let bodyRaw: unknown;
     try {
       bodyRaw = JSON.parse(env.value.body);
     } catch {
-      return { ok: false, code: "malformed", reason: "body is not JSON", keyId };
+      return { ok: false, code: "malformed", check: "body-json", reason: "body is not JSON", keyId };
     }
     const tx = (bodyRaw as { transaction?: unknown } | null)?.transaction;
     const transaction = typeof tx === "string" && tx.length <= 64 ? tx : undefined;
-    const reject = (code: RejectCode, reason: string): Rejected => ({ ok: false, code, reason, transaction, keyId });
+    const reject = (check: Check, code: RejectCode, reason: string): Rejected => ({ ok: false, code, check, reason, transaction, keyId });
 
     const b = validateBody(bodyRaw);
-    if (!b.ok) return reject("malformed", b.reason);
+    if (!b.ok) return reject("body", "malformed", b.reason);
     const body = b.value;
-    if (body.command !== topicCommand) return reject("malformed", `body is a "${body.command}" command sent to request/${topicCommand}`);
+    if (body.command !== topicCommand) return reject("topic", "malformed", `body is a "${body.command}" command sent to request/${topicCommand}`);
     const me = `${this.o.site}/${this.o.pod}`;
-    if (body.pod !== me) return reject("wrong-pod", `addressed to ${body.pod}, this is ${me}`);
+    if (body.pod !== me) return reject("pod", "wrong-pod", `addressed to ${body.pod}, this is ${me}`);
     const key = this.keys.get(keyId);
-    if (key === undefined) return reject("unknown-key", `key ${keyId} is not configured`);
-    if (!verifyEnvelope(env.value, key.key)) return reject("bad-signature", `signature does not verify with key ${keyId}`);
+    if (key === undefined) return reject("key", "unknown-key", `key ${keyId} is not configured`);
+    if (!verifyEnvelope(env.value, key.key)) return reject("signature", "bad-signature", `signature does not verify with key ${keyId}`);
     // only an authentic body is worth the second parse: duplicates could make it say two things
     const dup = duplicateKeyProblem(env.value.body);
-    if (dup !== null) return reject("malformed", `the body repeats a key (${dup}): each key once`);
-    if (!key.roles.some((r) => ROLE_COMMANDS[r].includes(body.command))) return reject("forbidden", `key ${keyId} (${key.roles.join(", ")}) may not send ${body.command}`);
+    if (dup !== null) return reject("duplicates", "malformed", `the body repeats a key (${dup}): each key once`);
+    if (!key.roles.some((r) => ROLE_COMMANDS[r].includes(body.command))) return reject("role", "forbidden", `key ${keyId} (${key.roles.join(", ")}) may not send ${body.command}`);
 
     const issued = Date.parse(body.issuedAt);
     const expires = Date.parse(body.expiresAt);
-    if (expires <= issued) return reject("malformed", "expiresAt is not after issuedAt");
-    if (expires - issued > this.o.maxTtlS * 1000) return reject("malformed", `lifetime ${Math.round((expires - issued) / 1000)} s exceeds the allowed ${this.o.maxTtlS} s`);
-    if (issued > nowMs + this.o.clockSkewS * 1000) return reject("not-yet-valid", `issued ${body.issuedAt}, in the future beyond the allowed clock skew`);
-    if (expires <= nowMs) return reject("expired", `expired at ${body.expiresAt}`);
+    if (expires <= issued) return reject("lifetime", "malformed", "expiresAt is not after issuedAt");
+    if (expires - issued > this.o.maxTtlS * 1000) return reject("lifetime", "malformed", `lifetime ${Math.round((expires - issued) / 1000)} s exceeds the allowed ${this.o.maxTtlS} s`);
+    if (issued > nowMs + this.o.clockSkewS * 1000) return reject("not-yet-valid", "not-yet-valid", `issued ${body.issuedAt}, in the future beyond the allowed clock skew`);
+    if (expires <= nowMs) return reject("expiry", "expired", `expired at ${body.expiresAt}`);
 
     const p = validateParams(body.command, body.params);
-    if (!p.ok) return reject("invalid-params", p.reason);
+    if (!p.ok) return reject("params", "invalid-params", p.reason);
 
-    if (this.guard === null) return reject("unavailable", this.problem ?? "no replay guard");
+    if (this.guard === null) return reject("replay", "unavailable", this.problem ?? "no replay guard");
     try {
       const v = await this.guard.admit(keyId, body.seq, issued);
-      if (!v.ok) return reject("replayed", v.reason);
+      if (!v.ok) return reject("replay", "replayed", v.reason);
     } catch (err) {
       // could not record the seq: refusing is the only safe answer
-      return reject("unavailable", `cannot record the command sequence: ${(err as Error).message}`);
+      return reject("replay", "unavailable", `cannot record the command sequence: ${(err as Error).message}`);
     }
     return { ok: true, body, keyId, roles: key.roles };
   }

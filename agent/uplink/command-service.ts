@@ -110,7 +110,7 @@ export class CommandService {
     this.respond(replyTo, ok ? { status: "ok", transaction, command: name, data: o.data ?? null, error: null } : { status: "rejected", transaction, command: name, data: null, error: { code: o.code, message: o.reason } });
   }
 
-  private reject(r: Rejected, name: string, replyTo: ReplyTo): void {
+  private reject(r: Omit<Rejected, "check">, name: string, replyTo: ReplyTo): void {
     this.counts.rejected++;
     if (this.tokens < 1) {
       this.suppressed++;
