@@ -37,6 +37,11 @@ export interface PodDecisions {
   pumpEnable: boolean;
   rackPowerOff: boolean[];
   powerCapsKw: number[];
+  /**
+   * The rack's isolation valves are open again but its coolant is not back yet (no good flow
+   * reading at the loss-of-flow minimum): its power stays at the no-coolant limit until it is.
+   */
+  coolantPending: boolean[];
 }
 
 export interface WiringOptions {
@@ -109,7 +114,7 @@ export class PodWiring {
 
   /** No caps, no power-off, the pump enabled: the decisions before the supervisor's first pass. */
   initialDecisions(): PodDecisions {
-    return { pumpEnable: true, rackPowerOff: this.pod.racks.map(() => false), powerCapsKw: this.pod.racks.map((r) => r.ratedKw) };
+    return { pumpEnable: true, rackPowerOff: this.pod.racks.map(() => false), powerCapsKw: this.pod.racks.map((r) => r.ratedKw), coolantPending: this.pod.racks.map(() => false) };
   }
 
   /**
@@ -128,7 +133,8 @@ export class PodWiring {
    */
   powerCommand(o: Pick<PodOutputs, "rackSupplyOpen" | "rackReturnOpen">, d: PodDecisions, i: number): { powerOff: boolean; capKw: number; writeCap: boolean } {
     const r = this.pod.racks[i];
-    const dry = PodWiring.noCoolant(o, i);
+    // no coolant: a valve commanded closed, or reopened with the flow not yet back
+    const dry = PodWiring.noCoolant(o, i) || d.coolantPending[i];
     const byCap = r.noCoolant.action === "cap";
     const budgetCap = this.opts.writeCaps ? d.powerCapsKw[i] : r.ratedKw;
     return {

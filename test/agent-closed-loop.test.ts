@@ -77,6 +77,13 @@ describe("agent against the simulated pod", () => {
     const stopWatching = agent.onEvent((e) => {
       if (e.type === "alarm.raised" && e.alarm.id === "overtemp:rack-3") overtemp.push(e.alarm.severity);
     });
+    // power comes back with the coolant: never drawn while the flow is below the loss-of-flow minimum
+    const minLpm = agent.config.supervisor.lossOfFlow.minLpm;
+    let poweredDry = 0;
+    const watch = setInterval(() => {
+      const r = truth().racks[2];
+      if (r.powerKw > 1 && r.flowLpm < minLpm) poweredDry++;
+    }, 20);
     expect(await agent.resetLeak(2)).toBe("accepted");
     await waitFor(() => truth().racks[2].supplyIsolationPct === 100, "back in service", 10_000);
     // bumpless: the valve ramps from its leak-safe value back to the output it had in control
@@ -85,6 +92,8 @@ describe("agent against the simulated pod", () => {
     await waitFor(() => Math.abs(agent.control.outputs()!.loopOut[2] - before) < 5, "valve back near its output before the leak", 20_000);
     await waitFor(() => Math.abs(truth().racks[2].returnTempC - 45) < 0.5, "rack-3 back at its setpoint", 60_000, 100);
     stopWatching();
+    clearInterval(watch);
+    expect(poweredDry, "samples with the rack's power on and its flow below the minimum").toBe(0);
     expect(overtemp).toEqual([]);
     await waitFor(() => agent.supervisor.alarms.get("leak:rack-3") === undefined, "alarm cleared", 15_000);
   }, 120_000);

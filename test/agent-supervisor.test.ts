@@ -405,6 +405,24 @@ describe("supervisor", () => {
     expect(t.alarms.get("no-coolant-power:rack-4")).toBeUndefined();
   });
 
+  it("gives a reopened rack its power back only once its flow is proven back, and never on a flow meter with no good reading", () => {
+    const s = supervisor(() => undefined, () => 0);
+    const pending = (noCoolant: boolean, flow: { value: number; good: boolean; why?: string }): boolean => {
+      const i = inputs();
+      i.racks[2] = { ...i.racks[2], flowLpm: flow, noCoolant };
+      return s.evaluate(i).coolantPending[2];
+    };
+    const minLpm = config.supervisor.lossOfFlow.minLpm;
+    expect(pending(false, good(100))).toBe(false); // in service: nothing held
+    expect(pending(true, good(0))).toBe(true); // isolated
+    expect(pending(false, good(0))).toBe(true); // valves reopened, the flow not back yet
+    expect(pending(false, good(minLpm - 0.1))).toBe(true);
+    expect(pending(false, { value: NaN, good: false, why: "rack-3.flowLpm: stale" })).toBe(true); // unknown is not back
+    expect(s.alarms.get("flow-meter:rack-3")).toMatchObject({ severity: "Critical", message: expect.stringMatching(/power waits at its no-coolant limit until its flow is seen/) as unknown });
+    expect(pending(false, good(minLpm))).toBe(false); // proven back: the power follows
+    expect(pending(false, good(0))).toBe(false); // a later low flow is a loss of flow, not a return
+  });
+
   it("keeps the caps within the pod budget", () => {
     const s = supervisor(() => undefined, () => 0);
     const d = s.evaluate(inputs());

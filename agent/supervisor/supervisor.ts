@@ -73,6 +73,8 @@ export class Supervisor {
   private readonly heatSince: (number | null)[];
   private readonly dryPowerSince: (number | null)[];
   private readonly manualIsolatedSince: (number | null)[];
+  /** isolation valves reopened, flow not yet proven back: power stays at the no-coolant limit */
+  private readonly coolantPending: boolean[];
   private isolation: IsolationConfig;
   private readonly proven: boolean[];
   private readonly escalated: boolean[];
@@ -96,6 +98,7 @@ export class Supervisor {
     this.heatSince = new Array<number | null>(n).fill(null);
     this.dryPowerSince = new Array<number | null>(n).fill(null);
     this.manualIsolatedSince = new Array<number | null>(n).fill(null);
+    this.coolantPending = new Array<boolean>(n).fill(false);
     this.isolation = pod.control.isolation;
     this.proven = new Array<boolean>(n).fill(false);
     this.escalated = new Array<boolean>(n).fill(false);
@@ -187,7 +190,7 @@ export class Supervisor {
     }
 
     // ---- racks -----------------------------------------------------------------------------
-    const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.lastCaps };
+    const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.lastCaps, coolantPending: this.coolantPending.slice() };
     c.racks.forEach((rack, r) => {
       const state = i.rackState[r] ?? L.RACK_NORMAL;
       const status = i.rackStatus[r] ?? 0;
@@ -235,11 +238,11 @@ export class Supervisor {
       // reading neither can be proven, so it says so before a leak needs it. Critical while the
       // rack is isolating on it; not raised while the pod is still Starting (nothing read yet)
       const latched = state === L.RACK_ISOLATING || state === L.RACK_ESCALATED;
-      const relied = latched || manual;
+      const relied = latched || manual || this.coolantPending[r];
       a.update(`flow-meter:${rack.name}`, !x.flowLpm.good && (this.mode_ !== "Starting" || relied), {
         severity: relied ? "Critical" : "Warning",
         source: rack.name,
-        message: `flow meter at ${rack.name} has no good reading (${x.flowLpm.why ?? "unknown"}): a leak isolation there cannot be proven, and a loss of flow cannot be seen`,
+        message: `flow meter at ${rack.name} has no good reading (${x.flowLpm.why ?? "unknown"}): a leak isolation there cannot be proven, and a loss of flow cannot be seen${this.coolantPending[r] ? "; the rack's power waits at its no-coolant limit until its flow is seen" : ""}`,
       });
 
       // over-temperature tiers with hysteresis
@@ -270,6 +273,15 @@ export class Supervisor {
         source: rack.name,
         message: `${rack.name} is isolated but draws ${x.powerKw.value.toFixed(1)} kW, above its no-coolant limit of ${limitKw} kW (${rack.noCoolant.action}): its power did not follow its coolant`,
       });
+
+      // power comes back with the coolant, not before it: a rack whose isolation valves reopen (a
+      // leak reset, return-rack) keeps its no-coolant limit until its flow is proven back (a good
+      // reading at lossOfFlow.minLpm). Its valves take seconds to travel; given its power at once,
+      // the demo's reset rack heated to 49.9 °C on the way back (50 °C is the Warning), and over
+      // it on a loaded machine. A flow meter with no good reading keeps the rack at its limit.
+      if (x.noCoolant === true) this.coolantPending[r] = true;
+      else if (this.coolantPending[r] && x.flowLpm.good && x.flowLpm.value >= s.lossOfFlow.minLpm) this.coolantPending[r] = false;
+      decisions.coolantPending[r] = this.coolantPending[r];
 
       // loss of flow while in service
       const inService = state === L.RACK_NORMAL && !x.manualIsolate;
