@@ -10,7 +10,7 @@
 // an older reading never replaces a newer one.
 import mqtt, { type MqttClient } from "mqtt";
 import { monoMs } from "../lib/clock.js";
-import { disableNagle, mqttConnectionOptions, watchBrokerSilence } from "../lib/mqtt-connection.js";
+import { disableNagle, guardPacketSize, mqttConnectionOptions, watchBrokerSilence } from "../lib/mqtt-connection.js";
 import type { IngestConfig, IngestPointConfig } from "./mqtt-ingest-schema.js";
 
 export type { IngestConfig, IngestPointConfig } from "./mqtt-ingest-schema.js";
@@ -59,7 +59,10 @@ export class MqttIngest {
   retainedIgnored = 0;
   /** samples older than the point's current one, not used */
   outOfOrder = 0;
-  /** messages larger than maxPacketBytes: refused unparsed, their points marked invalid */
+  /**
+   * beyond maxPacketBytes: a message refused unparsed (its points marked invalid), or a packet
+   * whose header claims more, which ends the connection before its body is read
+   */
   oversized = 0;
   /** connections given up because the broker fell silent (a hung broker, a silent partition) */
   silentBrokerDrops = 0;
@@ -83,6 +86,8 @@ export class MqttIngest {
       resubscribe: true,
     });
     this.client = client;
+    // a packet claiming more than maxPacketBytes ends the connection before its body is read
+    guardPacketSize(client, this.c.maxPacketBytes, (o) => this.refuseOversized(o.topic));
     client.on("connect", () => {
       disableNagle(client);
       const filters = [...new Set(this.c.points.map((p) => p.topic))];
@@ -114,15 +119,17 @@ export class MqttIngest {
     this.publish(p, prev?.value ?? NaN, prev?.sourceTimeMs ?? -Infinity, "invalid");
   }
 
+  /** A message too large to be a sensor reading, never parsed: its topic's points go invalid (when its topic is known). */
+  private refuseOversized(topic: string | undefined): void {
+    this.oversized++;
+    if (topic !== undefined) for (const p of this.c.points) if (topicMatches(p.topic, topic)) this.reject(p);
+  }
+
   private onMessage(topic: string, payload: Buffer, retained: boolean): void {
     this.messages++;
     // bounded before it is parsed: JSON.parse of tens of MB holds the event loop, and the leak
     // polls run on it. A message this large is no sensor reading: its points go invalid.
-    if (payload.length > this.c.maxPacketBytes) {
-      this.oversized++;
-      for (const p of this.c.points) if (topicMatches(p.topic, topic)) this.reject(p);
-      return;
-    }
+    if (payload.length > this.c.maxPacketBytes) return this.refuseOversized(topic);
     const now = monoMs();
     const wallNow = Date.now();
     let parsed: unknown;

@@ -94,6 +94,91 @@ export function disableNagle(client: MqttClient): void {
   (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
 }
 
+/** A packet over the limit, as its header claims it: its total size, and a PUBLISH's topic if it came in the same chunk. */
+export interface Oversize {
+  claimedBytes: number;
+  topic?: string;
+}
+
+/**
+ * Follows MQTT's framing on an incoming byte stream: each packet's fixed header (type byte and
+ * "remaining length") and then its body, skipped. `feed` returns the packet a header claims to
+ * be over the limit (claimedBytes NaN for a length field of more than 4 bytes), else null.
+ */
+export class MqttFrameTracker {
+  private skip = 0;
+  private type = 0;
+  private inLength = false;
+  private length = 0;
+  private multiplier = 1;
+  private lengthBytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  feed(d: Buffer): Oversize | null {
+    let i = 0;
+    while (i < d.length) {
+      if (this.skip > 0) {
+        const n = Math.min(this.skip, d.length - i);
+        this.skip -= n;
+        i += n;
+      } else if (!this.inLength) {
+        this.type = d[i++] >> 4;
+        this.inLength = true;
+        this.length = 0;
+        this.multiplier = 1;
+        this.lengthBytes = 0;
+      } else {
+        const b = d[i++];
+        this.length += (b & 0x7f) * this.multiplier;
+        this.multiplier *= 128;
+        this.lengthBytes++;
+        if ((b & 0x80) !== 0) {
+          if (this.lengthBytes >= 4) return { claimedBytes: NaN };
+          continue;
+        }
+        const total = 1 + this.lengthBytes + this.length;
+        if (total > this.maxBytes) {
+          // a PUBLISH names its topic first: the points it feeds can be told, when it is here
+          const n = i + 2 <= d.length ? d.readUInt16BE(i) : -1;
+          return this.type === 3 && n >= 0 && i + 2 + n <= d.length ? { claimedBytes: total, topic: d.toString("utf8", i + 2, i + 2 + n) } : { claimedBytes: total };
+        }
+        this.inLength = false;
+        this.skip = this.length;
+      }
+    }
+    return null;
+  }
+}
+
+/**
+ * Ends a connection the moment a packet's header claims more than maxBytes, before the client
+ * reads its body. mqtt.js checks maximumPacketSize only once a packet is whole: a hostile or
+ * broken broker could make it buffer up to 256 MB first (test/fuzz-mqtt.test.ts sends the
+ * bytes). The tracker sees each chunk right after the parser does, so at most one chunk of the
+ * oversized packet is ever held. Follows the client's streams across its reconnects.
+ */
+export function guardPacketSize(client: MqttClient, maxBytes: number, onOversize: (o: Oversize) => void): void {
+  const guarded = new WeakSet<object>();
+  const attach = (): void => {
+    const stream = client.stream as (NodeJS.ReadableStream & { destroy(): void }) | undefined;
+    if (stream === undefined || guarded.has(stream)) return;
+    guarded.add(stream);
+    const tracker = new MqttFrameTracker(maxBytes);
+    stream.on("data", (d: Buffer) => {
+      const over = tracker.feed(d);
+      if (over === null) return;
+      onOversize(over);
+      stream.destroy();
+    });
+  };
+  attach();
+  // a reconnect builds a new stream synchronously after this event; one that ends the old
+  // connection first builds it later, and "connect" catches that one
+  client.on("reconnect", () => process.nextTick(attach));
+  client.on("connect", attach);
+}
+
 /**
  * A broker silent for this many keepalives is given up on. mqtt.js pings after one keepalive
  * without an acknowledgement, so a live broker answers well inside the remaining 0.45; checked

@@ -227,7 +227,7 @@ describe("MQTT ingest", () => {
 describe("MQTT ingest: a message beyond maxPacketBytes is never parsed", () => {
   const big = (v: number): string => JSON.stringify({ v, pad: "x".repeat(2_000_000) });
 
-  it("on MQTT 3.1.1 (aedes): refuses it unparsed, marks its points invalid, counts it, and reads the next one", async () => {
+  it("on MQTT 3.1.1 (aedes): cuts the connection at the packet's header, marks its points invalid, counts it, and reads the next one", async () => {
     const broker = await startEmbeddedBroker();
     const pub = await mqtt.connectAsync(broker.url, { clientId: "oversize-publisher" });
     const i = new MqttIngest(ingestConfig(broker.url, [pt({ id: "big.v", topic: "t/big", path: "v", staleMs: 60_000 })], { maxPacketBytes: 65_536 }));
@@ -251,8 +251,12 @@ describe("MQTT ingest: a message beyond maxPacketBytes is never parsed", () => {
       }
       expect(parsedBytes, "largest payload handed to JSON.parse").toBeLessThan(65_536);
       expect(i.points.get("big.v")).toMatchObject({ value: 1, quality: "invalid" }); // never 99
-      await pub.publishAsync("t/big", JSON.stringify({ v: 2 }), { qos: 1 });
-      await waitFor(() => i.points.get("big.v")?.value === 2 && i.points.get("big.v")?.quality === "good", "the next reading");
+      // the connection was ended before the body was read (mqtt.js would have read all 2 MB);
+      // the ingest reconnects on its own and takes the next reading
+      await waitFor(async () => {
+        await pub.publishAsync("t/big", JSON.stringify({ v: 2 }), { qos: 1 });
+        return i.points.get("big.v")?.value === 2 && i.points.get("big.v")?.quality === "good";
+      }, "the next reading", 10_000, 200);
     } finally {
       await i.stop();
       await pub.endAsync(true);

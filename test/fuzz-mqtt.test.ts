@@ -6,6 +6,7 @@
 // spooled. The regression corpus (test/corpus/mqtt, hex byte streams) is played first.
 import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MqttFrameTracker } from "../lib/mqtt-connection.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { corpus, fuzzSeed, mutateBytes, Prng } from "./helpers/fuzz.js";
 import { waitFor } from "./helpers/processes.js";
@@ -19,16 +20,53 @@ function publish(topic: string, payload: string, qos: 0 | 1 = 0): Buffer {
   return Buffer.concat([Buffer.from([0x30 | (qos << 1), body.length]), body]);
 }
 
+/** MQTT's variable-length "remaining length". */
+function remainingLength(n: number): Buffer {
+  const out: number[] = [];
+  do {
+    let b = n % 128;
+    n = Math.floor(n / 128);
+    if (n > 0) b |= 0x80;
+    out.push(b);
+  } while (n > 0);
+  return Buffer.from(out);
+}
+
+/** bytes of the big PUBLISH packets made so far (each is sent: one per hostile connection) */
+let bigBytesSent = 0;
+
+/** one 64 KiB block of payload, sent again and again: the fuzzer itself allocates next to nothing */
+const BLOCK = Buffer.alloc(65536, 0x7b);
+
+/**
+ * A PUBLISH that really carries as many bytes as its length field claims: its header, then the
+ * payload as repeats of BLOCK (so the RSS measured is the pod's, not the fuzzer's).
+ */
+function bigPublish(topic: string, payloadBytes: number): Buffer[] {
+  const t = Buffer.from(topic);
+  const remaining = 2 + t.length + 1 + payloadBytes; // topic length, topic, no properties, payload
+  const pieces = [Buffer.concat([Buffer.from([0x30]), remainingLength(remaining), Buffer.from([t.length >> 8, t.length & 0xff]), t, Buffer.from([0])])];
+  for (let left = payloadBytes; left > 0; left -= BLOCK.length) pieces.push(left >= BLOCK.length ? BLOCK : BLOCK.subarray(0, left));
+  bigBytesSent += pieces[0].length + payloadBytes;
+  return pieces;
+}
+
 /** One hostile answer to a connection: the bytes to send, maybe in pieces. */
 function hostileStream(rng: Prng): Buffer[] {
   const ok = [CONNACK_OK];
-  switch (rng.int(0, 11)) {
+  switch (rng.int(0, 13)) {
     case 0:
       return [mutateBytes(rng, CONNACK_OK)];
     case 1:
       return [Buffer.from([0x20, 0x03, 0x00, rng.pick([0x80, 0x84, 0x86, 0x87, 0x88, 0x8a, 0x9c, 0xff]), 0x00])]; // refused, with reasons
     case 2:
-      return [...ok, Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f])]; // a PUBLISH claiming 256 MB
+      return [...ok, Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f])]; // a PUBLISH claiming 256 MB, and only its header sent
+    case 12:
+      // a PUBLISH that sends every byte it claims, above the pod's 256 KiB maxPacketBytes
+      return [...ok, ...bigPublish("podwarden/demo/pod-a/request/setpoint", rng.int(300 * 1024, 4 * 1024 * 1024))];
+    case 13:
+      // and one just under it: delivered, then refused by the command checks
+      return [...ok, ...bigPublish("podwarden/demo/pod-a/request/mode", rng.int(16 * 1024, 250 * 1024))];
     case 3:
       return [...ok, Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff, 0x01])]; // a malformed length (5 bytes)
     case 4:
@@ -126,19 +164,54 @@ describe("MQTT from a hostile broker", () => {
 
   it("survives 100 hostile connections, then connects to an honest broker and delivers what it spooled", async () => {
     const ticks0 = pod.agent.control.ticks;
+    // RSS, not heapUsed: the Buffers a big packet is read into live outside the JS heap. Taken
+    // after the first 20 connections, so the process's own start-up growth is not counted
+    await waitFor(() => hostile.connections >= 20, "20 hostile connections", 120_000, 50);
     globalThis.gc?.();
-    const heap0 = process.memoryUsage().heapUsed;
+    const rss0 = process.memoryUsage().rss;
+    const big0 = bigBytesSent;
     await waitFor(() => hostile.connections >= 100, "100 hostile connections", 120_000, 50);
     expect(pod.agent.healthy()).toBe(true);
     expect(pod.agent.control.ticks).toBeGreaterThan(ticks0 + 1000);
     // nothing the hostile broker said was taken as a command
     expect(pod.uplink.stats().commands.accepted).toBe(0);
     globalThis.gc?.();
-    expect(process.memoryUsage().heapUsed - heap0).toBeLessThan(64 * 1024 * 1024);
+    const grewMb = (process.memoryUsage().rss - rss0) / 1024 / 1024;
+    console.log(`hostile broker, FUZZ_SEED=${seed}: ${hostile.connections} connections, ${bigBytesSent >> 20} MiB sent in PUBLISH packets that carried all they claimed (${(bigBytesSent - big0) >> 20} MiB of it after the RSS baseline); RSS grew ${grewMb.toFixed(1)} MiB over connections 20 to 100`);
+    expect(bigBytesSent).toBeGreaterThan(1024 * 1024);
+    // the guard ended those connections at the header, before mqtt.js read the bodies
+    expect(pod.logs.lines.some((l) => l.msg === "broker sent a packet over maxPacketBytes: connection ended before reading it")).toBe(true);
+    expect(grewMb).toBeLessThan(48);
     // the broker turns honest: the uplink connects and its spool drains
     hostile.honest = mosquitto.port;
     const spooled = pod.uplink.stats().spoolDepth.telemetry;
     expect(spooled).toBeGreaterThan(0);
     await waitFor(() => pod.uplink.stats().connected && pod.uplink.stats().spoolDepth.telemetry === 0 && pod.uplink.stats().spoolDepth.critical === 0, `FUZZ_SEED=${seed}: connected and drained`, 30_000);
   }, 180_000);
+});
+
+describe("the MQTT frame tracker that bounds a packet before it is read", () => {
+  it("follows valid streams cut anywhere, and stops at the first header claiming more than the limit", () => {
+    const rng = new Prng(fuzzSeed(0xf4a3e));
+    for (let trial = 0; trial < 200; trial++) {
+      const packets = Array.from({ length: rng.int(1, 20) }, () => Buffer.concat(bigPublish("t/x", rng.int(0, 300))));
+      const stream = Buffer.concat([CONNACK_OK, ...packets]);
+      const t = new MqttFrameTracker(1024);
+      for (let at = 0; at < stream.length; ) {
+        const n = rng.int(1, 50);
+        expect(t.feed(stream.subarray(at, at + n))).toBeNull();
+        at += n;
+      }
+      // then a packet over the limit: caught at its header, whatever the chunking
+      const big = Buffer.concat(bigPublish("t/x", 2000));
+      const cut = rng.int(1, 6);
+      const first = t.feed(big.subarray(0, cut));
+      const over = first ?? t.feed(big.subarray(cut, cut + 64));
+      expect(over?.claimedBytes).toBe(big.length);
+      // its topic, when the chunk that ends the header carries it
+      if (first === null) expect(over?.topic).toBe("t/x");
+    }
+    // a length field of five bytes is no MQTT at all
+    expect(new MqttFrameTracker(1 << 20).feed(Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff, 0x01]))?.claimedBytes).toBeNaN();
+  });
 });
