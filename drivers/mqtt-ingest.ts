@@ -10,7 +10,7 @@
 // an older reading never replaces a newer one.
 import mqtt, { type MqttClient } from "mqtt";
 import { monoMs } from "../lib/clock.js";
-import { disableNagle, guardPacketSize, mqttConnectionOptions, watchBrokerSilence } from "../lib/mqtt-connection.js";
+import { disableNagle, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, watchBrokerSilence } from "../lib/mqtt-connection.js";
 import type { IngestConfig, IngestPointConfig } from "./mqtt-ingest-schema.js";
 
 export type { IngestConfig, IngestPointConfig } from "./mqtt-ingest-schema.js";
@@ -86,12 +86,15 @@ export class MqttIngest {
       resubscribe: true,
     });
     this.client = client;
-    // a packet claiming more than maxPacketBytes ends the connection before its body is read
-    guardPacketSize(client, this.c.maxPacketBytes, (o) => this.refuseOversized(o.topic));
+    // a packet claiming far more than maxPacketBytes ends the connection before its body is read
+    guardPacketSize(client, HARD_PACKET_FACTOR * this.c.maxPacketBytes, (o) => this.refuseOversized(o.topic));
     client.on("connect", () => {
       disableNagle(client);
       const filters = [...new Set(this.c.points.map((p) => p.topic))];
-      client.subscribe(filters, { qos: 1 });
+      // QoS 0: a reading lost is replaced by the next (or ages into stale); at QoS 1, mosquitto
+      // keeps a message above our maximumPacketSize in our in-flight window, and after 20 of
+      // them delivers nothing more (test/fuzz-mqtt-commands.test.ts found it for commands)
+      client.subscribe(filters, { qos: 0 });
     });
     client.on("error", () => undefined); // reconnects on its own
     client.on("message", (topic, payload, packet) => this.onMessage(topic, payload, packet.retain));

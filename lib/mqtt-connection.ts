@@ -152,6 +152,14 @@ export class MqttFrameTracker {
 }
 
 /**
+ * How far above maxPacketBytes a packet may be before its connection is ended rather than the
+ * packet read and refused. Between the two, the packet is read whole (mqtt.js knows no other
+ * way) and refused unparsed, and the connection carries on: a retained message that size would
+ * otherwise cut every new connection as it was redelivered. Beyond it, reading is refused.
+ */
+export const HARD_PACKET_FACTOR = 4;
+
+/**
  * Ends a connection the moment a packet's header claims more than maxBytes, before the client
  * reads its body. mqtt.js checks maximumPacketSize only once a packet is whole: a hostile or
  * broken broker could make it buffer up to 256 MB first (test/fuzz-mqtt.test.ts sends the

@@ -23,7 +23,7 @@ import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import { Backoff } from "../../lib/backoff.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
-import { disableNagle, guardPacketSize, mqttConnectionOptions, redactUrl, watchBrokerSilence } from "../../lib/mqtt-connection.js";
+import { disableNagle, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, redactUrl, watchBrokerSilence } from "../../lib/mqtt-connection.js";
 import type { AgentEvent, PodCommander, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
@@ -129,7 +129,7 @@ export class Uplink {
       will: { topic: this.topic("state"), payload: Buffer.from(this.stateMessage("will")), qos: 1, retain: true },
     });
     this.client = client;
-    guardPacketSize(client, this.c.maxPacketBytes, (o) => this.log.warn({ claimedBytes: o.claimedBytes, maxPacketBytes: this.c.maxPacketBytes }, "broker sent a packet over maxPacketBytes: connection ended before reading it"));
+    guardPacketSize(client, HARD_PACKET_FACTOR * this.c.maxPacketBytes, (o) => this.log.warn({ claimedBytes: o.claimedBytes, maxPacketBytes: this.c.maxPacketBytes }, "broker sent a packet far over maxPacketBytes: connection ended before reading it"));
     client.on("error", (err) => this.log.debug({ err: err.message }, "mqtt error"));
     client.on("connect", () => this.onConnect(client));
     client.on("close", () => this.onClose(client));
