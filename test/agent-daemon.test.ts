@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { adminRequest } from "../agent/ops/admin-socket.js";
-import { demoConfigFor } from "./helpers/agent.js";
+import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { startDaemon, type Daemon } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -16,7 +16,15 @@ describe("podwarden run (daemon process)", () => {
   const daemons: Daemon[] = [];
   const configFile = (patch?: (c: Record<string, unknown>) => void): string => {
     const f = join(dir, `agent-${daemons.length}-${Math.random().toString(16).slice(2)}.yaml`);
-    writeFileSync(f, stringify(demoConfigFor(t.sim, patch)));
+    writeFileSync(
+      f,
+      stringify(
+        demoConfigFor(t.sim, (c) => {
+          c.pod = TEST_POD;
+          patch?.(c);
+        }),
+      ),
+    );
     return f;
   };
   /** Starts `podwarden run` on the config file and waits until it says it is running. */

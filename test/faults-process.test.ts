@@ -10,13 +10,20 @@ import { stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../tooling/free-port.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
-import { demoConfigFor } from "./helpers/agent.js";
+import { demoConfigFor as demoConfigForDemoPod, TEST_POD } from "./helpers/agent.js";
 import { cpuQuotaGroup } from "./helpers/cgroup.js";
 import { clearedAlarms, raisedAlarms, startDaemon, type Daemon } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
 const FAKETIME_LIBS = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"];
+
+/** The demo config under this test's own pod identity (a daemon claims its pod host-wide). */
+const demoConfigFor = (...a: Parameters<typeof demoConfigForDemoPod>): unknown =>
+  demoConfigForDemoPod(a[0], (c) => {
+    c.pod = TEST_POD;
+    a[1]?.(c);
+  });
 
 describe("faults around the daemon process", () => {
   let t: TestSim;
@@ -99,7 +106,7 @@ describe("faults around the daemon process", () => {
       const mc = await mqtt.connectAsync(broker.url, { protocolVersion: 5 });
       const live: Record<string, unknown>[] = [];
       mc.on("message", (_t, p) => live.push(JSON.parse(p.toString()) as Record<string, unknown>));
-      await mc.subscribeAsync("podwarden/demo/pod-a/telemetry", { qos: 1 });
+      await mc.subscribeAsync(`podwarden/demo/${TEST_POD}/telemetry`, { qos: 1 });
       await waitFor(() => live.some((m) => m.historical === false), "live telemetry despite the full disk", 30_000).catch((e: unknown) => {
         console.log(live.length, JSON.stringify(live.slice(-3).map((m) => [m.seq, m.historical, m.kind])), JSON.stringify(d.lines.filter((l) => /uplink|spool/.test(String(l.msg))).slice(-8).map((l) => l.msg)));
         throw e;
@@ -129,7 +136,7 @@ describe("faults around the daemon process", () => {
           const m = JSON.parse(p.toString()) as { state: string; reason?: string; mode?: unknown; timestamp?: unknown };
           got.push({ state: m.state, retained: packet.retain, ...(m.state === "offline" ? { reason: m.reason, mode: m.mode, timestamp: m.timestamp } : {}) });
         });
-        await c.subscribeAsync("podwarden/demo/pod-a/state", { qos: 1 });
+        await c.subscribeAsync(`podwarden/demo/${TEST_POD}/state`, { qos: 1 });
         await new Promise((r) => setTimeout(r, 300));
         await c.endAsync(true);
         return got;

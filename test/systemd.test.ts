@@ -8,7 +8,7 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
 import { shebangNodeFlags } from "../tooling/node-flags.js";
-import { demoConfigFor } from "./helpers/agent.js";
+import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
@@ -86,7 +86,15 @@ describe("systemd", () => {
     it("sends READY=1 once running, WATCHDOG=1 while healthy, STOPPING=1 on SIGTERM", async () => {
       const l = await notifySocket();
       const cfg = join(mkdtempSync(join(tmpdir(), "podwarden-sd-")), "agent.yaml");
-      writeFileSync(cfg, stringify(demoConfigFor(t.sim, (c) => (c.metrics = { port: 0 }))));
+      writeFileSync(
+        cfg,
+        stringify(
+          demoConfigFor(t.sim, (c) => {
+            c.pod = TEST_POD;
+            c.metrics = { port: 0 };
+          }),
+        ),
+      );
       const d = spawn("node", ["dist/cli/podwarden.js", "run", "-c", cfg], { stdio: "ignore", env: { ...process.env, NOTIFY_SOCKET: l.path, WATCHDOG_USEC: "400000" } });
       try {
         await waitFor(() => l.datagrams.includes("READY=1"), "READY=1", 30_000);

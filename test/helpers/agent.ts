@@ -6,6 +6,12 @@ import { Logs } from "../../agent/log.js";
 import { demoConfigData } from "../../cli/demo-config.js";
 import type { PodSim } from "../../sim/pod-sim.js";
 
+/**
+ * The pod a test's daemon process claims: its own, never the demo's, so that a demo or a daemon
+ * already running on the host (whose instance lock is host-wide) cannot make a test fail.
+ */
+export const TEST_POD = `test-${process.pid}`;
+
 /** The demo config as plain data, with every device pointed at the test simulator's ports. */
 export function demoConfigFor(sim: PodSim, patch: (c: Record<string, unknown>) => void = () => undefined): unknown {
   const data = demoConfigData((name) => sim.portOf(name));
