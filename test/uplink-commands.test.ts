@@ -9,7 +9,7 @@ import { signedCommand } from "../agent/commands/client.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
 import { Metrics } from "../agent/ops/metrics.js";
 import { waitFor } from "./helpers/processes.js";
-import { MissionControl, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+import { KEYS, MissionControl, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
 
 describe("commands over MQTT (aedes)", () => {
   let broker: EmbeddedBroker;
@@ -211,4 +211,30 @@ describe("commands over MQTT (aedes)", () => {
       await metrics.close();
     }
   });
+});
+
+describe("the request rate limit (aedes)", () => {
+  it("drops requests beyond maxPerS unread, counts and summarises them, and takes a genuine command in the next second", async () => {
+    const broker = await startEmbeddedBroker(0);
+    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, uplink: { commands: { maxPerS: 20, keys: [{ id: "ops", publicKey: KEYS.operator.publicRaw, roles: ["operator"] }] } } });
+    const mc = await MissionControl.connect(broker.url, pod.base, 4);
+    try {
+      await waitFor(() => pod.uplink.stats().connected, "connected", 30_000);
+      // a burst of forged requests: well-formed, this pod, a configured key, a bad signature
+      const forged = JSON.stringify({ keyId: "ops", signature: Buffer.alloc(64, 7).toString("base64"), body: JSON.stringify({ v: 1 }) });
+      for (let i = 0; i < 500; i++) void mc.publishRaw("setpoint", forged, { qos: 0 });
+      await waitFor(() => pod.uplink.stats().commands.rejected + pod.uplink.stats().commands.dropped >= 500, "every request counted", 10_000);
+      const s = pod.uplink.stats().commands;
+      expect(s.rejected).toBeLessThanOrEqual(40); // at most two seconds' worth read
+      expect(s.dropped).toBeGreaterThanOrEqual(460);
+      await waitFor(() => mc.of("events").some((e) => e.type === "command.audit" && e.result === "dropped" && typeof e.suppressed === "number"), "a summary of the dropped", 5_000);
+      // the next second's budget takes a genuine command
+      await new Promise((r) => setTimeout(r, 1100));
+      expect((await mc.send("snapshot", {}, "operator")).status).toBe("ok");
+    } finally {
+      await mc.close();
+      await pod.stop();
+      await broker.close();
+    }
+  }, 60_000);
 });

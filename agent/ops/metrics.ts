@@ -379,7 +379,7 @@ export class Metrics {
     });
     new Counter({
       name: "podwarden_commands_total",
-      help: "Commands received, by result (accepted, rejected; suppressed = rejected beyond the audit rate)",
+      help: "Commands received, by result (accepted, rejected; suppressed = rejected beyond the audit rate; dropped = requests beyond uplink.commands.maxPerS, dropped unread)",
       labelNames: ["result"],
       registers: [r],
       collect() {

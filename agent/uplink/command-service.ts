@@ -5,6 +5,11 @@
 // Rejections are rate-limited: beyond rejectionAuditPerS they are counted and summarised once a
 // second instead of being answered one by one, so a flood of junk cannot turn into a flood of
 // responses and events (the spool and the broker stay for what matters).
+//
+// Requests themselves are rate-limited first, before anything is parsed or verified: beyond
+// maxPerS a second they are dropped unread. An Ed25519 verification costs ~50-100 µs of the main
+// thread, where the leak polls run: 10,000 forged requests a second took leak-to-isolation from
+// p50 2.4 ms to 52 ms and p99 to 153 ms (`npm run bench -- --only leak`, BENCHMARKS.md).
 import type { IClientPublishOptions, IPublishPacket } from "mqtt";
 import { CommandAuthorizer, type Rejected } from "../commands/authorizer.js";
 import { executeCommand, type Outcome } from "../commands/executor.js";
@@ -25,7 +30,11 @@ export class CommandService {
   private tokens: number;
   private suppressed = 0;
   private timer: NodeJS.Timeout | null = null;
-  private readonly counts = { accepted: 0, rejected: 0, suppressed: 0 };
+  private readonly counts = { accepted: 0, rejected: 0, suppressed: 0, dropped: 0 };
+  /** requests still to be taken this second */
+  private intake: number;
+  /** requests dropped unread since the last summary */
+  private droppedSinceSummary = 0;
   problem: string | null = null;
 
   constructor(
@@ -35,6 +44,7 @@ export class CommandService {
     private readonly publish: Publish,
   ) {
     this.tokens = c.rejectionAuditPerS;
+    this.intake = c.maxPerS;
   }
 
   start(): void {
@@ -58,12 +68,18 @@ export class CommandService {
     return COMMANDS;
   }
 
-  stats(): { accepted: number; rejected: number; suppressed: number } {
+  stats(): { accepted: number; rejected: number; suppressed: number; dropped: number } {
     return { ...this.counts };
   }
 
   private refill(): void {
     this.tokens = this.c.rejectionAuditPerS;
+    this.intake = this.c.maxPerS;
+    if (this.droppedSinceSummary > 0) {
+      this.agent().audit({ action: "*", by: "unknown", result: "dropped", reason: `requests beyond ${this.c.maxPerS} a second, dropped unread`, suppressed: this.droppedSinceSummary });
+      this.log.warn({ dropped: this.droppedSinceSummary, maxPerS: this.c.maxPerS }, "command requests beyond the rate dropped unread");
+      this.droppedSinceSummary = 0;
+    }
     if (this.suppressed > 0) {
       this.agent().audit({ action: "*", by: "unknown", result: "rejected", reason: "rejections beyond the audit rate, not answered one by one", suppressed: this.suppressed });
       this.suppressed = 0;
@@ -73,6 +89,13 @@ export class CommandService {
   /** Handles one message from request/<command>; `sub` is the topic below the pod's base. */
   handle(sub: string, payload: Buffer, packet: IPublishPacket): void {
     if (this.authorizer === null || !sub.startsWith("request/")) return;
+    // the rate first: nothing of a request over it is read, let alone verified
+    if (this.intake <= 0) {
+      this.counts.dropped++;
+      this.droppedSinceSummary++;
+      return;
+    }
+    this.intake--;
     const name = sub.slice("request/".length);
     const base = packetBase(packet.topic, sub);
     const props = packet.properties;

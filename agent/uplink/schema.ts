@@ -15,6 +15,7 @@ export interface UplinkConfig extends MqttConnectionConfig {
     maxTtlS: number;
     clockSkewS: number;
     rejectionAuditPerS: number;
+    maxPerS: number;
   };
 }
 
@@ -73,6 +74,7 @@ export const UPLINK_SCHEMA = {
         maxTtlS: int(1, 86_400, 300, "longest lifetime a command may declare (expiresAt - issuedAt), s"),
         clockSkewS: int(0, 3600, 30, "how far in the future issuedAt may be, s"),
         rejectionAuditPerS: num(0, 10_000, 10, "rejected commands answered and audited one by one per second; beyond it they are counted and summarised (a flood cannot flood the uplink)"),
+        maxPerS: int(1, 10_000, 50, "requests taken per second, counted before anything is parsed or verified; beyond it they are dropped unread, counted and summarised (a flood of forged signatures cannot take the main thread from the leak polls)"),
       },
       "signed commands from mission control",
     ),

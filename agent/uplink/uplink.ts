@@ -47,7 +47,7 @@ export interface UplinkStats {
   inflight: number;
   /** publish -> PUBACK quantiles since start, µs */
   ackUs: { p50: number; p99: number };
-  commands: { accepted: number; rejected: number; suppressed: number };
+  commands: { accepted: number; rejected: number; suppressed: number; dropped: number };
 }
 
 /** The MQTT client options for the uplink: the shared connection options and the protocol version. */
