@@ -17,6 +17,10 @@ import { podLayout } from "../pod/layout.js";
 import { demoConfigData } from "../cli/demo-config.js";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import { shebangNodeFlags } from "../tooling/node-flags.js";
+import mqtt from "mqtt";
+import { commandBody } from "../agent/commands/client.js";
+import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
+import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { fmt, quantile } from "./stats.js";
 
 /** The daemon's node flags, read from the CLI's shebang (where they are set for production). */
@@ -36,10 +40,30 @@ export interface LatenessRow {
   samples: number;
 }
 
+/** What runs against the daemon during the leak trials. */
+export type LeakLoad = "none" | "ingest-100mb" | "command-flood-10k" | "telemetry-10hz";
+
+export interface LeakResult {
+  load: LeakLoad;
+  /** what the load did, in words, with its measured rate */
+  loadDone: string;
+  trials: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  pollP50Ms: number;
+  pollP99Ms: number;
+  pollMs: number;
+  daemonCpuPct: number;
+  daemonRssMb: number;
+}
+
 export interface AgentResult {
   lateness: LatenessRow[];
   schedFifo: string;
-  leak: { trials: number; p50Ms: number; p99Ms: number; maxMs: number; pollP50Ms: number; pollP99Ms: number; pollMs: number; daemonCpuPct: number; daemonRssMb: number } | null;
+  leak: LeakResult | null;
+  /** the same measurement while each input load runs, in turn */
+  leakUnderLoad: LeakResult[];
   resources: { rssMb: number; cpuPct: number; seconds: number } | null;
 }
 
@@ -136,19 +160,80 @@ export function demoConfigWithPorts(ports: Record<string, number>, safetyPeriodM
 }
 
 /**
+ * Starts one input load against the daemon through the broker; the function it returns stops it
+ * and says what it did. Each runs in this (the bench's) process, on the machine's other core.
+ * - ingest-100mb: a 100 MB message on an ingest topic every 2 s (MQTT 3.1.1, so the broker
+ *   delivers it and the daemon's packet guard must end it unread);
+ * - command-flood-10k: 10,000 requests a second that pass every check up to the signature and
+ *   fail it (a well-formed body for this pod and a configured key, a forged signature);
+ * - telemetry-10hz: the uplink publishing its full snapshot every 100 ms, with a subscriber.
+ */
+async function startLoad(load: LeakLoad, url: string, privatePem: string): Promise<() => Promise<string>> {
+  const client = await mqtt.connectAsync(url, { protocolVersion: 5, clientId: `bench-load-${process.pid}` });
+  let stopped = false;
+  let sent = 0;
+  const t0 = performance.now();
+  const rate = (): string => `${Math.round(sent / ((performance.now() - t0) / 1000))}/s`;
+  let finish = (): Promise<string> => Promise.resolve("");
+  if (load === "ingest-100mb") {
+    const big = Buffer.alloc(100 * 1024 * 1024, 0x20);
+    big.write('{"v":');
+    const loop = async (): Promise<void> => {
+      while (!stopped) {
+        await client.publishAsync("bench/temp", big, { qos: 1 });
+        sent++;
+        await new Promise((r) => setTimeout(r, 2000)); // a payload every 2 s, not a bandwidth flood
+      }
+    };
+    const running = loop();
+    finish = async () => {
+      await running.catch(() => undefined);
+      return `${sent} messages of 100 MB (${rate()}) on an ingest topic`;
+    };
+  } else if (load === "command-flood-10k") {
+    const body = JSON.stringify(commandBody({ site: "demo", pod: "pod-a", command: "setpoint", params: { loop: "rack-1.valve", value: 40, leaseS: 60 }, seq: 1, keyId: "ops", privateKey: parsePrivateKey(privatePem), ttlS: 300 }));
+    const forged = Buffer.from(JSON.stringify({ keyId: "ops", body, signature: Buffer.alloc(64, 7).toString("base64") }));
+    const timer = setInterval(() => {
+      for (let k = 0; k < 100; k++) client.publish("podwarden/demo/pod-a/request/setpoint", forged, { qos: 0 });
+      sent += 100;
+    }, 10);
+    finish = () => {
+      clearInterval(timer);
+      return Promise.resolve(`${sent} forged commands (${rate()}) that reach signature verification`);
+    };
+  } else {
+    await client.subscribeAsync("podwarden/demo/pod-a/#", { qos: 1 });
+    client.on("message", () => sent++);
+    finish = () => Promise.resolve(`the uplink's full snapshot every 100 ms, ${rate()} messages to a subscriber`);
+  }
+  let said: string | null = null;
+  return async () => {
+    if (said !== null) return said;
+    stopped = true;
+    said = await finish();
+    await client.endAsync(true);
+    return said;
+  };
+}
+
+/**
  * The real daemon (its own process, production flags) against the simulator (another process);
  * this process only injects leaks and reads the simulator's timestamps. One daemon serves every
  * trial, warmed up first, as a pod controller runs for months: after each leak the simulator
  * dries the rack and the latch is reset through the daemon's local admin socket (the path of
  * `podwarden reset-leak`), and the next leak goes to the next rack.
  */
-async function leakToIsolation(trials: number, warmupS: number, pollMs: number): Promise<AgentResult["leak"]> {
+async function leakToIsolation(trials: number, warmupS: number, pollMs: number, load: LeakLoad = "none"): Promise<LeakResult | null> {
   const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-"));
   const sim = await startSimProcess(dir, 5000);
+  const broker = load === "none" ? null : await Mosquitto.start();
+  const key = generateCommandKey();
+  let stopLoad: () => Promise<string> = () => Promise.resolve("nothing");
   const latencies: number[] = [];
   const toRead: number[] = [];
   const rss: number[] = [];
   let cpuPct: number;
+  let loadDone: string;
   const post = (body: object): Promise<Response> => fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify(body) });
   const truth = async (): Promise<{ racks: { name: string; leakToIsolationMs: number | null; leakToReadMs: number | null }[]; devices: { leaseExpired: boolean }[] }> =>
     (await fetch(`${sim.controlUrl}/truth`)).json() as never;
@@ -156,7 +241,13 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number):
   let daemon: ChildProcess | null = null;
   try {
     const cfg = join(dir, "agent.yaml");
-    writeFileSync(cfg, stringify({ ...(demoConfigWithPorts(sim.ports, pollMs) as object), stateDir: dir }));
+    const data = { ...(demoConfigWithPorts(sim.ports, pollMs) as object), stateDir: dir } as Record<string, unknown>;
+    if (broker !== null) {
+      data.uplink = { url: broker.url, protocolVersion: 5, telemetryMs: load === "telemetry-10hz" ? 100 : 1000, commands: { keys: [{ id: "ops", publicKey: key.publicRaw, roles: ["operator"] }] } };
+      // MQTT 3.1.1: no maximumPacketSize, so the broker delivers the 100 MB and the pod's own guard must cope
+      data.mqttIngest = { url: broker.url, protocolVersion: 4, points: [{ id: "bench.temp", topic: "bench/temp", path: "v", staleMs: 60_000 }] };
+    }
+    writeFileSync(cfg, stringify(data));
     daemon = podwardenProcess(["run", "-c", cfg], "ignore");
     const t0 = Date.now();
     while (!(await truth()).devices.every((d) => !d.leaseExpired)) {
@@ -164,6 +255,7 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number):
       await sleep(100);
     }
     await sleep(warmupS * 1000); // inputs valid, loops in automatic, code warm
+    if (broker !== null) stopLoad = await startLoad(load, broker.url, key.privatePem);
     const cpu = cpuMeter(daemon.pid!);
     for (let k = 0; latencies.length < trials; k++) {
       if (k % 8 === 0) rss.push(processRssMb(daemon.pid!));
@@ -183,7 +275,9 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number):
       }
     }
     cpuPct = cpu();
+    loadDone = await stopLoad();
   } finally {
+    await stopLoad().catch(() => undefined);
     if (daemon !== null) {
       const d = daemon;
       d.kill("SIGTERM");
@@ -191,9 +285,10 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number):
     }
     sim.child.kill("SIGTERM");
     await new Promise((r) => sim.child.once("exit", r));
+    await broker?.stop();
   }
   if (latencies.length === 0) return null;
-  return { trials: latencies.length, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: Math.max(...latencies), pollP50Ms: quantile(toRead, 0.5), pollP99Ms: quantile(toRead, 0.99), pollMs, daemonCpuPct: cpuPct, daemonRssMb: Math.max(...rss) };
+  return { load, loadDone, trials: latencies.length, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: Math.max(...latencies), pollP50Ms: quantile(toRead, 0.5), pollP99Ms: quantile(toRead, 0.99), pollMs, daemonCpuPct: cpuPct, daemonRssMb: Math.max(...rss) };
 }
 
 async function daemonResources(seconds: number): Promise<AgentResult["resources"]> {
@@ -251,16 +346,27 @@ export function processRssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 }
 
+const LOADS: LeakLoad[] = ["ingest-100mb", "command-flood-10k", "telemetry-10hz"];
+
 export async function runAgentBench(quick = false, leakPollMs = LEAK_POLL_MS, only?: "leak"): Promise<AgentResult> {
   const seconds = quick ? 5 : 20;
   const leak = (): Promise<AgentResult["leak"]> => leakToIsolation(quick ? 40 : 400, quick ? 3 : 10, leakPollMs);
-  if (only === "leak") return { lateness: [], schedFifo: "-", leak: await leak(), resources: null };
+  const underLoad = async (): Promise<LeakResult[]> => {
+    const out: LeakResult[] = [];
+    for (const load of LOADS) {
+      const r = await leakToIsolation(quick ? 40 : 200, quick ? 3 : 10, leakPollMs, load);
+      if (r !== null) out.push(r);
+    }
+    return out;
+  };
+  if (only === "leak") return { lateness: [], schedFifo: "-", leak: await leak(), leakUnderLoad: await underLoad(), resources: null };
   const ours = await tickLateness(seconds);
   const ct = await cyclictest(seconds);
   return {
     lateness: ct === null ? [ours.row] : [ours.row, ct],
     schedFifo: ours.sched,
     leak: await leak(),
+    leakUnderLoad: await underLoad(),
     resources: await daemonResources(quick ? 10 : 30),
   };
 }
@@ -276,6 +382,12 @@ export function printAgent(r: AgentResult): void {
     console.log(`\n## agent: leak-to-isolation latency (leak register changes at the device -> isolation close command arrives at it; leak sensors polled every ${r.leak.pollMs} ms)`);
     console.log(`${r.leak.trials} trials: p50 ${fmt(r.leak.p50Ms, 2)} ms, p99 ${fmt(r.leak.p99Ms, 2)} ms, max ${fmt(r.leak.maxMs, 2)} ms (of which leak change -> first poll of it: p50 ${fmt(r.leak.pollP50Ms, 2)} ms, p99 ${fmt(r.leak.pollP99Ms, 2)} ms)`);
     console.log(`the daemon over the trials, polling every leak sensor every ${r.leak.pollMs} ms: CPU ${fmt(r.leak.daemonCpuPct, 1)} % of one core, max RSS ${fmt(r.leak.daemonRssMb, 1)} MB`);
+  }
+  if (r.leak !== null && r.leakUnderLoad.length > 0) {
+    console.log(`\n## agent: leak-to-isolation under input load (the same measurement, one load at a time; target p99 <= 5 ms, RSS <= 90 MB)`);
+    console.log("| load | what it did | trials | p50 ms | p99 ms | max ms | daemon CPU % of one core | daemon max RSS MB |");
+    console.log("|---|---|---:|---:|---:|---:|---:|---:|");
+    for (const x of [r.leak, ...r.leakUnderLoad]) console.log(`| ${x.load} | ${x.loadDone} | ${x.trials} | ${fmt(x.p50Ms, 2)} | ${fmt(x.p99Ms, 2)} | ${fmt(x.maxMs, 2)} | ${fmt(x.daemonCpuPct, 1)} | ${fmt(x.daemonRssMb, 1)} |`);
   }
   if (r.resources !== null) {
     console.log(`\n## agent: podwarden run on the 8-rack demo pod over ${r.resources.seconds} s: max RSS ${fmt(r.resources.rssMb, 1)} MB, CPU ${fmt(r.resources.cpuPct, 1)} % of one core`);

@@ -1,5 +1,6 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, faults)
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, faults), or
+//                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
 //                   trials (default 1): the latency and the daemon's CPU at that rate
@@ -48,6 +49,8 @@ if (wants("control")) printControl(runControlBench());
 if (wants("sim")) printSim(await runSimBench(values.quick));
 if (wants("drivers")) printDrivers(await runDriverBench(values.quick));
 if (wants("agent")) printAgent(await runAgentBench(values.quick, leakPollMs));
+// the leak-to-isolation measurement alone, unloaded and under each input load
+if (values.only === "leak") printAgent(await runAgentBench(values.quick, leakPollMs, "leak"));
 // The uplink group's agent runs in this process. Under node's defaults it had four V8 helper
 // threads where the daemon has one, and they woke at every collection and preempted the broker
 // on the other core (`perf sched`, BENCHMARKS.md).
