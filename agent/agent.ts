@@ -22,7 +22,7 @@ import { ControlThread, type ControlOutputs } from "./control/control-thread.js"
 import { LatchStore } from "./latch-store.js";
 import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type OperatorState } from "./operator-state.js";
 import type { Logger, Logs } from "./log.js";
-import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad } from "./pod-api.js";
+import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad, Range } from "./pod-api.js";
 import { noCoolantLimitKw } from "../pod/config.js";
 import { ProblemRegistry } from "./problems.js";
 import { TickWindow } from "./control/tick-window.js";
@@ -434,39 +434,61 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
         kept.loopModes.push(m);
       }
     }
-    const nowWall = Date.now();
-    for (const p of s.setpoints) {
-      const loop = lay.loopIndex(p.loop);
-      const env = loop !== undefined && lay.isPumpLoop(loop) ? lim.dpKpa : lim.returnTempC;
-      // a clock stepped back must not stretch a lease past the longest one allowed
-      const leftMs = Math.min(p.expiresAtMs - nowWall, lim.maxLeaseS * 1000);
-      if (loop === undefined) dropped.push(`setpoint on ${p.loop}: no such loop now`);
-      else if (p.value < env.min || p.value > env.max) dropped.push(`setpoint ${p.value} on ${p.loop}: outside [${env.min}, ${env.max}] now`);
-      else if (leftMs > 0) {
+    kept.setpoints = this.restoreLeased(s.setpoints, (pump) => (pump ? lim.dpKpa : lim.returnTempC), (p) => p.value, dropped, {
+      noLoop: (p) => `setpoint on ${p.loop}: no such loop now`,
+      outside: (p, env) => `setpoint ${p.value} on ${p.loop}: outside [${env.min}, ${env.max}] now`,
+      apply: (loop, p, leftMs) => {
         this.leases.set(loop, p.value, leftMs, monoMs(), p.by);
         this.loopSp[loop] = p.value;
         this.control.setSetpoint(loop, p.value);
-        kept.setpoints.push(p);
-      }
-    }
-    for (const o of s.overrides) {
-      const loop = lay.loopIndex(o.loop);
-      const env = loop !== undefined && lay.isPumpLoop(loop) ? lim.pumpOutputPct : lim.rackOutputPct;
-      const leftMs = Math.min(o.expiresAtMs - nowWall, lim.maxLeaseS * 1000);
-      if (loop === undefined) dropped.push(`Override on ${o.loop}: no such loop now`);
-      else if (o.outputPct < env.min || o.outputPct > env.max) dropped.push(`Override on ${o.loop}: ${o.outputPct} % is outside [${env.min}, ${env.max}] now`);
-      else if (leftMs > 0) {
+      },
+    });
+    kept.overrides = this.restoreLeased(s.overrides, (pump) => (pump ? lim.pumpOutputPct : lim.rackOutputPct), (o) => o.outputPct, dropped, {
+      noLoop: (o) => `Override on ${o.loop}: no such loop now`,
+      outside: (o, env) => `Override on ${o.loop}: ${o.outputPct} % is outside [${env.min}, ${env.max}] now`,
+      apply: (loop, o, leftMs) => {
         this.overrides.set(loop, o.outputPct, leftMs, monoMs(), o.by);
         this.control.setMode(loop, "Override", o.outputPct);
-        kept.overrides.push(o);
-      }
-    }
+      },
+    });
     this.supervisor.setMaintenance(kept.maintenance);
     this.operator = kept;
     for (const line of describeOperatorState(kept)) this.log.warn({ decision: line }, "operator decision restored from before the restart");
     if (dropped.length > 0) {
       this.reportProblem("state:operator-dropped", { severity: "Warning", source: "agent", message: `operator decisions that no longer fit the config were dropped: ${dropped.join("; ")}`, untilAcknowledged: true });
     }
+  }
+
+  /**
+   * Restores leased values (setpoints, Overrides): each for a loop that still exists, inside the
+   * envelope it has now, with lease time left by the wall clock, and never more than the longest
+   * lease (a clock stepped back must not stretch one). Returns those kept; says what was dropped.
+   */
+  private restoreLeased<T extends { loop: string; expiresAtMs: number }>(
+    items: readonly T[],
+    rangeOf: (pump: boolean) => Range,
+    valueOf: (x: T) => number,
+    dropped: string[],
+    on: { noLoop: (x: T) => string; outside: (x: T, env: Range) => string; apply: (loop: number, x: T, leftMs: number) => void },
+  ): T[] {
+    const lay = this.layout;
+    const nowWall = Date.now();
+    const kept: T[] = [];
+    for (const x of items) {
+      const loop = lay.loopIndex(x.loop);
+      if (loop === undefined) {
+        dropped.push(on.noLoop(x));
+        continue;
+      }
+      const env = rangeOf(lay.isPumpLoop(loop));
+      const leftMs = Math.min(x.expiresAtMs - nowWall, this.limits_.maxLeaseS * 1000);
+      if (valueOf(x) < env.min || valueOf(x) > env.max) dropped.push(on.outside(x, env));
+      else if (leftMs > 0) {
+        on.apply(loop, x, leftMs);
+        kept.push(x);
+      }
+    }
+    return kept;
   }
 
   snapshot(): Record<string, unknown> {
