@@ -4,8 +4,10 @@
 // supervisor. It hands each service the narrow face it needs (pod-api.ts) and speaks no protocol.
 import * as L from "../hotpath-as/assembly/layout.js";
 import type { LoopMode } from "../hotpath-as/bank-config.js";
-import { ModbusDriver } from "../drivers/modbus/driver.js";
+import { ModbusDriver, type OutputState } from "../drivers/modbus/driver.js";
+import { splitModbus } from "../drivers/modbus/split.js";
 import { MqttIngest } from "../drivers/mqtt-ingest.js";
+import { Backoff } from "../lib/backoff.js";
 import { monoMs } from "../lib/clock.js";
 import { JsonStateFile } from "../lib/json-state-file.js";
 import { measuredValue, PointStore, type Point } from "../lib/points.js";
@@ -19,6 +21,7 @@ import { join } from "node:path";
 import { commandLimits } from "./commands/executor.js";
 import type { AgentConfig, LoadedConfig } from "./config/load.js";
 import { ControlThread, type ControlOutputs } from "./control/control-thread.js";
+import { LeakThread } from "./control/leak-thread.js";
 import { LatchStore } from "./latch-store.js";
 import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type OperatorState } from "./operator-state.js";
 import type { Logger, Logs } from "./log.js";
@@ -49,9 +52,15 @@ function checkBudgetFile(data: unknown): { podKw: number | null } {
   return { podKw: kw };
 }
 
+/**
+ * How often the leak thread reports its points, output states and counters to the main thread,
+ * ms: status and telemetry see a leak input at most this late (the isolation does not wait).
+ */
+const LEAK_REPORT_MS = 50;
+
 /** Same devices, points, racks and wiring: a reload can patch tuning in place. */
 export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
-  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.uplink ?? null, c.control.periodMs]);
+  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.uplink ?? null, c.control.periodMs, c.control.isolation.leakThread]);
   return shape(a) === shape(b);
 }
 
@@ -86,12 +95,19 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   /** leased Override outputs, by loop: each sits over the loop's persistent mode */
   readonly overrides = new LoopLeases();
   control!: ControlThread;
+  /** the leak inputs and isolation valves of TCP devices, on a thread of their own (null: off, or none) */
+  private readonly leakThread: LeakThread | null;
   private readonly wiring: PodWiring;
   /** the devices' own fail positions, as the config declares them (pod/fail-safe.ts) */
   private leaseFail: { id: string; value: number }[];
+  /** leak inputs and isolation outputs the leak thread could not take (serial devices) */
+  private readonly leakLeft: string[];
   private readonly log: Logger;
   private readonly listeners: ((e: AgentEvent) => void)[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
+  private readonly leakBackoff = new Backoff({ baseMs: 1000, maxMs: 30_000 });
+  private leakRestart: NodeJS.Timeout | undefined;
+  private leakStartedAt = 0;
   private decisions: PodDecisions;
   private outputs: ControlOutputs | undefined;
   private readonly tickWindow: TickWindow;
@@ -125,7 +141,21 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.layout = podLayout(c);
     this.wiring = new PodWiring(c, this.layout, { writeCaps: c.supervisor.powerBudget.writeCaps });
     this.leaseFail = leaseFailWrites(c);
-    this.driver = new ModbusDriver(c.modbus, { points: this.points });
+    const leakSplit = c.control.isolation.leakThread ? splitModbus(c.modbus, new Set(Object.values(this.wiring.leakPath()).flat())) : null;
+    this.leakLeft = leakSplit?.left ?? [];
+    this.driver = new ModbusDriver(leakSplit?.kept ?? c.modbus, { points: this.points });
+    this.leakThread =
+      leakSplit === null || leakSplit.taken.devices.length === 0
+        ? null
+        : new LeakThread({
+            modbus: leakSplit.taken,
+            pod: { racks: c.racks, cdu: c.cdu },
+            reportMs: LEAK_REPORT_MS,
+            passMs: ACTUATOR_PASS_MS,
+            onPoint: (p) => this.points.publish(p),
+            onLog: (level, message) => logs.module("leak-thread")[level](message),
+            onDied: (why) => this.leakThreadDied(why),
+          });
     this.ingest =
       c.mqttIngest === undefined
         ? null
@@ -225,6 +255,12 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     // declared safe state before any valid data exists.
     this.driver.setHealthGate(() => this.healthy());
     this.points.subscribe((p) => this.onPoint(p));
+    if (this.leakThread !== null) {
+      this.leakStartedAt = monoMs();
+      await this.leakThread.start(this.control.frames);
+      this.log.info({ left: this.leakLeft }, "leak inputs and isolation valves of TCP devices served by the leak thread");
+    }
+    if (this.leakLeft.length > 0) this.log.warn({ ids: this.leakLeft }, "leak inputs and isolation valves on serial buses are served by the main thread: its work can delay their isolation (docs/safety.md)");
     this.driver.start();
     this.ingest?.start();
     this.writeActuators();
@@ -234,7 +270,41 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.emit({ type: "agent.started" });
   }
 
+  /**
+   * The leak thread ended unasked: Critical alarm while it is down, and a restart with backoff.
+   * While it is down its leak inputs go stale, so the hot path treats them as a faulty sensor
+   * (`isolation.leakSensorFault`); the main thread cannot take them over without a new driver.
+   */
+  private leakThreadDied(why: string): void {
+    this.reportProblem("leak-thread", {
+      severity: "Critical",
+      source: "agent",
+      message: `the leak thread stopped (${why}): leak inputs of TCP devices go stale and their racks fail as isolation.leakSensorFault says until it is restarted`,
+    });
+    if (!this.running || this.stopping) return;
+    // a thread that ran a good while died of something rare: restart it promptly; one that dies
+    // at once each time backs off, to 30 s, rather than spinning
+    if (monoMs() - this.leakStartedAt > 60_000) this.leakBackoff.reset();
+    clearTimeout(this.leakRestart);
+    this.leakRestart = setTimeout(() => void this.restartLeakThread(), this.leakBackoff.next());
+  }
+
+  private async restartLeakThread(): Promise<void> {
+    if (!this.running || this.stopping || this.leakThread === null || this.leakThread.running) return;
+    this.leakStartedAt = monoMs();
+    try {
+      await this.leakThread.start(this.control.frames);
+      this.log.warn("leak thread restarted");
+      this.resolveProblem("leak-thread");
+    } catch {
+      // its exit has already reported the death and scheduled the next attempt
+    }
+  }
+
   private onPoint(p: Point): void {
+    // the leak thread wrote its own points into the frames when it read them: what it reports
+    // here is for status and telemetry only
+    if (this.leakThread?.ownsPoint(p.id) === true) return;
     // a leak input that changed is decided now, not at the next tick: the isolation valves'
     // close commands leave up to a period sooner
     if (this.wiring.routeSample(p, this.control, monoMs())) this.control.tickNow();
@@ -260,6 +330,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   /** The wiring's output sink: the Modbus driver, with a failed write logged rather than thrown. */
   private readonly actuators: OutputSink = {
     setOutput: (id, v) => {
+      if (this.leakThread?.ownsOutput(id) === true) return; // the leak thread writes it
       try {
         this.driver.setOutput(id, v);
       } catch (err) {
@@ -308,7 +379,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     }
     this.problems.updateAlarms(this.supervisor.alarms);
     const overruns = this.control.overruns;
-    const stats = this.driver.stats();
+    const stats = this.modbusStats();
     const lay = this.layout;
     this.decisions = this.supervisor.evaluate({
       nowMs: now,
@@ -651,7 +722,10 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   }
 
   modbusStats(): ReturnType<ModbusDriver["stats"]> {
-    return this.driver.stats();
+    const main = this.driver.stats();
+    if (this.leakThread === null) return main;
+    const leak = this.leakThread.stats();
+    return { devices: [...main.devices, ...leak.devices], buses: [...main.buses, ...leak.buses], polls: [...main.polls, ...leak.polls] };
   }
 
   ingestStats(): ReturnType<PodDiagnostics["ingestStats"]> {
@@ -687,6 +761,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.stopping = true; // closes the health gate: no more lease heartbeats
     for (const t of this.timers) clearInterval(t);
     this.timers.length = 0;
+    clearTimeout(this.leakRestart);
     if (opts.driveSafe) await this.driveSafe(opts.timeoutMs ?? 2000);
     this.running = false;
     // a leak latched since the last supervisor pass is saved too, and every latch on its way to
@@ -696,8 +771,14 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     await this.latches.settled();
     await this.operatorChain; // an operator decision being saved lands (or is refused) first
     await this.control.stop();
+    await this.leakThread?.stop();
     await this.ingest?.stop();
     await this.driver.stop();
+  }
+
+  /** What became of an output's last command: the leak thread's for the outputs it owns, the driver's otherwise. */
+  outputState(id: string): OutputState | undefined {
+    return this.leakThread?.outputState(id) ?? this.driver.outputState(id);
   }
 
   private async driveSafe(timeoutMs: number): Promise<void> {
@@ -714,7 +795,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     const t0 = monoMs();
     const done = (): boolean =>
       writes.every((id) => {
-        const s = this.driver.outputState(id);
+        const s = this.outputState(id);
         return s !== undefined && s.writtenAtMs !== null && s.writtenAtMs >= t0 && s.written === s.value;
       });
     while (!done() && monoMs() - t0 < timeoutMs) await new Promise((r) => setTimeout(r, 10));

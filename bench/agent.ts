@@ -16,7 +16,6 @@ import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
 import { demoConfigData } from "../cli/demo-config.js";
 import { adminRequest } from "../agent/ops/admin-socket.js";
-import { shebangNodeFlags } from "../tooling/node-flags.js";
 import mqtt from "mqtt";
 import { commandBody } from "../agent/commands/client.js";
 import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
@@ -24,12 +23,9 @@ import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { fmt, quantile } from "./stats.js";
 
 /** The daemon's node flags, read from the CLI's shebang (where they are set for production). */
-export const DAEMON_NODE_FLAGS = shebangNodeFlags(readFileSync("dist/cli/podwarden.js", "utf8"));
+import { podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
 
-/** `podwarden <args>` in its own process (`node dist/cli/podwarden.js`), with the shebang's production flags. */
-export function podwardenProcess(args: string[], stdout: "ignore" | "pipe"): ChildProcess {
-  return spawn("node", [...DAEMON_NODE_FLAGS, "dist/cli/podwarden.js", ...args], { stdio: ["ignore", stdout, "inherit"] });
-}
+export { DAEMON_NODE_FLAGS, podwardenProcess, startSimProcess, type SimProcess } from "../tooling/sim-process.js";
 
 export interface LatenessRow {
   what: string;
@@ -126,30 +122,6 @@ async function cyclictest(seconds: number): Promise<LatenessRow | null> {
     return counts[counts.length - 1][0];
   };
   return { what: "cyclictest -m -p 40 -i 1000 (C, SCHED_FIFO)", p50Us: at(0.5), p99Us: at(0.99), p999Us: at(0.999), maxUs: max, samples: total };
-}
-
-export interface SimProcess {
-  child: ChildProcess;
-  controlUrl: string;
-  ports: Record<string, number>;
-}
-
-export async function startSimProcess(dir: string, leaseMs: number): Promise<SimProcess> {
-  const cfg = join(dir, "sim.yaml");
-  writeFileSync(cfg, stringify({ plant: { load: { profile: "idle", pct: 60 } }, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
-  // the CLI's own flags, as `podwarden sim` runs: with node's default 16 MB semi-spaces the
-  // simulator's scavenges paused its answers for up to 6 ms, a stall no field device has
-  const child = podwardenProcess(["sim", "-c", cfg], "pipe");
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
-  const t0 = Date.now();
-  while (!/control\s+http:\/\/127\.0\.0\.1:\d+/.test(out)) {
-    if (Date.now() - t0 > 20000) throw new Error("simulator did not start");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const ports: Record<string, number> = {};
-  for (const m of out.matchAll(/^\s+(\S+)\s+modbus tcp 127\.0\.0\.1:(\d+)/gm)) ports[m[1]] = Number(m[2]);
-  return { child, ports, controlUrl: `http://127.0.0.1:${/control\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]}` };
 }
 
 /** The demo pod's config wired to a simulator process's ports, leak sensors polled every `safetyPeriodMs`. */

@@ -135,6 +135,10 @@ export const CONTROL_SCHEMA = obj(
           "hold",
           "what the isolation valves' device does when its heartbeat lease expires: hold (an isolated rack stays isolated if the agent dies) or open; written to racks[].outputs.failIsolationOpen where named, else declared as the device's own setting",
         ),
+        leakThread: bool(
+          true,
+          "poll the leak sensors and write the isolation valves of Modbus TCP devices from a thread of their own, on a second connection to each such device, so that no work on the main thread (input floods, telemetry, garbage collection) delays an isolation; off: the main thread's driver does it, for devices that accept one connection only. Serial (RTU) devices always stay with the main thread's driver (docs/safety.md)",
+        ),
       },
       "leak isolation",
     ),

@@ -157,10 +157,7 @@ export class PodWiring {
     const set = (id: string | undefined, v: number): void => {
       if (id !== undefined && Number.isFinite(v)) sink.setOutput(id, v);
     };
-    for (let i = 0; i < racks.length; i++) {
-      set(racks[i].outputs.supplyIsolation, o.rackSupplyOpen[i]);
-      set(racks[i].outputs.returnIsolation, o.rackReturnOpen[i]);
-    }
+    this.writeIsolation(o, sink);
     for (let i = 0; i < racks.length; i++) {
       const out = racks[i].outputs;
       const p = this.powerCommand(o, d, i);
@@ -171,6 +168,25 @@ export class PodWiring {
     set(this.pod.cdu.outputs.pumpSpeed, tenth(o.loopOut[lay.pumpLoop]));
     set(this.pod.cdu.outputs.pumpEnable, d.pumpEnable ? 1 : 0);
     for (const w of leaseFail) set(w.id, w.value);
+  }
+
+  /**
+   * Sends every rack's isolation valves their commands: the first writes of every actuator pass,
+   * and all the leak thread (agent/control/leak-thread.ts) writes.
+   */
+  writeIsolation(o: Pick<PodOutputs, "rackSupplyOpen" | "rackReturnOpen">, sink: OutputSink): void {
+    const racks = this.pod.racks;
+    for (let i = 0; i < racks.length; i++) {
+      const out = racks[i].outputs;
+      if (Number.isFinite(o.rackSupplyOpen[i])) sink.setOutput(out.supplyIsolation, o.rackSupplyOpen[i]);
+      if (Number.isFinite(o.rackReturnOpen[i])) sink.setOutput(out.returnIsolation, o.rackReturnOpen[i]);
+    }
+  }
+
+  /** The field points and outputs of the leak path: every leak input and isolation valve. */
+  leakPath(): { inputs: string[]; outputs: string[] } {
+    const outputs = this.pod.racks.flatMap((r) => [r.outputs.supplyIsolation, r.outputs.returnIsolation]);
+    return { inputs: [...this.leakPoints.keys()], outputs };
   }
 
   /**

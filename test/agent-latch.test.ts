@@ -23,12 +23,14 @@ describe("leak latches across a restart", () => {
   let stateDir: string;
   const agents: Agent[] = [];
   /** An agent on the simulator; alarms clear 100 ms after their condition (5 s by default). */
-  const start = async (dir = stateDir): Promise<Agent> => {
+  const start = async (dir = stateDir, leakThread = true): Promise<Agent> => {
     const { agent } = testAgent(
       agentConfig(
         demoConfigFor(t.sim, (c) => {
           c.stateDir = dir;
           c.supervisor = { ...(c.supervisor as object), alarmClearDwellMs: 100 };
+          const control = (c.control ?? {}) as { isolation?: object };
+          c.control = { ...control, isolation: { ...control.isolation, leakThread } };
         }),
       ),
     );
@@ -66,7 +68,9 @@ describe("leak latches across a restart", () => {
   });
 
   it("sends a new isolation's close commands before it writes the latch file (a slow disk cannot hold up the valves)", async () => {
-    const a = await start();
+    // the main thread's own path (serial devices, or the leak thread off); the leak thread
+    // writes the close from its own thread, with no disk write on the way (test/leak-thread.test.ts)
+    const a = await start(stateDir, false);
     const internals = a as unknown as { supervise(): void };
     // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with its own `this`
     const save = LatchStore.prototype.save;

@@ -75,7 +75,9 @@ describe("operator decisions across a restart and a reload", () => {
     const b = await start(dir);
     expect(b.status().racks[3].isolatedByOperator).toBe(true);
     // the first writes keep the rack shut: the valve is never commanded open in between
-    expect(b.driver.outputState("rack-4.supplyIsolationOpen")?.value).toBe(0);
+    // (the leak thread writes the isolation valves, and reports what it wrote every 50 ms)
+    await waitFor(() => (b.outputState("rack-4.supplyIsolationOpen")?.value ?? null) !== null, "the first isolation command", 5000);
+    expect(b.outputState("rack-4.supplyIsolationOpen")?.value).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(valvePct(3)).toBe(0);
     expect(await executeCommand(b, command("return-rack", { rack: "rack-4" }), "test")).toMatchObject({ status: "ok" });

@@ -1,8 +1,5 @@
 // Main-thread handle on the control worker: starts it, feeds samples and commands into the
 // shared frames, reads outputs, reports lateness and health, stops it.
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 
 import { MODE_CODE, type BankSpec, type LoopMode } from "../../hotpath-as/bank-config.js";
@@ -11,6 +8,7 @@ import { monoMs } from "../../lib/clock.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
 import { CTRL, CTRL_F64, Frames, PATCH_BYTES } from "./frames.js";
 import type { WorkerInput } from "./worker.js";
+import { builtWorker } from "./worker-path.js";
 
 export interface ControlOptions {
   periodMs: number;
@@ -31,20 +29,6 @@ export interface ControlOutputs {
   rackResetResult: number[];
   pointQuality: number[];
   tickMs: number;
-}
-
-/** The compiled worker: dist/agent/control/worker.js (tests run from source, so look there too). */
-function workerPath(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const beside = join(here, "worker.js");
-  if (existsSync(beside)) return beside;
-  let dir = here;
-  for (let depth = 0; depth < 4; depth++) {
-    const candidate = join(dir, "dist", "agent", "control", "worker.js");
-    if (existsSync(candidate)) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error('control worker not built: run "npm run build" first');
 }
 
 export class ControlThread {
@@ -89,7 +73,7 @@ export class ControlThread {
       warmupTicks: this.o.warmupTicks,
     };
     // The worker allocates almost nothing per tick: a small young generation keeps its RSS small.
-    const worker = new Worker(workerPath(), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 } });
+    const worker = new Worker(builtWorker(import.meta.url, "worker.js"), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 } });
     this.worker = worker;
     let failure: string | null = null;
     worker.on("message", (m: { kind: "warn" | "error"; message: string }) => {
@@ -111,8 +95,7 @@ export class ControlThread {
     this.worker = null;
     if (w === null) return;
     Atomics.store(this.frames.ctrl, CTRL.STOP, 1);
-    Atomics.add(this.frames.ctrl, CTRL.WAKE, 1);
-    Atomics.notify(this.frames.ctrl, CTRL.WAKE);
+    this.frames.wake();
     const exited = this.exited ?? Promise.resolve(0);
     const timer = setTimeout(() => void w.terminate(), 2000);
     await exited;
@@ -131,8 +114,7 @@ export class ControlThread {
    * is kept: the next regular tick still comes at its deadline.
    */
   tickNow(): void {
-    Atomics.add(this.frames.ctrl, CTRL.WAKE, 1);
-    Atomics.notify(this.frames.ctrl, CTRL.WAKE);
+    this.frames.wake();
   }
 
   setSetpoint(loop: number, sp: number): void {
@@ -201,9 +183,7 @@ export class ControlThread {
 
   /** Resolves when the worker signals an interlock change (or after timeoutMs). */
   async outputsChanged(timeoutMs: number): Promise<void> {
-    const seen = Atomics.load(this.frames.ctrl, CTRL.OUT_CHANGED);
-    const w = Atomics.waitAsync(this.frames.ctrl, CTRL.OUT_CHANGED, seen, timeoutMs);
-    if (w.async) await w.value;
+    await this.frames.interlockChange(this.frames.interlockCount(), timeoutMs);
   }
 
   get ticks(): number {

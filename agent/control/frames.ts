@@ -133,6 +133,27 @@ export class Frames {
     Atomics.add(this.pointSeq, point, 1);
   }
 
+  /** Wakes the worker to tick now (a safety input changed) or to see its stop flag. */
+  wake(): void {
+    Atomics.add(this.ctrl, CTRL.WAKE, 1);
+    Atomics.notify(this.ctrl, CTRL.WAKE);
+  }
+
+  /** The count of interlock changes the worker has signalled; pass it to interlockChange(). */
+  interlockCount(): number {
+    return Atomics.load(this.ctrl, CTRL.OUT_CHANGED);
+  }
+
+  /**
+   * Resolves once the worker has signalled an interlock change since `seen` was read (at once if
+   * it already has), or after timeoutMs. Every waiting thread is woken: the main thread's
+   * actuator pass and the leak thread's isolation writes.
+   */
+  async interlockChange(seen: number, timeoutMs: number): Promise<void> {
+    const w = Atomics.waitAsync(this.ctrl, CTRL.OUT_CHANGED, seen, timeoutMs);
+    if (w.async) await w.value;
+  }
+
   /** Publishes the command frame: the worker applies it at its next tick. */
   commit(): void {
     Atomics.add(this.ctrl, CTRL.CMD_SEQ, 1);

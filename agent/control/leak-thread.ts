@@ -1,0 +1,125 @@
+// Main-thread handle on the leak thread (leak-worker.ts): starts it on the control worker's
+// frames, republishes what it reports into the agent's point store, answers for the outputs it
+// owns, stops it.
+import { Worker } from "node:worker_threads";
+import type { ModbusConfig } from "../../drivers/modbus/config.js";
+import type { BusStats, ModbusDriver, OutputState } from "../../drivers/modbus/driver.js";
+import type { Point } from "../../lib/points.js";
+import type { PodConfig } from "../../pod/config.js";
+import type { Frames } from "./frames.js";
+import type { LeakWorkerInput, LeakWorkerMessage } from "./leak-worker.js";
+import { builtWorker } from "./worker-path.js";
+
+type DriverStats = ReturnType<ModbusDriver["stats"]>;
+
+/**
+ * The suffix of the leak thread's devices and buses in the driver counters: its connections are
+ * its own, beside the main driver's to the same device, and each is counted and alarmed apart.
+ */
+export const LEAK_CONNECTION_SUFFIX = "#leak";
+
+export interface LeakThreadOptions {
+  modbus: ModbusConfig;
+  pod: Pick<PodConfig, "racks" | "cdu">;
+  reportMs: number;
+  passMs: number;
+  /** every point the thread reports (its leak inputs, its outputs' read-backs) */
+  onPoint: (p: Point) => void;
+  onLog: (level: "warn" | "error", message: string) => void;
+  /** the thread ended without being asked to: its leak inputs go stale, and the hot path fails them */
+  onDied: (why: string) => void;
+}
+
+export class LeakThread {
+  private worker: Worker | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private readonly points: ReadonlySet<string>;
+  private readonly outputs = new Map<string, OutputState>();
+  private last: DriverStats = { devices: [], buses: [], polls: [] };
+
+  constructor(private readonly o: LeakThreadOptions) {
+    this.points = new Set(o.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)));
+    for (const d of o.modbus.devices) for (const out of d.outputs) this.outputs.set(`${d.name}.${out.name}`, { id: `${d.name}.${out.name}`, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 });
+  }
+
+  /** Starts the thread on the control worker's frames; resolves when its driver runs. */
+  async start(frames: Frames): Promise<void> {
+    const input: LeakWorkerInput = { modbus: this.o.modbus, pod: this.o.pod, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs };
+    // a driver and a few connections: a small heap is plenty, and keeps the daemon's RSS down
+    const worker = new Worker(builtWorker(import.meta.url, "leak-worker.js"), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
+    this.worker = worker;
+    let ready!: () => void;
+    const started = new Promise<void>((r) => (ready = r));
+    worker.on("message", (m: LeakWorkerMessage) => this.onMessage(m, ready));
+    let failure = "";
+    worker.on("error", (err) => {
+      failure = err.message;
+      this.o.onLog("error", `leak thread: ${err.message}`);
+    });
+    this.exited = new Promise((resolve) =>
+      worker.once("exit", (code) => {
+        if (this.worker === worker) this.o.onDied(failure === "" ? `exit code ${code}` : failure);
+        this.worker = null;
+        resolve();
+      }),
+    );
+    const outcome = await Promise.race([started.then(() => "ok" as const), this.exited.then(() => "exited" as const)]);
+    if (outcome !== "ok") throw new Error("leak thread did not start");
+  }
+
+  private onMessage(m: LeakWorkerMessage, ready: () => void): void {
+    switch (m.kind) {
+      case "ready":
+        ready();
+        return;
+      case "warn":
+        this.o.onLog("warn", m.message);
+        return;
+      case "report":
+        for (const s of m.outputs) this.outputs.set(s.id, s);
+        this.last = m.stats;
+        for (const p of m.points) this.o.onPoint(p);
+        return;
+      case "stopped":
+        return;
+    }
+  }
+
+  /** Stops the thread: its driver closes its connections first. */
+  async stop(): Promise<void> {
+    const w = this.worker;
+    this.worker = null;
+    if (w === null) return;
+    w.postMessage({ kind: "stop" });
+    const timer = setTimeout(() => void w.terminate(), 2000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  get running(): boolean {
+    return this.worker !== null;
+  }
+
+  ownsPoint(id: string): boolean {
+    return this.points.has(id);
+  }
+
+  ownsOutput(id: string): boolean {
+    return this.outputs.has(id);
+  }
+
+  outputState(id: string): OutputState | undefined {
+    return this.outputs.get(id);
+  }
+
+  /** The thread's driver counters as last reported, its devices and buses named with LEAK_CONNECTION_SUFFIX. */
+  stats(): DriverStats {
+    const s = this.last;
+    const suffix = (name: string): string => `${name}${LEAK_CONNECTION_SUFFIX}`;
+    return {
+      devices: s.devices.map((d) => ({ ...d, name: suffix(d.name) })),
+      buses: s.buses.map((b): BusStats => ({ ...b, name: suffix(b.name) })),
+      polls: s.polls.map((p) => ({ ...p, device: suffix(p.device) })),
+    };
+  }
+}

@@ -1,0 +1,115 @@
+// The leak thread: polls the leak sensors and writes the isolation valves, on Modbus TCP
+// connections of its own, beside the control worker and away from the main thread.
+//
+// On the main thread a leak waited behind whatever else ran there: a 100 MB MQTT message being
+// cut, a flood of forged commands being counted and dropped, telemetry, garbage collection
+// (BENCHMARKS.md, "Leak-to-isolation under input load"). Here nothing else runs: a leak sample
+// goes straight into the control worker's frames and wakes it, and the isolation commands the
+// worker decides go straight to the valves. The main thread still sees every point and output
+// state, in reports a few times a second, for status, telemetry and alarms.
+import { parentPort, workerData } from "node:worker_threads";
+import type { ModbusConfig } from "../../drivers/modbus/config.js";
+import { ModbusDriver, type OutputState } from "../../drivers/modbus/driver.js";
+import { monoMs } from "../../lib/clock.js";
+import { PointStore, type Point } from "../../lib/points.js";
+import type { PodConfig } from "../../pod/config.js";
+import { podLayout } from "../../pod/layout.js";
+import { PodWiring, type OutputSink } from "../../pod/wiring.js";
+import { Frames, type FrameSizes } from "./frames.js";
+
+export interface LeakWorkerInput {
+  /** the leak inputs and isolation outputs only (drivers/modbus/split.ts) */
+  modbus: ModbusConfig;
+  pod: Pick<PodConfig, "racks" | "cdu">;
+  sizes: FrameSizes;
+  buffers: { ctrl: SharedArrayBuffer; data: SharedArrayBuffer };
+  /** how often points, output states and counters go to the main thread, ms */
+  reportMs: number;
+  /** isolation commands are checked this often besides at every interlock change, ms */
+  passMs: number;
+}
+
+/** What the leak thread tells the main thread. */
+export type LeakWorkerMessage =
+  | { kind: "ready" }
+  | { kind: "report"; points: Point[]; outputs: OutputState[]; stats: ReturnType<ModbusDriver["stats"]> }
+  | { kind: "warn"; message: string }
+  | { kind: "stopped" };
+
+function send(m: LeakWorkerMessage): void {
+  parentPort?.postMessage(m);
+}
+
+function run(input: LeakWorkerInput): void {
+  const frames = new Frames(input.sizes, input.buffers);
+  const wiring = new PodWiring(input.pod, podLayout(input.pod), { writeCaps: false });
+  const points = new PointStore();
+  const driver = new ModbusDriver(input.modbus, { points });
+  const outputIds = input.modbus.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`));
+  const changed = new Map<string, Point>();
+  let running = true;
+
+  // a leak input that changed wakes the control worker now: it ticks, isolates, and signals
+  points.subscribe((p) => {
+    changed.set(p.id, p);
+    if (wiring.routeSample(p, frames, monoMs())) frames.wake();
+  });
+
+  const warned = new Set<string>();
+  const sink: OutputSink = {
+    setOutput: (id, v) => {
+      try {
+        driver.setOutput(id, v);
+      } catch (err) {
+        // once per output: a bad value repeats at every pass
+        if (!warned.has(id)) send({ kind: "warn", message: `cannot write ${id}: ${(err as Error).message}` });
+        warned.add(id);
+      }
+    },
+  };
+  const supplyOpen = new Int32Array(input.sizes.racks);
+  const returnOpen = new Int32Array(input.sizes.racks);
+  const iso = { rackSupplyOpen: supplyOpen, rackReturnOpen: returnOpen };
+  const pass = (): void => {
+    const read = frames.readOutputs((f) => {
+      supplyOpen.set(f.rackSupplyOpen);
+      returnOpen.set(f.rackReturnOpen);
+      return true;
+    });
+    // only changed commands are sent (the driver compares), so a pass with nothing new is free
+    if (read === true) wiring.writeIsolation(iso, sink);
+  };
+  const watch = async (): Promise<void> => {
+    while (running) {
+      // the count is read before the pass: a change that lands during it is not missed
+      const seen = frames.interlockCount();
+      pass();
+      await frames.interlockChange(seen, input.passMs);
+    }
+  };
+
+  const report = (): void => {
+    const stats = driver.stats();
+    const outputs = outputIds.map((id) => driver.outputState(id)).filter((s): s is OutputState => s !== undefined);
+    send({ kind: "report", points: [...changed.values()], outputs, stats });
+    changed.clear();
+  };
+  const reporter = setInterval(report, input.reportMs);
+
+  parentPort?.on("message", (m: { kind: "stop" }) => {
+    if (m.kind !== "stop" || !running) return;
+    running = false;
+    clearInterval(reporter);
+    void driver.stop().then(() => {
+      report();
+      send({ kind: "stopped" });
+      parentPort?.close();
+    });
+  });
+
+  driver.start();
+  void watch();
+  send({ kind: "ready" });
+}
+
+run(workerData as LeakWorkerInput);

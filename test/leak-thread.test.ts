@@ -1,0 +1,182 @@
+// The leak path does not wait for the main thread (issue #22, item 4): the leak thread polls the
+// leak sensors and writes the isolation valves on its own connections, so a leak is isolated
+// while the agent's main thread is blocked outright. The simulator runs in a process of its own
+// (a blocked test process would stall an in-process plant too) and times the leak register
+// changing and the close command arriving at the device.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Agent } from "../agent/agent.js";
+import type { ModbusConfig } from "../drivers/modbus/config.js";
+import { splitModbus } from "../drivers/modbus/split.js";
+import { Frames } from "../agent/control/frames.js";
+import { LeakThread } from "../agent/control/leak-thread.js";
+import { demoConfigData } from "../cli/demo-config.js";
+import { startSimProcess, type SimProcess } from "../tooling/sim-process.js";
+import { agentConfig, testAgent, TEST_POD } from "./helpers/agent.js";
+import { stopProcess, waitFor } from "./helpers/processes.js";
+
+interface Truth {
+  racks: { name: string; leakToIsolationMs: number | null; supplyIsolationPct: number }[];
+  devices: { leaseExpired: boolean }[];
+}
+
+describe("splitting a Modbus config for the leak thread", () => {
+  const device = (name: string, over: object): ModbusConfig["devices"][number] => ({
+    name,
+    unitId: 1,
+    timeoutMs: 100,
+    retries: 0,
+    retryDelayMs: 0,
+    maxGapRegisters: 0,
+    maxRequestRegisters: 125,
+    maxRequestBits: 2000,
+    breaker: { failures: 3, openMs: 1000, maxOpenMs: 30000 },
+    lease: { address: 9, periodMs: 500 },
+    points: ["leak", "flow"].map((p, i) => ({ name: p, table: "input" as const, address: i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, group: "safety" })),
+    outputs: ["iso", "valve"].map((o, i) => ({ name: o, table: "holding" as const, address: 10 + i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, refreshMs: 0, verify: false, tolerance: 0 })),
+    ...over,
+  });
+  const config: ModbusConfig = {
+    groups: [{ name: "safety", periodMs: 1, priority: 0 }],
+    buses: [{ name: "rs485", path: "/dev/ttyS0", baudRate: 19200, guardMs: 0, interFrameMs: 2, budget: 0.7 }],
+    devices: [device("a", { tcp: { host: "127.0.0.1", port: 502, maxInFlight: 1 } }), device("b", { bus: "rs485" }), device("c", { tcp: { host: "127.0.0.1", port: 503, maxInFlight: 1 } })],
+    reconnect: { baseMs: 100, maxMs: 1000, connectTimeoutMs: 1000 },
+  };
+
+  it("takes the named points and outputs of TCP devices, without their lease; a serial device's stay, reported as left", () => {
+    const s = splitModbus(config, new Set(["a.leak", "a.iso", "b.leak", "b.iso"]));
+    expect(s.taken.devices.map((d) => [d.name, d.points.map((p) => p.name), d.outputs.map((o) => o.name), d.lease])).toEqual([["a", ["leak"], ["iso"], undefined]]);
+    expect(s.taken.buses).toEqual([]);
+    const kept = new Map(s.kept.devices.map((d) => [d.name, d]));
+    expect(kept.get("a")?.points.map((p) => p.name)).toEqual(["flow"]);
+    expect(kept.get("a")?.outputs.map((o) => o.name)).toEqual(["valve"]);
+    expect(kept.get("a")?.lease).toEqual({ address: 9, periodMs: 500 }); // the lease stays with the main driver
+    expect(kept.get("b")).toBe(config.devices[1]); // serial: untouched
+    expect(kept.get("c")).toBe(config.devices[2]); // nothing of it asked for
+    expect(s.left).toEqual(["b.leak", "b.iso"]);
+  });
+});
+
+describe("a leak thread that dies", () => {
+  it("is reported: the agent raises its alarm from onDied, and a start that fails says so", async () => {
+    const data = demoConfigData(() => 1) as { modbus: ModbusConfig };
+    // a serial device in the thread's config: its driver cannot be built, and the thread ends
+    const bad: ModbusConfig = { ...data.modbus, buses: [], devices: [{ ...data.modbus.devices[0], tcp: undefined, bus: "none" }] };
+    const config = agentConfig({ ...data, pod: TEST_POD });
+    const died: string[] = [];
+    const t = new LeakThread({ modbus: bad, pod: { racks: config.racks, cdu: config.cdu }, reportMs: 50, passMs: 50, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
+    const frames = new Frames({ points: 4, loops: 2, racks: 1 });
+    await expect(t.start(frames)).rejects.toThrow(/leak thread did not start/);
+    expect(died.join()).toMatch(/no bus none/);
+    expect(t.running).toBe(false);
+  });
+});
+
+describe("the leak thread against a simulator process", () => {
+  let dir: string;
+  let sim: SimProcess;
+  const truth = async (): Promise<Truth> => (await fetch(`${sim.controlUrl}/truth`)).json() as Promise<Truth>;
+  const fault = async (body: object): Promise<void> => {
+    const r = await fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify(body) });
+    expect(r.status).toBe(200);
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "podwarden-leak-thread-"));
+    sim = await startSimProcess(dir, 5000); // device leases outlast the blocked main thread
+  }, 30_000);
+  afterAll(async () => {
+    await stopProcess(sim.child);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** An agent on the simulator's devices, leak sensors polled every 5 ms, until its inputs are in. */
+  async function startAgent(leakThread: boolean): Promise<Agent> {
+    const data = demoConfigData((name) => sim.ports[name]) as unknown as Record<string, unknown> & { modbus: { groups: { name: string; periodMs: number }[] }; control?: Record<string, unknown> };
+    for (const g of data.modbus.groups) if (g.name === "safety") g.periodMs = 5;
+    const control = data.control ?? {};
+    data.control = { ...control, isolation: { ...(control.isolation as object | undefined), leakThread } };
+    const { agent } = testAgent(agentConfig({ ...data, pod: TEST_POD }));
+    await agent.start();
+    await waitFor(async () => (await truth()).devices.every((d) => !d.leaseExpired), "the agent holds every device's lease", 20_000);
+    await waitFor(() => agent.config.racks.every((r) => r.points.leak.every((id) => agent.points.get(id)?.quality === "good")), "every leak input read", 10_000);
+    return agent;
+  }
+
+  /**
+   * A leak injected while this (the agent's) main thread is blocked, by a thread that then watches
+   * the simulator for the isolation: the block lasts until that thread has seen the valve's close
+   * command arrive, or has watched for `watchMs` without seeing it. Returns whether it saw it.
+   */
+  function leakWhileBlocked(rack: number, watchMs: number): boolean {
+    const flag = new Int32Array(new SharedArrayBuffer(8)); // [done, seen]
+    const script = `
+      const { workerData: w } = require("node:worker_threads");
+      const flag = new Int32Array(w.buffer);
+      (async () => {
+        await fetch(w.url + "/fault", { method: "POST", body: JSON.stringify({ leak: w.rack }) });
+        const t0 = Date.now();
+        while (Date.now() - t0 < w.watchMs) {
+          const t = await (await fetch(w.url + "/truth")).json();
+          if (t.racks[w.index].leakToIsolationMs !== null) { Atomics.store(flag, 1, 1); break; }
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        Atomics.store(flag, 0, 1);
+      })();`;
+    const injector = new Worker(script, { eval: true, workerData: { buffer: flag.buffer, url: sim.controlUrl, rack: `rack-${rack + 1}`, index: rack, watchMs } });
+    const t0 = performance.now();
+    while (Atomics.load(flag, 0) === 0 && performance.now() - t0 < watchMs + 10_000) {
+      // busy: no timer, no socket, no promise of this thread runs until the injector is done
+    }
+    void injector.terminate();
+    expect(Atomics.load(flag, 0), "the injector finished while the main thread was blocked").toBe(1);
+    return Atomics.load(flag, 1) === 1;
+  }
+
+  it("isolates a leaking rack while the main thread is blocked: the close command reaches the valve before the main thread runs again", async () => {
+    const agent = await startAgent(true);
+    try {
+      expect(agent.modbusStats().devices.some((d) => d.name === "rack-2#leak" && d.connected)).toBe(true);
+      expect(leakWhileBlocked(1, 2000), "the isolation close command reached the valve while the main thread was blocked").toBe(true);
+      // and the main thread, once free, sees what happened: the points and the write it did not do
+      await waitFor(() => agent.points.get(agent.config.racks[1].points.leak[0])?.value === 1, "the leak reported to the main thread", 5000);
+      await waitFor(() => agent.outputState(agent.config.racks[1].outputs.supplyIsolation)?.written === 0, "the close reported to the main thread", 5000);
+    } finally {
+      await agent.stop({ driveSafe: false, reason: "test end" });
+      await fault({ clear: "all" });
+    }
+  }, 60_000);
+
+  it("a leak thread that crashes: Critical alarm while it is down, restarted with its connections, and it isolates again", async () => {
+    const agent = await startAgent(true);
+    try {
+      // fault injection: end the thread as a crash would, without the stop the agent sends
+      const inside = agent as unknown as { leakThread: { worker: Worker | null } };
+      const crashed = inside.leakThread.worker;
+      expect(crashed).not.toBeNull();
+      await crashed?.terminate();
+      await waitFor(() => agent.activeAlarms().some((a) => a.id === "leak-thread" && a.severity === "Critical"), "the leak-thread alarm", 5000);
+      await waitFor(() => inside.leakThread.worker !== null && inside.leakThread.worker !== crashed && agent.modbusStats().devices.some((d) => d.name === "rack-4#leak" && d.connected), "the leak thread restarted and connected", 10_000);
+      await waitFor(() => !agent.activeAlarms().some((a) => a.id === "leak-thread" && a.conditionActive), "the alarm's condition cleared", 10_000);
+      expect(leakWhileBlocked(3, 2000), "the restarted thread isolates while the main thread is blocked").toBe(true);
+    } finally {
+      await agent.stop({ driveSafe: false, reason: "test end" });
+      await fault({ clear: "all" });
+    }
+  }, 60_000);
+
+  it("without the leak thread (isolation.leakThread off) the same close waits for the main thread", async () => {
+    const agent = await startAgent(false);
+    try {
+      expect(agent.modbusStats().devices.some((d) => d.name.endsWith("#leak"))).toBe(false);
+      expect(leakWhileBlocked(2, 1000), "no close command while the main thread was blocked").toBe(false);
+      await waitFor(async () => (await truth()).racks[2].leakToIsolationMs !== null, "the rack isolated once the main thread ran", 10_000);
+    } finally {
+      await agent.stop({ driveSafe: false, reason: "test end" });
+      await fault({ clear: "all" });
+    }
+  }, 60_000);
+});

@@ -1,0 +1,41 @@
+// The real programs as tests and benchmarks start them: the podwarden CLI with the daemon's
+// production node flags (its shebang's), and the simulator in a process of its own, so that
+// nothing the process under test does (a blocked main thread, a garbage collection) stalls the
+// plant it is measured against.
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { shebangNodeFlags } from "./node-flags.js";
+
+export const DAEMON_NODE_FLAGS = shebangNodeFlags(readFileSync("dist/cli/podwarden.js", "utf8"));
+
+/** `podwarden <args>` in its own process (`node dist/cli/podwarden.js`), with the shebang's production flags. */
+export function podwardenProcess(args: string[], stdout: "ignore" | "pipe"): ChildProcess {
+  return spawn("node", [...DAEMON_NODE_FLAGS, "dist/cli/podwarden.js", ...args], { stdio: ["ignore", stdout, "inherit"] });
+}
+
+export interface SimProcess {
+  child: ChildProcess;
+  controlUrl: string;
+  ports: Record<string, number>;
+}
+
+export async function startSimProcess(dir: string, leaseMs: number): Promise<SimProcess> {
+  const cfg = join(dir, "sim.yaml");
+  writeFileSync(cfg, stringify({ plant: { load: { profile: "idle", pct: 60 } }, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
+  // the CLI's own flags, as `podwarden sim` runs: with node's default 16 MB semi-spaces the
+  // simulator's scavenges paused its answers for up to 6 ms, a stall no field device has
+  const child = podwardenProcess(["sim", "-c", cfg], "pipe");
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+  const t0 = Date.now();
+  while (!/control\s+http:\/\/127\.0\.0\.1:\d+/.test(out)) {
+    if (Date.now() - t0 > 20000) throw new Error("simulator did not start");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const ports: Record<string, number> = {};
+  for (const m of out.matchAll(/^\s+(\S+)\s+modbus tcp 127\.0\.0\.1:(\d+)/gm)) ports[m[1]] = Number(m[2]);
+  return { child, ports, controlUrl: `http://127.0.0.1:${/control\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]}` };
+}
+
