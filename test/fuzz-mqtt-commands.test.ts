@@ -5,6 +5,8 @@
 // trust the code: the pod's connection never drops (no unsigned flap), it publishes only inside
 // its own tree and answers only where the documented rule allows, every genuine command is
 // answered and accepted, nothing else is, nothing moves, and control keeps ticking.
+// Then the same at MQTT 3.1.1, where nothing but the pod's own bounds stands between a large
+// request and its parser.
 import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signedCommand } from "../agent/commands/client.js";
@@ -152,6 +154,96 @@ describe("command fuzzing at the MQTT level (mosquitto, MQTT 5)", () => {
     console.log(
       `MQTT command fuzzing, FUZZ_SEED=${seed}: ${counts.cases} cases (${counts.genuine} genuine, ${counts.large} over maxPacketBytes, ${counts.unknownName} unknown names, ${counts.badReplyTopic} disallowed reply topics, ${counts.bigCorrelation} correlation data over 256 B); ` +
         `pod: ${s.commands.accepted - commands0.accepted} accepted, ${s.commands.rejected - commands0.rejected} rejected (${s.commands.suppressed - commands0.suppressed} beyond the audit rate), connections ${s.connects - connects0 + 1}`,
+    );
+    await attacker.endAsync(true);
+  }, 300_000);
+});
+
+// The same at MQTT 3.1.1: no properties, and no maximumPacketSize the broker would honour, so
+// every request up to HARD_PACKET_FACTOR × maxPacketBytes is delivered and the pod's own bounds
+// must refuse it (the size check before any parse). Above that factor the pod ends its connection
+// unread, by design (docs/security.md): those sizes are not sent here.
+describe("command fuzzing at the MQTT level (mosquitto, MQTT 3.1.1)", () => {
+  let broker: Mosquitto;
+  let pod: UplinkPod;
+  let mc: MissionControl;
+
+  beforeAll(async () => {
+    broker = await Mosquitto.start();
+    pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4 });
+    mc = await MissionControl.connect(broker.url, pod.base, 4);
+    await waitFor(() => pod.uplink.stats().connected && pod.agent.supervisor.mode !== "Starting", "pod up", 60_000);
+  }, 90_000);
+  afterAll(async () => {
+    await mc?.close();
+    await pod?.stop();
+    await broker?.stop();
+  });
+
+  it("survives random topics and sizes up to 4 × maxPacketBytes: no flap, every request counted, only genuine commands accepted, nothing moved", async () => {
+    const seed = fuzzSeed(0x33313131);
+    const rng = new Prng(seed);
+    const base = pod.base;
+    const maxPacket = 256 * 1024; // the pod's default maxPacketBytes
+    const attacker = await mqtt.connectAsync(broker.url, { protocolVersion: 4, clientId: `fuzz311-${process.pid}` });
+    const seen: { topic: string; body: string }[] = [];
+    attacker.on("message", (topic, payload) => seen.push({ topic, body: topic.startsWith(`${base}request/`) ? "" : payload.toString("utf8") }));
+    await attacker.subscribeAsync("#", { qos: 0 });
+
+    const connects0 = pod.uplink.stats().connects;
+    const commands0 = pod.uplink.stats().commands;
+    const ticks0 = pod.agent.control.ticks;
+    const before = pod.agent.status();
+    const counts = { cases: 0, genuine: 0, overCommandLimit: 0, overPacketLimit: 0, unknownName: 0 };
+    const handled = (): number => pod.uplink.stats().commands.accepted + pod.uplink.stats().commands.rejected - commands0.accepted - commands0.rejected;
+    const names = [...COMMANDS, "", "x", "setpoint ", "Setpoint", "request", "..", "ü", "$x", "a".repeat(rng.int(65, 10_000))];
+    const transactions: string[] = [];
+
+    for (let i = 0; i < CASES; i++) {
+      counts.cases++;
+      const isGenuine = rng.chance(0.05);
+      const name = isGenuine ? "snapshot" : rng.chance(0.7) ? rng.pick(COMMANDS) : rng.pick(names);
+      if (!(COMMANDS as readonly string[]).includes(name)) counts.unknownName++;
+      let payload: Buffer;
+      if (isGenuine) {
+        counts.genuine++;
+        const transaction = `fuzz311-${i}`;
+        transactions.push(transaction);
+        payload = Buffer.from(signedCommand(mc.spec("snapshot", {}, "observer", { transaction })));
+      } else {
+        // between the command limit (16 KiB) and the packet guard's hard limit, both sides of maxPacketBytes
+        const size = rng.pick([0, 1, 100, 16 * 1024, 16 * 1024 + 1, rng.int(0, 64 * 1024), rng.int(maxPacket - 100, maxPacket + 100), rng.int(maxPacket, 3 * maxPacket)]);
+        if (size > 16 * 1024) counts.overCommandLimit++;
+        if (size > maxPacket) counts.overPacketLimit++;
+        payload = rng.chance(0.5) ? Buffer.alloc(size, rng.int(0, 255)) : Buffer.from(`{"keyId":"ops","signature":"${"A".repeat(Math.max(0, size - 40))}","body":"{}"}`);
+      }
+      await attacker.publishAsync(`${base}request/${name}`, payload, { qos: isGenuine ? 1 : rng.pick([0, 1] as const) });
+      if (i - handled() > 100) await waitFor(() => counts.cases - handled() <= 20, "the pod keeping up", 30_000, 5);
+    }
+
+    // every request the broker delivered was counted, accepted or rejected: none lost, no flap
+    await waitFor(() => handled() === counts.cases, "every case handled", 30_000).catch((err: unknown) => {
+      throw new Error(`${String(err)}: ${counts.cases} sent, ${handled()} handled; uplink ${JSON.stringify(pod.uplink.stats()).slice(0, 600)}`);
+    });
+    const answered = (tx: string): { topic: string; body: string } | undefined => seen.find((m) => m.topic.startsWith(`${base}response/`) && m.body.includes(`"transaction":"${tx}"`));
+    await waitFor(() => transactions.every((tx) => answered(tx) !== undefined), "every genuine command answered", 30_000);
+    for (const tx of transactions) {
+      const a = answered(tx)!;
+      expect(a.topic, tx).toBe(`${base}response/snapshot`); // 3.1.1 has no reply topic of the requester's
+      expect(JSON.parse(a.body)).toMatchObject({ status: "ok", command: "snapshot" });
+    }
+    const s = pod.uplink.stats();
+    expect(s.connects).toBe(connects0);
+    expect(s.connected).toBe(true);
+    expect(s.commands.accepted - commands0.accepted).toBe(counts.genuine);
+    for (const m of seen) expect(m.topic.startsWith(base), m.topic).toBe(true);
+    const after = pod.agent.status();
+    expect(after.racks.map((r) => [r.setpointC, r.isolation, r.isolatedByOperator])).toEqual(before.racks.map((r) => [r.setpointC, r.isolation, r.isolatedByOperator]));
+    expect(pod.agent.control.ticks).toBeGreaterThan(ticks0 + 1000);
+    expect(pod.agent.healthy()).toBe(true);
+    console.log(
+      `MQTT 3.1.1 command fuzzing, FUZZ_SEED=${seed}: ${counts.cases} cases (${counts.genuine} genuine, ${counts.overCommandLimit} over the 16 KiB command limit, ${counts.overPacketLimit} over maxPacketBytes, ${counts.unknownName} unknown names); ` +
+        `pod: ${s.commands.accepted - commands0.accepted} accepted, ${s.commands.rejected - commands0.rejected} rejected, connections ${s.connects - connects0 + 1}`,
     );
     await attacker.endAsync(true);
   }, 300_000);
