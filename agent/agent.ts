@@ -152,6 +152,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
             pod: { racks: c.racks, cdu: c.cdu },
             reportMs: LEAK_REPORT_MS,
             passMs: ACTUATOR_PASS_MS,
+            // one below the control thread: a tick (tens of µs) may preempt a poll's handling,
+            // never the other way round
+            fifoPriority: c.control.schedFifo ? Math.max(1, c.control.schedPriority - 1) : null,
             onPoint: (p) => this.points.publish(p),
             onLog: (level, message) => logs.module("leak-thread")[level](message),
             onDied: (why) => this.leakThreadDied(why),
@@ -258,7 +261,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (this.leakThread !== null) {
       this.leakStartedAt = monoMs();
       await this.leakThread.start(this.control.frames);
-      this.log.info({ left: this.leakLeft }, "leak inputs and isolation valves of TCP devices served by the leak thread");
+      this.log.info({ left: this.leakLeft, schedFifo: this.leakThread.sched }, "leak inputs and isolation valves of TCP devices served by the leak thread");
     }
     if (this.leakLeft.length > 0) this.log.warn({ ids: this.leakLeft }, "leak inputs and isolation valves on serial buses are served by the main thread: its work can delay their isolation (docs/safety.md)");
     this.driver.start();

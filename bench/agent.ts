@@ -195,9 +195,17 @@ async function startLoad(load: LeakLoad, url: string, privatePem: string): Promi
  * dries the rack and the latch is reset through the daemon's local admin socket (the path of
  * `podwarden reset-leak`), and the next leak goes to the next rack.
  */
+/**
+ * The leak benches measure at the device: where permitted, the simulator runs at SCHED_FIFO, as
+ * a device on its own hardware would not wait behind the daemon and the load generators for a
+ * core (at normal priority its own stalls were most of the tail: BENCHMARKS.md).
+ */
+const SIM_FIFO = process.getuid?.() === 0 ? 30 : undefined;
+const simPriority = (): string => (SIM_FIFO === undefined ? "simulator at normal priority (not root)" : `simulator at SCHED_FIFO ${SIM_FIFO}`);
+
 async function leakToIsolation(trials: number, warmupS: number, pollMs: number, load: LeakLoad = "none"): Promise<LeakResult | null> {
   const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-"));
-  const sim = await startSimProcess(dir, 5000);
+  const sim = await startSimProcess(dir, 5000, SIM_FIFO);
   const broker = load === "none" ? null : await Mosquitto.start();
   const key = generateCommandKey();
   let stopLoad: () => Promise<string> = () => Promise.resolve("nothing");
@@ -351,12 +359,12 @@ export function printAgent(r: AgentResult): void {
   if (r.lateness.length > 1) console.log(`tick p99 / cyclictest p99 = ${fmt(r.lateness[0].p99Us / Math.max(1, r.lateness[1].p99Us), 2)}`);
   else console.log("cyclictest not installed (apt-get install rt-tests): no platform floor in this run");
   if (r.leak !== null) {
-    console.log(`\n## agent: leak-to-isolation latency (leak register changes at the device -> isolation close command arrives at it; leak sensors polled every ${r.leak.pollMs} ms)`);
+    console.log(`\n## agent: leak-to-isolation latency (leak register changes at the device -> isolation close command arrives at it; leak sensors polled every ${r.leak.pollMs} ms; ${simPriority()})`);
     console.log(`${r.leak.trials} trials: p50 ${fmt(r.leak.p50Ms, 2)} ms, p99 ${fmt(r.leak.p99Ms, 2)} ms, max ${fmt(r.leak.maxMs, 2)} ms (of which leak change -> first poll of it: p50 ${fmt(r.leak.pollP50Ms, 2)} ms, p99 ${fmt(r.leak.pollP99Ms, 2)} ms)`);
     console.log(`the daemon over the trials, polling every leak sensor every ${r.leak.pollMs} ms: CPU ${fmt(r.leak.daemonCpuPct, 1)} % of one core, max RSS ${fmt(r.leak.daemonRssMb, 1)} MB`);
   }
   if (r.leak !== null && r.leakUnderLoad.length > 0) {
-    console.log(`\n## agent: leak-to-isolation under input load (the same measurement, one load at a time; target p99 <= 5 ms, RSS <= 90 MB)`);
+    console.log(`\n## agent: leak-to-isolation under input load (the same measurement, one load at a time; target p99 <= 5 ms, RSS <= 90 MB; ${simPriority()})`);
     console.log("| load | what it did | trials | p50 ms | p99 ms | max ms | daemon CPU % of one core | daemon max RSS MB |");
     console.log("|---|---|---:|---:|---:|---:|---:|---:|");
     for (const x of [r.leak, ...r.leakUnderLoad]) console.log(`| ${x.load} | ${x.loadDone} | ${x.trials} | ${fmt(x.p50Ms, 2)} | ${fmt(x.p99Ms, 2)} | ${fmt(x.maxMs, 2)} | ${fmt(x.daemonCpuPct, 1)} | ${fmt(x.daemonRssMb, 1)} |`);

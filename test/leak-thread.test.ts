@@ -67,7 +67,7 @@ describe("a leak thread that dies", () => {
     const bad: ModbusConfig = { ...data.modbus, buses: [], devices: [{ ...data.modbus.devices[0], tcp: undefined, bus: "none" }] };
     const config = agentConfig({ ...data, pod: TEST_POD });
     const died: string[] = [];
-    const t = new LeakThread({ modbus: bad, pod: { racks: config.racks, cdu: config.cdu }, reportMs: 50, passMs: 50, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
+    const t = new LeakThread({ modbus: bad, pod: { racks: config.racks, cdu: config.cdu }, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
     const frames = new Frames({ points: 4, loops: 2, racks: 1 });
     await expect(t.start(frames)).rejects.toThrow(/leak thread did not start/);
     expect(died.join()).toMatch(/no bus none/);
@@ -140,6 +140,10 @@ describe("the leak thread against a simulator process", () => {
     const agent = await startAgent(true);
     try {
       expect(agent.modbusStats().devices.some((d) => d.name === "rack-2#leak" && d.connected)).toBe(true);
+      // SCHED_FIFO, one below the control thread, where permitted (root has CAP_SYS_NICE)
+      const sched = (agent as unknown as { leakThread: { sched: string } }).leakThread.sched;
+      if (process.getuid?.() === 0) expect(sched).toBe("on");
+      else expect(["on", "refused"]).toContain(sched);
       expect(leakWhileBlocked(1, 2000), "the isolation close command reached the valve while the main thread was blocked").toBe(true);
       // and the main thread, once free, sees what happened: the points and the write it did not do
       await waitFor(() => agent.points.get(agent.config.racks[1].points.leak[0])?.value === 1, "the leak reported to the main thread", 5000);

@@ -2,7 +2,7 @@
 // production node flags (its shebang's), and the simulator in a process of its own, so that
 // nothing the process under test does (a blocked main thread, a garbage collection) stalls the
 // plant it is measured against.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -21,12 +21,26 @@ export interface SimProcess {
   ports: Record<string, number>;
 }
 
-export async function startSimProcess(dir: string, leaseMs: number): Promise<SimProcess> {
+/**
+ * The simulator in its own process. `fifoPriority`: run it at SCHED_FIFO (needs root), for
+ * benches that measure at the device: a real device answers on its own hardware, while the
+ * simulator shares the host's cores with the daemon under test and, at normal priority, waits
+ * behind it and the load generators (BENCHMARKS.md, "Leak-to-isolation under input load").
+ */
+export async function startSimProcess(dir: string, leaseMs: number, fifoPriority?: number): Promise<SimProcess> {
   const cfg = join(dir, "sim.yaml");
   writeFileSync(cfg, stringify({ plant: { load: { profile: "idle", pct: 60 } }, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
   // the CLI's own flags, as `podwarden sim` runs: with node's default 16 MB semi-spaces the
   // simulator's scavenges paused its answers for up to 6 ms, a stall no field device has
   const child = podwardenProcess(["sim", "-c", cfg], "pipe");
+  if (fifoPriority !== undefined) {
+    // every thread it has now; those it starts later inherit the policy
+    const r = spawnSync("chrt", ["-f", "-a", "-p", String(fifoPriority), String(child.pid)], { encoding: "utf8" });
+    if (r.status !== 0) {
+      child.kill("SIGKILL");
+      throw new Error(`simulator at SCHED_FIFO refused: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`);
+    }
+  }
   let out = "";
   child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
   const t0 = Date.now();

@@ -23,6 +23,8 @@ export interface LeakThreadOptions {
   pod: Pick<PodConfig, "racks" | "cdu">;
   reportMs: number;
   passMs: number;
+  /** SCHED_FIFO for the thread, at this priority (control.schedFifo); null: normal priority */
+  fifoPriority: number | null;
   /** every point the thread reports (its leak inputs, its outputs' read-backs) */
   onPoint: (p: Point) => void;
   onLog: (level: "warn" | "error", message: string) => void;
@@ -36,6 +38,8 @@ export class LeakThread {
   private readonly points: ReadonlySet<string>;
   private readonly outputs = new Map<string, OutputState>();
   private last: DriverStats = { devices: [], buses: [], polls: [] };
+  /** whether the running thread got SCHED_FIFO */
+  sched: "on" | "refused" | "off" = "off";
 
   constructor(private readonly o: LeakThreadOptions) {
     this.points = new Set(o.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)));
@@ -44,7 +48,7 @@ export class LeakThread {
 
   /** Starts the thread on the control worker's frames; resolves when its driver runs. */
   async start(frames: Frames): Promise<void> {
-    const input: LeakWorkerInput = { modbus: this.o.modbus, pod: this.o.pod, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs };
+    const input: LeakWorkerInput = { modbus: this.o.modbus, pod: this.o.pod, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0 };
     // A driver and a few connections: its heap holds 8–10 MB (measured under the bench's 1 ms
     // polls), so 32 MB of old generation bounds a leak without ever being reached. The young
     // generation is not set here: the process's --max-semi-space-size/--optimize-for-size flags
@@ -74,6 +78,7 @@ export class LeakThread {
   private onMessage(m: LeakWorkerMessage, ready: () => void): void {
     switch (m.kind) {
       case "ready":
+        this.sched = m.sched;
         ready();
         return;
       case "warn":

@@ -2,9 +2,9 @@
 //
 // It runs a synchronous loop (Atomics.wait to the next deadline), so it never processes
 // postMessage: all traffic is in the shared frames (frames.ts). A blocked or busy main thread
-// therefore cannot delay a tick. Only this thread is raised to SCHED_FIFO, where permitted.
-import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+// therefore cannot delay a tick. This thread and the leak thread (leak-worker.ts) are raised to
+// SCHED_FIFO, where permitted.
+import { writeFileSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import * as L from "../../hotpath-as/assembly/layout.js";
 import { loadBank, writeLoop, writePoint, writeRack, writeSample, type BankSpec } from "../../hotpath-as/bank-config.js";
@@ -13,6 +13,7 @@ import { monoMs } from "../../lib/clock.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
 import { InterlockChangeDetector } from "../../pod/wiring.js";
 import { CTRL, CTRL_F64, Frames, type FrameSizes } from "./frames.js";
+import { raiseThreadToFifo } from "./sched-fifo.js";
 import { warmupSamples, warmupSpec } from "./warmup.js";
 
 export interface WorkerInput {
@@ -34,17 +35,11 @@ function post(kind: string, message: string): void {
   parentPort?.postMessage({ kind, message });
 }
 
-/** SCHED_FIFO for this thread only: chrt on our own tid (needs CAP_SYS_NICE or root). */
+/** SCHED_FIFO for this thread only (sched-fifo.ts); a refusal is reported, not fatal. */
 function raisePriority(priority: number): boolean {
-  try {
-    const tid = readFileSync("/proc/thread-self/stat", "utf8").split(" ")[0];
-    const r = spawnSync("chrt", ["-f", "-p", String(priority), tid], { encoding: "utf8", timeout: 2000 });
-    if (r.status === 0) return true;
-    post("warn", `SCHED_FIFO refused (${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}); running at normal priority`);
-  } catch (err) {
-    post("warn", `SCHED_FIFO not available (${(err as Error).message}); running at normal priority`);
-  }
-  return false;
+  const refused = raiseThreadToFifo(priority);
+  if (refused !== null) post("warn", refused);
+  return refused === null;
 }
 
 function run(input: WorkerInput): void {
