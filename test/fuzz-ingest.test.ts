@@ -1,5 +1,6 @@
-// MQTT sensor ingest fuzzing: 5,000 seeded (FUZZ_SEED) messages through a real broker (aedes)
-// to an ingest of three points (a bare number, a path, a path with its own source time):
+// MQTT sensor ingest fuzzing: 5,000 seeded (FUZZ_SEED) messages through a real broker (aedes at
+// MQTT 3.1.1, then mosquitto at MQTT 5, which is told the ingest's maximumPacketSize and must
+// not deliver beyond it) to an ingest of three points (a bare number, a path, a path with its own source time):
 // well-formed readings, structurally mutated JSON, random bytes, wrong types, retained or not,
 // some beyond maxPacketBytes. Oracles written here, not taken from the code under test: a point
 // that reads good holds a value some message on its topic really carried at its path (scaled),
@@ -8,8 +9,9 @@
 import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MqttIngest, type IngestConfig, type IngestPointConfig } from "../drivers/mqtt-ingest.js";
-import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
+import { startEmbeddedBroker } from "../lib/embedded-broker.js";
 import { HARD_PACKET_FACTOR } from "../lib/mqtt-connection.js";
+import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { fuzzSeed, mutateJson, Prng } from "./helpers/fuzz.js";
 import { waitFor } from "./helpers/processes.js";
 
@@ -31,13 +33,33 @@ function at(v: unknown, path: string): unknown {
   return cur;
 }
 
-describe("MQTT ingest fuzzing (aedes)", () => {
-  let broker: EmbeddedBroker;
+interface FuzzBroker {
+  url: string;
+  close(): Promise<void>;
+}
+
+const BROKERS: { name: string; protocolVersion: 4 | 5; start: () => Promise<FuzzBroker> }[] = [
+  { name: "aedes, MQTT 3.1.1", protocolVersion: 4, start: startEmbeddedBroker },
+  {
+    name: "mosquitto, MQTT 5",
+    protocolVersion: 5,
+    start: async () => {
+      const m = await Mosquitto.start();
+      return { url: m.url, close: () => m.stop() };
+    },
+  },
+];
+
+describe.each(BROKERS)("MQTT ingest fuzzing ($name)", ({ protocolVersion, start }) => {
+  let broker: FuzzBroker;
   let ingest: MqttIngest;
+  // at MQTT 5 the broker knows the ingest's maximumPacketSize and delivers nothing larger; at
+  // 3.1.1 it delivers everything, and the ingest must refuse it (unparsed, or at the header)
+  const delivers = (bytes: number): boolean => protocolVersion === 4 || bytes <= MAX_PACKET;
 
   beforeAll(async () => {
-    broker = await startEmbeddedBroker();
-    const config: IngestConfig = { url: broker.url, clientId: `fuzz-ingest-${process.pid}`, keepaliveS: 10, connectTimeoutMs: 5000, maxPacketBytes: MAX_PACKET, protocolVersion: 4, maxClockSkewMs: 2000, points: POINTS };
+    broker = await start();
+    const config: IngestConfig = { url: broker.url, clientId: `fuzz-ingest-${process.pid}`, keepaliveS: 10, connectTimeoutMs: 5000, maxPacketBytes: MAX_PACKET, protocolVersion, maxClockSkewMs: 2000, points: POINTS };
     ingest = new MqttIngest(config);
     ingest.start();
     await waitFor(() => ingest.connected, "ingest connected");
@@ -50,7 +72,7 @@ describe("MQTT ingest fuzzing (aedes)", () => {
   it("takes only what a message on a point's topic really carried, over 5,000 hostile messages", async () => {
     const seed = fuzzSeed(0x1a6e57);
     const rng = new Prng(seed);
-    const pub = await mqtt.connectAsync(broker.url, { clientId: `fuzz-sensor-${process.pid}` });
+    const pub = await mqtt.connectAsync(broker.url, { clientId: `fuzz-sensor-${process.pid}`, protocolVersion });
     // every value a point could rightly show: scaled finite numbers sent on its topic at its path
     const admissible = new Map<string, Set<number>>(POINTS.map((p) => [p.id, new Set<number>()]));
     const topics = ["s/a/temp", "s/x/temp", "s/b/flow", "s/c/bare", "s/b/flow/extra", "s/c", "other", "s/b/temp"];
@@ -122,7 +144,7 @@ describe("MQTT ingest fuzzing (aedes)", () => {
       const oversized0 = ingest.oversized;
       await pub.publishAsync(topic, payload, { qos: 1, retain });
       counts.sent++;
-      if (matching(topic).length > 0) {
+      if (matching(topic).length > 0 && delivers(payload.length)) {
         if (payload.length > HARD_PACKET_FACTOR * MAX_PACKET) {
           counts.cutOff++;
           // cut off at its header with its connection: wait for the ingest to be back, or the
@@ -145,15 +167,21 @@ describe("MQTT ingest fuzzing (aedes)", () => {
     // retained ones back, hence at least)
     await waitFor(() => ingest.messages - messages0 - probes0 >= counts.delivered, "every message received", 10_000);
     const delivered = ingest.messages - messages0 - probes0;
-    expect(ingest.oversized).toBeGreaterThan(0);
-    expect(counts.cutOff, "messages beyond the hard limit, whose connection was ended").toBeGreaterThan(0);
+    if (protocolVersion === 4) {
+      expect(ingest.oversized).toBeGreaterThan(0);
+      expect(counts.cutOff, "messages beyond the hard limit, whose connection was ended").toBeGreaterThan(0);
+    } else {
+      // the broker kept every message over maximumPacketSize back: none reached the ingest
+      expect(ingest.oversized).toBe(0);
+      expect(counts.cutOff).toBe(0);
+    }
     // a clean reading afterwards is taken at once
     await waitFor(async () => {
       await pub.publishAsync("s/a/temp", JSON.stringify({ v: 42.5 }), { qos: 1 });
       return ingest.points.get("a.temp")?.value === 42.5 && ingest.points.get("a.temp")?.quality === "good";
     }, "a clean reading", 10_000, 100);
     console.log(
-      `ingest fuzzing, FUZZ_SEED=${seed}: ${counts.sent} messages (${counts.wellFormed} well-formed, ${counts.mutated} mutated JSON, ${counts.bytes} random bytes, ${counts.oversized} over maxPacketBytes (${counts.cutOff} beyond the hard limit), ${counts.retained} retained); ` +
+      `ingest fuzzing (MQTT ${protocolVersion === 4 ? "3.1.1" : "5"}), FUZZ_SEED=${seed}: ${counts.sent} messages (${counts.wellFormed} well-formed, ${counts.mutated} mutated JSON, ${counts.bytes} random bytes, ${counts.oversized} over maxPacketBytes (${counts.cutOff} beyond the hard limit), ${counts.retained} retained); ` +
         `ingest: ${delivered} received, ${ingest.rejected} samples rejected, ${ingest.retainedIgnored} retained ignored, ${ingest.outOfOrder} out of order, ${ingest.oversized} oversized`,
     );
     await pub.endAsync(true);
