@@ -72,7 +72,9 @@ export class ControlThread {
       schedPriority: this.o.schedPriority,
       warmupTicks: this.o.warmupTicks,
     };
-    // The worker allocates almost nothing per tick: a small young generation keeps its RSS small.
+    // The worker allocates almost nothing per tick: a small young generation keeps its RSS small
+    // (under the daemon's own flags, --max-semi-space-size=1 sets it for every isolate anyway:
+    // the flags override a worker's resourceLimits, agent/control/leak-thread.ts).
     const worker = new Worker(builtWorker(import.meta.url, "worker.js"), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 } });
     this.worker = worker;
     let failure: string | null = null;
