@@ -20,24 +20,48 @@ const CASES = Number(process.env.FUZZ_CASES ?? 2000);
 const SMALL_MAX = 100 * 1024; // clearly under the pod's 256 KiB maxPacketBytes, with topic and properties
 const LARGE_MIN = 300 * 1024; // clearly over it
 
-describe("command fuzzing at the MQTT level (mosquitto, MQTT 5)", () => {
-  let broker: Mosquitto;
-  let pod: UplinkPod;
-  let mc: MissionControl;
-
+/**
+ * A pod and mission control on a mosquitto of their own, at one MQTT version, for the enclosing
+ * describe block: up (and out of Starting) before its tests, stopped after them. The fields are
+ * read inside the tests, once beforeAll has filled them.
+ */
+function podOnMosquitto(protocolVersion: 4 | 5): { readonly broker: Mosquitto; readonly pod: UplinkPod; readonly mc: MissionControl } {
+  let broker: Mosquitto | undefined;
+  let pod: UplinkPod | undefined;
+  let mc: MissionControl | undefined;
   beforeAll(async () => {
     broker = await Mosquitto.start();
-    pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5 });
-    mc = await MissionControl.connect(broker.url, pod.base, 5);
-    await waitFor(() => pod.uplink.stats().connected && pod.agent.supervisor.mode !== "Starting", "pod up", 60_000);
+    const p = await startUplinkPod({ brokerUrl: broker.url, protocolVersion });
+    pod = p;
+    mc = await MissionControl.connect(broker.url, p.base, protocolVersion);
+    await waitFor(() => p.uplink.stats().connected && p.agent.supervisor.mode !== "Starting", "pod up", 60_000);
   }, 90_000);
   afterAll(async () => {
     await mc?.close();
     await pod?.stop();
     await broker?.stop();
   });
+  return {
+    get broker(): Mosquitto {
+      if (broker === undefined) throw new Error("the broker is not up");
+      return broker;
+    },
+    get pod(): UplinkPod {
+      if (pod === undefined) throw new Error("the pod is not up");
+      return pod;
+    },
+    get mc(): MissionControl {
+      if (mc === undefined) throw new Error("mission control is not connected");
+      return mc;
+    },
+  };
+}
+
+describe("command fuzzing at the MQTT level (mosquitto, MQTT 5)", () => {
+  const env = podOnMosquitto(5);
 
   it("survives random topics, properties and sizes: no flap, no reply outside the rule, only genuine commands accepted, nothing moved", async () => {
+    const { broker, pod, mc } = env;
     const seed = fuzzSeed(0x4d515454);
     const rng = new Prng(seed);
     const base = pod.base;
@@ -164,23 +188,10 @@ describe("command fuzzing at the MQTT level (mosquitto, MQTT 5)", () => {
 // must refuse it (the size check before any parse). Above that factor the pod ends its connection
 // unread, by design (docs/security.md): those sizes are not sent here.
 describe("command fuzzing at the MQTT level (mosquitto, MQTT 3.1.1)", () => {
-  let broker: Mosquitto;
-  let pod: UplinkPod;
-  let mc: MissionControl;
-
-  beforeAll(async () => {
-    broker = await Mosquitto.start();
-    pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4 });
-    mc = await MissionControl.connect(broker.url, pod.base, 4);
-    await waitFor(() => pod.uplink.stats().connected && pod.agent.supervisor.mode !== "Starting", "pod up", 60_000);
-  }, 90_000);
-  afterAll(async () => {
-    await mc?.close();
-    await pod?.stop();
-    await broker?.stop();
-  });
+  const env = podOnMosquitto(4);
 
   it("survives random topics and sizes up to 4 × maxPacketBytes: no flap, every request counted, only genuine commands accepted, nothing moved", async () => {
+    const { broker, pod, mc } = env;
     const seed = fuzzSeed(0x33313131);
     const rng = new Prng(seed);
     const base = pod.base;

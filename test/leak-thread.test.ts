@@ -106,6 +106,17 @@ describe("the leak thread against a simulator process", () => {
     return agent;
   }
 
+  /** Runs `body` on an agent from startAgent(), then stops it and clears the simulator's faults. */
+  async function withAgent(leakThread: boolean, body: (agent: Agent) => Promise<void>): Promise<void> {
+    const agent = await startAgent(leakThread);
+    try {
+      await body(agent);
+    } finally {
+      await agent.stop({ driveSafe: false, reason: "test end" });
+      await fault({ clear: "all" });
+    }
+  }
+
   /**
    * A leak injected while this (the agent's) main thread is blocked, by a thread that then watches
    * the simulator for the isolation: the block lasts until that thread has seen the valve's close
@@ -137,8 +148,7 @@ describe("the leak thread against a simulator process", () => {
   }
 
   it("isolates a leaking rack while the main thread is blocked: the close command reaches the valve before the main thread runs again", async () => {
-    const agent = await startAgent(true);
-    try {
+    await withAgent(true, async (agent) => {
       expect(agent.modbusStats().devices.some((d) => d.name === "rack-2#leak" && d.connected)).toBe(true);
       // SCHED_FIFO, one below the control thread, where permitted (root has CAP_SYS_NICE)
       const sched = (agent as unknown as { leakThread: { sched: string } }).leakThread.sched;
@@ -148,15 +158,11 @@ describe("the leak thread against a simulator process", () => {
       // and the main thread, once free, sees what happened: the points and the write it did not do
       await waitFor(() => agent.points.get(agent.config.racks[1].points.leak[0])?.value === 1, "the leak reported to the main thread", 5000);
       await waitFor(() => agent.outputState(agent.config.racks[1].outputs.supplyIsolation)?.written === 0, "the close reported to the main thread", 5000);
-    } finally {
-      await agent.stop({ driveSafe: false, reason: "test end" });
-      await fault({ clear: "all" });
-    }
+    });
   }, 60_000);
 
   it("a leak thread that crashes: Critical alarm while it is down, restarted with its connections, and it isolates again", async () => {
-    const agent = await startAgent(true);
-    try {
+    await withAgent(true, async (agent) => {
       // fault injection: end the thread as a crash would, without the stop the agent sends
       const inside = agent as unknown as { leakThread: { worker: Worker | null } };
       const crashed = inside.leakThread.worker;
@@ -166,21 +172,14 @@ describe("the leak thread against a simulator process", () => {
       await waitFor(() => inside.leakThread.worker !== null && inside.leakThread.worker !== crashed && agent.modbusStats().devices.some((d) => d.name === "rack-4#leak" && d.connected), "the leak thread restarted and connected", 10_000);
       await waitFor(() => !agent.activeAlarms().some((a) => a.id === "leak-thread" && a.conditionActive), "the alarm's condition cleared", 10_000);
       expect(leakWhileBlocked(3, 2000), "the restarted thread isolates while the main thread is blocked").toBe(true);
-    } finally {
-      await agent.stop({ driveSafe: false, reason: "test end" });
-      await fault({ clear: "all" });
-    }
+    });
   }, 60_000);
 
   it("without the leak thread (isolation.leakThread off) the same close waits for the main thread", async () => {
-    const agent = await startAgent(false);
-    try {
+    await withAgent(false, async (agent) => {
       expect(agent.modbusStats().devices.some((d) => d.name.endsWith("#leak"))).toBe(false);
       expect(leakWhileBlocked(2, 1000), "no close command while the main thread was blocked").toBe(false);
       await waitFor(async () => (await truth()).racks[2].leakToIsolationMs !== null, "the rack isolated once the main thread ran", 10_000);
-    } finally {
-      await agent.stop({ driveSafe: false, reason: "test end" });
-      await fault({ clear: "all" });
-    }
+    });
   }, 60_000);
 });
