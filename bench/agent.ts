@@ -20,12 +20,8 @@ import mqtt from "mqtt";
 import { commandBody } from "../agent/commands/client.js";
 import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
-import { fmt, quantile } from "./stats.js";
-
-/** The daemon's node flags, read from the CLI's shebang (where they are set for production). */
 import { podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
-
-export { DAEMON_NODE_FLAGS, podwardenProcess, startSimProcess, type SimProcess } from "../tooling/sim-process.js";
+import { fmt, quantile } from "./stats.js";
 
 export interface LatenessRow {
   what: string;
@@ -189,13 +185,6 @@ async function startLoad(load: LeakLoad, url: string, privatePem: string): Promi
 }
 
 /**
- * The real daemon (its own process, production flags) against the simulator (another process);
- * this process only injects leaks and reads the simulator's timestamps. One daemon serves every
- * trial, warmed up first, as a pod controller runs for months: after each leak the simulator
- * dries the rack and the latch is reset through the daemon's local admin socket (the path of
- * `podwarden reset-leak`), and the next leak goes to the next rack.
- */
-/**
  * The leak benches measure at the device: where permitted, the simulator runs at SCHED_FIFO, as
  * a device on its own hardware would not wait behind the daemon and the load generators for a
  * core (at normal priority its own stalls were most of the tail: BENCHMARKS.md).
@@ -203,6 +192,13 @@ async function startLoad(load: LeakLoad, url: string, privatePem: string): Promi
 const SIM_FIFO = process.getuid?.() === 0 ? 30 : undefined;
 const simPriority = (): string => (SIM_FIFO === undefined ? "simulator at normal priority (not root)" : `simulator at SCHED_FIFO ${SIM_FIFO}`);
 
+/**
+ * The real daemon (its own process, production flags) against the simulator (another process);
+ * this process only injects leaks and reads the simulator's timestamps. One daemon serves every
+ * trial, warmed up first, as a pod controller runs for months: after each leak the simulator
+ * dries the rack and the latch is reset through the daemon's local admin socket (the path of
+ * `podwarden reset-leak`), and the next leak goes to the next rack.
+ */
 async function leakToIsolation(trials: number, warmupS: number, pollMs: number, load: LeakLoad = "none"): Promise<LeakResult | null> {
   const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-"));
   const sim = await startSimProcess(dir, 5000, SIM_FIFO);

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { demoConfigWithPorts, podwardenProcess, processRssMb, startSimProcess } from "./agent.js";
+import { podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
+import { demoConfigWithPorts, processRssMb } from "./agent.js";
 import { fmt, leastSquaresSlope } from "./stats.js";
 
 export interface DaemonRssReport {

@@ -7,7 +7,8 @@
 import { parseArgs } from "node:util";
 import { spawnSync } from "node:child_process";
 import { cpus, totalmem } from "node:os";
-import { DAEMON_NODE_FLAGS, LEAK_POLL_MS, printAgent, runAgentBench } from "./agent.js";
+import { DAEMON_NODE_FLAGS } from "../tooling/sim-process.js";
+import { LEAK_POLL_MS, printAgent, runAgentBench } from "./agent.js";
 import { printControl, runControlBench } from "./control.js";
 import { printDrivers, runDriverBench } from "./drivers.js";
 import { printHotpath, runHotpathBench } from "./hotpath.js";

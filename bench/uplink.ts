@@ -15,7 +15,7 @@ import { stopProcess, waitFor } from "../tooling/processes.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSimProcess } from "./agent.js";
+import { startSimProcess } from "../tooling/sim-process.js";
 import { fmt, quantile } from "./stats.js";
 
 /** Discards the agent's logs: the benchmark measures the uplink, not pino. */
