@@ -25,4 +25,12 @@ export default tseslint.config(
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,
   },
+  {
+    // the HMI page's own script runs in the browser, with no build step
+    files: ["agent/hmi/static/**/*.js"],
+    languageOptions: {
+      sourceType: "module",
+      globals: { document: "readonly", EventSource: "readonly", performance: "readonly", setInterval: "readonly" },
+    },
+  },
 );

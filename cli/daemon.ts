@@ -12,6 +12,7 @@ import { AdminSocket } from "../agent/ops/admin-socket.js";
 import { daemonClaims, InstanceLock } from "../agent/ops/instance-lock.js";
 import { Metrics } from "../agent/ops/metrics.js";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
+import type { HmiServer } from "../agent/hmi/server.js";
 import type { Uplink } from "../agent/uplink/uplink.js";
 import { packageVersion } from "../agent/version.js";
 
@@ -37,11 +38,13 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   let agent = new Agent(loaded, logs);
   await agent.start();
   let uplink: Uplink | null = null;
+  let hmi: HmiServer | null = null;
   let metrics: Metrics | null = null;
   if (loaded.config.metrics.enabled) {
     metrics = new Metrics(
       () => agent,
       () => uplink?.stats() ?? null,
+      () => hmi?.stats() ?? null,
     );
     try {
       const port = await metrics.listen(loaded.config.metrics);
@@ -50,6 +53,20 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       // monitoring must not stop control: run without it, loudly
       log.error({ err }, "metrics endpoint could not start; running without it");
       metrics = null;
+    }
+  }
+  if (loaded.config.hmi.enabled) {
+    // loaded only when enabled: a pod without an HMI does not carry it in memory
+    const { HmiServer } = await import("../agent/hmi/server.js");
+    const c = loaded.config.hmi;
+    try {
+      hmi = new HmiServer(() => agent, c, packageVersion(), (err) => log.error({ err }, "hmi: cannot read the pod's state"));
+      const port = await hmi.listen();
+      log.info({ host: c.host, port, url: `${c.tls === undefined ? "http" : "https"}://${c.host.includes(":") ? `[${c.host}]` : c.host}:${port}/` }, "hmi served");
+    } catch (err) {
+      // like metrics: a page must not stop control
+      log.error({ err }, "hmi could not start; running without it");
+      hmi = null;
     }
   }
   let admin: AdminSocket | null = null;
@@ -115,6 +132,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     await agent.start();
     uplink = await startUplink(agent, next.config.uplink);
     metrics?.attach(() => agent);
+    hmi?.attach(() => agent);
     await hooks.replaced?.(agent);
     systemd.notify("READY=1", "STATUS=config reloaded, agent restarted");
   };
@@ -143,6 +161,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
           await agent.stop({ driveSafe: true, reason: signal, timeoutMs: 2500 });
           await uplink?.stop(); // "offline" goes out after the actuators are safe
           await metrics?.close();
+          await hmi?.close();
           await admin?.close();
           await lock.release();
         })

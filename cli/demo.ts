@@ -19,6 +19,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Uplink } from "../agent/uplink/uplink.js";
 import { topicBase } from "../agent/uplink/uplink.js";
+import { HmiServer } from "../agent/hmi/server.js";
+import type { HmiConfig } from "../agent/hmi/schema.js";
+import { packageVersion } from "../agent/version.js";
 
 export interface DemoOptions {
   simConfig: string;
@@ -40,6 +43,8 @@ export interface RunningDemo {
   controlUrl: string;
   /** the private key the demo's pod accepts commands from (key id "demo", role engineer) */
   commandKeyFile: string;
+  /** where the pod's HMI is served (null with hmi.enabled false in the agent config) */
+  hmiUrl: string | null;
   board(): string;
   stop(): Promise<void>;
 }
@@ -86,6 +91,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   const api = new SimControlApi(sim);
   let agent: Agent | null = null;
   let uplink: Uplink | null = null;
+  let hmi: HmiServer | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-demo-"));
   try {
     await sim.start();
@@ -110,9 +116,16 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     await uplink.start();
     const a = agent;
     const u = uplink;
+    let hmiUrl: string | null = null;
+    if (config.hmi.enabled) {
+      const started = await startDemoHmi(a, config.hmi);
+      hmi = started.server;
+      hmiUrl = started.url;
+    }
+    const h = hmi;
     let timer: NodeJS.Timeout | null = null;
     if (o.boardMs > 0) {
-      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5)}\n`), o.boardMs);
+      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl)}\n`), o.boardMs);
     }
     return {
       sim,
@@ -121,9 +134,11 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       brokerUrl,
       controlUrl: `http://${simConfig.control.host}:${controlPort}`,
       commandKeyFile: keyFile,
+      hmiUrl,
       board: () => renderBoard(a, sim),
       stop: async () => {
         if (timer !== null) clearInterval(timer);
+        await h?.close();
         await a.stop({ driveSafe: true, reason: "demo stopped" });
         await u.stop();
         await api.close();
@@ -133,6 +148,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       },
     };
   } catch (err) {
+    await hmi?.close();
     await uplink?.stop();
     await agent?.stop({ driveSafe: false, reason: "demo failed to start" });
     await api.close();
@@ -143,10 +159,29 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   }
 }
 
-export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number): string {
+/** The demo's HMI on its configured port, or on a free one if that is taken (another demo, say). */
+async function startDemoHmi(agent: Agent, c: HmiConfig): Promise<{ server: HmiServer; url: string }> {
+  const start = async (port: number): Promise<{ server: HmiServer; url: string }> => {
+    const server = new HmiServer(() => agent, { ...c, port }, packageVersion());
+    try {
+      const bound = await server.listen();
+      return { server, url: `${c.tls === undefined ? "http" : "https"}://${c.host}:${bound}/` };
+    } catch (err) {
+      await server.close();
+      throw err;
+    }
+  };
+  return await start(c.port).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "EADDRINUSE") return start(0);
+    throw err;
+  });
+}
+
+export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmiUrl: string | null = null): string {
   const u = new URL(brokerUrl);
   const cmd = `node dist/cli/podwarden.js command <name> --url ${redactUrl(brokerUrl)} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
   return [
+    ...(hmiUrl === null ? [] : [`the pod's HMI: open ${hmiUrl} in a browser`]),
     "watch the topics:",
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}#'`,
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}alarms'`,

@@ -8,6 +8,7 @@ import { FAULT_ACTION_SCHEMA } from "../sim/faults.js";
 import { registerMapDocs } from "../sim/devices/register-doc.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { failSafeTable } from "../pod/fail-safe.js";
+import { HMI_SCHEMA } from "../agent/hmi/schema.js";
 
 function failSafeTableOf(c: ReturnType<typeof demoAgentConfig>): string {
   return failSafeTable(c, c.supervisor.escalation);
@@ -18,6 +19,7 @@ export function generatedDocs(): Record<string, Record<string, string>> {
   return {
     "docs/configuration.md": { "agent-config": schemaTable(AGENT_SCHEMA) },
     "docs/safety.md": { "fail-safe-matrix": failSafeTableOf(demoAgentConfig()) },
+    "docs/hmi.md": { "hmi-config": schemaTable(HMI_SCHEMA) },
     "docs/drivers.md": {
       "modbus-config": schemaTable(MODBUS_SCHEMA),
       "mqtt-ingest-point": schemaTable(MQTT_INGEST_POINT_SCHEMA),

@@ -102,6 +102,12 @@ describe("agent config", () => {
     });
   });
 
+  it("refuses HMI certificate files that are not there, and half a TLS setting, naming the key", () => {
+    expect(() => parseAgentConfig(`${demo}\nhmi:\n  tls: { certFile: /nonexistent/hmi.pem, keyFile: /etc/hosts }\n`, "agent.yaml")).toThrow(/hmi\.tls\.certFile: no file \/nonexistent\/hmi\.pem/);
+    expect(() => parseAgentConfig(`${demo}\nhmi:\n  tls: { certFile: /etc/hosts }\n`, "agent.yaml")).toThrow(/hmi\.tls.*keyFile/);
+    expect(parseAgentConfig(demo, "agent.yaml").hmi).toEqual({ enabled: true, host: "127.0.0.1", port: 8470, updateHz: 5, maxClients: 8 });
+  });
+
   it("never writes the operator's file", () => {
     const f = write(demo);
     const before = statSync(f);

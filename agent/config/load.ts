@@ -7,6 +7,7 @@ import { parsePublicKey } from "../commands/signing.js";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems } from "../../drivers/modbus/config.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
+import { hmiProblems } from "../hmi/schema.js";
 import { controlProblems, noCoolantProblems } from "../../pod/config.js";
 import { failSafeProblems } from "../../pod/fail-safe.js";
 import type { UplinkConfig } from "../uplink/schema.js";
@@ -87,6 +88,7 @@ function crossChecks(c: AgentConfig): string[] {
   if (minSum > s.powerBudget.podKw) out.push(`supervisor.powerBudget.podKw: ${s.powerBudget.podKw} kW is below the racks' minimums (${minSum} kW)`);
   if (c.uplink !== undefined) out.push(...uplinkProblems(c.uplink));
   if (c.mqttIngest !== undefined) out.push(...mqttConnectionProblems(c.mqttIngest, "mqttIngest"));
+  out.push(...hmiProblems(c.hmi));
   return [...out, ...modbusProblems(c.modbus)];
 }
 

@@ -1,12 +1,13 @@
 // The agent's config schema: one JSON Schema that validation, defaults, the config's TypeScript
 // type and docs/configuration.md all come from. Units are in the key names. Each section's
 // schema lives with the module that owns it (the pod stage: control, racks, cdu; the
-// supervisor; the drivers; the uplink; metrics; logging); this file puts them together.
+// supervisor; the drivers; the uplink; metrics; the HMI; logging); this file puts them together.
 import type { ModbusConfig } from "../../drivers/modbus/config.js";
 import { MODBUS_SCHEMA } from "../../drivers/modbus/config.js";
 import { MQTT_INGEST_SCHEMA, type IngestConfig } from "../../drivers/mqtt-ingest-schema.js";
 import { obj, optional, str, typed, type Infer } from "../../lib/schema-builders.js";
 import { CDU_SCHEMA, CONTROL_SCHEMA, ident, RACKS_SCHEMA } from "../../pod/config.js";
+import { HMI_SCHEMA } from "../hmi/schema.js";
 import { LOG_SCHEMA } from "../log-schema.js";
 import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
 import { SUPERVISOR_SCHEMA } from "../supervisor/schema.js";
@@ -32,6 +33,7 @@ export const AGENT_SCHEMA = {
       modbus: typed<ModbusConfig>({ ...MODBUS_SCHEMA, default: {} }),
       uplink: optional(typed<UplinkConfig>(UPLINK_SCHEMA)),
       metrics: METRICS_SCHEMA,
+      hmi: HMI_SCHEMA,
       mqttIngest: optional(typed<IngestConfig>(MQTT_INGEST_SCHEMA)),
       log: LOG_SCHEMA,
     },

@@ -12,6 +12,7 @@ import type { PodDiagnostics, PodReader } from "../pod-api.js";
 import { inFailsafe } from "../../pod/status-words.js";
 import type { MetricsConfig } from "./metrics-schema.js";
 import type { UplinkStats } from "../uplink/uplink.js";
+import type { HmiStats } from "../hmi/server.js";
 
 const MODES = ["Starting", "Running", "Degraded", "Failsafe"];
 const LATENESS_QUANTILES = [0.5, 0.9, 0.99, 0.999];
@@ -26,6 +27,7 @@ export class Metrics {
   constructor(
     private agent: () => MetricsPod,
     private uplink: () => UplinkStats | null = () => null,
+    private readonly hmi: () => HmiStats | null = () => null,
   ) {
     const r = this.registry;
     collectDefaultMetrics({ register: r, prefix: "podwarden_" });
@@ -259,6 +261,34 @@ export class Metrics {
     });
     this.busMetrics(r);
     this.uplinkMetrics(r);
+    this.hmiMetrics(r);
+  }
+
+  private hmiMetrics(r: Registry): void {
+    const h = (): HmiStats | null => this.hmi();
+    new Gauge({
+      name: "podwarden_hmi_clients",
+      help: "HMI pages receiving live updates (absent without the HMI)",
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = h();
+        if (s !== null) this.set(s.clients);
+      },
+    });
+    new Counter({
+      name: "podwarden_hmi_pages_refused_total",
+      help: "HMI pages refused, by reason (max-clients: hmi.maxClients were open; slow: dropped for not reading their updates)",
+      labelNames: ["reason"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = h();
+        if (s === null) return;
+        this.inc({ reason: "max-clients" }, s.refused);
+        this.inc({ reason: "slow" }, s.dropped);
+      },
+    });
   }
 
   /** Follows a new agent (and uplink) after a reload replaced them. */

@@ -1,0 +1,33 @@
+// The HMI's config section (`hmi`): its schema, and its type derived from it (apart from the
+// server so that config checking does not load it).
+import { existsSync } from "node:fs";
+import { bool, int, obj, optional, str, type Infer } from "../../lib/schema-builders.js";
+
+export const HMI_SCHEMA = obj(
+  {
+    enabled: bool(true, "serve the pod's web HMI (docs/hmi.md)"),
+    host: str("address to bind: loopback by default; the controller's service-port address to reach it from a laptop", { default: "127.0.0.1" }),
+    port: int(0, 65535, 8470, "port (0 = ephemeral)"),
+    updateHz: int(1, 20, 5, "live updates a second to each open page"),
+    maxClients: int(1, 64, 8, "pages open at once; one more is refused with 503"),
+    tls: optional(
+      obj(
+        {
+          certFile: str("server certificate chain, PEM", { minLength: 1 }),
+          keyFile: str("server private key, PEM", { minLength: 1 }),
+        },
+        "serve over HTTPS with this certificate",
+        ["certFile", "keyFile"],
+      ),
+    ),
+  },
+  "the pod's web HMI, served by the daemon",
+);
+
+export type HmiConfig = Infer<typeof HMI_SCHEMA>;
+
+/** What the schema cannot say: the certificate files exist (check-config and a reload say so before the daemon tries). */
+export function hmiProblems(c: HmiConfig): string[] {
+  if (!c.enabled || c.tls === undefined) return [];
+  return (["certFile", "keyFile"] as const).filter((k) => !existsSync(c.tls![k])).map((k) => `hmi.tls.${k}: no file ${c.tls![k]}`);
+}

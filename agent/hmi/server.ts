@@ -1,0 +1,200 @@
+// The pod's web HMI (docs/hmi.md): a page and its live data, served by the daemon over HTTP or
+// HTTPS, on loopback unless configured otherwise.
+//   GET /            the page (index.html, hmi.js, hmi.css: every asset is in the package)
+//   GET /api/state   the view (view.ts) as JSON, once
+//   GET /api/live    the view as Server-Sent Events, `updateHz` a second; EventSource reconnects
+//                    by itself, and the page marks its data stale while it is not receiving
+// Viewing only: any other method is refused with 405 before a byte of a body is read.
+// Every request is bounded before it is looked at: headers (8 KB), the URL (1 KB), the time to
+// send the request, the number of live pages, and what a page that stops reading may hold
+// buffered (it is dropped, not buffered for).
+import { readFileSync } from "node:fs";
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { readFileBounded } from "../../lib/bounded-read.js";
+import { closeHttp, listenHttp } from "../../lib/http-server.js";
+import { findPackage } from "../../lib/package-root.js";
+import type { PodReader } from "../pod-api.js";
+import type { HmiConfig } from "./schema.js";
+import { hmiView } from "./view.js";
+
+/** What the HMI reads of the pod. */
+export type HmiPod = Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy">;
+
+const MAX_HEADER_BYTES = 8 * 1024;
+const MAX_URL_CHARS = 1024;
+/** a live page further behind than this is dropped: ~60 views of the 8-rack pod */
+const MAX_BUFFERED_BYTES = 256 * 1024;
+
+const ASSETS: Record<string, [file: string, type: string]> = {
+  "/": ["index.html", "text/html; charset=utf-8"],
+  "/hmi.js": ["hmi.js", "text/javascript; charset=utf-8"],
+  "/hmi.css": ["hmi.css", "text/css; charset=utf-8"],
+};
+
+// The page loads nothing from anywhere but this server, runs no inline script, and cannot be
+// framed by another site.
+const SECURITY_HEADERS = {
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+interface Asset {
+  type: string;
+  body: Buffer;
+  gzip: Buffer;
+}
+
+/** The directory the page's files are served from. */
+export function hmiStaticDir(): string {
+  const root = findPackage(import.meta.url)?.dir;
+  if (root === undefined) throw new Error("cannot find the podwarden package to serve the HMI from");
+  return join(root, "agent", "hmi", "static");
+}
+
+export interface HmiStats {
+  clients: number;
+  /** live pages refused because maxClients were open */
+  refused: number;
+  /** live pages dropped because they stopped reading */
+  dropped: number;
+}
+
+export class HmiServer {
+  private server: Server | null = null;
+  private readonly assets = new Map<string, Asset>();
+  private readonly clients = new Set<ServerResponse>();
+  private timer: NodeJS.Timeout | null = null;
+  private refused = 0;
+  private dropped = 0;
+
+  constructor(
+    private pod: () => HmiPod,
+    private readonly c: HmiConfig,
+    private readonly version: string,
+    /** a view that could not be made (the page then shows its data as stale) */
+    private readonly onError: (err: unknown) => void = () => undefined,
+  ) {
+    const dir = hmiStaticDir();
+    // read once: the page is a few KB, and a file changed under a running daemon is not served half-written
+    for (const [path, [file, type]] of Object.entries(ASSETS)) {
+      const body = readFileSync(join(dir, file));
+      this.assets.set(path, { type, body, gzip: gzipSync(body, { level: 9 }) });
+    }
+  }
+
+  /** Serve another agent's view from now on (a reload restarted the agent). */
+  attach(pod: () => HmiPod): void {
+    this.pod = pod;
+  }
+
+  /** Listens; resolves with the port. */
+  async listen(): Promise<number> {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => this.handle(req, res);
+    const options = { maxHeaderSize: MAX_HEADER_BYTES, requestTimeout: 10_000, headersTimeout: 5_000 };
+    const tls = this.c.tls;
+    const server = tls === undefined ? createHttpServer(options, handler) : createHttpsServer({ ...options, cert: readFileBounded(tls.certFile), key: readFileBounded(tls.keyFile) }, handler);
+    this.server = server;
+    return await listenHttp(server, { host: this.c.host, port: this.c.port });
+  }
+
+  stats(): HmiStats {
+    return { clients: this.clients.size, refused: this.refused, dropped: this.dropped };
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? "/";
+    if (url.length > MAX_URL_CHARS) return this.refuse(res, 414, "URL too long");
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      // a body is never read: the connection closes after the answer
+      res.setHeader("allow", "GET, HEAD");
+      res.setHeader("connection", "close");
+      return this.refuse(res, 405, "the HMI is read-only");
+    }
+    const path = url.split("?")[0];
+    if (path === "/api/live") return this.live(req, res);
+    if (path === "/api/state") {
+      const view = this.viewJson();
+      if (view === null) return this.refuse(res, 500, "the pod's state cannot be read now");
+      return this.send(req, res, 200, "application/json", Buffer.from(view), { "cache-control": "no-store" });
+    }
+    const asset = this.assets.get(path === "/index.html" ? "/" : path);
+    if (asset === undefined) return this.refuse(res, 404, "not found");
+    const gzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
+    this.send(req, res, 200, asset.type, gzip ? asset.gzip : asset.body, { "cache-control": "no-cache", vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}) });
+  }
+
+  private send(req: IncomingMessage, res: ServerResponse, status: number, type: string, body: Buffer, headers: Record<string, string> = {}): void {
+    res.writeHead(status, { ...SECURITY_HEADERS, ...headers, "content-type": type, "content-length": body.length });
+    res.end(req.method === "HEAD" ? undefined : body);
+  }
+
+  private refuse(res: ServerResponse, status: number, message: string): void {
+    const body = Buffer.from(JSON.stringify({ error: message }));
+    res.writeHead(status, { ...SECURITY_HEADERS, "content-type": "application/json", "content-length": body.length });
+    res.end(body);
+  }
+
+  /** The view as JSON, or null (reported) if the pod cannot be read now. */
+  private viewJson(): string | null {
+    try {
+      return JSON.stringify(hmiView(this.pod(), this.version));
+    } catch (err) {
+      this.onError(err);
+      return null;
+    }
+  }
+
+  private live(req: IncomingMessage, res: ServerResponse): void {
+    if (this.clients.size >= this.c.maxClients) {
+      this.refused++;
+      return this.refuse(res, 503, `${this.c.maxClients} pages are open already (hmi.maxClients)`);
+    }
+    res.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
+    if (req.method === "HEAD") return void res.end();
+    this.clients.add(res);
+    res.once("close", () => {
+      this.clients.delete(res);
+      if (this.clients.size === 0) this.stopTimer();
+    });
+    // EventSource retries after 1 s; the first view goes out now, not at the next period
+    res.write("retry: 1000\n\n");
+    const view = this.viewJson();
+    if (view !== null) res.write(`event: state\ndata: ${view}\n\n`);
+    if (this.timer === null) this.timer = setInterval(() => this.push(), Math.round(1000 / this.c.updateHz));
+  }
+
+  /** One view, computed once, to every live page; a page that has stopped reading is dropped. */
+  private push(): void {
+    const view = this.viewJson();
+    if (view === null) return; // nothing new goes out: the pages mark their data stale
+    const frame = `event: state\ndata: ${view}\n\n`;
+    for (const res of this.clients) {
+      if (res.writableLength > MAX_BUFFERED_BYTES) {
+        this.dropped++;
+        this.clients.delete(res);
+        res.destroy();
+        continue;
+      }
+      res.write(frame);
+    }
+  }
+
+  private stopTimer(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  async close(): Promise<void> {
+    this.stopTimer();
+    for (const res of this.clients) res.end();
+    this.clients.clear();
+    const s = this.server;
+    this.server = null;
+    await closeHttp(s);
+  }
+}

@@ -1,0 +1,188 @@
+// The HMI page: one EventSource to /api/live, which the browser reconnects by itself. Every
+// view is drawn whole from what the daemon sends (it decodes every status bit into words); the
+// page only lays it out. With no view for STALE_MS, or while disconnected, the page says STALE
+// and greys out: a technician must never read old values as live.
+const STALE_MS = 2000;
+const SVG_NS = "http://www.w3.org/2000/svg";
+const COL = 170; // width of a rack's column in the overview
+const X0 = 200; // where the first rack's column starts (the CDU sits left of it)
+
+let lastViewAt = -Infinity;
+let rackNames = "";
+
+const $ = (sel) => document.querySelector(sel);
+
+function fmt(x, digits, unit) {
+  return x === null || x === undefined ? null : `${x.toFixed(digits)}${unit}`;
+}
+
+/** Sets an SVG or HTML text node to a value in words; a missing reading says so. */
+function setText(el, text) {
+  el.textContent = text ?? "no reading";
+  el.classList.toggle("missing", text === null || text === undefined);
+}
+
+function svg(tag, attrs, parent, text) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  if (text !== undefined) el.textContent = text;
+  parent.appendChild(el);
+  return el;
+}
+
+/** A two-triangle valve symbol on a vertical pipe at (x, y), with its state written beside it. */
+function valve(parent, x, y, kind, label) {
+  const g = svg("g", { class: `valve-group ${kind}` }, parent);
+  svg("polygon", { class: `valve ${kind === "control" ? "control" : ""}`, points: `${x - 9},${y - 11} ${x + 9},${y - 11} ${x - 9},${y + 11} ${x + 9},${y + 11}` }, g);
+  svg("text", { x: x + 14, y: y - 2 }, g, label);
+  const state = svg("text", { x: x + 14, y: y + 12, class: "state" }, g, "—");
+  return { g, symbol: g.firstChild, state };
+}
+
+function buildOverview(view) {
+  const root = $("#overview");
+  root.replaceChildren();
+  const n = view.racks.length;
+  const width = X0 + n * COL;
+  // the last column's valve labels reach past its pipes
+  root.setAttribute("viewBox", `0 0 ${width + 40} 500`);
+  // CDU and its headers
+  svg("path", { class: "pipe supply", d: `M150,170 V40 H${width - COL + 40}` }, root);
+  svg("path", { class: "pipe return", d: `M${width - COL + 100},470 H30 V330` }, root);
+  svg("text", { x: 160, y: 32, class: "title" }, root, "supply header");
+  svg("text", { x: 160, y: 492, class: "title" }, root, "return header");
+  const cdu = svg("g", { id: "cdu" }, root);
+  svg("rect", { class: "box", x: 10, y: 170, width: 160, height: 160, rx: 6 }, cdu);
+  svg("text", { x: 20, y: 192, class: "title" }, cdu, "CDU · pump");
+  const cduLines = ["pump", "speed", "dp", "loop"].map((field, i) => svg("text", { x: 20, y: 216 + i * 22, "data-field": field }, cdu, "—"));
+  const racks = view.racks.map((r, i) => {
+    const x = X0 + i * COL;
+    const g = svg("g", { "data-rack": r.name }, root);
+    svg("path", { class: "pipe supply", d: `M${x + 40},40 V170`, "data-pipe": "supply" }, g);
+    svg("path", { class: "pipe return", d: `M${x + 100},330 V470`, "data-pipe": "return" }, g);
+    const supplyIso = valve(g, x + 40, 100, "iso-supply", "supply iso");
+    const ctrl = valve(g, x + 100, 365, "control", "valve");
+    const returnIso = valve(g, x + 100, 425, "iso-return", "return iso");
+    const box = svg("rect", { class: "box", x: x + 10, y: 170, width: 140, height: 160, rx: 6 }, g);
+    svg("text", { x: x + 18, y: 190, class: "title" }, g, r.name);
+    const fields = ["leak", "flow", "supply", "return", "power", "cap", "loop"];
+    const lines = Object.fromEntries(fields.map((f, j) => [f, svg("text", { x: x + 18, y: 210 + j * 17, "data-field": f }, g, "—")]));
+    return { g, box, supplyIso, ctrl, returnIso, lines };
+  });
+  return { cduLines, racks };
+}
+
+let overview = null;
+
+function drawOverview(view) {
+  const names = view.racks.map((r) => r.name).join(",");
+  if (overview === null || names !== rackNames) {
+    overview = buildOverview(view);
+    rackNames = names;
+  }
+  const [pump, speed, dp, loop] = overview.cduLines;
+  setText(pump, view.pump.running ? "pump RUNNING" : "pump STOPPED");
+  pump.setAttribute("class", view.pump.running ? "" : "state closed");
+  setText(speed, fmt(view.pump.speedPct, 0, " % speed"));
+  const dpText = fmt(view.pump.dpKpa, 0, " kPa");
+  setText(dp, dpText === null ? `dP no reading (sp ${view.pump.setpointKpa})` : `dP ${dpText} (sp ${view.pump.setpointKpa})`);
+  setText(loop, `loop ${view.pump.loopMode}${view.pump.hold ? ` · ${view.pump.hold}` : ""}`);
+  view.racks.forEach((r, i) => {
+    const o = overview.racks[i];
+    for (const [v, state] of [[o.supplyIso, r.supplyIsolation], [o.returnIso, r.returnIsolation]]) {
+      v.symbol.setAttribute("class", `valve ${state}`);
+      v.state.textContent = state.toUpperCase();
+      v.state.setAttribute("class", `state ${state}`);
+    }
+    o.g.querySelector('[data-pipe="supply"]').classList.toggle("dry", r.supplyIsolation === "closed");
+    o.g.querySelector('[data-pipe="return"]').classList.toggle("dry", r.returnIsolation === "closed");
+    o.ctrl.state.textContent = fmt(r.valvePct, 0, " % open") ?? "no command";
+    o.box.setAttribute("class", `box leak-${r.leak}`);
+    const L = o.lines;
+    L.leak.textContent = r.leak === "OK" ? "leak: none" : `LEAK ${r.leak.toUpperCase()}`;
+    L.leak.setAttribute("class", `state ${r.leak}`);
+    const put = (el, label, text) => {
+      el.textContent = `${label} ${text ?? "no reading"}`;
+      el.setAttribute("class", text === null ? "missing" : "");
+    };
+    put(L.flow, "flow", fmt(r.flowLpm, 1, " L/min"));
+    put(L.supply, "supply", fmt(r.supplyTempC, 1, " °C"));
+    put(L.return, "return", fmt(r.returnTempC, 1, " °C"));
+    put(L.power, "power", fmt(r.powerKw, 1, " kW"));
+    L.cap.textContent = r.powerOffRequested ? "POWER OFF requested" : `cap ${fmt(r.powerCapKw, 0, " kW") ?? "none"}`;
+    L.cap.setAttribute("class", r.powerOffRequested ? "state closed" : "");
+    L.loop.textContent = r.isolation === "Normal" ? `loop ${r.loopMode}` : `${r.isolation.toUpperCase()}${r.isolatedByOperator ? " (operator)" : ""}`;
+    L.loop.setAttribute("class", r.isolation === "Normal" ? "" : "state closed");
+  });
+}
+
+function cell(tr, text, cls) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (cls) td.className = cls;
+  tr.appendChild(td);
+}
+
+function drawAlarms(view) {
+  const body = $("#alarms tbody");
+  body.replaceChildren();
+  $("#alarm-count").textContent = `(${view.alarms.length})`;
+  for (const a of view.alarms) {
+    const tr = document.createElement("tr");
+    tr.className = a.severity;
+    tr.dataset.alarm = a.id;
+    cell(tr, a.severity);
+    cell(tr, new Date(a.raisedAt).toLocaleTimeString());
+    cell(tr, a.source);
+    cell(tr, a.message, "message");
+    const state = [a.acknowledged ? "acknowledged" : "unacknowledged", a.latched ? "latched" : "", a.conditionActive ? "" : "condition cleared", a.suppressed ? "suppressed (maintenance)" : ""];
+    cell(tr, state.filter(Boolean).join(", "));
+    body.appendChild(tr);
+  }
+}
+
+function drawLoops(view) {
+  const body = $("#loops tbody");
+  body.replaceChildren();
+  const row = (name, sp, pv, out, mode, hold) => {
+    const tr = document.createElement("tr");
+    tr.dataset.loop = name;
+    for (const t of [name, sp, pv ?? "no reading", out ?? "no command", mode, hold || "—"]) cell(tr, t);
+    body.appendChild(tr);
+  };
+  for (const r of view.racks) row(`${r.name} return temp`, `${r.setpointC.toFixed(1)} °C`, fmt(r.returnTempC, 1, " °C"), fmt(r.valvePct, 0, " %"), r.loopMode, r.hold);
+  row("pump dP", `${view.pump.setpointKpa.toFixed(0)} kPa`, fmt(view.pump.dpKpa, 0, " kPa"), fmt(view.pump.speedPct, 0, " %"), view.pump.loopMode, view.pump.hold);
+}
+
+function draw(view) {
+  $("#pod-id").textContent = `${view.pod.site} / ${view.pod.pod}`;
+  const mode = $("#mode");
+  mode.textContent = `mode ${view.mode}`;
+  mode.dataset.state = view.mode;
+  $("#maintenance").hidden = !view.maintenance;
+  drawOverview(view);
+  drawAlarms(view);
+  drawLoops(view);
+  const c = view.control;
+  const us = (x) => (x === null ? "—" : `${x.toFixed(0)} µs`);
+  $("#control").textContent = `tick lateness p99 ${us(c.p99Us)} (recent ${us(c.recentP99Us)}), max ${us(c.maxUs)}; overruns ${c.overruns} (recent ${c.recentOverruns}); ticks ${c.ticks}; SCHED_FIFO ${c.schedFifo}; control loop ${view.healthy ? "healthy" : "NOT HEALTHY"}`;
+  $("#identity").textContent = `podwarden ${view.pod.version} · config ${view.pod.configHash.slice(0, 12)}`;
+  $("#updated").textContent = new Date(view.at).toLocaleTimeString();
+}
+
+function setLive(live) {
+  document.body.classList.toggle("stale", !live);
+  const link = $("#link");
+  link.textContent = live ? "live" : "STALE";
+  link.dataset.state = live ? "live" : "stale";
+}
+
+const source = new EventSource("api/live");
+source.addEventListener("state", (e) => {
+  lastViewAt = performance.now();
+  draw(JSON.parse(e.data));
+  setLive(true);
+});
+setInterval(() => {
+  if (source.readyState !== EventSource.OPEN || performance.now() - lastViewAt > STALE_MS) setLive(false);
+}, 250);
