@@ -22,6 +22,8 @@ import { topicBase } from "../agent/uplink/uplink.js";
 import { HmiServer } from "../agent/hmi/server.js";
 import type { HmiConfig } from "../agent/hmi/schema.js";
 import { packageVersion } from "../agent/version.js";
+import { setUser } from "../agent/hmi/users.js";
+import { randomBytes } from "node:crypto";
 
 export interface DemoOptions {
   simConfig: string;
@@ -45,6 +47,8 @@ export interface RunningDemo {
   commandKeyFile: string;
   /** where the pod's HMI is served (null with hmi.enabled false in the agent config) */
   hmiUrl: string | null;
+  /** the HMI login this run made: user "demo", role engineer */
+  hmiLogin: { name: string; password: string };
   board(): string;
   stop(): Promise<void>;
 }
@@ -107,6 +111,11 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const keyFile = join(stateDir, "demo.key");
     writeFileSync(keyFile, key.privatePem, { mode: 0o600 });
     (data.uplink as Record<string, unknown>).commands = { keys: [{ id: "demo", publicKey: key.publicRaw, roles: ["engineer"] }] };
+    // and an HMI login for this run, printed on the board
+    const hmiPassword = randomBytes(9).toString("base64url");
+    const usersFile = join(stateDir, "hmi-users.yaml");
+    await setUser(usersFile, "demo", ["engineer"], hmiPassword);
+    data.hmi = { ...(data.hmi ?? {}), usersFile };
     const config = validateAgentConfig(data, o.agentConfig);
     // the demo logs to a file-less sink: the board is the interface
     const logs = new Logs(config.log, { site: config.site, pod: config.pod }, { write: () => true });
@@ -125,7 +134,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const h = hmi;
     let timer: NodeJS.Timeout | null = null;
     if (o.boardMs > 0) {
-      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl)}\n`), o.boardMs);
+      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword })}\n`), o.boardMs);
     }
     return {
       sim,
@@ -135,6 +144,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       controlUrl: `http://${simConfig.control.host}:${controlPort}`,
       commandKeyFile: keyFile,
       hmiUrl,
+      hmiLogin: { name: "demo", password: hmiPassword },
       board: () => renderBoard(a, sim),
       stop: async () => {
         if (timer !== null) clearInterval(timer);
@@ -162,7 +172,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
 /** The demo's HMI on its configured port, or on a free one if that is taken (another demo, say). */
 async function startDemoHmi(agent: Agent, c: HmiConfig): Promise<{ server: HmiServer; url: string }> {
   const start = async (port: number): Promise<{ server: HmiServer; url: string }> => {
-    const server = new HmiServer(() => agent, { ...c, port }, packageVersion());
+    const server = new HmiServer({ pod: () => agent, commander: () => agent, config: { ...c, port }, version: packageVersion() });
     try {
       const bound = await server.listen();
       return { server, url: `${c.tls === undefined ? "http" : "https"}://${c.host}:${bound}/` };
@@ -177,11 +187,11 @@ async function startDemoHmi(agent: Agent, c: HmiConfig): Promise<{ server: HmiSe
   });
 }
 
-export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmiUrl: string | null = null): string {
+export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmi: { url: string; password: string } | null = null): string {
   const u = new URL(brokerUrl);
   const cmd = `node dist/cli/podwarden.js command <name> --url ${redactUrl(brokerUrl)} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
   return [
-    ...(hmiUrl === null ? [] : [`the pod's HMI: open ${hmiUrl} in a browser`]),
+    ...(hmi === null ? [] : [`the pod's HMI: open ${hmi.url} in a browser; to act, log in as demo / ${hmi.password}`]),
     "watch the topics:",
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}#'`,
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}alarms'`,

@@ -31,6 +31,9 @@ usage:
   podwarden reset-leak --rack <name> [-c <config.yaml>]  authorised reset of a rack's leak latch (refused while wet)
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
+  podwarden hmi-user --users <file> --name <n> --role <r>[,<r>]
+                                                         add or replace an HMI user (password read from
+                                                         stdin: typed without echo, or piped)
   podwarden command <name> --url <broker> --site <s> --pod <p> --key <file> --key-id <id> [--params <json>]
                                                          sign and send a command, print its response
   podwarden --version
@@ -48,6 +51,9 @@ options:
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
       --key-id <id>       keygen, command: the key's id (as configured in uplink.commands.keys)
+      --users <file>      hmi-user: the HMI's users file (hmi.usersFile; created if missing)
+      --name <n>          hmi-user: the login name
+      --role <r>          hmi-user: observer, operator or engineer (several: comma-separated)
       --out <dir>         keygen: where to write <id>.key and <id>.pub (default .)
       --url <url>         command: the broker
       --site <s>, --pod <p>  command: the pod addressed
@@ -60,6 +66,42 @@ options:
   -h, --help              this text
   -v, --version           print the version
 `;
+
+/** A password from stdin: typed at a terminal without echo, or the first line of what is piped. */
+async function readPassword(): Promise<string> {
+  const input = process.stdin;
+  if (!input.isTTY) {
+    let text = "";
+    for await (const chunk of input) {
+      text += String(chunk);
+      if (text.includes("\n") || text.length > 1024) break;
+    }
+    return text.split(/\r?\n/)[0];
+  }
+  process.stderr.write("password: ");
+  input.setRawMode(true);
+  input.resume();
+  return await new Promise<string>((resolve, reject) => {
+    let typed = "";
+    const done = (value: string | null): void => {
+      input.off("data", onData);
+      input.setRawMode(false);
+      input.pause();
+      process.stderr.write("\n");
+      if (value === null) reject(new UsageError("cancelled"));
+      else resolve(value);
+    };
+    const onData = (d: Buffer): void => {
+      for (const ch of d.toString("utf8")) {
+        if (ch === "\r" || ch === "\n") return done(typed);
+        if (ch === "\u0003") return done(null);
+        if (ch === "\u007f") typed = typed.slice(0, -1);
+        else if (typed.length < 256) typed += ch;
+      }
+    };
+    input.on("data", onData);
+  });
+}
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -86,6 +128,9 @@ async function main(argv: string[]): Promise<number> {
         "mqtt-version": { type: "string" },
         username: { type: "string" },
         "fail-safe": { type: "boolean" },
+        users: { type: "string" },
+        name: { type: "string" },
+        role: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -147,6 +192,19 @@ async function main(argv: string[]): Promise<number> {
         if (values["key-id"] === undefined) throw new UsageError("keygen needs --key-id <id>");
         const { keygen } = await import("../agent/commands/send-command.js");
         for (const line of keygen(values.out ?? ".", values["key-id"])) log(line);
+        return 0;
+      }
+      case "hmi-user": {
+        if (values.users === undefined || values.name === undefined || values.role === undefined) throw new UsageError("hmi-user needs --users <file> --name <n> --role <r>");
+        const { ROLES } = await import("../agent/commands/schema.js");
+        const roles = values.role.split(",");
+        const bad = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
+        if (bad.length > 0) throw new UsageError(`--role: ${bad.join(", ")} is not one of ${ROLES.join(", ")}`);
+        const password = await readPassword();
+        if (password.length < 8) throw new UsageError("the password must have at least 8 characters");
+        const { setUser } = await import("../agent/hmi/users.js");
+        await setUser(values.users, values.name, roles as (typeof ROLES)[number][], password);
+        log(`${values.users}: ${values.name} (${roles.join(", ")}) set; the daemon reads the file at every login`);
         return 0;
       }
       case "command": {

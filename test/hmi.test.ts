@@ -5,11 +5,13 @@ import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HmiView } from "../agent/hmi/view.js";
 import { alarmOrder, holdWords } from "../agent/hmi/view.js";
+import { LoginLimiter, Sessions } from "../agent/hmi/sessions.js";
+import { setUser, loadUsers, verifyPassword } from "../agent/hmi/users.js";
 import type { Alarm } from "../agent/supervisor/alarms.js";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
@@ -37,6 +39,53 @@ describe("the HMI's view", () => {
   });
 });
 
+describe("HMI logins", () => {
+  it("keeps passwords as scrypt hashes, and a wrong password, a wrong name and a right one are told apart only by the answer", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podwarden-hmi-users-"));
+    try {
+      const file = join(dir, "users.yaml");
+      await setUser(file, "alice", ["operator"], "correct horse");
+      await setUser(file, "bob", ["observer", "engineer"], "battery staple");
+      await setUser(file, "alice", ["engineer"], "new password"); // replaced, not added
+      const users = loadUsers(file);
+      expect(users.map((u) => [u.name, u.roles])).toEqual([["bob", ["observer", "engineer"]], ["alice", ["engineer"]]]);
+      expect(readFileSync(file, "utf8")).not.toContain("new password");
+      expect(users[1].passwordHash).toMatch(/^scrypt\$16384\$8\$1\$/);
+      expect(await verifyPassword(users[1], "new password")).toBe(true);
+      expect(await verifyPassword(users[1], "correct horse")).toBe(false);
+      expect(await verifyPassword(undefined, "new password")).toBe(false);
+      writeFileSync(file, "users:\n  - { name: eve, roles: [root], passwordHash: x }\n");
+      expect(() => loadUsers(file)).toThrow(/roles\/0: must be equal to one of the allowed values|passwordHash/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("limits failed logins per address and in all, for a minute", () => {
+    const l = new LoginLimiter(2, 3, 60_000);
+    l.failed("a", 0);
+    l.failed("a", 10);
+    expect(l.waitMs("a", 20)).toBe(59_980);
+    expect(l.waitMs("b", 20)).toBe(0);
+    l.failed("b", 30);
+    expect(l.waitMs("c", 40)).toBe(59_960); // three in all
+    expect(l.waitMs("a", 60_010)).toBe(0);
+  });
+
+  it("ends a session after its idle time, and holds at most its maximum", () => {
+    const s = new Sessions(1000, 2);
+    const a = s.open("a", ["operator"], 0);
+    expect(s.get(a.id, 900)?.user).toBe("a");
+    expect(s.get(a.id, 1800)?.user).toBe("a"); // used at 900: idle since then
+    expect(s.get(a.id, 2801)).toBeUndefined();
+    const b = s.open("b", ["operator"], 3000);
+    s.open("c", ["operator"], 3000);
+    s.open("d", ["operator"], 3000);
+    expect(s.get(b.id, 3001)).toBeUndefined(); // the oldest went
+    expect(s.size).toBe(2);
+  });
+});
+
 describe("podwarden run serves the HMI", () => {
   let t: TestSim;
   let dir: string;
@@ -55,7 +104,7 @@ describe("podwarden run serves the HMI", () => {
           c.pod = pod;
           c.stateDir = join(dir, "state");
           c.metrics = { port: 0 };
-          c.hmi = { port: 0, ...hmi };
+          c.hmi = { port: 0, usersFile: join(dir, "users.yaml"), ...hmi };
         }),
       ),
     );
@@ -74,6 +123,9 @@ describe("podwarden run serves the HMI", () => {
     t = await startTestSim({ devices: { leaseMs: 1500 } });
     dir = mkdtempSync(join(tmpdir(), "podwarden-hmi-"));
     mkdirSync(join(dir, "state"));
+    await setUser(join(dir, "users.yaml"), "alice", ["operator"], "alice-password");
+    await setUser(join(dir, "users.yaml"), "olga", ["observer"], "olga-password");
+    await setUser(join(dir, "users.yaml"), "erin", ["engineer"], "erin-password");
     const started = await launch(configFile({ maxClients: 3 }));
     daemon = started.d;
     base = started.url;
@@ -162,45 +214,147 @@ describe("podwarden run serves the HMI", () => {
     }
   });
 
-  it("in chromium: shows all 8 racks; a leak closes that rack's valves on the page and puts its alarm at the top; a killed daemon shows stale", async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: .ci/run installs Debian's chromium (or set CHROMIUM)`);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-    const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  /** Logs in over HTTP; returns the cookie and CSRF token (or the refusal's status). */
+  const login = async (name: string, password: string): Promise<{ status: number; cookie: string; csrf: string }> => {
+    const r = await fetch(`${base}api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name, password }) });
+    const body = (await r.json()) as { csrf?: string };
+    return { status: r.status, cookie: (r.headers.get("set-cookie") ?? "").split(";")[0], csrf: body.csrf ?? "" };
+  };
+  const act = async (who: { cookie: string; csrf: string } | null, command: string, params: object, headers: Record<string, string> = {}): Promise<{ status: number; body: { error?: string; code?: string } }> => {
+    const r = await fetch(`${base}api/action`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(who === null ? {} : { cookie: who.cookie, "x-csrf-token": who.csrf }), ...headers },
+      body: JSON.stringify({ command, params }),
+    });
+    return { status: r.status, body: (await r.json()) as { error?: string; code?: string } };
+  };
+
+  it("lets an action through only with a login, its CSRF token, from the HMI's own origin, as JSON, and as the role allows", async () => {
+    t.sim.inject({ leak: "rack-5" });
+    const alarmUp = async (): Promise<boolean> => ((await (await fetch(`${base}api/state`)).json()) as HmiView).alarms.some((a) => a.id === "leak:rack-5");
+    await waitFor(alarmUp, "the rack-5 leak alarm", 15_000);
+    const ack = { id: "leak:rack-5" };
+    expect((await act(null, "ack-alarm", ack)).status).toBe(401);
+    expect((await login("alice", "not-her-password")).status).toBe(401);
+    expect((await login("mallory", "alice-password")).status).toBe(401);
+    const alice = await login("alice", "alice-password");
+    expect(alice.status).toBe(200);
+    expect(alice.cookie).toMatch(/^podwarden_session=[A-Za-z0-9_-]{43}$/);
+    // a forged cross-site request: another origin, a cross-site fetch, a form's content type, no token
+    expect((await act(alice, "ack-alarm", ack, { origin: "http://evil.example" })).status).toBe(403);
+    expect((await act(alice, "ack-alarm", ack, { "sec-fetch-site": "cross-site" })).status).toBe(403);
+    expect((await act(alice, "ack-alarm", ack, { "content-type": "application/x-www-form-urlencoded" })).status).toBe(415);
+    expect((await act(alice, "ack-alarm", ack, { "x-csrf-token": "x".repeat(43) })).status).toBe(403);
+    expect((await act({ cookie: alice.cookie, csrf: "" }, "ack-alarm", ack)).status).toBe(403);
+    // an observer may look, not acknowledge; an operator may not reset a leak (an engineer's)
+    const olga = await login("olga", "olga-password");
+    expect((await act(olga, "ack-alarm", ack)).status).toBe(403);
+    expect((await act(alice, "reset-leak", { rack: "rack-5" })).body.error).toMatch(/may not reset-leak/);
+    // the power budget is mission control's, not the HMI's
+    expect((await act(alice, "power-budget", { podKw: 500 })).status).toBe(400);
+    // what the executor refuses for a signed command, it refuses here
+    expect((await act(alice, "setpoint", { loop: "rack-1.valve", value: 99, leaseS: 60 })).body).toMatchObject({ code: "out-of-envelope" });
+    expect((await act(alice, "setpoint", { loop: "rack-1.valve", value: 45, leaseS: 10 ** 6 })).body.error).toMatch(/leaseS/);
+    expect((await act(alice, "isolate-rack", { rack: "rack-1" })).body).toMatchObject({ code: "refused" });
+    const bigger = await fetch(`${base}api/action`, { method: "POST", headers: { "content-type": "application/json", cookie: alice.cookie, "x-csrf-token": alice.csrf }, body: JSON.stringify({ command: "ack-alarm", params: { id: "x".repeat(5000) } }) });
+    expect(bigger.status).toBe(413);
+    // and the real thing
+    expect((await act(alice, "ack-alarm", ack)).status).toBe(200);
+    const v = (await (await fetch(`${base}api/state`)).json()) as HmiView;
+    expect(v.alarms.find((a) => a.id === "leak:rack-5")?.acknowledged).toBe(true);
+    // an engineer resets the latch once the rack is dry, not before
+    const erin = await login("erin", "erin-password");
+    expect((await act(erin, "reset-leak", { rack: "rack-5" })).body.error).toMatch(/still wet/);
+    t.sim.inject({ clear: "all" });
+    await waitFor(async () => (await act(erin, "reset-leak", { rack: "rack-5" })).status === 200, "the rack-5 latch reset", 20_000, 500);
+    // logging out ends the session
+    const out = await fetch(`${base}api/logout`, { method: "POST", headers: { "content-type": "application/json", cookie: alice.cookie, "x-csrf-token": alice.csrf }, body: "{}" });
+    expect(out.status).toBe(200);
+    expect((await act(alice, "ack-alarm", ack)).status).toBe(401);
+  }, 60_000);
+
+  describe("in chromium", () => {
+    let page: Page;
     const errors: string[] = [];
     const exceptions: string[] = [];
-    page.on("console", (m) => {
-      if (m.type() === "error") errors.push(m.text());
+
+    it("shows all 8 racks; a leak closes that rack's valves on the page and puts its alarm at the top", async () => {
+      if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: .ci/run installs Debian's chromium (or set CHROMIUM)`);
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      page = await browser.newPage({ viewport: { width: 1600, height: 1100 } });
+      page.on("console", (m) => {
+        if (m.type() === "error") errors.push(m.text());
+      });
+      page.on("pageerror", (e) => exceptions.push(String(e)));
+      await page.goto(base);
+      // Playwright's locators, not page functions: the page's CSP forbids eval, and this project's types have no DOM
+      await page.locator("body:not(.stale)").waitFor();
+      expect(await page.locator("[data-rack]").count()).toBe(8);
+      const isoText = (rack: string, which: string): Promise<string | null> => page.locator(`[data-rack="${rack}"] .iso-${which} .state`).textContent();
+      expect(await isoText("rack-3", "supply")).toBe("OPEN");
+
+      const injected = performance.now();
+      t.sim.inject({ leak: "rack-3" });
+      const closed = (which: string): Promise<void> => page.locator(`[data-rack="rack-3"] .iso-${which} .state`, { hasText: /^CLOSED$/ }).waitFor({ timeout: 15_000 });
+      await Promise.all([closed("supply"), closed("return"), page.locator('#alarms tbody tr:first-child[data-alarm="leak:rack-3"]').waitFor({ timeout: 15_000 })]);
+      // a figure for the log, not an assertion: the benchmarks own the timing (BENCHMARKS.md)
+      console.log(`HMI: leak injected -> rack-3 shown isolated with its alarm on top after ${(performance.now() - injected).toFixed(0)} ms`);
+      expect(await page.locator('[data-rack="rack-3"] [data-field="leak"]').textContent()).toBe("LEAK CRITICAL");
+      expect(await isoText("rack-4", "supply")).toBe("OPEN");
+      expect(await page.locator("#alarms tbody tr").first().locator("td").first().textContent()).toBe("Critical");
+      // no action is offered before a login
+      expect(await page.locator("#alarms button").count()).toBe(0);
+      expect(await page.locator("#operate-section").isVisible()).toBe(false);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, "hmi-overview.png"), fullPage: true });
+    }, 60_000);
+
+    it("acknowledges the leak alarm after a login through the page, and says why a refused action was refused", async () => {
+      await page.locator("#login-name").fill("alice");
+      await page.locator("#login-password").fill("wrong");
+      await page.locator("#login button").click();
+      await page.locator("#message", { hasText: "login refused: wrong name or password" }).waitFor();
+      await page.locator("#login-password").fill("alice-password");
+      await page.locator("#login button").click();
+      await page.locator("#user", { hasText: "alice (operator)" }).waitFor();
+      // an operator may acknowledge, not reset a leak (engineer): the page offers only what the role allows
+      const row = page.locator('#alarms tbody tr[data-alarm="leak:rack-3"]');
+      expect(await row.locator("button").allTextContents()).toEqual(["acknowledge"]);
+      await row.locator("button", { hasText: "acknowledge" }).click();
+      await row.locator("td", { hasText: /^acknowledged, latched$/ }).waitFor({ timeout: 10_000 });
+      const audit = (): Record<string, unknown>[] => daemon.lines.map((l) => l.event as Record<string, unknown> | undefined).filter((e): e is Record<string, unknown> => e?.type === "command.audit");
+      await waitFor(() => audit().some((e) => e.action === "ack-alarm" && e.by === "hmi alice" && e.result === "accepted"), "the acknowledgement audited");
+      expect(audit().some((e) => e.action === "hmi-login" && e.by === "hmi alice" && e.result === "rejected")).toBe(true);
+      // a loaded rack is refused as a signed command's isolation would be, and the page says why
+      await page.locator("#rack-select").selectOption("rack-2");
+      await page.locator("#rack-form button", { hasText: "isolate" }).click();
+      await page.locator("#message", { hasText: /isolate-rack: refused: rack-2 draws .* move its load off first/ }).waitFor();
+      expect(await page.locator('[data-rack="rack-2"] .iso-supply .state').textContent()).toBe("OPEN");
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, "hmi-logged-in.png"), fullPage: true });
+      // while the daemon serves, the console stays clean (the refused login's 401 is the browser's report of it)
+      expect(errors.filter((e) => !/status of 401|status of 409/.test(e))).toEqual([]);
+    }, 60_000);
+
+    it("refuses logins from an address for a minute after 5 failures, before looking at the password (429)", async () => {
+      // three failures from this address are already in the minute (the tests above): two more, then no more tries
+      const answers: number[] = [];
+      for (let k = 0; k < 4; k++) answers.push((await login("olga", `guess-${k}`)).status);
+      expect(answers).toEqual([401, 401, 429, 429]);
+      expect((await login("olga", "olga-password")).status).toBe(429); // the right password too: it is not even checked
     });
-    page.on("pageerror", (e) => exceptions.push(String(e)));
-    await page.goto(base);
-    // Playwright's locators, not page functions: the page's CSP forbids eval, and this project's types have no DOM
-    await page.locator("body:not(.stale)").waitFor();
-    expect(await page.locator("[data-rack]").count()).toBe(8);
-    const isoText = (rack: string, which: string): Promise<string | null> => page.locator(`[data-rack="${rack}"] .iso-${which} .state`).textContent();
-    expect(await isoText("rack-3", "supply")).toBe("OPEN");
 
-    const injected = performance.now();
-    t.sim.inject({ leak: "rack-3" });
-    const closed = (which: string): Promise<void> => page.locator(`[data-rack="rack-3"] .iso-${which} .state`, { hasText: /^CLOSED$/ }).waitFor({ timeout: 15_000 });
-    await Promise.all([closed("supply"), closed("return"), page.locator('#alarms tbody tr:first-child[data-alarm="leak:rack-3"]').waitFor({ timeout: 15_000 })]);
-    // a figure for the log, not an assertion: the benchmarks own the timing (BENCHMARKS.md)
-    console.log(`HMI: leak injected -> rack-3 shown isolated with its alarm on top after ${(performance.now() - injected).toFixed(0)} ms`);
-    expect(await page.locator('[data-rack="rack-3"] [data-field="leak"]').textContent()).toBe("LEAK CRITICAL");
-    expect(await isoText("rack-4", "supply")).toBe("OPEN");
-    expect(await page.locator("#alarms tbody tr").first().locator("td").first().textContent()).toBe("Critical");
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, "hmi-overview.png"), fullPage: true });
-    // while the daemon serves, the console stays clean
-    expect(errors).toEqual([]);
-
-    await stopProcess(daemon.child, "SIGKILL");
-    await page.locator("body.stale #link", { hasText: /^STALE$/ }).waitFor({ timeout: 15_000 });
-    expect(await page.locator("#stale-banner").isVisible()).toBe(true);
-    // after it: only the browser's own reports of the lost connection and its retries
-    expect(errors.filter((e) => !/ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e))).toEqual([]);
-    expect(exceptions).toEqual([]);
-    t.sim.inject({ clear: "all" });
-  }, 90_000);
+    it("shows a killed daemon as stale", async () => {
+      errors.length = 0;
+      await stopProcess(daemon.child, "SIGKILL");
+      await page.locator("body.stale #link", { hasText: /^STALE$/ }).waitFor({ timeout: 15_000 });
+      expect(await page.locator("#stale-banner").isVisible()).toBe(true);
+      // only the browser's own reports of the lost connection and its retries
+      expect(errors.filter((e) => !/ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e))).toEqual([]);
+      expect(exceptions).toEqual([]);
+      t.sim.inject({ clear: "all" });
+    }, 30_000);
+  });
 
   it("serves over HTTPS with the configured certificate", async () => {
     await stopProcess(daemon.child, "SIGKILL"); // the test above ends it; one daemon for this pod at a time

@@ -48,7 +48,8 @@ export function loadedRackRefusal(name: string, load: RackLoad): string | null {
   return null;
 }
 
-export async function executeCommand(agent: PodCommander, body: CommandBody, by: string): Promise<Outcome> {
+/** Carries out `body` (its command and parameters, already checked against the command's schema) as `by`. */
+export async function executeCommand(agent: PodCommander, body: Pick<CommandBody, "command" | "params">, by: string): Promise<Outcome> {
   const p = body.params;
   const limits = agent.limits;
   const rackOf = (): number | Outcome => agent.layout.rackIndex(String(p.rack)) ?? { status: "rejected", code: "not-found", reason: `no rack "${String(p.rack)}"` };

@@ -2,6 +2,7 @@
 // server so that config checking does not load it).
 import { existsSync } from "node:fs";
 import { bool, int, obj, optional, str, type Infer } from "../../lib/schema-builders.js";
+import { loadUsers } from "./users.js";
 
 export const HMI_SCHEMA = obj(
   {
@@ -10,6 +11,8 @@ export const HMI_SCHEMA = obj(
     port: int(0, 65535, 8470, "port (0 = ephemeral)"),
     updateHz: int(1, 20, 5, "live updates a second to each open page"),
     maxClients: int(1, 64, 8, "pages open at once; one more is refused with 503"),
+    usersFile: optional(str("who may log in to act (acknowledge, reset a leak, setpoints, modes, isolation): a YAML file written by `podwarden hmi-user`; without it the HMI is view-only", { minLength: 1 })),
+    sessionIdleS: int(60, 86400, 900, "a login ends after this long without a request"),
     tls: optional(
       obj(
         {
@@ -28,6 +31,14 @@ export type HmiConfig = Infer<typeof HMI_SCHEMA>;
 
 /** What the schema cannot say: the certificate files exist (check-config and a reload say so before the daemon tries). */
 export function hmiProblems(c: HmiConfig): string[] {
-  if (!c.enabled || c.tls === undefined) return [];
-  return (["certFile", "keyFile"] as const).filter((k) => !existsSync(c.tls![k])).map((k) => `hmi.tls.${k}: no file ${c.tls![k]}`);
+  if (!c.enabled) return [];
+  const out = c.tls === undefined ? [] : (["certFile", "keyFile"] as const).filter((k) => !existsSync(c.tls![k])).map((k) => `hmi.tls.${k}: no file ${c.tls![k]}`);
+  if (c.usersFile !== undefined) {
+    try {
+      loadUsers(c.usersFile);
+    } catch (err) {
+      out.push(...((err as { problems?: string[] }).problems ?? [(err as Error).message]).map((p) => `hmi.usersFile (${c.usersFile}): ${p}`));
+    }
+  }
+  return out;
 }

@@ -4,7 +4,8 @@
 //   GET /api/state   the view (view.ts) as JSON, once
 //   GET /api/live    the view as Server-Sent Events, `updateHz` a second; EventSource reconnects
 //                    by itself, and the page marks its data stale while it is not receiving
-// Viewing only: any other method is refused with 405 before a byte of a body is read.
+//   /api/session, /api/login, /api/logout, /api/action: logging in and acting (actions.ts)
+// Any other method on any other path is refused with 405 before a byte of a body is read.
 // Every request is bounded before it is looked at: headers (8 KB), the URL (1 KB), the time to
 // send the request, the number of live pages, and what a page that stops reading may hold
 // buffered (it is dropped, not buffered for).
@@ -17,6 +18,8 @@ import { readFileBounded } from "../../lib/bounded-read.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import { findPackage } from "../../lib/package-root.js";
 import type { PodReader } from "../pod-api.js";
+import { HmiActions, type HmiCommander } from "./actions.js";
+import { refuse, SECURITY_HEADERS } from "./http.js";
 import type { HmiConfig } from "./schema.js";
 import { hmiView } from "./view.js";
 
@@ -32,15 +35,6 @@ const ASSETS: Record<string, [file: string, type: string]> = {
   "/": ["index.html", "text/html; charset=utf-8"],
   "/hmi.js": ["hmi.js", "text/javascript; charset=utf-8"],
   "/hmi.css": ["hmi.css", "text/css; charset=utf-8"],
-};
-
-// The page loads nothing from anywhere but this server, runs no inline script, and cannot be
-// framed by another site.
-const SECURITY_HEADERS = {
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
 };
 
 interface Asset {
@@ -64,6 +58,16 @@ export interface HmiStats {
   dropped: number;
 }
 
+export interface HmiServerOptions {
+  pod: () => HmiPod;
+  /** what actions go through (the command executor's face) */
+  commander: () => HmiCommander;
+  config: HmiConfig;
+  version: string;
+  /** the pod could not be read, or an action failed unexpectedly (the page then shows its data as stale) */
+  onError?: (err: unknown) => void;
+}
+
 export class HmiServer {
   private server: Server | null = null;
   private readonly assets = new Map<string, Asset>();
@@ -71,14 +75,18 @@ export class HmiServer {
   private timer: NodeJS.Timeout | null = null;
   private refused = 0;
   private dropped = 0;
+  private pod: () => HmiPod;
+  private readonly c: HmiConfig;
+  private readonly version: string;
+  private readonly onError: (err: unknown) => void;
+  private readonly actions: HmiActions;
 
-  constructor(
-    private pod: () => HmiPod,
-    private readonly c: HmiConfig,
-    private readonly version: string,
-    /** a view that could not be made (the page then shows its data as stale) */
-    private readonly onError: (err: unknown) => void = () => undefined,
-  ) {
+  constructor(o: HmiServerOptions) {
+    this.pod = o.pod;
+    this.c = o.config;
+    this.version = o.version;
+    this.onError = o.onError ?? (() => undefined);
+    this.actions = new HmiActions(o.commander, o.config, this.onError);
     const dir = hmiStaticDir();
     // read once: the page is a few KB, and a file changed under a running daemon is not served half-written
     for (const [path, [file, type]] of Object.entries(ASSETS)) {
@@ -87,9 +95,10 @@ export class HmiServer {
     }
   }
 
-  /** Serve another agent's view from now on (a reload restarted the agent). */
-  attach(pod: () => HmiPod): void {
+  /** Serve another agent from now on (a reload restarted the agent). */
+  attach(pod: () => HmiPod, commander: () => HmiCommander): void {
     this.pod = pod;
+    this.actions.attach(commander);
   }
 
   /** Listens; resolves with the port. */
@@ -108,22 +117,19 @@ export class HmiServer {
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? "/";
-    if (url.length > MAX_URL_CHARS) return this.refuse(res, 414, "URL too long");
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      // a body is never read: the connection closes after the answer
-      res.setHeader("allow", "GET, HEAD");
-      res.setHeader("connection", "close");
-      return this.refuse(res, 405, "the HMI is read-only");
-    }
+    if (url.length > MAX_URL_CHARS) return refuse(res, 414, "URL too long");
     const path = url.split("?")[0];
+    if (HmiActions.owns(path)) return this.actions.handle(req, res, path);
+    // a body is never read: refuse closes the connection after the answer
+    if (req.method !== "GET" && req.method !== "HEAD") return refuse(res, 405, "only GET and HEAD here", { allow: "GET, HEAD" });
     if (path === "/api/live") return this.live(req, res);
     if (path === "/api/state") {
       const view = this.viewJson();
-      if (view === null) return this.refuse(res, 500, "the pod's state cannot be read now");
+      if (view === null) return refuse(res, 500, "the pod's state cannot be read now");
       return this.send(req, res, 200, "application/json", Buffer.from(view), { "cache-control": "no-store" });
     }
     const asset = this.assets.get(path === "/index.html" ? "/" : path);
-    if (asset === undefined) return this.refuse(res, 404, "not found");
+    if (asset === undefined) return refuse(res, 404, "not found");
     const gzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
     this.send(req, res, 200, asset.type, gzip ? asset.gzip : asset.body, { "cache-control": "no-cache", vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}) });
   }
@@ -131,12 +137,6 @@ export class HmiServer {
   private send(req: IncomingMessage, res: ServerResponse, status: number, type: string, body: Buffer, headers: Record<string, string> = {}): void {
     res.writeHead(status, { ...SECURITY_HEADERS, ...headers, "content-type": type, "content-length": body.length });
     res.end(req.method === "HEAD" ? undefined : body);
-  }
-
-  private refuse(res: ServerResponse, status: number, message: string): void {
-    const body = Buffer.from(JSON.stringify({ error: message }));
-    res.writeHead(status, { ...SECURITY_HEADERS, "content-type": "application/json", "content-length": body.length });
-    res.end(body);
   }
 
   /** The view as JSON, or null (reported) if the pod cannot be read now. */
@@ -152,7 +152,7 @@ export class HmiServer {
   private live(req: IncomingMessage, res: ServerResponse): void {
     if (this.clients.size >= this.c.maxClients) {
       this.refused++;
-      return this.refuse(res, 503, `${this.c.maxClients} pages are open already (hmi.maxClients)`);
+      return refuse(res, 503, `${this.c.maxClients} pages are open already (hmi.maxClients)`);
     }
     res.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
     if (req.method === "HEAD") return void res.end();

@@ -9,6 +9,10 @@ const X0 = 200; // where the first rack's column starts (the CDU sits left of it
 
 let lastViewAt = -Infinity;
 let rackNames = "";
+/** the logged-in session (user, roles, csrf, actions, racks, loops, limits), or null */
+let session = null;
+let lastView = null;
+let alarmsDrawn = "";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -123,7 +127,22 @@ function cell(tr, text, cls) {
   tr.appendChild(td);
 }
 
+const can = (command) => session !== null && session.actions.includes(command);
+
+function button(td, label, command, params) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = label;
+  b.dataset.command = command;
+  b.dataset.params = JSON.stringify(params);
+  td.appendChild(b);
+}
+
 function drawAlarms(view) {
+  // rows are rebuilt only when what they show changes: a click must not land on a row being replaced
+  const drawn = JSON.stringify([view.alarms, session?.user ?? null, session?.actions ?? []]);
+  if (drawn === alarmsDrawn) return;
+  alarmsDrawn = drawn;
   const body = $("#alarms tbody");
   body.replaceChildren();
   $("#alarm-count").textContent = `(${view.alarms.length})`;
@@ -137,6 +156,10 @@ function drawAlarms(view) {
     cell(tr, a.message, "message");
     const state = [a.acknowledged ? "acknowledged" : "unacknowledged", a.latched ? "latched" : "", a.conditionActive ? "" : "condition cleared", a.suppressed ? "suppressed (maintenance)" : ""];
     cell(tr, state.filter(Boolean).join(", "));
+    const act = document.createElement("td");
+    if (!a.acknowledged && can("ack-alarm")) button(act, "acknowledge", "ack-alarm", { id: a.id });
+    if (a.id.startsWith("leak:") && can("reset-leak")) button(act, "reset leak", "reset-leak", { rack: a.id.slice(5) });
+    tr.appendChild(act);
     body.appendChild(tr);
   }
 }
@@ -155,6 +178,7 @@ function drawLoops(view) {
 }
 
 function draw(view) {
+  lastView = view;
   $("#pod-id").textContent = `${view.pod.site} / ${view.pod.pod}`;
   const mode = $("#mode");
   mode.textContent = `mode ${view.mode}`;
@@ -176,6 +200,95 @@ function setLive(live) {
   link.textContent = live ? "live" : "STALE";
   link.dataset.state = live ? "live" : "stale";
 }
+
+function say(text, ok) {
+  const m = $("#message");
+  m.hidden = false;
+  m.textContent = text;
+  m.className = ok ? "ok" : "error";
+}
+
+function fill(select, names) {
+  if (select.dataset.names === names.join()) return;
+  select.dataset.names = names.join();
+  select.replaceChildren(...names.map((n) => Object.assign(document.createElement("option"), { value: n, textContent: n })));
+}
+
+function setSession(s) {
+  session = s !== null && s.user !== null ? s : null;
+  $("#login").hidden = session !== null || s?.loginPossible === false;
+  $("#whoami").hidden = session === null;
+  $("#operate-section").hidden = session === null;
+  if (session !== null) {
+    $("#user").textContent = `${session.user} (${session.roles.join(", ")})`;
+    fill($("#rack-select"), session.racks);
+    const loops = session.loops.map((l) => l.name);
+    fill($("#loop-select"), loops);
+    fill($("#mode-loop-select"), loops);
+    for (const b of document.querySelectorAll("#rack-form button")) b.hidden = !can(b.dataset.command);
+    $("#setpoint-form").hidden = !can("setpoint");
+    $("#mode-form").hidden = !can("mode");
+    const l = session.limits;
+    $("#envelope").textContent = `envelope: return temperature ${l.returnTempC.min}–${l.returnTempC.max} °C, pump dP ${l.dpKpa.min}–${l.dpKpa.max} kPa, setpoint lease at most ${l.maxLeaseS} s, rack valve ${l.rackOutputPct.min}–${l.rackOutputPct.max} %, pump ${l.pumpOutputPct.min}–${l.pumpOutputPct.max} %`;
+  }
+  if (lastView !== null) drawAlarms(lastView);
+}
+
+async function post(path, body) {
+  const headers = { "content-type": "application/json" };
+  if (session !== null) headers["x-csrf-token"] = session.csrf;
+  const r = await fetch(path, { method: "POST", headers, body: JSON.stringify(body), credentials: "same-origin" });
+  let answer = {};
+  try {
+    answer = await r.json();
+  } catch {
+    // no JSON body: the status says enough
+  }
+  return { status: r.status, answer };
+}
+
+async function act(command, params) {
+  const { status, answer } = await post("api/action", { command, params });
+  if (status === 401) setSession(null);
+  if (status === 200) say(`${command}: done`, true);
+  else say(`${command}: refused: ${answer.error ?? `HTTP ${status}`}`, false);
+}
+
+$("#login").addEventListener("submit", (e) => {
+  e.preventDefault();
+  void post("api/login", { name: $("#login-name").value, password: $("#login-password").value }).then(({ status, answer }) => {
+    $("#login-password").value = "";
+    if (status === 200) {
+      setSession(answer);
+      say(`logged in as ${answer.user}`, true);
+    } else say(`login refused: ${answer.error ?? `HTTP ${status}`}`, false);
+  });
+});
+$("#logout").addEventListener("click", () => {
+  void post("api/logout", {}).then(() => {
+    setSession({ user: null });
+    say("logged out", true);
+  });
+});
+document.addEventListener("click", (e) => {
+  const b = e.target.closest?.("button[data-command]");
+  if (b === null || b === undefined || b.closest("#rack-form") === null && b.dataset.params === undefined) return;
+  const params = b.dataset.params !== undefined ? JSON.parse(b.dataset.params) : { rack: $("#rack-select").value };
+  void act(b.dataset.command, params);
+});
+$("#setpoint-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  void act("setpoint", { loop: $("#loop-select").value, value: Number($("#sp-value").value), leaseS: Number($("#sp-lease").value) });
+});
+$("#mode-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const mode = $("#mode-select").value;
+  const out = $("#mode-output").value;
+  void act("mode", { loop: $("#mode-loop-select").value, mode, ...(mode === "Manual" ? { outputPct: Number(out) } : {}) });
+});
+void fetch("api/session", { credentials: "same-origin" })
+  .then((r) => r.json())
+  .then(setSession, () => setSession(null));
 
 const source = new EventSource("api/live");
 source.addEventListener("state", (e) => {

@@ -1,0 +1,48 @@
+// The HMI's HTTP plumbing: the headers every answer carries, JSON answers, and request bodies
+// read only up to a limit.
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+// The page loads nothing from anywhere but this server, runs no inline script and no eval, and
+// cannot be framed by another site.
+export const SECURITY_HEADERS = {
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}): void {
+  const text = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { ...SECURITY_HEADERS, "cache-control": "no-store", ...headers, "content-type": "application/json", "content-length": text.length });
+  res.end(text);
+}
+
+/** Answers an error and closes the connection: whatever the client still sends is not read. */
+export function refuse(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  sendJson(res, status, { error: message }, { ...headers, connection: "close" });
+}
+
+/**
+ * The request's body, at most `maxBytes`: a declared length beyond it is refused before a byte
+ * is read, and a body that grows beyond it is cut off there. null when too large.
+ */
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | null> {
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (!(declared <= maxBytes)) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on("data", (d: Buffer) => {
+      size += d.length;
+      if (size > maxBytes) {
+        req.removeAllListeners("data");
+        req.pause();
+        resolve(null);
+        return;
+      }
+      parts.push(d);
+    });
+    req.once("end", () => resolve(Buffer.concat(parts)));
+    req.once("error", reject);
+  });
+}

@@ -1,0 +1,103 @@
+// Who is logged in to the HMI, and who may try: sessions with their CSRF tokens, and the limit
+// on failed logins. In memory only: a restart logs everyone out, which is the safe direction.
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import type { Role } from "../commands/schema.js";
+
+export interface Session {
+  user: string;
+  roles: Role[];
+  /** sent back by the page in x-csrf-token with every action */
+  csrf: string;
+  expiresAtMs: number;
+}
+
+const token = (): string => randomBytes(32).toString("base64url");
+
+export function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export class Sessions {
+  private readonly sessions = new Map<string, Session>();
+
+  constructor(
+    private readonly idleMs: number,
+    /** the most sessions held; a new one beyond it ends the oldest */
+    private readonly max = 32,
+  ) {}
+
+  /** A new session for `user`; returns its id (the cookie) and the session. */
+  open(user: string, roles: Role[], nowMs: number): { id: string; session: Session } {
+    this.sweep(nowMs);
+    while (this.sessions.size >= this.max) this.sessions.delete(this.sessions.keys().next().value as string);
+    const id = token();
+    const session = { user, roles, csrf: token(), expiresAtMs: nowMs + this.idleMs };
+    this.sessions.set(id, session);
+    return { id, session };
+  }
+
+  /** The live session with this id, its idle time restarted; undefined if none or expired. */
+  get(id: string | undefined, nowMs: number): Session | undefined {
+    if (id === undefined) return undefined;
+    const s = this.sessions.get(id);
+    if (s === undefined) return undefined;
+    if (s.expiresAtMs <= nowMs) {
+      this.sessions.delete(id);
+      return undefined;
+    }
+    s.expiresAtMs = nowMs + this.idleMs;
+    return s;
+  }
+
+  close(id: string | undefined): void {
+    if (id !== undefined) this.sessions.delete(id);
+  }
+
+  /** Ends every session of users no longer in the file, or whose roles changed (a reload of the users file). */
+  keepOnly(still: (user: string, roles: Role[]) => boolean): void {
+    for (const [id, s] of this.sessions) if (!still(s.user, s.roles)) this.sessions.delete(id);
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  private sweep(nowMs: number): void {
+    for (const [id, s] of this.sessions) if (s.expiresAtMs <= nowMs) this.sessions.delete(id);
+  }
+}
+
+/**
+ * Failed logins allowed per minute: `perSource` from one address, `total` from all. Beyond
+ * either, logins are refused unread (429) until the minute has passed: a password cannot be
+ * guessed faster, and the scrypt work a flood of guesses would cost is never spent.
+ */
+export class LoginLimiter {
+  private readonly failures: { atMs: number; source: string }[] = [];
+
+  constructor(
+    private readonly perSource = 5,
+    private readonly total = 20,
+    private readonly windowMs = 60_000,
+  ) {}
+
+  /** ms to wait before `source` may try again; 0 if it may try now. */
+  waitMs(source: string, nowMs: number): number {
+    this.expire(nowMs);
+    const mine = this.failures.filter((f) => f.source === source);
+    if (mine.length >= this.perSource) return mine[0].atMs + this.windowMs - nowMs;
+    if (this.failures.length >= this.total) return this.failures[0].atMs + this.windowMs - nowMs;
+    return 0;
+  }
+
+  failed(source: string, nowMs: number): void {
+    this.expire(nowMs);
+    this.failures.push({ atMs: nowMs, source });
+  }
+
+  private expire(nowMs: number): void {
+    while (this.failures.length > 0 && this.failures[0].atMs + this.windowMs <= nowMs) this.failures.shift();
+  }
+}
