@@ -10,6 +10,7 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HmiView } from "../agent/hmi/view.js";
 import { alarmOrder, holdWords } from "../agent/hmi/view.js";
+import { TrendRing, type TrendWindow } from "../agent/hmi/trends.js";
 import { LoginLimiter, Sessions } from "../agent/hmi/sessions.js";
 import { setUser, loadUsers, verifyPassword } from "../agent/hmi/users.js";
 import type { Alarm } from "../agent/supervisor/alarms.js";
@@ -36,6 +37,20 @@ describe("the HMI's view", () => {
     expect(holdWords(L.LS_INTERLOCK_LEAK | L.LS_AUTOMATIC)).toBe("leak interlock: rack isolated");
     expect(holdWords(L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD)).toBe("fail-safe: PV input bad");
     expect(holdWords(L.LS_AUTOMATIC)).toBe("");
+  });
+});
+
+describe("the HMI's trend ring", () => {
+  it("keeps the last `capacity` samples, oldest first, with a gap for no good value and for a series not yet there", () => {
+    const ring = new TrendRing(3);
+    ring.record(1000, [["a", "°C", 1]]);
+    ring.record(2000, [["a", "°C", null]]);
+    ring.record(3000, [["a", "°C", 3], ["b", "%", 30]]);
+    ring.record(4000, [["a", "°C", 4.2], ["b", "%", 40]]);
+    expect(ring.window(["a", "b"])).toEqual({ t: [2000, 3000, 4000], values: { a: [null, 3, 4.2], b: [null, 30, 40] } });
+    ring.record(5000, [["b", "%", 50]]); // a went away
+    expect(ring.window(["a"]).values.a).toEqual([3, 4.2, null]);
+    expect(ring.list()).toEqual([{ id: "a", unit: "°C" }, { id: "b", unit: "%" }]);
   });
 });
 
@@ -141,7 +156,7 @@ describe("podwarden run serves the HMI", () => {
 
   it("serves every asset from the package, with a content security policy, gzipped well under 300 KB", async () => {
     let weight = 0;
-    for (const path of ["", "hmi.js", "hmi.css"]) {
+    for (const path of ["", "hmi.js", "hmi.css", "uplot.js", "uplot.css"]) {
       const r = await fetch(base + path, { headers: { "accept-encoding": "gzip" } });
       expect(r.status).toBe(200);
       expect(r.headers.get("content-encoding")).toBe("gzip");
@@ -212,6 +227,30 @@ describe("podwarden run serves the HMI", () => {
       await reader.cancel();
       for (const p of pages.slice(1)) await p.body?.cancel().catch(() => undefined);
     }
+  });
+
+  it("keeps trends of every field point, output, setpoint and cap, and gives up to 8 of them at a time", async () => {
+    const list = async (): Promise<{ minutes: number; series: { id: string; unit: string }[] }> => (await fetch(`${base}api/trends`)).json() as Promise<{ minutes: number; series: { id: string; unit: string }[] }>;
+    expect((await list()).minutes).toBe(15);
+    // every field point the pod reads becomes a series at the next sample after its first reading
+    // (the metrics list the same points)
+    const metrics = await (await fetch(metricsUrl)).text();
+    const points = [...new Set([...metrics.matchAll(/^podwarden_point_quality\{point="([^"]+)"/gm)].map((m) => m[1]))];
+    expect(points.length).toBeGreaterThan(40);
+    await waitFor(async () => {
+      const have = new Set((await list()).series.map((x) => x.id));
+      return points.every((p) => have.has(p));
+    }, "every field point a series");
+    const ids = (await list()).series.map((x) => x.id);
+    expect(ids).toEqual(expect.arrayContaining(["rack-1.valve", "rack-1.setpoint", "rack-1.cap", "cdu.pump.speed", "cdu.pump.setpoint"]));
+    await waitFor(async () => ((await (await fetch(`${base}api/trend?series=rack-1.valve`)).json()) as TrendWindow).t.length >= 2, "two trend samples");
+    const w = (await (await fetch(`${base}api/trend?series=rack-1.valve&series=cdu.pump.speed`)).json()) as TrendWindow;
+    expect(w.t.every((t, i) => i === 0 || t > w.t[i - 1])).toBe(true);
+    expect(w.values["rack-1.valve"].length).toBe(w.t.length);
+    expect(w.values["cdu.pump.speed"].some((x) => x !== null && x > 0)).toBe(true);
+    expect((await fetch(`${base}api/trend?${ids.slice(0, 9).map((id) => `series=${id}`).join("&")}`)).status).toBe(400);
+    expect((await fetch(`${base}api/trend?series=nothing`)).status).toBe(404);
+    expect((await fetch(`${base}api/trend`)).status).toBe(400);
   });
 
   /** Logs in over HTTP; returns the cookie and CSRF token (or the refusal's status). */
@@ -330,6 +369,10 @@ describe("podwarden run serves the HMI", () => {
       await page.locator("#rack-form button", { hasText: "isolate" }).click();
       await page.locator("#message", { hasText: /isolate-rack: refused: rack-2 draws .* move its load off first/ }).waitFor();
       expect(await page.locator('[data-rack="rack-2"] .iso-supply .state').textContent()).toBe("OPEN");
+      // a trend of two series, drawn by uPlot from the page's own copy (no CDN, nothing the CSP refuses)
+      await page.locator("#trend-select").selectOption(["rack-3.valve", "rack-2.valve"]);
+      await page.locator("#trend-chart .uplot canvas").waitFor();
+      expect(await page.locator("#trend-chart .u-legend").textContent()).toContain("rack-3.valve (%)");
       mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: join(ARTIFACTS, "hmi-logged-in.png"), fullPage: true });
       // while the daemon serves, the console stays clean (the refused login's 401 is the browser's report of it)

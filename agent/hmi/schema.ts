@@ -11,6 +11,7 @@ export const HMI_SCHEMA = obj(
     port: int(0, 65535, 8470, "port (0 = ephemeral)"),
     updateHz: int(1, 20, 5, "live updates a second to each open page"),
     maxClients: int(1, 64, 8, "pages open at once; one more is refused with 503"),
+    trendMinutes: int(1, 60, 15, "how far back the trends reach: every field point, output, setpoint and cap, sampled once a second in memory (4 bytes a sample)"),
     usersFile: optional(str("who may log in to act (acknowledge, reset a leak, setpoints, modes, isolation): a YAML file written by `podwarden hmi-user`; without it the HMI is view-only", { minLength: 1 })),
     sessionIdleS: int(60, 86400, 900, "a login ends after this long without a request"),
     tls: optional(

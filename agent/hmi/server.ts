@@ -2,6 +2,7 @@
 // HTTPS, on loopback unless configured otherwise.
 //   GET /            the page (index.html, hmi.js, hmi.css: every asset is in the package)
 //   GET /api/state   the view (view.ts) as JSON, once
+//   GET /api/trends  the series the trends hold; GET /api/trend?series=<id>&...: their last minutes
 //   GET /api/live    the view as Server-Sent Events, `updateHz` a second; EventSource reconnects
 //                    by itself, and the page marks its data stale while it is not receiving
 //   /api/session, /api/login, /api/logout, /api/action: logging in and acting (actions.ts)
@@ -10,6 +11,7 @@
 // send the request, the number of live pages, and what a page that stops reading may hold
 // buffered (it is dropped, not buffered for).
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { join } from "node:path";
@@ -21,20 +23,28 @@ import type { PodReader } from "../pod-api.js";
 import { HmiActions, type HmiCommander } from "./actions.js";
 import { refuse, SECURITY_HEADERS } from "./http.js";
 import type { HmiConfig } from "./schema.js";
+import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
 import { hmiView } from "./view.js";
 
 /** What the HMI reads of the pod. */
-export type HmiPod = Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy">;
+export type HmiPod = Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy" | "fieldPoints">;
 
 const MAX_HEADER_BYTES = 8 * 1024;
 const MAX_URL_CHARS = 1024;
 /** a live page further behind than this is dropped: ~60 views of the 8-rack pod */
 const MAX_BUFFERED_BYTES = 256 * 1024;
 
-const ASSETS: Record<string, [file: string, type: string]> = {
-  "/": ["index.html", "text/html; charset=utf-8"],
-  "/hmi.js": ["hmi.js", "text/javascript; charset=utf-8"],
-  "/hmi.css": ["hmi.css", "text/css; charset=utf-8"],
+/** How often the trends are sampled, ms. */
+const TREND_PERIOD_MS = 1000;
+
+// the page's own files, and uPlot's (a dependency: served from the installed package, no CDN)
+const uplot = (file: string): string => createRequire(import.meta.url).resolve(`uplot/dist/${file}`);
+const ASSETS: Record<string, [path: () => string, type: string]> = {
+  "/": [() => join(hmiStaticDir(), "index.html"), "text/html; charset=utf-8"],
+  "/hmi.js": [() => join(hmiStaticDir(), "hmi.js"), "text/javascript; charset=utf-8"],
+  "/hmi.css": [() => join(hmiStaticDir(), "hmi.css"), "text/css; charset=utf-8"],
+  "/uplot.js": [() => uplot("uPlot.iife.min.js"), "text/javascript; charset=utf-8"],
+  "/uplot.css": [() => uplot("uPlot.min.css"), "text/css; charset=utf-8"],
 };
 
 interface Asset {
@@ -80,6 +90,8 @@ export class HmiServer {
   private readonly version: string;
   private readonly onError: (err: unknown) => void;
   private readonly actions: HmiActions;
+  private readonly trends: TrendRing;
+  private sampler: NodeJS.Timeout | null = null;
 
   constructor(o: HmiServerOptions) {
     this.pod = o.pod;
@@ -87,10 +99,10 @@ export class HmiServer {
     this.version = o.version;
     this.onError = o.onError ?? (() => undefined);
     this.actions = new HmiActions(o.commander, o.config, this.onError);
-    const dir = hmiStaticDir();
-    // read once: the page is a few KB, and a file changed under a running daemon is not served half-written
+    this.trends = new TrendRing((o.config.trendMinutes * 60_000) / TREND_PERIOD_MS);
+    // read once: the page is ~70 KB, and a file changed under a running daemon is not served half-written
     for (const [path, [file, type]] of Object.entries(ASSETS)) {
-      const body = readFileSync(join(dir, file));
+      const body = readFileSync(file());
       this.assets.set(path, { type, body, gzip: gzipSync(body, { level: 9 }) });
     }
   }
@@ -108,7 +120,28 @@ export class HmiServer {
     const tls = this.c.tls;
     const server = tls === undefined ? createHttpServer(options, handler) : createHttpsServer({ ...options, cert: readFileBounded(tls.certFile), key: readFileBounded(tls.keyFile) }, handler);
     this.server = server;
-    return await listenHttp(server, { host: this.c.host, port: this.c.port });
+    const port = await listenHttp(server, { host: this.c.host, port: this.c.port });
+    this.sample();
+    this.sampler = setInterval(() => this.sample(), TREND_PERIOD_MS);
+    return port;
+  }
+
+  private sample(): void {
+    try {
+      const pod = this.pod();
+      this.trends.record(Date.now(), trendSamples(pod.fieldPoints(), pod.status()));
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+
+  /** GET /api/trend?series=<id>&series=<id>...: up to MAX_SERIES_PER_REQUEST known series. */
+  private trend(req: IncomingMessage, res: ServerResponse, query: string): void {
+    const ids = new URLSearchParams(query).getAll("series");
+    if (ids.length === 0 || ids.length > MAX_SERIES_PER_REQUEST) return refuse(res, 400, `ask for 1 to ${MAX_SERIES_PER_REQUEST} series`);
+    const unknown = ids.find((id) => !this.trends.has(id));
+    if (unknown !== undefined) return refuse(res, 404, `no series "${unknown.slice(0, 128)}" (GET /api/trends lists them)`);
+    this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify(this.trends.window(ids))), { "cache-control": "no-store" });
   }
 
   stats(): HmiStats {
@@ -123,6 +156,8 @@ export class HmiServer {
     // a body is never read: refuse closes the connection after the answer
     if (req.method !== "GET" && req.method !== "HEAD") return refuse(res, 405, "only GET and HEAD here", { allow: "GET, HEAD" });
     if (path === "/api/live") return this.live(req, res);
+    if (path === "/api/trends") return this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify({ periodMs: TREND_PERIOD_MS, minutes: this.c.trendMinutes, series: this.trends.list() })), { "cache-control": "no-store" });
+    if (path === "/api/trend") return this.trend(req, res, url.slice(path.length + 1));
     if (path === "/api/state") {
       const view = this.viewJson();
       if (view === null) return refuse(res, 500, "the pod's state cannot be read now");
@@ -191,6 +226,8 @@ export class HmiServer {
 
   async close(): Promise<void> {
     this.stopTimer();
+    if (this.sampler !== null) clearInterval(this.sampler);
+    this.sampler = null;
     for (const res of this.clients) res.end();
     this.clients.clear();
     const s = this.server;

@@ -286,6 +286,60 @@ $("#mode-form").addEventListener("submit", (e) => {
   const out = $("#mode-output").value;
   void act("mode", { loop: $("#mode-loop-select").value, mode, ...(mode === "Manual" ? { outputPct: Number(out) } : {}) });
 });
+// Trends: the daemon keeps the last minutes of every series; the page asks for the chosen ones
+// when the choice changes and every TREND_REFRESH_MS after, keeping the zoom the user set.
+const TREND_REFRESH_MS = 5000;
+const COLOURS = ["#2b5d8a", "#b00020", "#1b7f3b", "#b26a00", "#6a3d9a", "#00838f", "#5d4037", "#c2185b"];
+let chart = null;
+let chartIds = "";
+
+function chosenSeries() {
+  return [...$("#trend-select").selectedOptions].map((o) => o.value).slice(0, 8);
+}
+
+async function drawTrend() {
+  const ids = chosenSeries();
+  const el = $("#trend-chart");
+  if (ids.length === 0) {
+    chart?.destroy();
+    chart = null;
+    chartIds = "";
+    return;
+  }
+  const r = await fetch(`api/trend?${ids.map((id) => `series=${encodeURIComponent(id)}`).join("&")}`);
+  if (!r.ok) return;
+  const w = await r.json();
+  const data = [w.t.map((t) => t / 1000), ...ids.map((id) => w.values[id])];
+  if (chart !== null && chartIds === ids.join()) {
+    chart.setData(data, false);
+    return;
+  }
+  chart?.destroy();
+  chartIds = ids.join();
+  const units = Object.fromEntries([...$("#trend-select").options].map((o) => [o.value, o.dataset.unit]));
+  chart = new uPlot(
+    {
+      width: Math.max(320, el.clientWidth),
+      height: 300,
+      series: [{}, ...ids.map((id, i) => ({ label: `${id}${units[id] ? ` (${units[id]})` : ""}`, stroke: COLOURS[i], width: 1.5, spanGaps: false }))],
+      axes: [{}, { size: 60 }],
+    },
+    data,
+    el,
+  );
+}
+
+void fetch("api/trends")
+  .then((r) => r.json())
+  .then((list) => {
+    $("#trend-hint").textContent = `(the last ${list.minutes} minutes, a sample a second; drag to zoom, double-click to zoom out; a gap is a time with no good value)`;
+    const select = $("#trend-select");
+    select.replaceChildren(...list.series.map((s) => Object.assign(document.createElement("option"), { value: s.id, textContent: s.unit ? `${s.id} (${s.unit})` : s.id })));
+    for (const [i, s] of list.series.entries()) select.options[i].dataset.unit = s.unit;
+    select.addEventListener("change", () => void drawTrend());
+    setInterval(() => void drawTrend(), TREND_REFRESH_MS);
+  });
+
 void fetch("api/session", { credentials: "same-origin" })
   .then((r) => r.json())
   .then(setSession, () => setSession(null));
