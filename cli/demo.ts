@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { generateCommandKey } from "../agent/commands/signing.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Uplink } from "../agent/uplink/uplink.js";
+import { Uplink, type UplinkStats } from "../agent/uplink/uplink.js";
 import { topicBase } from "../agent/uplink/uplink.js";
 import { HmiServer } from "../agent/hmi/server.js";
 import type { HmiConfig } from "../agent/hmi/schema.js";
@@ -127,7 +127,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const u = uplink;
     let hmiUrl: string | null = null;
     if (config.hmi.enabled) {
-      const started = await startDemoHmi(a, config.hmi);
+      const started = await startDemoHmi(a, config.hmi, () => u.stats());
       hmi = started.server;
       hmiUrl = started.url;
     }
@@ -170,9 +170,9 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
 }
 
 /** The demo's HMI on its configured port, or on a free one if that is taken (another demo, say). */
-async function startDemoHmi(agent: Agent, c: HmiConfig): Promise<{ server: HmiServer; url: string }> {
+async function startDemoHmi(agent: Agent, c: HmiConfig, uplink: () => UplinkStats): Promise<{ server: HmiServer; url: string }> {
   const start = async (port: number): Promise<{ server: HmiServer; url: string }> => {
-    const server = new HmiServer({ pod: () => agent, commander: () => agent, config: { ...c, port }, version: packageVersion() });
+    const server = new HmiServer({ pod: () => agent, commander: () => agent, uplink, config: { ...c, port }, version: packageVersion() });
     try {
       const bound = await server.listen();
       return { server, url: `${c.tls === undefined ? "http" : "https"}://${c.host}:${bound}/` };

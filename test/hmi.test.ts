@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HmiView } from "../agent/hmi/view.js";
 import { alarmOrder, holdWords } from "../agent/hmi/view.js";
 import { TrendRing, type TrendWindow } from "../agent/hmi/trends.js";
+import { RequestRates, type HmiHealth } from "../agent/hmi/health.js";
 import { LoginLimiter, Sessions } from "../agent/hmi/sessions.js";
 import { setUser, loadUsers, verifyPassword } from "../agent/hmi/users.js";
 import type { Alarm } from "../agent/supervisor/alarms.js";
@@ -51,6 +52,17 @@ describe("the HMI's trend ring", () => {
     ring.record(5000, [["b", "%", 50]]); // a went away
     expect(ring.window(["a"]).values.a).toEqual([3, 4.2, null]);
     expect(ring.list()).toEqual([{ id: "a", unit: "°C" }, { id: "b", unit: "%" }]);
+  });
+});
+
+describe("the HMI's health view", () => {
+  it("turns cumulative request counts into a rate per device", () => {
+    const r = new RequestRates();
+    r.sample(0, [{ name: "a", stats: { requests: 100 } }]);
+    expect(r.of("a")).toBeNull();
+    r.sample(2000, [{ name: "a", stats: { requests: 300 } }, { name: "b", stats: { requests: 5 } }]);
+    expect(r.of("a")).toBe(100);
+    expect(r.of("b")).toBeNull();
   });
 });
 
@@ -253,6 +265,31 @@ describe("podwarden run serves the HMI", () => {
     expect((await fetch(`${base}api/trend`)).status).toBe(400);
   });
 
+  it("reports each device's link, breaker, request rate, round trips and last error; an unplugged device shows it", async () => {
+    const health = async (): Promise<HmiHealth> => (await fetch(`${base}api/health`)).json() as Promise<HmiHealth>;
+    await waitFor(async () => (await health()).devices.some((d) => (d.requestsPerS ?? 0) > 0), "request rates");
+    const h = await health();
+    expect(h.devices.map((d) => d.name)).toEqual(expect.arrayContaining(["rack-1", "rack-5"]));
+    const r1 = h.devices.find((d) => d.name === "rack-1")!;
+    expect(r1).toMatchObject({ connected: true, breaker: "closed" });
+    expect(r1.rttMs.p99).toBeGreaterThan(0);
+    expect(h.control.lateness.reduce((a, b) => a + b.count, 0)).toBeGreaterThan(0);
+    expect(h.build.configHash).toMatch(/^[0-9a-f]{64}$/);
+    t.sim.inject({ device: "rack-5", offline: true });
+    try {
+      await waitFor(async () => {
+        const d = (await health()).devices.find((x) => x.name === "rack-5")!;
+        return !d.connected || d.breaker !== "closed";
+      }, "rack-5 shown down", 20_000, 100);
+      const d = (await health()).devices.find((x) => x.name === "rack-5")!;
+      expect(d.lastError?.kind).toMatch(/timeout|disconnected|error/);
+      expect(Date.parse(d.lastError!.at)).toBeGreaterThan(Date.now() - 60_000);
+    } finally {
+      t.sim.inject({ device: "rack-5", offline: false });
+    }
+    await waitFor(async () => (await health()).devices.find((x) => x.name === "rack-5")!.connected, "rack-5 back", 40_000, 200);
+  }, 60_000);
+
   /** Logs in over HTTP; returns the cookie and CSRF token (or the refusal's status). */
   const login = async (name: string, password: string): Promise<{ status: number; cookie: string; csrf: string }> => {
     const r = await fetch(`${base}api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name, password }) });
@@ -369,6 +406,9 @@ describe("podwarden run serves the HMI", () => {
       await page.locator("#rack-form button", { hasText: "isolate" }).click();
       await page.locator("#message", { hasText: /isolate-rack: refused: rack-2 draws .* move its load off first/ }).waitFor();
       expect(await page.locator('[data-rack="rack-2"] .iso-supply .state').textContent()).toBe("OPEN");
+      // the health view: every device, the lateness histogram
+      await page.locator('#devices tr[data-device="rack-1"]').waitFor();
+      expect(await page.locator("#lateness tbody tr").count()).toBe(9);
       // a trend of two series, drawn by uPlot from the page's own copy (no CDN, nothing the CSP refuses)
       await page.locator("#trend-select").selectOption(["rack-3.valve", "rack-2.valve"]);
       await page.locator("#trend-chart .uplot canvas").waitFor();

@@ -3,6 +3,7 @@
 //   GET /            the page (index.html, hmi.js, hmi.css: every asset is in the package)
 //   GET /api/state   the view (view.ts) as JSON, once
 //   GET /api/trends  the series the trends hold; GET /api/trend?series=<id>&...: their last minutes
+//   GET /api/health  devices, uplink, control thread and build, for the health view
 //   GET /api/live    the view as Server-Sent Events, `updateHz` a second; EventSource reconnects
 //                    by itself, and the page marks its data stale while it is not receiving
 //   /api/session, /api/login, /api/logout, /api/action: logging in and acting (actions.ts)
@@ -19,7 +20,9 @@ import { gzipSync } from "node:zlib";
 import { readFileBounded } from "../../lib/bounded-read.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import { findPackage } from "../../lib/package-root.js";
-import type { PodReader } from "../pod-api.js";
+import type { PodDiagnostics, PodReader } from "../pod-api.js";
+import type { UplinkStats } from "../uplink/uplink.js";
+import { hmiHealth, RequestRates } from "./health.js";
 import { HmiActions, type HmiCommander } from "./actions.js";
 import { refuse, SECURITY_HEADERS } from "./http.js";
 import type { HmiConfig } from "./schema.js";
@@ -27,7 +30,7 @@ import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
 import { hmiView } from "./view.js";
 
 /** What the HMI reads of the pod. */
-export type HmiPod = Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy" | "fieldPoints">;
+export type HmiPod = Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy" | "fieldPoints"> & Pick<PodDiagnostics, "controlStats" | "modbusStats">;
 
 const MAX_HEADER_BYTES = 8 * 1024;
 const MAX_URL_CHARS = 1024;
@@ -72,6 +75,8 @@ export interface HmiServerOptions {
   pod: () => HmiPod;
   /** what actions go through (the command executor's face) */
   commander: () => HmiCommander;
+  /** the uplink's counters for the health view (null without an uplink) */
+  uplink?: () => UplinkStats | null;
   config: HmiConfig;
   version: string;
   /** the pod could not be read, or an action failed unexpectedly (the page then shows its data as stale) */
@@ -91,6 +96,8 @@ export class HmiServer {
   private readonly onError: (err: unknown) => void;
   private readonly actions: HmiActions;
   private readonly trends: TrendRing;
+  private readonly rates = new RequestRates();
+  private uplink: () => UplinkStats | null;
   private sampler: NodeJS.Timeout | null = null;
 
   constructor(o: HmiServerOptions) {
@@ -98,6 +105,7 @@ export class HmiServer {
     this.c = o.config;
     this.version = o.version;
     this.onError = o.onError ?? (() => undefined);
+    this.uplink = o.uplink ?? (() => null);
     this.actions = new HmiActions(o.commander, o.config, this.onError);
     this.trends = new TrendRing((o.config.trendMinutes * 60_000) / TREND_PERIOD_MS);
     // read once: the page is ~70 KB, and a file changed under a running daemon is not served half-written
@@ -108,8 +116,9 @@ export class HmiServer {
   }
 
   /** Serve another agent from now on (a reload restarted the agent). */
-  attach(pod: () => HmiPod, commander: () => HmiCommander): void {
+  attach(pod: () => HmiPod, commander: () => HmiCommander, uplink: () => UplinkStats | null = this.uplink): void {
     this.pod = pod;
+    this.uplink = uplink;
     this.actions.attach(commander);
   }
 
@@ -129,7 +138,9 @@ export class HmiServer {
   private sample(): void {
     try {
       const pod = this.pod();
-      this.trends.record(Date.now(), trendSamples(pod.fieldPoints(), pod.status()));
+      const now = Date.now();
+      this.trends.record(now, trendSamples(pod.fieldPoints(), pod.status()));
+      this.rates.sample(now, pod.modbusStats().devices);
     } catch (err) {
       this.onError(err);
     }
@@ -158,6 +169,16 @@ export class HmiServer {
     if (path === "/api/live") return this.live(req, res);
     if (path === "/api/trends") return this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify({ periodMs: TREND_PERIOD_MS, minutes: this.c.trendMinutes, series: this.trends.list() })), { "cache-control": "no-store" });
     if (path === "/api/trend") return this.trend(req, res, url.slice(path.length + 1));
+    if (path === "/api/health") {
+      let health: string;
+      try {
+        health = JSON.stringify(hmiHealth(this.pod(), this.uplink(), this.rates, this.version));
+      } catch (err) {
+        this.onError(err);
+        return refuse(res, 500, "the pod's counters cannot be read now");
+      }
+      return this.send(req, res, 200, "application/json", Buffer.from(health), { "cache-control": "no-store" });
+    }
     if (path === "/api/state") {
       const view = this.viewJson();
       if (view === null) return refuse(res, 500, "the pod's state cannot be read now");

@@ -47,6 +47,8 @@ export interface UplinkStats {
   inflight: number;
   /** publish -> PUBACK quantiles since start, µs */
   ackUs: { p50: number; p99: number };
+  /** when the broker last acknowledged a publish (wall time, ISO 8601), or null */
+  lastAckAt: string | null;
   commands: { accepted: number; rejected: number; suppressed: number; dropped: number };
 }
 
@@ -73,6 +75,7 @@ export class Uplink {
   private inflight = 0;
   /** publish -> PUBACK, µs: how fast the broker takes what the pod says */
   readonly ackLatency = new LogHistogram();
+  private lastAckAtMs: number | null = null;
   private connects = 0;
   /** wall-clock ms the current connection came up: records made before it are historical */
   private connectedAtMs = 0;
@@ -300,6 +303,7 @@ export class Uplink {
           if (err === undefined || err === null) {
             this.spool.ack(cls, record.id);
             this.ackLatency.record((performance.now() - sentAt) * 1000);
+            this.lastAckAtMs = Date.now();
           }
           if (this.inflight === 0 || this.inflight < window / 2) setImmediate(() => this.pump());
         });
@@ -337,6 +341,7 @@ export class Uplink {
       lastSeq: this.spool.lastSeq(),
       inflight: this.inflight,
       ackUs: { p50: this.ackLatency.percentile(0.5), p99: this.ackLatency.percentile(0.99) },
+      lastAckAt: this.lastAckAtMs === null ? null : new Date(this.lastAckAtMs).toISOString(),
       commands: this.commands.stats(),
     };
   }

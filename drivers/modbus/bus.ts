@@ -36,6 +36,8 @@ export interface DeviceStats {
   retries: number;
   /** request duration, ns */
   latency: RecordableHistogram;
+  /** the last request that failed: what went wrong, and when (wall time, ISO 8601) */
+  lastError: { kind: string; message: string; at: string } | null;
 }
 
 /**
@@ -61,6 +63,7 @@ export const newDeviceStats = (): DeviceStats => ({
   offlineSkips: 0,
   retries: 0,
   latency: createHistogram(LATENCY_RANGE),
+  lastError: null,
 });
 
 export interface Job {
@@ -159,6 +162,7 @@ export class Bus {
       d.stats.ok++;
       d.breaker.success();
     } else {
+      d.stats.lastError = { kind: o.kind, message: o.message.slice(0, 200), at: new Date().toISOString() };
       switch (o.kind) {
         case "timeout":
           d.stats.timeouts++;

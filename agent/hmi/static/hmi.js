@@ -340,6 +340,58 @@ void fetch("api/trends")
     setInterval(() => void drawTrend(), TREND_REFRESH_MS);
   });
 
+// Health: asked for every HEALTH_MS, not pushed (it is counters, and nobody needs them at 5 Hz).
+const HEALTH_MS = 2000;
+
+function drawHealth(h) {
+  const lat = $("#lateness tbody");
+  const most = Math.max(1, ...h.control.lateness.map((b) => b.count));
+  lat.replaceChildren(
+    ...h.control.lateness.map((b) => {
+      const tr = document.createElement("tr");
+      cell(tr, b.toUs === null ? `over ${b.fromUs / 1000} ms` : b.toUs <= 1000 ? `${b.fromUs}–${b.toUs} µs` : `${b.fromUs / 1000}–${b.toUs / 1000} ms`);
+      cell(tr, String(b.count));
+      const bar = document.createElement("td");
+      bar.className = "bar";
+      const span = document.createElement("span");
+      span.style.width = `${(100 * b.count) / most}%`;
+      bar.appendChild(span);
+      tr.appendChild(bar);
+      return tr;
+    }),
+  );
+  const u = h.uplink;
+  $("#uplink").textContent =
+    u === null
+      ? "uplink: none configured"
+      : `uplink: ${u.connected ? "connected" : "NOT CONNECTED"}; spool ${u.spoolDepth} messages (${(u.spoolBytes / 1024).toFixed(0)} KiB); last PUBACK ${u.lastAckAt === null ? "never" : new Date(u.lastAckAt).toLocaleTimeString()}${u.ackP99Ms === null ? "" : `, p99 ${u.ackP99Ms.toFixed(1)} ms`}; connects ${u.connects}`;
+  const dev = $("#devices tbody");
+  dev.replaceChildren(
+    ...h.devices.map((d) => {
+      const tr = document.createElement("tr");
+      tr.dataset.device = d.name;
+      cell(tr, d.name);
+      cell(tr, d.connected ? "connected" : "DISCONNECTED", d.connected ? "" : "bad");
+      cell(tr, d.trips > 0 ? `${d.breaker} (${d.trips} trips)` : d.breaker, d.breaker === "closed" ? "" : "bad");
+      cell(tr, d.requestsPerS === null ? "—" : d.requestsPerS.toFixed(0));
+      cell(tr, d.rttMs.p50 === null ? "—" : `${d.rttMs.p50.toFixed(2)} / ${d.rttMs.p99.toFixed(2)} ms`);
+      const f = d.failures;
+      cell(tr, `${f.timeouts} timeouts, ${f.exceptions} exceptions, ${f.corrupt} corrupt, ${f.disconnected} disconnected`);
+      cell(tr, d.lastError === null ? "none" : `${new Date(d.lastError.at).toLocaleTimeString()} ${d.lastError.kind}: ${d.lastError.message}`, "message");
+      return tr;
+    }),
+  );
+  $("#build").textContent = `podwarden ${h.build.version} on Node.js ${h.build.node}; config sha256 ${h.build.configHash}`;
+}
+
+function refreshHealth() {
+  void fetch("api/health")
+    .then((r) => (r.ok ? r.json() : null))
+    .then((h) => h !== null && drawHealth(h), () => undefined);
+}
+refreshHealth();
+setInterval(refreshHealth, HEALTH_MS);
+
 void fetch("api/session", { credentials: "same-origin" })
   .then((r) => r.json())
   .then(setSession, () => setSession(null));
