@@ -12,6 +12,7 @@ import type { HmiView } from "../agent/hmi/view.js";
 import { alarmOrder, holdWords } from "../agent/hmi/view.js";
 import { TrendRing, type TrendWindow } from "../agent/hmi/trends.js";
 import { RequestRates, type HmiHealth } from "../agent/hmi/health.js";
+import { EventLog, type LoggedEvent } from "../agent/hmi/event-log.js";
 import { LoginLimiter, Sessions } from "../agent/hmi/sessions.js";
 import { setUser, loadUsers, verifyPassword } from "../agent/hmi/users.js";
 import type { Alarm } from "../agent/supervisor/alarms.js";
@@ -63,6 +64,20 @@ describe("the HMI's health view", () => {
     r.sample(2000, [{ name: "a", stats: { requests: 300 } }, { name: "b", stats: { requests: 5 } }]);
     expect(r.of("a")).toBe(100);
     expect(r.of("b")).toBeNull();
+  });
+});
+
+describe("the HMI's event log", () => {
+  it("keeps the last events in words, newest first, filtered by kind and text", () => {
+    const log = new EventLog(3);
+    const alarm = (id: string, source: string): Alarm => ({ id, severity: "Critical", message: `leak at ${source}`, source, latched: true, acknowledged: false, conditionActive: true, raisedAt: "", raisedAtMs: 0, clearingSinceMs: null, suppressed: false });
+    log.add({ type: "alarm.raised", alarm: alarm("leak:rack-1", "rack-1") });
+    log.add({ type: "command.audit", action: "ack-alarm", by: "hmi alice", result: "accepted" });
+    log.add({ type: "alarm.raised", alarm: alarm("leak:rack-2", "rack-2") });
+    log.add({ type: "mode.changed", from: "Running", to: "Degraded", reason: "a Critical alarm" });
+    expect(log.query("", "", 10).map((e) => e.text)).toEqual(["mode Running -> Degraded: a Critical alarm", "Critical raised: leak at rack-2", "ack-alarm by hmi alice: accepted"]);
+    expect(log.query("alarm.", "RACK-2", 10).map((e) => e.source)).toEqual(["rack-2"]);
+    expect(log.query("", "", 1)).toHaveLength(1);
   });
 });
 
@@ -336,8 +351,16 @@ describe("podwarden run serves the HMI", () => {
     expect(bigger.status).toBe(413);
     // and the real thing
     expect((await act(alice, "ack-alarm", ack)).status).toBe(200);
+    expect((await act(alice, "setpoint", { loop: "rack-2.valve", value: 44, leaseS: 300 })).status).toBe(200);
     const v = (await (await fetch(`${base}api/state`)).json()) as HmiView;
     expect(v.alarms.find((a) => a.id === "leak:rack-5")?.acknowledged).toBe(true);
+    // the faceplate shows the leased setpoint, who set it, and the envelope
+    expect(v.loops.find((l) => l.name === "rack-2.valve")).toMatchObject({ sp: 44, unit: "°C", spRange: { min: 35, max: 55 }, setpointLease: { value: 44, by: "hmi alice" } });
+    expect(v.loops.find((l) => l.name === "cdu.pump")).toMatchObject({ kind: "pump", unit: "kPa", setpointLease: null });
+    // and the history has it all, in words
+    const events = async (q: string): Promise<LoggedEvent[]> => ((await (await fetch(`${base}api/events?${q}`)).json()) as { events: LoggedEvent[] }).events;
+    expect((await events("type=command.audit&q=alice")).map((e) => e.text)).toEqual(expect.arrayContaining(["ack-alarm by hmi alice: accepted", "setpoint by hmi alice: accepted"]));
+    expect((await events("type=alarm.&q=rack-5")).map((e) => e.text)).toEqual(expect.arrayContaining([expect.stringMatching(/^Critical acknowledged by hmi alice: leak at rack-5/), expect.stringMatching(/^Critical raised: leak at rack-5/)]));
     // an engineer resets the latch once the rack is dry, not before
     const erin = await login("erin", "erin-password");
     expect((await act(erin, "reset-leak", { rack: "rack-5" })).body.error).toMatch(/still wet/);
@@ -406,6 +429,12 @@ describe("podwarden run serves the HMI", () => {
       await page.locator("#rack-form button", { hasText: "isolate" }).click();
       await page.locator("#message", { hasText: /isolate-rack: refused: rack-2 draws .* move its load off first/ }).waitFor();
       expect(await page.locator('[data-rack="rack-2"] .iso-supply .state').textContent()).toBe("OPEN");
+      // the faceplate with its lease, the history filtered
+      await page.locator('#loops tr[data-loop="rack-2.valve"] td', { hasText: /^setpoint 44 for \d+ min more \(hmi alice\)$/ }).waitFor();
+      await page.locator("#history-type").selectOption("alarm.");
+      await page.locator("#history-text").fill("rack-3");
+      await page.locator("#history tbody tr", { hasText: "acknowledged by hmi alice" }).first().waitFor();
+      expect(await page.locator('#history tbody tr:not([data-type^="alarm."])').count()).toBe(0);
       // the health view: every device, the lateness histogram
       await page.locator('#devices tr[data-device="rack-1"]').waitFor();
       expect(await page.locator("#lateness tbody tr").count()).toBe(9);

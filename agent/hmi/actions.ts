@@ -56,7 +56,8 @@ export class HmiActions {
   private readonly limiter = new LoginLimiter();
 
   constructor(
-    private commander: () => HmiCommander,
+    /** the pod's commanding face, and where the view reads the loops' names and the envelope */
+    public commander: () => HmiCommander,
     private readonly c: HmiConfig,
     private readonly onError: (err: unknown) => void,
   ) {

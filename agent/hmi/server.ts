@@ -3,6 +3,7 @@
 //   GET /            the page (index.html, hmi.js, hmi.css: every asset is in the package)
 //   GET /api/state   the view (view.ts) as JSON, once
 //   GET /api/trends  the series the trends hold; GET /api/trend?series=<id>&...: their last minutes
+//   GET /api/events?type=<prefix>&q=<text>: the alarm history and event log, newest first
 //   GET /api/health  devices, uplink, control thread and build, for the health view
 //   GET /api/live    the view as Server-Sent Events, `updateHz` a second; EventSource reconnects
 //                    by itself, and the page marks its data stale while it is not receiving
@@ -23,6 +24,7 @@ import { findPackage } from "../../lib/package-root.js";
 import type { PodDiagnostics, PodReader } from "../pod-api.js";
 import type { UplinkStats } from "../uplink/uplink.js";
 import { hmiHealth, RequestRates } from "./health.js";
+import { EventLog, MAX_EVENTS_PER_REQUEST } from "./event-log.js";
 import { HmiActions, type HmiCommander } from "./actions.js";
 import { refuse, SECURITY_HEADERS } from "./http.js";
 import type { HmiConfig } from "./schema.js";
@@ -30,12 +32,15 @@ import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
 import { hmiView } from "./view.js";
 
 /** What the HMI reads of the pod. */
-export type HmiPod = Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy" | "fieldPoints"> & Pick<PodDiagnostics, "controlStats" | "modbusStats">;
+export type HmiPod = Pick<PodReader, "identity" | "status" | "snapshot" | "activeAlarms" | "healthy" | "fieldPoints" | "onEvent"> & Pick<PodDiagnostics, "controlStats" | "modbusStats">;
 
 const MAX_HEADER_BYTES = 8 * 1024;
 const MAX_URL_CHARS = 1024;
 /** a live page further behind than this is dropped: ~60 views of the 8-rack pod */
 const MAX_BUFFERED_BYTES = 256 * 1024;
+
+/** How many of the pod's last events the history keeps. */
+const EVENT_LOG_SIZE = 1000;
 
 /** How often the trends are sampled, ms. */
 const TREND_PERIOD_MS = 1000;
@@ -97,6 +102,8 @@ export class HmiServer {
   private readonly actions: HmiActions;
   private readonly trends: TrendRing;
   private readonly rates = new RequestRates();
+  private readonly events = new EventLog(EVENT_LOG_SIZE);
+  private unsubscribe: () => void;
   private uplink: () => UplinkStats | null;
   private sampler: NodeJS.Timeout | null = null;
 
@@ -106,6 +113,7 @@ export class HmiServer {
     this.version = o.version;
     this.onError = o.onError ?? (() => undefined);
     this.uplink = o.uplink ?? (() => null);
+    this.unsubscribe = o.pod().onEvent((e) => this.events.add(e));
     this.actions = new HmiActions(o.commander, o.config, this.onError);
     this.trends = new TrendRing((o.config.trendMinutes * 60_000) / TREND_PERIOD_MS);
     // read once: the page is ~70 KB, and a file changed under a running daemon is not served half-written
@@ -119,6 +127,8 @@ export class HmiServer {
   attach(pod: () => HmiPod, commander: () => HmiCommander, uplink: () => UplinkStats | null = this.uplink): void {
     this.pod = pod;
     this.uplink = uplink;
+    this.unsubscribe();
+    this.unsubscribe = pod().onEvent((e) => this.events.add(e));
     this.actions.attach(commander);
   }
 
@@ -169,6 +179,12 @@ export class HmiServer {
     if (path === "/api/live") return this.live(req, res);
     if (path === "/api/trends") return this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify({ periodMs: TREND_PERIOD_MS, minutes: this.c.trendMinutes, series: this.trends.list() })), { "cache-control": "no-store" });
     if (path === "/api/trend") return this.trend(req, res, url.slice(path.length + 1));
+    if (path === "/api/events") {
+      const q = new URLSearchParams(url.slice(path.length + 1));
+      const limit = Math.min(MAX_EVENTS_PER_REQUEST, Math.max(1, Number(q.get("limit") ?? MAX_EVENTS_PER_REQUEST) || MAX_EVENTS_PER_REQUEST));
+      const body = { events: this.events.query((q.get("type") ?? "").slice(0, 64), (q.get("q") ?? "").slice(0, 128), limit) };
+      return this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify(body)), { "cache-control": "no-store" });
+    }
     if (path === "/api/health") {
       let health: string;
       try {
@@ -198,7 +214,8 @@ export class HmiServer {
   /** The view as JSON, or null (reported) if the pod cannot be read now. */
   private viewJson(): string | null {
     try {
-      return JSON.stringify(hmiView(this.pod(), this.version));
+      const k = this.actions.commander();
+      return JSON.stringify(hmiView(this.pod(), this.version, { layout: k.layout, limits: k.limits }));
     } catch (err) {
       this.onError(err);
       return null;
@@ -246,6 +263,7 @@ export class HmiServer {
   }
 
   async close(): Promise<void> {
+    this.unsubscribe();
     this.stopTimer();
     if (this.sampler !== null) clearInterval(this.sampler);
     this.sampler = null;

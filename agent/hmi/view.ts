@@ -2,7 +2,8 @@
 // already in words (the page decodes nothing), every measured value null unless it is good, the
 // alarms in the order a technician reads them. One view serves every open page.
 import { failsafeReasons, loopModeWord } from "../../pod/status-words.js";
-import type { PodReader } from "../pod-api.js";
+import type { PodLayout } from "../../pod/layout.js";
+import type { CommandLimits, PodReader, Range } from "../pod-api.js";
 import type { Alarm } from "../supervisor/alarms.js";
 
 export interface HmiRack {
@@ -27,6 +28,29 @@ export interface HmiRack {
   hold: string;
 }
 
+/** A lease in force: a setpoint, or an Override's output, until it runs out. */
+export interface HmiLease {
+  value: number;
+  expiresInMs: number;
+  by: string;
+}
+
+/** A loop's faceplate: SP, PV and OUT, the mode and what holds it, its limits and its leases. */
+export interface HmiLoop {
+  name: string;
+  kind: "rack" | "pump";
+  unit: "°C" | "kPa";
+  sp: number;
+  pv: number | null;
+  out: number | null;
+  mode: string;
+  hold: string;
+  spRange: Range;
+  outRange: Range;
+  setpointLease: HmiLease | null;
+  override: HmiLease | null;
+}
+
 export interface HmiView {
   /** wall time of this view, ISO 8601 */
   at: string;
@@ -36,6 +60,7 @@ export interface HmiView {
   healthy: boolean;
   pump: { speedPct: number | null; dpKpa: number | null; setpointKpa: number; running: boolean; loopMode: string; hold: string };
   racks: HmiRack[];
+  loops: HmiLoop[];
   alarms: Pick<Alarm, "id" | "severity" | "message" | "source" | "raisedAt" | "acknowledged" | "latched" | "suppressed" | "conditionActive">[];
   control: { ticks: number; p99Us: number | null; maxUs: number | null; overruns: number; recentP99Us: number | null; recentOverruns: number; schedFifo: string };
 }
@@ -57,8 +82,50 @@ export function alarmOrder(alarms: readonly Alarm[]): Alarm[] {
   return [...alarms].sort((a, b) => (SEVERITY_RANK[a.severity] ?? 9) - (SEVERITY_RANK[b.severity] ?? 9) || b.raisedAtMs - a.raisedAtMs);
 }
 
-export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy">, version: string): HmiView {
-  const s = pod.status();
+interface SnapshotLease {
+  loop: string;
+  value?: number;
+  outputPct?: number;
+  expiresInMs: number;
+  by: string;
+}
+
+/** The leases a snapshot lists, by loop name. */
+function leasesOf(list: unknown): Map<string, HmiLease> {
+  const out = new Map<string, HmiLease>();
+  for (const l of Array.isArray(list) ? (list as SnapshotLease[]) : []) out.set(l.loop, { value: l.value ?? l.outputPct ?? NaN, expiresInMs: l.expiresInMs, by: l.by });
+  return out;
+}
+
+/** What the view needs of the pod's wiring: the loops' names and the envelope. */
+export interface ViewShape {
+  layout: Pick<PodLayout, "loopName" | "rackLoops" | "pumpLoop">;
+  limits: CommandLimits;
+}
+
+export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy" | "snapshot">, version: string, shape: ViewShape): HmiView {
+  const snap = pod.snapshot();
+  const s = snap.status as ReturnType<PodReader["status"]>;
+  const setpointLeases = leasesOf(snap.setpointLeases);
+  const overrides = leasesOf(snap.overrides);
+  const { layout, limits } = shape;
+  const loop = (i: number, kind: "rack" | "pump", sp: number, pv: number | null, out: number, status: number): HmiLoop => {
+    const name = layout.loopName(i);
+    return {
+      name,
+      kind,
+      unit: kind === "rack" ? "°C" : "kPa",
+      sp,
+      pv,
+      out: finite(out),
+      mode: loopModeWord(status),
+      hold: holdWords(status),
+      spRange: kind === "rack" ? limits.returnTempC : limits.dpKpa,
+      outRange: kind === "rack" ? limits.rackOutputPct : limits.pumpOutputPct,
+      setpointLease: setpointLeases.get(name) ?? null,
+      override: overrides.get(name) ?? null,
+    };
+  };
   return {
     at: new Date().toISOString(),
     pod: { site: pod.identity.site, pod: pod.identity.pod, configHash: pod.identity.configHash, version },
@@ -84,6 +151,7 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
       loopMode: loopModeWord(r.loopStatus),
       hold: holdWords(r.loopStatus),
     })),
+    loops: [...s.racks.map((r, i) => loop(layout.rackLoops[i], "rack", r.setpointC, r.returnTempC, r.valvePct, r.loopStatus)), loop(layout.pumpLoop, "pump", s.pump.setpointKpa, s.pump.dpKpa, s.pump.speedCmdPct, s.pump.loopStatus)],
     alarms: alarmOrder(pod.activeAlarms()).map((a) => ({
       id: a.id,
       severity: a.severity,

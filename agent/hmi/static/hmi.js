@@ -164,17 +164,28 @@ function drawAlarms(view) {
   }
 }
 
+function leaseWords(l, what) {
+  if (l === null) return null;
+  const s = Math.round(l.expiresInMs / 1000);
+  return `${what} ${l.value} for ${s >= 120 ? `${Math.round(s / 60)} min` : `${s} s`} more (${l.by})`;
+}
+
 function drawLoops(view) {
   const body = $("#loops tbody");
   body.replaceChildren();
-  const row = (name, sp, pv, out, mode, hold) => {
+  for (const l of view.loops) {
     const tr = document.createElement("tr");
-    tr.dataset.loop = name;
-    for (const t of [name, sp, pv ?? "no reading", out ?? "no command", mode, hold || "—"]) cell(tr, t);
+    tr.dataset.loop = l.name;
+    const range = (r, unit) => `${r.min}–${r.max}${unit}`;
+    cell(tr, l.name);
+    cell(tr, `${l.sp.toFixed(1)} ${l.unit} (${range(l.spRange, "")})`);
+    cell(tr, fmt(l.pv, 1, ` ${l.unit}`) ?? "no reading");
+    cell(tr, l.out === null ? "no command" : `${l.out.toFixed(0)} % (${range(l.outRange, " %")})`);
+    cell(tr, l.mode);
+    cell(tr, l.hold || "—");
+    cell(tr, [leaseWords(l.setpointLease, "setpoint"), leaseWords(l.override, "Override")].filter(Boolean).join("; ") || "—");
     body.appendChild(tr);
-  };
-  for (const r of view.racks) row(`${r.name} return temp`, `${r.setpointC.toFixed(1)} °C`, fmt(r.returnTempC, 1, " °C"), fmt(r.valvePct, 0, " %"), r.loopMode, r.hold);
-  row("pump dP", `${view.pump.setpointKpa.toFixed(0)} kPa`, fmt(view.pump.dpKpa, 0, " kPa"), fmt(view.pump.speedPct, 0, " %"), view.pump.loopMode, view.pump.hold);
+  }
 }
 
 function draw(view) {
@@ -340,6 +351,30 @@ void fetch("api/trends")
     setInterval(() => void drawTrend(), TREND_REFRESH_MS);
   });
 
+// History: asked for with the chosen filter when it changes and every HEALTH_MS.
+function refreshHistory() {
+  const q = new URLSearchParams({ type: $("#history-type").value, q: $("#history-text").value, limit: "200" });
+  void fetch(`api/events?${q}`)
+    .then((r) => (r.ok ? r.json() : null))
+    .then((h) => {
+      if (h === null) return;
+      $("#history tbody").replaceChildren(
+        ...h.events.map((e) => {
+          const tr = document.createElement("tr");
+          tr.dataset.type = e.type;
+          cell(tr, new Date(e.at).toLocaleTimeString());
+          cell(tr, e.type);
+          cell(tr, e.source);
+          cell(tr, e.text, "message");
+          return tr;
+        }),
+      );
+    }, () => undefined);
+}
+$("#history-type").addEventListener("change", refreshHistory);
+$("#history-text").addEventListener("input", refreshHistory);
+$("#history-filter").addEventListener("submit", (e) => e.preventDefault());
+
 // Health: asked for every HEALTH_MS, not pushed (it is counters, and nobody needs them at 5 Hz).
 const HEALTH_MS = 2000;
 
@@ -390,7 +425,11 @@ function refreshHealth() {
     .then((h) => h !== null && drawHealth(h), () => undefined);
 }
 refreshHealth();
-setInterval(refreshHealth, HEALTH_MS);
+refreshHistory();
+setInterval(() => {
+  refreshHealth();
+  refreshHistory();
+}, HEALTH_MS);
 
 void fetch("api/session", { credentials: "same-origin" })
   .then((r) => r.json())
