@@ -6,6 +6,24 @@ import type { PodLayout } from "./layout.js";
 import { isolationState, leakState, type IsolationState, type LeakState } from "./status-words.js";
 import type { PodDecisions } from "./wiring.js";
 
+/** What an isolation valve's limit switches say: null where the rack has none configured. */
+export type ValveSeen = "open" | "closed" | "moving" | "not open" | "not closed" | "no reading" | "limit fault";
+
+/** The valve's position from its open and closed limit switches (either may be missing). */
+export function valveSeen(openLimit: number | null | undefined, closedLimit: number | null | undefined): ValveSeen | null {
+  if (openLimit === undefined && closedLimit === undefined) return null;
+  if (openLimit === null || closedLimit === null) return "no reading";
+  const open = openLimit === 1;
+  const closed = closedLimit === 1;
+  if (open && closed) return "limit fault";
+  if (open) return "open";
+  if (closed) return "closed";
+  // one switch only, not made: between, or at the other end, with nothing to tell which
+  if (closedLimit === undefined) return "not open";
+  if (openLimit === undefined) return "not closed";
+  return "moving";
+}
+
 export interface RackStatus {
   name: string;
   // measured values: null unless the reading is good (an invalid reading's sentinel, a stale or
@@ -19,8 +37,13 @@ export interface RackStatus {
   /** a power-off request is sent to the rack (leak escalation, or no coolant) */
   powerOffRequested: boolean;
   valvePct: number;
+  /** the control valve's position feedback, %: null without one configured, or without a good reading */
+  valvePositionPct: number | null;
   supplyIsolationOpen: boolean;
   returnIsolationOpen: boolean;
+  /** where the isolation valves' limit switches say they are (null: none configured) */
+  supplyIsolationSeen: ValveSeen | null;
+  returnIsolationSeen: ValveSeen | null;
   isolation: IsolationState;
   /** an operator isolated the rack (isolate-rack); kept until return-rack, across restarts */
   isolatedByOperator: boolean;
@@ -63,6 +86,8 @@ export interface ViewInputs {
 
 export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: ViewInputs): RackStatus[] {
   const o = v.outputs;
+  // a limit switch's reading: undefined where none is configured, null without a good reading
+  const limit = (id: string | undefined): number | null | undefined => (id === undefined ? undefined : v.value(id));
   return pod.racks.map((r, i) => {
     const loop = lay.rackLoops[i];
     const power = v.power(i);
@@ -75,8 +100,11 @@ export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: V
       powerCapKw: power.writeCap && r.outputs.powerCap !== undefined ? power.capKw : null,
       powerOffRequested: power.powerOff,
       valvePct: o?.loopOut[loop] ?? NaN,
+      valvePositionPct: r.points.valvePositionPct === undefined ? null : v.value(r.points.valvePositionPct),
       supplyIsolationOpen: o?.rackSupplyOpen[i] === 1,
       returnIsolationOpen: o?.rackReturnOpen[i] === 1,
+      supplyIsolationSeen: valveSeen(limit(r.points.supplyIsolationOpenLimit), limit(r.points.supplyIsolationClosedLimit)),
+      returnIsolationSeen: valveSeen(limit(r.points.returnIsolationOpenLimit), limit(r.points.returnIsolationClosedLimit)),
       isolation: isolationState(o?.rackState[i] ?? L.RACK_NORMAL),
       isolatedByOperator: v.manualIsolate[i] === 1,
       leak: leakState(o?.rackState[i] ?? L.RACK_NORMAL, o?.rackStatus[i] ?? 0),

@@ -38,6 +38,7 @@ describe("agent config", () => {
     ["a number out of range", (s: string) => s.replace("periodMs: 1\n", "periodMs: 1000\n"), /control\.periodMs: must be <= 100/],
     ["min > max", (s: string) => s.replace("control:\n", "control:\n  returnTempSetpointMinC: 60\n"), /returnTempSetpointMinC: must be <= returnTempSetpointMaxC/],
     ["a dangling point reference", (s: string) => s.replace("returnTempC: rack-3.returnTempC", "returnTempC: rack-3.returnTemp"), /racks\[2\]\.points\.returnTempC: no point "rack-3\.returnTemp"/],
+    ["a dangling limit-switch reference", (s: string) => s.replace("supplyIsolationClosedLimit: rack-4.supplyIsoClosedLimit", "supplyIsolationClosedLimit: rack-4.nothing"), /racks\[3\]\.points\.supplyIsolationClosedLimit: no point "rack-4\.nothing"/],
     ["a dangling output reference", (s: string) => s.replace("valve: rack-2.valveCommandPct", "valve: rack-9.valveCommandPct"), /racks\[1\]\.outputs\.valve: no output "rack-9\.valveCommandPct"/],
     ["a missing required key", (s: string) => s.replace("site: demo\n", ""), /site: required key is missing/],
     ["a duplicate rack", (s: string) => s.replace("- name: rack-2\n    priority", "- name: rack-1\n    priority"), /duplicate rack name "rack-1"/],
@@ -105,7 +106,7 @@ describe("agent config", () => {
   it("refuses HMI certificate and users files that are not there or not valid, and half a TLS setting, naming the key", () => {
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  tls: { certFile: /nonexistent/hmi.pem, keyFile: /etc/hosts }\n`, "agent.yaml")).toThrow(/hmi\.tls\.certFile: no file \/nonexistent\/hmi\.pem/);
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  tls: { certFile: /etc/hosts }\n`, "agent.yaml")).toThrow(/hmi\.tls.*keyFile/);
-    expect(parseAgentConfig(demo, "agent.yaml").hmi).toEqual({ enabled: true, host: "127.0.0.1", port: 8470, updateHz: 5, maxClients: 8, sessionIdleS: 900 });
+    expect(parseAgentConfig(demo, "agent.yaml").hmi).toEqual({ enabled: true, host: "127.0.0.1", port: 8470, updateHz: 5, maxClients: 8, trendMinutes: 15, sessionIdleS: 900 });
     // a users file that is not there, or not valid, is named with what is wrong with it
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  usersFile: /nonexistent/users.yaml\n`, "agent.yaml")).toThrow(/hmi\.usersFile \(\/nonexistent\/users\.yaml\): cannot read/);
     const users = write("users:\n  - { name: eve, roles: [root], passwordHash: x }\n");

@@ -204,6 +204,9 @@ describe("podwarden run serves the HMI", () => {
     expect(v.racks.map((r) => r.name)).toEqual(["rack-1", "rack-2", "rack-3", "rack-4", "rack-5", "rack-6", "rack-7", "rack-8"]);
     for (const r of v.racks) {
       expect(["open", "closed"]).toContain(r.supplyIsolation);
+      // the demo wiring reads the limit switches and the valve position (configs/demo-pod.yaml)
+      expect(["open", "closed", "moving", "no reading"]).toContain(r.supplyIsolationSeen);
+      expect(r.valvePositionPct === null || Number.isFinite(r.valvePositionPct)).toBe(true);
       for (const x of [r.flowLpm, r.returnTempC, r.powerKw]) expect(x === null || Number.isFinite(x)).toBe(true);
     }
   });
@@ -399,6 +402,9 @@ describe("podwarden run serves the HMI", () => {
       // a figure for the log, not an assertion: the benchmarks own the timing (BENCHMARKS.md)
       console.log(`HMI: leak injected -> rack-3 shown isolated with its alarm on top after ${(performance.now() - injected).toFixed(0)} ms`);
       expect(await page.locator('[data-rack="rack-3"] [data-field="leak"]').textContent()).toBe("LEAK CRITICAL");
+      // and the limit switches follow: commanded CLOSED, seen closed
+      await page.locator('[data-rack="rack-3"] .iso-supply .seen', { hasText: /^seen closed$/ }).waitFor({ timeout: 15_000 });
+      await page.locator('[data-rack="rack-4"] .iso-supply .seen', { hasText: /^seen open$/ }).waitFor();
       expect(await isoText("rack-4", "supply")).toBe("OPEN");
       expect(await page.locator("#alarms tbody tr").first().locator("td").first().textContent()).toBe("Critical");
       // no action is offered before a login

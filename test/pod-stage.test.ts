@@ -8,7 +8,7 @@ import type { Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
 import { defaultControl } from "../pod/config.js";
 import { podLayout } from "../pod/layout.js";
-import { rackStatuses } from "../pod/status-view.js";
+import { rackStatuses, valveSeen } from "../pod/status-view.js";
 import { failsafeReasons, isolationState, leakState, qualityWords } from "../pod/status-words.js";
 import { PodWiring, type PodOutputs } from "../pod/wiring.js";
 import { failSafeMatrix, failSafeProblems, leaseFailWrites, safeValue } from "../pod/fail-safe.js";
@@ -20,6 +20,20 @@ const DEMO = demoAgentConfig((d) => {
 const lay = podLayout(DEMO);
 
 const point = (id: string, value: number, quality: Point["quality"] = "good", sourceTimeMs = 100): Point => ({ id, value, quality, sourceTimeMs });
+
+describe("an isolation valve's limit switches", () => {
+  it("say open, closed or moving, and say so when they cannot", () => {
+    expect(valveSeen(undefined, undefined)).toBeNull();
+    expect(valveSeen(1, 0)).toBe("open");
+    expect(valveSeen(0, 1)).toBe("closed");
+    expect(valveSeen(0, 0)).toBe("moving");
+    expect(valveSeen(1, 1)).toBe("limit fault");
+    expect(valveSeen(null, 0)).toBe("no reading");
+    expect(valveSeen(0, undefined)).toBe("not open");
+    expect(valveSeen(undefined, 0)).toBe("not closed");
+    expect(valveSeen(undefined, 1)).toBe("closed");
+  });
+});
 
 describe("pod layout", () => {
   it("puts rack loops first in rack order and the pump last, and each rack's points together", () => {

@@ -73,6 +73,10 @@ function crossChecks(c: AgentConfig): string[] {
     ordered(r.minPowerKw, r.ratedKw, `${at}.minPowerKw`, "must be <= ratedKw");
     for (const key of ["returnTempC", "supplyTempC", "flowLpm", "powerKw"] as const) point(r.points[key], `${at}.points.${key}`);
     r.points.leak.forEach((l, j) => point(l, `${at}.points.leak[${j}]`));
+    for (const key of ["valvePositionPct", "supplyIsolationOpenLimit", "supplyIsolationClosedLimit", "returnIsolationOpenLimit", "returnIsolationClosedLimit"] as const) {
+      const id = r.points[key];
+      if (id !== undefined) point(id, `${at}.points.${key}`);
+    }
     for (const key of ["valve", "supplyIsolation", "returnIsolation", "powerCap", "powerOff", "failValve", "failIsolationOpen"] as const) output(r.outputs[key], `${at}.outputs.${key}`);
     // a configured action with nothing to act on would be a promise the pod cannot keep
     if (s.escalation.rackPowerOff && r.outputs.powerOff === undefined) out.push(`${at}.outputs.powerOff: supervisor.escalation.rackPowerOff needs it (or set rackPowerOff: false)`);

@@ -3,6 +3,7 @@
 // alarms in the order a technician reads them. One view serves every open page.
 import { failsafeReasons, loopModeWord } from "../../pod/status-words.js";
 import type { PodLayout } from "../../pod/layout.js";
+import type { ValveSeen } from "../../pod/status-view.js";
 import type { CommandLimits, PodReader, Range } from "../pod-api.js";
 import type { Alarm } from "../supervisor/alarms.js";
 
@@ -15,10 +16,15 @@ export interface HmiRack {
   powerCapKw: number | null;
   powerOffRequested: boolean;
   valvePct: number | null;
+  /** the control valve's position feedback, where the rack has one */
+  valvePositionPct: number | null;
   setpointC: number;
   /** commanded positions of the isolation valves */
   supplyIsolation: "open" | "closed";
   returnIsolation: "open" | "closed";
+  /** where their limit switches say they are (null: none configured) */
+  supplyIsolationSeen: ValveSeen | null;
+  returnIsolationSeen: ValveSeen | null;
   isolation: string;
   isolatedByOperator: boolean;
   leak: string;
@@ -142,9 +148,12 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
       powerCapKw: r.powerCapKw,
       powerOffRequested: r.powerOffRequested,
       valvePct: finite(r.valvePct),
+      valvePositionPct: r.valvePositionPct,
       setpointC: r.setpointC,
       supplyIsolation: r.supplyIsolationOpen ? "open" : "closed",
       returnIsolation: r.returnIsolationOpen ? "open" : "closed",
+      supplyIsolationSeen: r.supplyIsolationSeen,
+      returnIsolationSeen: r.returnIsolationSeen,
       isolation: r.isolation,
       isolatedByOperator: r.isolatedByOperator,
       leak: r.leak,

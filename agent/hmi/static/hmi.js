@@ -38,9 +38,10 @@ function svg(tag, attrs, parent, text) {
 function valve(parent, x, y, kind, label) {
   const g = svg("g", { class: `valve-group ${kind}` }, parent);
   svg("polygon", { class: `valve ${kind === "control" ? "control" : ""}`, points: `${x - 9},${y - 11} ${x + 9},${y - 11} ${x - 9},${y + 11} ${x + 9},${y + 11}` }, g);
-  svg("text", { x: x + 14, y: y - 2 }, g, label);
-  const state = svg("text", { x: x + 14, y: y + 12, class: "state" }, g, "—");
-  return { g, symbol: g.firstChild, state };
+  svg("text", { x: x + 14, y: y - 8 }, g, label);
+  const state = svg("text", { x: x + 14, y: y + 5, class: "state" }, g, "—");
+  const seen = svg("text", { x: x + 14, y: y + 18, class: "seen" }, g, "");
+  return { g, symbol: g.firstChild, state, seen };
 }
 
 function buildOverview(view) {
@@ -93,14 +94,22 @@ function drawOverview(view) {
   setText(loop, `loop ${view.pump.loopMode}${view.pump.hold ? ` · ${view.pump.hold}` : ""}`);
   view.racks.forEach((r, i) => {
     const o = overview.racks[i];
-    for (const [v, state] of [[o.supplyIso, r.supplyIsolation], [o.returnIso, r.returnIsolation]]) {
+    for (const [v, state, seen] of [
+      [o.supplyIso, r.supplyIsolation, r.supplyIsolationSeen],
+      [o.returnIso, r.returnIsolation, r.returnIsolationSeen],
+    ]) {
       v.symbol.setAttribute("class", `valve ${state}`);
       v.state.textContent = state.toUpperCase();
       v.state.setAttribute("class", `state ${state}`);
+      // commanded against seen: a valve that is not where it was sent is said so
+      const agrees = seen === state;
+      v.seen.textContent = seen === null ? "" : agrees ? `seen ${seen}` : `seen ${seen.toUpperCase()}`;
+      v.seen.setAttribute("class", seen === null || agrees ? "seen" : "seen mismatch");
     }
     o.g.querySelector('[data-pipe="supply"]').classList.toggle("dry", r.supplyIsolation === "closed");
     o.g.querySelector('[data-pipe="return"]').classList.toggle("dry", r.returnIsolation === "closed");
     o.ctrl.state.textContent = fmt(r.valvePct, 0, " % open") ?? "no command";
+    o.ctrl.seen.textContent = r.valvePositionPct === null ? "" : `at ${r.valvePositionPct.toFixed(0)} %`;
     o.box.setAttribute("class", `box leak-${r.leak}`);
     const L = o.lines;
     L.leak.textContent = r.leak === "OK" ? "leak: none" : `LEAK ${r.leak.toUpperCase()}`;
