@@ -53,17 +53,23 @@ export interface RunningDemo {
   stop(): Promise<void>;
 }
 
+/** The demo pod's power budget, kW (see startDemo). */
+export const DEMO_BUDGET_KW = 680;
+
 const pad = (s: string, n: number): string => (s.length >= n ? s.slice(0, n) : s + " ".repeat(n - s.length));
 const num = (x: number | null, d = 1): string => (x !== null && Number.isFinite(x) ? x.toFixed(d) : "  -");
 
-export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "activeAlarms">, sim: PodSim): string {
-  const s = pod.status();
+export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "activeAlarms" | "snapshot">, sim: PodSim): string {
+  const snap = pod.snapshot();
+  const s = snap.status as ReturnType<PodReader["status"]>;
   const t = sim.truth();
   const lines: string[] = [];
   lines.push(`podwarden demo  site ${pod.identity.site} / pod ${pod.identity.pod}   mode ${s.mode}   plant time ${t.timeS.toFixed(0)} s`);
   lines.push(
     `control tick lateness p50 ${num(s.control.p50Us, 0)} µs  p99 ${num(s.control.p99Us, 0)} µs  max ${num(s.control.maxUs, 0)} µs  overruns ${s.control.overruns}  SCHED_FIFO ${s.control.schedFifo}`,
   );
+  const drawKw = s.racks.reduce((a, r) => a + (r.powerKw ?? 0), 0);
+  lines.push(`power ${num(drawKw, 0)} kW drawn of a ${num(snap.powerBudgetKw as number, 0)} kW budget`);
   lines.push(`pump  speed ${num(s.pump.speedCmdPct)} %   dp ${num(s.pump.dpKpa)} kPa (sp ${num(s.pump.setpointKpa, 0)})   ${s.pump.enabled ? "running" : "STOPPED"}   reservoir ${num((100 * t.cdu.reservoirL) / sim.config.plant.reservoir.volumeL, 1)} %`);
   lines.push("");
   lines.push(`${pad("rack", 8)}${pad("supply", 8)}${pad("return", 8)}${pad("flow", 8)}${pad("valve", 8)}${pad("iso", 8)}${pad("power", 8)}${pad("cap", 8)}${pad("leak", 10)}${pad("loop", 10)}isolation`);
@@ -101,6 +107,11 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     await sim.start();
     const controlPort = await api.listen(simConfig.control.port, simConfig.control.host);
     const data = demoConfigData(undefined, o.agentConfig);
+    // The demo's racks run a varied workload (configs/sim-pod.yaml: rackLoads) that peaks near
+    // 750 kW; a budget below that peak makes the pod cap its lower-priority racks there, so the
+    // budget is seen at work (on the board and the HMI) and not only read about.
+    const supervisor = (data.supervisor ?? {}) as { powerBudget?: Record<string, unknown> };
+    data.supervisor = { ...supervisor, powerBudget: { ...supervisor.powerBudget, podKw: DEMO_BUDGET_KW } };
     // aedes speaks MQTT 3.1.1 only; an external broker (mosquitto) gets MQTT 5
     data.uplink = { url: brokerUrl, telemetryMs: 1000, protocolVersion: o.broker === undefined ? 4 : 5 };
     data.log = { level: "warn", modules: {} };

@@ -53,6 +53,9 @@ export const LOAD_PROFILE_SCHEMA = {
   default: { profile: "idle", pct: 60 },
 };
 
+/** A profile in a list: no default (the list says every rack's). */
+const { default: _default, ...LOAD_PROFILE_ITEM } = LOAD_PROFILE_SCHEMA;
+
 export const SIM_SCHEMA = {
   $id: "podwarden-sim",
   type: "object",
@@ -110,6 +113,14 @@ export const SIM_SCHEMA = {
         ),
         leakRateLpm: num(0, 1000, 6, "coolant lost through an unisolated leak, L/min"),
         load: LOAD_PROFILE_SCHEMA,
+        rackLoads: optional(
+          typed<LoadProfile[]>({
+            type: "array",
+            maxItems: 64,
+            items: { ...LOAD_PROFILE_ITEM, description: "this rack's load profile" },
+            description: "a load profile per rack, in rack order, over `load` (a varied pod: idle racks, busy ones, jobs that start and stop); racks beyond the list take `load`",
+          }),
+        ),
       },
       "the thermal-hydraulic model",
     ),
@@ -171,7 +182,7 @@ type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]>
 
 export interface SimOverrides {
   seed?: number;
-  plant?: DeepPartial<Omit<PlantParams, "load">> & { load?: LoadProfile };
+  plant?: DeepPartial<Omit<PlantParams, "load" | "rackLoads">> & { load?: LoadProfile; rackLoads?: LoadProfile[] };
   devices?: Partial<SimConfig["devices"]>;
   control?: Partial<SimConfig["control"]>;
 }

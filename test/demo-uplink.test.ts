@@ -56,6 +56,17 @@ describe("the demo pod (npm start)", () => {
     await waitFor(() => demo.agent.supervisor.mode !== "Starting", "out of Starting", 30_000);
     const board = demo.board();
     for (const want of ["mode", "rack-1", "rack-8", "pump", "tick lateness", "active alarms", "return", "cap"]) expect(board).toContain(want);
+    expect(board).toMatch(/power \d+ kW drawn of a 680 kW budget/);
+  });
+
+  it("runs a varied workload, not eight identical racks, and serves its HMI with a login for the run", async () => {
+    const demand = demo.sim.truth().racks.map((r) => r.demandPct);
+    expect(new Set(demand.map((d) => Math.round(d))).size).toBeGreaterThanOrEqual(4);
+    expect(Math.max(...demand) - Math.min(...demand)).toBeGreaterThan(30); // busy racks and idling ones
+    expect(demo.hmiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const login = await fetch(`${demo.hmiUrl!}api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(demo.hmiLogin) });
+    expect(login.status).toBe(200);
+    expect(((await login.json()) as { roles: string[] }).roles).toEqual(["engineer"]);
   });
 
   it("shows a newcomer the safety response to a leak: isolation, alarm, event", async () => {

@@ -64,6 +64,8 @@ export interface HmiView {
   mode: string;
   maintenance: boolean;
   healthy: boolean;
+  /** the racks' good power readings summed, and the budget in force (null if none is known) */
+  power: { drawKw: number; budgetKw: number | null };
   pump: { speedPct: number | null; dpKpa: number | null; setpointKpa: number; running: boolean; loopMode: string; hold: string };
   racks: HmiRack[];
   loops: HmiLoop[];
@@ -138,6 +140,7 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
     mode: s.mode,
     maintenance: s.maintenance,
     healthy: pod.healthy(),
+    power: { drawKw: s.racks.reduce((a, r) => a + (r.powerKw ?? 0), 0), budgetKw: typeof snap.powerBudgetKw === "number" ? snap.powerBudgetKw : null },
     pump: { speedPct: finite(s.pump.speedCmdPct), dpKpa: s.pump.dpKpa, setpointKpa: s.pump.setpointKpa, running: s.pump.enabled, loopMode: loopModeWord(s.pump.loopStatus), hold: holdWords(s.pump.loopStatus) },
     racks: s.racks.map((r) => ({
       name: r.name,

@@ -23,6 +23,8 @@ export interface PlantParams {
   reservoir: { volumeL: number; staticPressureKpa: number };
   leakRateLpm: number;
   load: LoadProfile;
+  /** per rack, over `load` */
+  rackLoads?: LoadProfile[];
 }
 
 export type LeakState = "dry" | "wet" | "cable-fault";
@@ -99,7 +101,7 @@ export class PodPlant {
     this.rng = new Prng(seed);
     this.racks = [];
     for (let r = 0; r < p.racks; r++) {
-      this.racks.push(new RackModel(r, p, new LoadGenerator(perRackLoad?.[r] ?? p.load, new Prng(seed * 7919 + r + 1))));
+      this.racks.push(new RackModel(r, p, new LoadGenerator(perRackLoad?.[r] ?? p.rackLoads?.[r] ?? p.load, new Prng(seed * 7919 + r + 1))));
     }
     this.cdu = {
       pumpSpeedCmdPct: p.pump.initialSpeedPct,

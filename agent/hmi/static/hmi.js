@@ -204,6 +204,7 @@ function draw(view) {
   mode.textContent = `mode ${view.mode}`;
   mode.dataset.state = view.mode;
   $("#maintenance").hidden = !view.maintenance;
+  $("#power").textContent = `power ${view.power.drawKw.toFixed(0)} kW of ${view.power.budgetKw === null ? "—" : view.power.budgetKw.toFixed(0)} kW budget`;
   drawOverview(view);
   drawAlarms(view);
   drawLoops(view);
