@@ -21,6 +21,8 @@ import { commandBody } from "../agent/commands/client.js";
 import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
+import { freePort } from "../tooling/free-port.js";
+import { openHmiPages } from "../tooling/hmi-pages.js";
 import { fmt, quantile } from "./stats.js";
 
 export interface LatenessRow {
@@ -33,7 +35,7 @@ export interface LatenessRow {
 }
 
 /** What runs against the daemon during the leak trials. */
-export type LeakLoad = "none" | "ingest-100mb" | "command-flood-10k" | "telemetry-10hz";
+export type LeakLoad = "none" | "ingest-100mb" | "command-flood-10k" | "telemetry-10hz" | "hmi-5-pages";
 
 export interface LeakResult {
   load: LeakLoad;
@@ -189,8 +191,8 @@ async function startLoad(load: LeakLoad, url: string, privatePem: string): Promi
  * a device on its own hardware would not wait behind the daemon and the load generators for a
  * core (at normal priority its own stalls were most of the tail: BENCHMARKS.md).
  */
-const SIM_FIFO = process.getuid?.() === 0 ? 30 : undefined;
-const simPriority = (): string => (SIM_FIFO === undefined ? "simulator at normal priority (not root)" : `simulator at SCHED_FIFO ${SIM_FIFO}`);
+export const SIM_FIFO = process.getuid?.() === 0 ? 30 : undefined;
+export const simPriority = (): string => (SIM_FIFO === undefined ? "simulator at normal priority (not root)" : `simulator at SCHED_FIFO ${SIM_FIFO}`);
 
 /**
  * The real daemon (its own process, production flags) against the simulator (another process);
@@ -202,7 +204,7 @@ const simPriority = (): string => (SIM_FIFO === undefined ? "simulator at normal
 async function leakToIsolation(trials: number, warmupS: number, pollMs: number, load: LeakLoad = "none"): Promise<LeakResult | null> {
   const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-"));
   const sim = await startSimProcess(dir, 5000, SIM_FIFO);
-  const broker = load === "none" ? null : await Mosquitto.start();
+  const broker = load === "none" || load === "hmi-5-pages" ? null : await Mosquitto.start();
   const key = generateCommandKey();
   let stopLoad: () => Promise<string> = () => Promise.resolve("nothing");
   const latencies: number[] = [];
@@ -223,6 +225,8 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number, 
       // MQTT 3.1.1: no maximumPacketSize, so the broker delivers the 100 MB and the pod's own guard must cope
       data.mqttIngest = { url: broker.url, protocolVersion: 4, points: [{ id: "bench.temp", topic: "bench/temp", path: "v", staleMs: 60_000 }] };
     }
+    const hmiPort = await freePort();
+    data.hmi = { port: hmiPort };
     writeFileSync(cfg, stringify(data));
     daemon = podwardenProcess(["run", "-c", cfg], "ignore");
     const t0 = Date.now();
@@ -232,6 +236,13 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number, 
     }
     await sleep(warmupS * 1000); // inputs valid, loops in automatic, code warm
     if (broker !== null) stopLoad = await startLoad(load, broker.url, key.privatePem);
+    if (load === "hmi-5-pages") {
+      const pages = await openHmiPages(`http://127.0.0.1:${hmiPort}/`, 5);
+      stopLoad = async () => {
+        await pages.stop();
+        return `5 HMI pages (${pages.views()} live views)`;
+      };
+    }
     const cpu = cpuMeter(daemon.pid!);
     for (let k = 0; latencies.length < trials; k++) {
       if (k % 8 === 0) rss.push(processRssMb(daemon.pid!));
@@ -306,7 +317,7 @@ async function daemonResources(seconds: number): Promise<AgentResult["resources"
 export const LEAK_POLL_MS = 1;
 
 /** Starts measuring a process's CPU time (Linux); the returned function gives its % of one core since then. */
-function cpuMeter(pid: number): () => number {
+export function cpuMeter(pid: number): () => number {
   const hz = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
   const ticks = (): number => {
     const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
@@ -322,7 +333,7 @@ export function processRssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 }
 
-const LOADS: LeakLoad[] = ["ingest-100mb", "command-flood-10k", "telemetry-10hz"];
+const LOADS: LeakLoad[] = ["ingest-100mb", "command-flood-10k", "telemetry-10hz", "hmi-5-pages"];
 
 export async function runAgentBench(quick = false, leakPollMs = LEAK_POLL_MS, only?: "leak"): Promise<AgentResult> {
   const seconds = quick ? 5 : 20;

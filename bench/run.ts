@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, faults), or
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, faults), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
@@ -15,6 +15,7 @@ import { printHotpath, runHotpathBench } from "./hotpath.js";
 import { printSim, runSimBench } from "./sim.js";
 import { printUplink, runUplinkBench } from "./uplink.js";
 import { printFaultBench, runFaultBench } from "./faults.js";
+import { printHmi, runHmiBench } from "./hmi.js";
 
 const { values } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false }, "leak-poll-ms": { type: "string" } },
@@ -59,4 +60,5 @@ if (wants("uplink")) {
   if (hasDaemonFlags) printUplink(await runUplinkBench(values.quick));
   else runWithDaemonFlags("uplink");
 }
+if (wants("hmi")) printHmi(await runHmiBench(values.quick));
 if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));
