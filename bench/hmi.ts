@@ -1,8 +1,7 @@
 // The HMI's cost to the daemon (issue #23's targets): `podwarden run` (production flags) on the
 // 8-rack demo pod against the simulator in its own process, in three phases of the same length,
 // each with its own daemon: the HMI disabled, enabled with no page open, and with 5 pages open
-// (tooling/hmi-pages.ts: the live view, the health view and history every 2 s, two trends every
-// 5 s). For each: the daemon's CPU and maximum RSS, and the control tick's p99 lateness over the
+// (tooling/hmi-pages.ts: the live stream, two trends every 5 s). For each: the daemon's CPU and maximum RSS, and the control tick's p99 lateness over the
 // recent window. Besides: the page's weight, gzip as served. Run by `npm run bench -- --only hmi`.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -236,8 +236,10 @@ describe("podwarden run serves the HMI", () => {
     try {
       expect(pages.map((p) => p.status)).toEqual([200, 200, 200]);
       // each gets a view at once, not at the next period
-      const first = await reader.read();
-      expect(new TextDecoder().decode(first.value as Uint8Array)).toContain("retry: 1000");
+      // the view, the health view and the history so far, at once: one connection carries all
+      let got = "";
+      while (!/event: events\n/.test(got)) got += new TextDecoder().decode((await reader.read()).value as Uint8Array);
+      expect(got).toMatch(/^retry: 1000\n\nevent: state\ndata: \{.*\n\nevent: health\ndata: \{/s);
       const extra = await fetch(`${base}api/live`);
       expect(extra.status).toBe(503);
       expect(await extra.text()).toContain("hmi.maxClients");

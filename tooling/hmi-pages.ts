@@ -1,5 +1,5 @@
 // What an open HMI page asks of the daemon, without a browser: the page's files once, the live
-// view (Server-Sent Events) read as it comes, the health view and the history every 2 s and two
+// stream (Server-Sent Events: the view, the health view, the events) read as it comes, and two
 // trends every 5 s, as agent/hmi/static/hmi.js does. For benches that load the daemon with pages
 // (a browser's own rendering costs the client's CPU, not the daemon's).
 export interface HmiPages {
@@ -32,7 +32,6 @@ export async function openHmiPages(base: string, n: number): Promise<HmiPages> {
       }
     })();
     const quiet = (p: Promise<void>): void => void p.catch(() => undefined);
-    timers.push(setInterval(() => (quiet(get("api/health", ac.signal)), quiet(get("api/events?type=&q=&limit=200", ac.signal))), 2000));
     timers.push(setInterval(() => quiet(get("api/trend?series=rack-1.valve&series=rack-1.returnTempC", ac.signal)), 5000));
   }
   return {

@@ -54,9 +54,12 @@ export class EventLog {
 
   constructor(readonly capacity: number) {}
 
-  add(e: AgentEvent, at = new Date()): void {
-    this.ring.push({ seq: ++this.seq, at: at.toISOString(), type: e.type, ...eventWords(e) });
+  /** Logs an event; returns it as logged. */
+  add(e: AgentEvent, at = new Date()): LoggedEvent {
+    const logged = { seq: ++this.seq, at: at.toISOString(), type: e.type, ...eventWords(e) };
+    this.ring.push(logged);
     if (this.ring.length > this.capacity) this.ring.shift();
+    return logged;
   }
 
   /** Newest first: those whose type starts with `type` and whose source or text contains `text` (case-insensitive), at most `limit`. */

@@ -5,8 +5,10 @@
 //   GET /api/trends  the series the trends hold; GET /api/trend?series=<id>&...: their last minutes
 //   GET /api/events?type=<prefix>&q=<text>: the alarm history and event log, newest first
 //   GET /api/health  devices, uplink, control thread and build, for the health view
-//   GET /api/live    the view as Server-Sent Events, `updateHz` a second; EventSource reconnects
-//                    by itself, and the page marks its data stale while it is not receiving
+//   GET /api/live    Server-Sent Events: the view (`state`) `updateHz` a second, the health view
+//                    (`health`) every 2 s, the history so far (`events`) at once and each new
+//                    event (`event`) as it happens; EventSource reconnects by itself, and the
+//                    page marks its data stale while it is not receiving
 //   /api/session, /api/login, /api/logout, /api/action: logging in and acting (actions.ts)
 // Any other method on any other path is refused with 405 before a byte of a body is read.
 // Every request is bounded before it is looked at: headers (8 KB), the URL (1 KB), the time to
@@ -21,7 +23,7 @@ import { gzipSync } from "node:zlib";
 import { readFileBounded } from "../../lib/bounded-read.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import { findPackage } from "../../lib/package-root.js";
-import type { PodDiagnostics, PodReader } from "../pod-api.js";
+import type { AgentEvent, PodDiagnostics, PodReader } from "../pod-api.js";
 import type { UplinkStats } from "../uplink/uplink.js";
 import { hmiHealth, RequestRates } from "./health.js";
 import { EventLog, MAX_EVENTS_PER_REQUEST } from "./event-log.js";
@@ -41,6 +43,9 @@ const MAX_BUFFERED_BYTES = 256 * 1024;
 
 /** How many of the pod's last events the history keeps. */
 const EVENT_LOG_SIZE = 1000;
+
+/** How often the health view goes to the live pages, ms. */
+const HEALTH_MS = 2000;
 
 /** How often the trends are sampled, ms. */
 const TREND_PERIOD_MS = 1000;
@@ -106,6 +111,8 @@ export class HmiServer {
   private unsubscribe: () => void;
   private uplink: () => UplinkStats | null;
   private sampler: NodeJS.Timeout | null = null;
+  /** live-view periods since the first page opened */
+  private ticks = 0;
 
   constructor(o: HmiServerOptions) {
     this.pod = o.pod;
@@ -113,7 +120,7 @@ export class HmiServer {
     this.version = o.version;
     this.onError = o.onError ?? (() => undefined);
     this.uplink = o.uplink ?? (() => null);
-    this.unsubscribe = o.pod().onEvent((e) => this.events.add(e));
+    this.unsubscribe = o.pod().onEvent((e) => this.onEvent(e));
     this.actions = new HmiActions(o.commander, o.config, this.onError);
     this.trends = new TrendRing((o.config.trendMinutes * 60_000) / TREND_PERIOD_MS);
     // read once: the page is ~70 KB, and a file changed under a running daemon is not served half-written
@@ -128,7 +135,7 @@ export class HmiServer {
     this.pod = pod;
     this.uplink = uplink;
     this.unsubscribe();
-    this.unsubscribe = pod().onEvent((e) => this.events.add(e));
+    this.unsubscribe = pod().onEvent((e) => this.onEvent(e));
     this.actions.attach(commander);
   }
 
@@ -186,13 +193,8 @@ export class HmiServer {
       return this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify(body)), { "cache-control": "no-store" });
     }
     if (path === "/api/health") {
-      let health: string;
-      try {
-        health = JSON.stringify(hmiHealth(this.pod(), this.uplink(), this.rates, this.version));
-      } catch (err) {
-        this.onError(err);
-        return refuse(res, 500, "the pod's counters cannot be read now");
-      }
+      const health = this.healthJson();
+      if (health === null) return refuse(res, 500, "the pod's counters cannot be read now");
       return this.send(req, res, 200, "application/json", Buffer.from(health), { "cache-control": "no-store" });
     }
     if (path === "/api/state") {
@@ -209,6 +211,22 @@ export class HmiServer {
   private send(req: IncomingMessage, res: ServerResponse, status: number, type: string, body: Buffer, headers: Record<string, string> = {}): void {
     res.writeHead(status, { ...SECURITY_HEADERS, ...headers, "content-type": type, "content-length": body.length });
     res.end(req.method === "HEAD" ? undefined : body);
+  }
+
+  /** An event goes into the history, and out to every live page at once. */
+  private onEvent(e: AgentEvent): void {
+    const logged = this.events.add(e);
+    if (this.clients.size > 0) this.broadcast(`event: event\ndata: ${JSON.stringify(logged)}\n\n`);
+  }
+
+  /** The health view as JSON, or null (reported) if the pod's counters cannot be read now. */
+  private healthJson(): string | null {
+    try {
+      return JSON.stringify(hmiHealth(this.pod(), this.uplink(), this.rates, this.version));
+    } catch (err) {
+      this.onError(err);
+      return null;
+    }
   }
 
   /** The view as JSON, or null (reported) if the pod cannot be read now. */
@@ -234,18 +252,35 @@ export class HmiServer {
       this.clients.delete(res);
       if (this.clients.size === 0) this.stopTimer();
     });
-    // EventSource retries after 1 s; the first view goes out now, not at the next period
+    // EventSource retries after 1 s; the first view, the health view and the history so far go
+    // out now, not at the next period: everything a page shows comes over this one connection
+    // (only a trend the user asks for is a request of its own)
     res.write("retry: 1000\n\n");
     const view = this.viewJson();
     if (view !== null) res.write(`event: state\ndata: ${view}\n\n`);
-    if (this.timer === null) this.timer = setInterval(() => this.push(), Math.round(1000 / this.c.updateHz));
+    const health = this.healthJson();
+    if (health !== null) res.write(`event: health\ndata: ${health}\n\n`);
+    res.write(`event: events\ndata: ${JSON.stringify(this.events.query("", "", MAX_EVENTS_PER_REQUEST).reverse())}\n\n`);
+    if (this.timer === null) {
+      this.ticks = 0;
+      this.timer = setInterval(() => this.push(), Math.round(1000 / this.c.updateHz));
+    }
   }
 
-  /** One view, computed once, to every live page; a page that has stopped reading is dropped. */
+  /** One view, computed once, to every live page (and the health view every HEALTH_MS). */
   private push(): void {
     const view = this.viewJson();
     if (view === null) return; // nothing new goes out: the pages mark their data stale
-    const frame = `event: state\ndata: ${view}\n\n`;
+    let frame = `event: state\ndata: ${view}\n\n`;
+    if (++this.ticks % Math.max(1, Math.round((HEALTH_MS * this.c.updateHz) / 1000)) === 0) {
+      const health = this.healthJson();
+      if (health !== null) frame += `event: health\ndata: ${health}\n\n`;
+    }
+    this.broadcast(frame);
+  }
+
+  /** Writes to every live page; a page that has stopped reading is dropped. */
+  private broadcast(frame: string): void {
     for (const res of this.clients) {
       if (res.writableLength > MAX_BUFFERED_BYTES) {
         this.dropped++;

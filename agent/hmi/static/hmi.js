@@ -361,32 +361,37 @@ void fetch("api/trends")
     setInterval(() => void drawTrend(), TREND_REFRESH_MS);
   });
 
-// History: asked for with the chosen filter when it changes and every HEALTH_MS.
-function refreshHistory() {
-  const q = new URLSearchParams({ type: $("#history-type").value, q: $("#history-text").value, limit: "200" });
-  void fetch(`api/events?${q}`)
-    .then((r) => (r.ok ? r.json() : null))
-    .then((h) => {
-      if (h === null) return;
-      $("#history tbody").replaceChildren(
-        ...h.events.map((e) => {
-          const tr = document.createElement("tr");
-          tr.dataset.type = e.type;
-          cell(tr, new Date(e.at).toLocaleTimeString());
-          cell(tr, e.type);
-          cell(tr, e.source);
-          cell(tr, e.text, "message");
-          return tr;
-        }),
-      );
-    }, () => undefined);
-}
-$("#history-type").addEventListener("change", refreshHistory);
-$("#history-text").addEventListener("input", refreshHistory);
-$("#history-filter").addEventListener("submit", (e) => e.preventDefault());
+// History: the daemon sends the last events when the page connects and each new one as it
+// happens; the page keeps up to HISTORY_MAX and filters them here.
+const HISTORY_MAX = 1000;
+const HISTORY_SHOWN = 200;
+let history = [];
 
-// Health: asked for every HEALTH_MS, not pushed (it is counters, and nobody needs them at 5 Hz).
-const HEALTH_MS = 2000;
+function drawHistory() {
+  const type = $("#history-type").value;
+  const text = $("#history-text").value.toLowerCase();
+  const shown = [];
+  for (let i = history.length - 1; i >= 0 && shown.length < HISTORY_SHOWN; i--) {
+    const e = history[i];
+    if (!e.type.startsWith(type)) continue;
+    if (text !== "" && !e.text.toLowerCase().includes(text) && !e.source.toLowerCase().includes(text)) continue;
+    shown.push(e);
+  }
+  $("#history tbody").replaceChildren(
+    ...shown.map((e) => {
+      const tr = document.createElement("tr");
+      tr.dataset.type = e.type;
+      cell(tr, new Date(e.at).toLocaleTimeString());
+      cell(tr, e.type);
+      cell(tr, e.source);
+      cell(tr, e.text, "message");
+      return tr;
+    }),
+  );
+}
+$("#history-type").addEventListener("change", drawHistory);
+$("#history-text").addEventListener("input", drawHistory);
+$("#history-filter").addEventListener("submit", (e) => e.preventDefault());
 
 function drawHealth(h) {
   const lat = $("#lateness tbody");
@@ -429,23 +434,23 @@ function drawHealth(h) {
   $("#build").textContent = `podwarden ${h.build.version} on Node.js ${h.build.node}; config sha256 ${h.build.configHash}`;
 }
 
-function refreshHealth() {
-  void fetch("api/health")
-    .then((r) => (r.ok ? r.json() : null))
-    .then((h) => h !== null && drawHealth(h), () => undefined);
-}
-refreshHealth();
-refreshHistory();
-setInterval(() => {
-  refreshHealth();
-  refreshHistory();
-}, HEALTH_MS);
 
 void fetch("api/session", { credentials: "same-origin" })
   .then((r) => r.json())
   .then(setSession, () => setSession(null));
 
 const source = new EventSource("api/live");
+source.addEventListener("health", (e) => drawHealth(JSON.parse(e.data)));
+source.addEventListener("events", (e) => {
+  // a (re)connection: the daemon's history replaces what the page had
+  history = JSON.parse(e.data);
+  drawHistory();
+});
+source.addEventListener("event", (e) => {
+  history.push(JSON.parse(e.data));
+  if (history.length > HISTORY_MAX) history.shift();
+  drawHistory();
+});
 source.addEventListener("state", (e) => {
   lastViewAt = performance.now();
   draw(JSON.parse(e.data));
