@@ -31,15 +31,22 @@ export interface HmiBenchResult {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function phase(name: string, hmi: boolean, pages: number, seconds: number, atEnd?: (base: string) => Promise<void>): Promise<HmiPhase> {
+interface BenchDaemon {
+  pid: number;
+  /** the HMI's base URL */
+  base: string;
+  /** the control tick's p99 lateness over the recent window, µs (from /metrics) */
+  tickP99Us(): Promise<number | null>;
+}
+
+/** A daemon on the demo pod against its own simulator, its devices taken and warmed up; stopped after `fn`. */
+async function withDaemon<T>(hmi: boolean, fn: (d: BenchDaemon) => Promise<T>): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-hmi-"));
   const sim = await startSimProcess(dir, 5000, SIM_FIFO);
   const [hmiPort, metricsPort] = [await freePort(), await freePort()];
   const cfg = join(dir, "agent.yaml");
   writeFileSync(cfg, stringify({ ...(demoConfigWithPorts(sim.ports, 20) as object), stateDir: dir, hmi: { enabled: hmi, port: hmiPort }, metrics: { port: metricsPort } }));
   const daemon = podwardenProcess(["run", "-c", cfg], "ignore");
-  const base = `http://127.0.0.1:${hmiPort}/`;
-  let open: Awaited<ReturnType<typeof openHmiPages>> | null = null;
   try {
     const truth = async (): Promise<{ devices: { leaseExpired: boolean }[] }> => (await fetch(`${sim.controlUrl}/truth`)).json() as never;
     const t0 = Date.now();
@@ -48,21 +55,15 @@ async function phase(name: string, hmi: boolean, pages: number, seconds: number,
       await sleep(100);
     }
     await sleep(5000); // loops in automatic, code warm
-    if (pages > 0) open = await openHmiPages(base, pages);
-    await sleep(2000);
-    const cpu = cpuMeter(daemon.pid!);
-    let rssMax = 0;
-    for (let s = 0; s < seconds; s++) {
-      await sleep(1000);
-      rssMax = Math.max(rssMax, processRssMb(daemon.pid!));
-    }
-    const cpuPct = cpu();
-    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    const p99 = /^podwarden_tick_lateness_recent_seconds\{quantile="0\.99"\} (\S+)$/m.exec(metrics);
-    await atEnd?.(base);
-    return { phase: name, seconds, cpuPct, rssMaxMb: rssMax, tickP99Us: p99 === null ? null : Number(p99[1]) * 1e6, views: open?.views() ?? 0 };
+    return await fn({
+      pid: daemon.pid!,
+      base: `http://127.0.0.1:${hmiPort}/`,
+      tickP99Us: async () => {
+        const m = /^podwarden_tick_lateness_recent_seconds\{quantile="0\.99"\} (\S+)$/m.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
+        return m === null ? null : Number(m[1]) * 1e6;
+      },
+    });
   } finally {
-    await open?.stop();
     daemon.kill("SIGTERM");
     await new Promise((r) => daemon.once("exit", r));
     sim.child.kill("SIGTERM");
@@ -71,49 +72,50 @@ async function phase(name: string, hmi: boolean, pages: number, seconds: number,
   }
 }
 
+async function phase(name: string, hmi: boolean, pages: number, seconds: number, atEnd?: (base: string) => Promise<void>): Promise<HmiPhase> {
+  return await withDaemon(hmi, async (d) => {
+    const open = pages > 0 ? await openHmiPages(d.base, pages) : null;
+    try {
+      await sleep(2000);
+      const cpu = cpuMeter(d.pid);
+      let rssMax = 0;
+      for (let s = 0; s < seconds; s++) {
+        await sleep(1000);
+        rssMax = Math.max(rssMax, processRssMb(d.pid));
+      }
+      const cpuPct = cpu();
+      const tickP99Us = await d.tickP99Us();
+      await atEnd?.(d.base);
+      return { phase: name, seconds, cpuPct, rssMaxMb: rssMax, tickP99Us, views: open?.views() ?? 0 };
+    } finally {
+      await open?.stop();
+    }
+  });
+}
+
 /**
  * Within one daemon, windows of no page and of 5 pages, alternating, so that the daemon's drift
  * (its collections, the plant's load) falls on both alike: separate daemons differed by 2–5
  * points of CPU from run to run, more than the pages cost.
  */
-async function alternating(rounds: number, windowS: number): Promise<{ nonePct: number[]; fivePct: number[]; tickP99Us: { none: number[]; five: number[] } }> {
-  const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-hmi-ab-"));
-  const sim = await startSimProcess(dir, 5000, SIM_FIFO);
-  const [hmiPort, metricsPort] = [await freePort(), await freePort()];
-  const cfg = join(dir, "agent.yaml");
-  writeFileSync(cfg, stringify({ ...(demoConfigWithPorts(sim.ports, 20) as object), stateDir: dir, hmi: { port: hmiPort }, metrics: { port: metricsPort } }));
-  const daemon = podwardenProcess(["run", "-c", cfg], "ignore");
-  const out = { nonePct: [] as number[], fivePct: [] as number[], tickP99Us: { none: [] as number[], five: [] as number[] } };
-  const p99 = async (): Promise<number> => Number(/^podwarden_tick_lateness_recent_seconds\{quantile="0\.99"\} (\S+)$/m.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())?.[1] ?? NaN) * 1e6;
-  try {
-    const truth = async (): Promise<{ devices: { leaseExpired: boolean }[] }> => (await fetch(`${sim.controlUrl}/truth`)).json() as never;
-    const t0 = Date.now();
-    while (!(await truth()).devices.every((d) => !d.leaseExpired)) {
-      if (Date.now() - t0 > 30_000) throw new Error("daemon did not take its devices");
-      await sleep(100);
-    }
-    await sleep(5000);
+async function alternating(rounds: number, windowS: number): Promise<{ nonePct: number[]; fivePct: number[]; tickP99Us: { none: (number | null)[]; five: (number | null)[] } }> {
+  return await withDaemon(true, async (d) => {
+    const out = { nonePct: [] as number[], fivePct: [] as number[], tickP99Us: { none: [] as (number | null)[], five: [] as (number | null)[] } };
     for (let r = 0; r < rounds; r++) {
-      let cpu = cpuMeter(daemon.pid!);
+      let cpu = cpuMeter(d.pid);
       await sleep(windowS * 1000);
       out.nonePct.push(cpu());
-      out.tickP99Us.none.push(await p99());
-      const pages = await openHmiPages(`http://127.0.0.1:${hmiPort}/`, 5);
+      out.tickP99Us.none.push(await d.tickP99Us());
+      const pages = await openHmiPages(d.base, 5);
       await sleep(1000); // the pages' first requests (the files) are not the steady cost
-      cpu = cpuMeter(daemon.pid!);
+      cpu = cpuMeter(d.pid);
       await sleep(windowS * 1000);
       out.fivePct.push(cpu());
-      out.tickP99Us.five.push(await p99());
+      out.tickP99Us.five.push(await d.tickP99Us());
       await pages.stop();
     }
     return out;
-  } finally {
-    daemon.kill("SIGTERM");
-    await new Promise((r) => daemon.once("exit", r));
-    sim.child.kill("SIGTERM");
-    await new Promise((r) => sim.child.once("exit", r));
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** The page's files as a browser gets them (gzip), from a running HMI. */
@@ -150,6 +152,6 @@ export function printHmi(r: HmiBenchResult): void {
   console.log(`- RSS with the HMI enabled against disabled: ${fmt(idle.rssMaxMb - off.rssMaxMb, 1)} MB idle, ${fmt(five.rssMaxMb - off.rssMaxMb, 1)} MB with 5 pages (target <= 8)`);
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
   const ab = r.ab;
-  console.log(`- one daemon, ${ab.nonePct.length} rounds of a window with no page then a window with 5 pages: CPU ${fmt(mean(ab.nonePct), 1)} % against ${fmt(mean(ab.fivePct), 1)} % of one core, **${fmt(mean(ab.fivePct) - mean(ab.nonePct), 1)} points** more with 5 pages (target <= 3; per round: ${ab.nonePct.map((x, i) => fmt(ab.fivePct[i] - x, 1)).join(", ")}); tick p99 over the recent window ${ab.tickP99Us.none.map((x) => fmt(x, 0)).join("/")} µs without, ${ab.tickP99Us.five.map((x) => fmt(x, 0)).join("/")} µs with`);
+  console.log(`- one daemon, ${ab.nonePct.length} rounds of a window with no page then a window with 5 pages: CPU ${fmt(mean(ab.nonePct), 1)} % against ${fmt(mean(ab.fivePct), 1)} % of one core, **${fmt(mean(ab.fivePct) - mean(ab.nonePct), 1)} points** more with 5 pages (target <= 3; per round: ${ab.nonePct.map((x, i) => fmt(ab.fivePct[i] - x, 1)).join(", ")}); tick p99 over the recent window ${ab.tickP99Us.none.map((x) => (x === null ? "—" : fmt(x, 0))).join("/")} µs without, ${ab.tickP99Us.five.map((x) => (x === null ? "—" : fmt(x, 0))).join("/")} µs with`);
   console.log(`- page weight: ${r.page.files} files, ${fmt(r.page.bytes / 1024, 1)} KB, ${fmt(r.page.gzipBytes / 1024, 1)} KB gzip as served (target <= 300 KB)`);
 }
