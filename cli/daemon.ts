@@ -66,6 +66,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     } catch (err) {
       // like metrics: a page must not stop control
       log.error({ err }, "hmi could not start; running without it");
+      await hmi?.close(); // its subscription to the pod's events goes too
       hmi = null;
     }
   }
@@ -117,6 +118,9 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       log.error({ problems: [fixed] }, "reload rejected: site, pod and stateDir change only with a restart; the running config stays");
       return;
     }
+    // the HMI is not restarted by a reload (its pages stay connected): its own settings apply at
+    // the next start, and the log says so rather than leave an operator to wonder
+    if (JSON.stringify(next.config.hmi) !== JSON.stringify(loaded.config.hmi)) log.warn({ running: loaded.config.hmi }, "reload: the hmi settings changed; they apply at the next start (the users file itself is read at every login)");
     systemd.notify("RELOADING=1");
     if (sameStructure(agent.config, next.config)) {
       agent.applyTuning(next.config);

@@ -2,6 +2,7 @@
 // a real browser: Debian's chromium, headless, driven by playwright-core.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
+import { createServer } from "node:http";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +18,7 @@ import { LoginLimiter, Sessions } from "../agent/hmi/sessions.js";
 import { setUser, loadUsers, verifyPassword } from "../agent/hmi/users.js";
 import type { Alarm } from "../agent/supervisor/alarms.js";
 import * as L from "../hotpath-as/assembly/layout.js";
+import { closeHttp, listenHttp } from "../lib/http-server.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { startDaemon, type Daemon } from "./helpers/daemon.js";
 import { TestPki } from "./helpers/pki.js";
@@ -385,7 +387,8 @@ describe("podwarden run serves the HMI", () => {
     it("shows all 8 racks; a leak closes that rack's valves on the page and puts its alarm at the top", async () => {
       if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: .ci/run installs Debian's chromium (or set CHROMIUM)`);
       browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-      page = await browser.newPage({ viewport: { width: 1600, height: 1100 } });
+      // a context of our own: the forgery test opens a second page in it, with the same cookies
+      page = await (await browser.newContext({ viewport: { width: 1600, height: 1100 } })).newPage();
       page.on("console", (m) => {
         if (m.type() === "error") errors.push(m.text());
       });
@@ -454,6 +457,36 @@ describe("podwarden run serves the HMI", () => {
       await page.screenshot({ path: join(ARTIFACTS, "hmi-logged-in.png"), fullPage: true });
       // while the daemon serves, the console stays clean (the refused login's 401 is the browser's report of it)
       expect(errors.filter((e) => !/status of 401|status of 409/.test(e))).toEqual([]);
+    }, 60_000);
+
+    it("refuses a forged request from another origin's page in the same browser, logged in: a form post and a fetch", async () => {
+      // another port of the same host is the same *site*, so SameSite=Strict still sends the
+      // cookie: the origin, content-type and CSRF checks are what stop this
+      t.sim.inject({ leak: "rack-6" });
+      const state = async (): Promise<HmiView> => (await fetch(`${base}api/state`)).json() as Promise<HmiView>;
+      await waitFor(async () => (await state()).alarms.some((a) => a.id === "leak:rack-6"), "the rack-6 leak alarm", 15_000);
+      const forged = JSON.stringify({ command: "ack-alarm", params: { id: "leak:rack-6" } });
+      const evil = createServer((_req, res) => {
+        res.writeHead(200, { "content-type": "text/html" });
+        res.end(`<!doctype html><form id="f" method="POST" action="${base}api/action" enctype="text/plain"><input name='${forged.slice(0, -1)},"x":"' value='"}'></form>
+<script>fetch(${JSON.stringify(`${base}api/action`)}, { method: "POST", mode: "no-cors", credentials: "include", headers: { "content-type": "text/plain" }, body: ${JSON.stringify(forged)} }).finally(() => document.getElementById("f").submit());</script>`);
+      });
+      const evilPort = await listenHttp(evil, { host: "127.0.0.1", port: 0 });
+      try {
+        const attacker = await page.context().newPage();
+        await attacker.goto(`http://127.0.0.1:${evilPort}/`);
+        // the form's post lands on the HMI's refusal
+        await attacker.waitForURL(`${base}api/action`);
+        expect(await attacker.locator("body").textContent()).toMatch(/"error"/);
+        await attacker.close();
+        const v = await state();
+        expect(v.alarms.find((a) => a.id === "leak:rack-6")?.acknowledged).toBe(false);
+        const acks = daemon.lines.map((l) => l.event as Record<string, unknown> | undefined).filter((e) => e?.type === "command.audit" && e.action === "ack-alarm" && e.result === "accepted");
+        expect(acks.map((e) => e?.by)).toEqual(["hmi alice", "hmi alice"]); // rack-5 over HTTP and rack-3 in the page, above: nothing more
+      } finally {
+        await closeHttp(evil);
+        t.sim.inject({ clear: "all" });
+      }
     }, 60_000);
 
     it("refuses logins from an address for a minute after 5 failures, before looking at the password (429)", async () => {

@@ -258,7 +258,12 @@ function setSession(s) {
 async function post(path, body) {
   const headers = { "content-type": "application/json" };
   if (session !== null) headers["x-csrf-token"] = session.csrf;
-  const r = await fetch(path, { method: "POST", headers, body: JSON.stringify(body), credentials: "same-origin" });
+  let r;
+  try {
+    r = await fetch(path, { method: "POST", headers, body: JSON.stringify(body), credentials: "same-origin" });
+  } catch {
+    return { status: 0, answer: { error: "no answer from the daemon" } };
+  }
   let answer = {};
   try {
     answer = await r.json();
@@ -327,9 +332,14 @@ async function drawTrend() {
     chartIds = "";
     return;
   }
-  const r = await fetch(`api/trend?${ids.map((id) => `series=${encodeURIComponent(id)}`).join("&")}`);
-  if (!r.ok) return;
-  const w = await r.json();
+  let w;
+  try {
+    const r = await fetch(`api/trend?${ids.map((id) => `series=${encodeURIComponent(id)}`).join("&")}`);
+    if (!r.ok) return;
+    w = await r.json();
+  } catch {
+    return; // the daemon is not answering: the page already says STALE
+  }
   const data = [w.t.map((t) => t / 1000), ...ids.map((id) => w.values[id])];
   if (chart !== null && chartIds === ids.join()) {
     chart.setData(data, false);
@@ -352,6 +362,7 @@ async function drawTrend() {
 
 void fetch("api/trends")
   .then((r) => r.json())
+  .catch(() => ({ minutes: 0, series: [] }))
   .then((list) => {
     $("#trend-hint").textContent = `(the last ${list.minutes} minutes, a sample a second; drag to zoom, double-click to zoom out; a gap is a time with no good value)`;
     const select = $("#trend-select");
