@@ -12,8 +12,14 @@ export const SECURITY_HEADERS = {
 };
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}): void {
-  const text = Buffer.from(JSON.stringify(body));
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** A JSON answer already serialised (a view computed once for every page); never cached. */
+export function sendJsonText(res: ServerResponse, status: number, json: string, headers: Record<string, string | string[]> = {}): void {
+  const text = Buffer.from(json);
   res.writeHead(status, { ...SECURITY_HEADERS, "cache-control": "no-store", ...headers, "content-type": "application/json", "content-length": text.length });
+  // node sends no body to a HEAD request whatever is passed here
   res.end(text);
 }
 

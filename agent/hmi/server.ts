@@ -28,7 +28,7 @@ import type { UplinkStats } from "../uplink/uplink.js";
 import { hmiHealth, RequestRates } from "./health.js";
 import { EventLog, MAX_EVENTS_PER_REQUEST } from "./event-log.js";
 import { HmiActions, type HmiCommander } from "./actions.js";
-import { refuse, SECURITY_HEADERS } from "./http.js";
+import { refuse, SECURITY_HEADERS, sendJson, sendJsonText } from "./http.js";
 import type { HmiConfig } from "./schema.js";
 import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
 import { hmiView } from "./view.js";
@@ -164,12 +164,12 @@ export class HmiServer {
   }
 
   /** GET /api/trend?series=<id>&series=<id>...: up to MAX_SERIES_PER_REQUEST known series. */
-  private trend(req: IncomingMessage, res: ServerResponse, query: string): void {
+  private trend(res: ServerResponse, query: string): void {
     const ids = new URLSearchParams(query).getAll("series");
     if (ids.length === 0 || ids.length > MAX_SERIES_PER_REQUEST) return refuse(res, 400, `ask for 1 to ${MAX_SERIES_PER_REQUEST} series`);
     const unknown = ids.find((id) => !this.trends.has(id));
     if (unknown !== undefined) return refuse(res, 404, `no series "${unknown.slice(0, 128)}" (GET /api/trends lists them)`);
-    this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify(this.trends.window(ids))), { "cache-control": "no-store" });
+    sendJson(res, 200, this.trends.window(ids));
   }
 
   stats(): HmiStats {
@@ -184,33 +184,29 @@ export class HmiServer {
     // a body is never read: refuse closes the connection after the answer
     if (req.method !== "GET" && req.method !== "HEAD") return refuse(res, 405, "only GET and HEAD here", { allow: "GET, HEAD" });
     if (path === "/api/live") return this.live(req, res);
-    if (path === "/api/trends") return this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify({ periodMs: TREND_PERIOD_MS, minutes: this.c.trendMinutes, series: this.trends.list() })), { "cache-control": "no-store" });
-    if (path === "/api/trend") return this.trend(req, res, url.slice(path.length + 1));
+    if (path === "/api/trends") return sendJson(res, 200, { periodMs: TREND_PERIOD_MS, minutes: this.c.trendMinutes, series: this.trends.list() });
+    if (path === "/api/trend") return this.trend(res, url.slice(path.length + 1));
     if (path === "/api/events") {
       const q = new URLSearchParams(url.slice(path.length + 1));
       const limit = Math.min(MAX_EVENTS_PER_REQUEST, Math.max(1, Number(q.get("limit") ?? MAX_EVENTS_PER_REQUEST) || MAX_EVENTS_PER_REQUEST));
-      const body = { events: this.events.query((q.get("type") ?? "").slice(0, 64), (q.get("q") ?? "").slice(0, 128), limit) };
-      return this.send(req, res, 200, "application/json", Buffer.from(JSON.stringify(body)), { "cache-control": "no-store" });
+      return sendJson(res, 200, { events: this.events.query((q.get("type") ?? "").slice(0, 64), (q.get("q") ?? "").slice(0, 128), limit) });
     }
     if (path === "/api/health") {
       const health = this.healthJson();
       if (health === null) return refuse(res, 500, "the pod's counters cannot be read now");
-      return this.send(req, res, 200, "application/json", Buffer.from(health), { "cache-control": "no-store" });
+      return sendJsonText(res, 200, health);
     }
     if (path === "/api/state") {
       const view = this.viewJson();
       if (view === null) return refuse(res, 500, "the pod's state cannot be read now");
-      return this.send(req, res, 200, "application/json", Buffer.from(view), { "cache-control": "no-store" });
+      return sendJsonText(res, 200, view);
     }
     const asset = this.assets.get(path === "/index.html" ? "/" : path);
     if (asset === undefined) return refuse(res, 404, "not found");
     const gzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
-    this.send(req, res, 200, asset.type, gzip ? asset.gzip : asset.body, { "cache-control": "no-cache", vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}) });
-  }
-
-  private send(req: IncomingMessage, res: ServerResponse, status: number, type: string, body: Buffer, headers: Record<string, string> = {}): void {
-    res.writeHead(status, { ...SECURITY_HEADERS, ...headers, "content-type": type, "content-length": body.length });
-    res.end(req.method === "HEAD" ? undefined : body);
+    const body = gzip ? asset.gzip : asset.body;
+    res.writeHead(200, { ...SECURITY_HEADERS, "cache-control": "no-cache", vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}), "content-type": asset.type, "content-length": body.length });
+    res.end(body); // no body goes to a HEAD request
   }
 
   /** An event goes into the history, and out to every live page at once. */
