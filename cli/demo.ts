@@ -7,6 +7,7 @@ import { loadSimConfig } from "../sim/config.js";
 import { SimControlApi } from "../sim/control-api.js";
 import { PodSim } from "../sim/pod-sim.js";
 import { loopModeWord } from "../pod/status-words.js";
+import { podDrawKw } from "../pod/status-view.js";
 import { redactUrl } from "../lib/mqtt-connection.js";
 import { Agent } from "../agent/agent.js";
 import type { PodReader } from "../agent/pod-api.js";
@@ -68,8 +69,7 @@ export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "active
   lines.push(
     `control tick lateness p50 ${num(s.control.p50Us, 0)} µs  p99 ${num(s.control.p99Us, 0)} µs  max ${num(s.control.maxUs, 0)} µs  overruns ${s.control.overruns}  SCHED_FIFO ${s.control.schedFifo}`,
   );
-  const drawKw = s.racks.reduce((a, r) => a + (r.powerKw ?? 0), 0);
-  lines.push(`power ${num(drawKw, 0)} kW drawn of a ${num(snap.powerBudgetKw as number, 0)} kW budget`);
+  lines.push(`power ${num(podDrawKw(s.racks), 0)} kW drawn of a ${num(snap.powerBudgetKw as number, 0)} kW budget`);
   lines.push(`pump  speed ${num(s.pump.speedCmdPct)} %   dp ${num(s.pump.dpKpa)} kPa (sp ${num(s.pump.setpointKpa, 0)})   ${s.pump.enabled ? "running" : "STOPPED"}   reservoir ${num((100 * t.cdu.reservoirL) / sim.config.plant.reservoir.volumeL, 1)} %`);
   lines.push("");
   lines.push(`${pad("rack", 8)}${pad("supply", 8)}${pad("return", 8)}${pad("flow", 8)}${pad("valve", 8)}${pad("iso", 8)}${pad("power", 8)}${pad("cap", 8)}${pad("leak", 10)}${pad("loop", 10)}isolation`);

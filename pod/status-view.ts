@@ -114,6 +114,11 @@ export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: V
   });
 }
 
+/** The racks' power drawn, kW: the sum of their good readings (a rack without one adds nothing). */
+export function podDrawKw(racks: readonly Pick<RackStatus, "powerKw">[]): number {
+  return racks.reduce((a, r) => a + (r.powerKw ?? 0), 0);
+}
+
 export function pumpStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewInputs): PumpStatus {
   const o = v.outputs;
   return {

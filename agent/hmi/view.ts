@@ -3,7 +3,7 @@
 // alarms in the order a technician reads them. One view serves every open page.
 import { failsafeReasons, loopModeWord } from "../../pod/status-words.js";
 import type { PodLayout } from "../../pod/layout.js";
-import type { ValveSeen } from "../../pod/status-view.js";
+import { podDrawKw, type ValveSeen } from "../../pod/status-view.js";
 import type { CommandLimits, PodReader, Range } from "../pod-api.js";
 import type { Alarm } from "../supervisor/alarms.js";
 
@@ -140,7 +140,7 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
     mode: s.mode,
     maintenance: s.maintenance,
     healthy: pod.healthy(),
-    power: { drawKw: s.racks.reduce((a, r) => a + (r.powerKw ?? 0), 0), budgetKw: typeof snap.powerBudgetKw === "number" ? snap.powerBudgetKw : null },
+    power: { drawKw: podDrawKw(s.racks), budgetKw: typeof snap.powerBudgetKw === "number" ? snap.powerBudgetKw : null },
     pump: { speedPct: finite(s.pump.speedCmdPct), dpKpa: s.pump.dpKpa, setpointKpa: s.pump.setpointKpa, running: s.pump.enabled, loopMode: loopModeWord(s.pump.loopStatus), hold: holdWords(s.pump.loopStatus) },
     racks: s.racks.map((r) => ({
       name: r.name,
