@@ -20,7 +20,7 @@ import mqtt from "mqtt";
 import { commandBody } from "../agent/commands/client.js";
 import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
-import { podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
+import { devicesTaken, podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
 import { freePort } from "../tooling/free-port.js";
 import { openHmiPages } from "../tooling/hmi-pages.js";
 import { fmt, quantile } from "./stats.js";
@@ -213,7 +213,7 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number, 
   let cpuPct: number;
   let loadDone: string;
   const post = (body: object): Promise<Response> => fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify(body) });
-  const truth = async (): Promise<{ racks: { name: string; leakToIsolationMs: number | null; leakToReadMs: number | null }[]; devices: { leaseExpired: boolean }[] }> =>
+  const truth = async (): Promise<{ racks: { name: string; leakToIsolationMs: number | null; leakToReadMs: number | null }[] }> =>
     (await fetch(`${sim.controlUrl}/truth`)).json() as never;
   const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
   let daemon: ChildProcess | null = null;
@@ -229,11 +229,7 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number, 
     data.hmi = { port: hmiPort };
     writeFileSync(cfg, stringify(data));
     daemon = podwardenProcess(["run", "-c", cfg], "ignore");
-    const t0 = Date.now();
-    while (!(await truth()).devices.every((d) => !d.leaseExpired)) {
-      if (Date.now() - t0 > 30000) throw new Error("daemon did not take its devices");
-      await sleep(100);
-    }
+    await devicesTaken(sim);
     await sleep(warmupS * 1000); // inputs valid, loops in automatic, code warm
     if (broker !== null) stopLoad = await startLoad(load, broker.url, key.privatePem);
     if (load === "hmi-5-pages") {

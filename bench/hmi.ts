@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { freePort } from "../tooling/free-port.js";
 import { openHmiPages } from "../tooling/hmi-pages.js";
-import { podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
+import { devicesTaken, podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
 import { cpuMeter, demoConfigWithPorts, processRssMb, SIM_FIFO, simPriority } from "./agent.js";
 import { fmt } from "./stats.js";
 
@@ -48,12 +48,7 @@ async function withDaemon<T>(hmi: boolean, fn: (d: BenchDaemon) => Promise<T>): 
   writeFileSync(cfg, stringify({ ...(demoConfigWithPorts(sim.ports, 20) as object), stateDir: dir, hmi: { enabled: hmi, port: hmiPort }, metrics: { port: metricsPort } }));
   const daemon = podwardenProcess(["run", "-c", cfg], "ignore");
   try {
-    const truth = async (): Promise<{ devices: { leaseExpired: boolean }[] }> => (await fetch(`${sim.controlUrl}/truth`)).json() as never;
-    const t0 = Date.now();
-    while (!(await truth()).devices.every((d) => !d.leaseExpired)) {
-      if (Date.now() - t0 > 30_000) throw new Error("daemon did not take its devices");
-      await sleep(100);
-    }
+    await devicesTaken(sim);
     await sleep(5000); // loops in automatic, code warm
     return await fn({
       pid: daemon.pid!,

@@ -53,3 +53,14 @@ export async function startSimProcess(dir: string, leaseMs: number, fifoPriority
   return { child, ports, controlUrl: `http://127.0.0.1:${/control\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]}` };
 }
 
+
+/** Waits until a daemon holds every simulated device's lease (it has taken them all), up to `timeoutMs`. */
+export async function devicesTaken(sim: SimProcess, timeoutMs = 30_000): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const truth = (await (await fetch(`${sim.controlUrl}/truth`)).json()) as { devices: { leaseExpired: boolean }[] };
+    if (truth.devices.every((d) => !d.leaseExpired)) return;
+    if (Date.now() - t0 > timeoutMs) throw new Error("daemon did not take its devices");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
