@@ -210,6 +210,10 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     return this.supervisor.alarms.active();
   }
 
+  powerBudgetKw(): number {
+    return this.supervisor.powerBudgetKw;
+  }
+
   /** Open while the control loop is healthy: the drivers refresh device leases only then. */
   healthy(): boolean {
     return this.running && !this.stopping && this.control.healthy(this.controlMaxAgeMs()) && this.supervisor.mode !== "Failsafe";

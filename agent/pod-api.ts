@@ -52,6 +52,8 @@ export interface PodReader {
   /** every field point the pod reads */
   fieldPoints(): Point[];
   activeAlarms(): Alarm[];
+  /** the pod's power budget in force, kW: the configured one, or mission control's lower one */
+  powerBudgetKw(): number;
   /** calls l with every event; returns a function that stops it */
   onEvent(l: (e: AgentEvent) => void): () => void;
   /** the control loop is healthy (device leases are refreshed only then) */

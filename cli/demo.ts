@@ -60,7 +60,7 @@ export const DEMO_BUDGET_KW = 680;
 const pad = (s: string, n: number): string => (s.length >= n ? s.slice(0, n) : s + " ".repeat(n - s.length));
 const num = (x: number | null, d = 1): string => (x !== null && Number.isFinite(x) ? x.toFixed(d) : "  -");
 
-export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "activeAlarms" | "snapshot">, sim: PodSim): string {
+export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "activeAlarms" | "snapshot" | "powerBudgetKw">, sim: PodSim): string {
   const snap = pod.snapshot();
   const s = snap.status as ReturnType<PodReader["status"]>;
   const t = sim.truth();
@@ -69,7 +69,7 @@ export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "active
   lines.push(
     `control tick lateness p50 ${num(s.control.p50Us, 0)} µs  p99 ${num(s.control.p99Us, 0)} µs  max ${num(s.control.maxUs, 0)} µs  overruns ${s.control.overruns}  SCHED_FIFO ${s.control.schedFifo}`,
   );
-  lines.push(`power ${num(podDrawKw(s.racks), 0)} kW drawn of a ${num(snap.powerBudgetKw as number, 0)} kW budget`);
+  lines.push(`power ${num(podDrawKw(s.racks), 0)} kW drawn of a ${num(pod.powerBudgetKw(), 0)} kW budget`);
   lines.push(`pump  speed ${num(s.pump.speedCmdPct)} %   dp ${num(s.pump.dpKpa)} kPa (sp ${num(s.pump.setpointKpa, 0)})   ${s.pump.enabled ? "running" : "STOPPED"}   reservoir ${num((100 * t.cdu.reservoirL) / sim.config.plant.reservoir.volumeL, 1)} %`);
   lines.push("");
   lines.push(`${pad("rack", 8)}${pad("supply", 8)}${pad("return", 8)}${pad("flow", 8)}${pad("valve", 8)}${pad("iso", 8)}${pad("power", 8)}${pad("cap", 8)}${pad("leak", 10)}${pad("loop", 10)}isolation`);

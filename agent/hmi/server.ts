@@ -34,7 +34,7 @@ import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
 import { hmiView } from "./view.js";
 
 /** What the HMI reads of the pod. */
-export type HmiPod = Pick<PodReader, "identity" | "status" | "snapshot" | "activeAlarms" | "healthy" | "fieldPoints" | "onEvent"> & Pick<PodDiagnostics, "controlStats" | "modbusStats">;
+export type HmiPod = Pick<PodReader, "identity" | "status" | "snapshot" | "activeAlarms" | "healthy" | "fieldPoints" | "onEvent" | "powerBudgetKw"> & Pick<PodDiagnostics, "controlStats" | "modbusStats">;
 
 const MAX_HEADER_BYTES = 8 * 1024;
 const MAX_URL_CHARS = 1024;

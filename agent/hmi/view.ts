@@ -111,7 +111,7 @@ export interface ViewShape {
   limits: CommandLimits;
 }
 
-export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy" | "snapshot">, version: string, shape: ViewShape): HmiView {
+export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlarms" | "healthy" | "snapshot" | "powerBudgetKw">, version: string, shape: ViewShape): HmiView {
   const snap = pod.snapshot();
   const s = snap.status as ReturnType<PodReader["status"]>;
   const setpointLeases = leasesOf(snap.setpointLeases);
@@ -140,7 +140,7 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
     mode: s.mode,
     maintenance: s.maintenance,
     healthy: pod.healthy(),
-    power: { drawKw: podDrawKw(s.racks), budgetKw: typeof snap.powerBudgetKw === "number" ? snap.powerBudgetKw : null },
+    power: { drawKw: podDrawKw(s.racks), budgetKw: pod.powerBudgetKw() },
     pump: { speedPct: finite(s.pump.speedCmdPct), dpKpa: s.pump.dpKpa, setpointKpa: s.pump.setpointKpa, running: s.pump.enabled, loopMode: loopModeWord(s.pump.loopStatus), hold: holdWords(s.pump.loopStatus) },
     racks: s.racks.map((r) => ({
       name: r.name,
