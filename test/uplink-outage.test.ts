@@ -34,15 +34,15 @@ afterAll(async () => {
 });
 
 /**
- * 100 broker restarts (`restart`) while the pod audits a probe event every 10 ms; each waits for
+ * `cycles` broker restarts (`restart`) while the pod audits a probe event every 10 ms; each waits for
  * the pod to reconnect, then lets it run 60-220 ms. Returns the number of probes, once the
  * spool has drained.
  */
-async function restartsDuringProbes(pod: UplinkPod, restart: (cycle: number) => Promise<void>): Promise<number> {
+async function restartsDuringProbes(pod: UplinkPod, restart: (cycle: number) => Promise<void>, cycles = 100): Promise<number> {
   let n = 0;
   const probe = setInterval(() => pod.agent.audit({ action: "probe", by: "test", result: String(++n) }), 10);
   try {
-    for (let cycle = 0; cycle < 100; cycle++) {
+    for (let cycle = 0; cycle < cycles; cycle++) {
       const connects = pod.uplink.stats().connects;
       await restart(cycle);
       await waitFor(() => pod.uplink.stats().connects > connects, `pod reconnected (cycle ${cycle})`, 15_000, 10);
@@ -238,7 +238,7 @@ describe("broker outages (mosquitto)", () => {
 // count is therefore taken where the pod's responsibility ends, at the broker: every sequence
 // number must reach some broker instance, which then acknowledged it.
 describe("broker outages (aedes in-process)", () => {
-  it("loses no event and no telemetry across 100 broker restarts", async () => {
+  it("loses no event and no telemetry across 25 broker restarts", async () => {
     const received = { events: [] as number[], telemetry: [] as number[] };
     let historical = 0;
     let base = "";
@@ -263,14 +263,14 @@ describe("broker outages (aedes in-process)", () => {
         await broker.close(); // every connection dropped at once, no goodbye
         await new Promise((r) => setTimeout(r, (cycle % 4) * 30)); // down for 0-90 ms
         broker = await start(port);
-      });
+      }, 25);
       const last = pod.uplink.stats().lastSeq;
-      expect(n).toBeGreaterThan(500);
+      expect(n).toBeGreaterThan(125);
       expect(last.critical).toBeGreaterThanOrEqual(n);
       expect(gaps(received.events, last.critical)).toEqual([]);
       expect(gaps(received.telemetry, last.telemetry)).toEqual([]);
       expect(pod.uplink.stats().spoolDropped).toEqual({ critical: 0, telemetry: 0 });
-      expect(pod.uplink.stats().connects).toBeGreaterThanOrEqual(101);
+      expect(pod.uplink.stats().connects).toBeGreaterThanOrEqual(26);
       // some of it was spooled across an outage, and says so
       expect(historical).toBeGreaterThan(0);
     } finally {
