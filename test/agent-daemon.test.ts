@@ -6,7 +6,7 @@ import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
-import { startDaemon, type Daemon } from "./helpers/daemon.js";
+import { startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
@@ -31,7 +31,7 @@ describe("podwarden run (daemon process)", () => {
   const launch = async (file: string): Promise<Daemon> => {
     const d = startDaemon(file);
     daemons.push(d);
-    await waitFor(() => d.lines.some((l) => l.msg === "podwarden running"), "daemon running", 30_000);
+    await untilRunning(d);
     return d;
   };
   const leases = (): boolean[] => t.sim.truth().devices.map((x) => x.leaseExpired);

@@ -12,7 +12,7 @@ import { freePort } from "../tooling/free-port.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { demoConfigFor as demoConfigForDemoPod, TEST_POD } from "./helpers/agent.js";
 import { cpuQuotaGroup } from "./helpers/cgroup.js";
-import { clearedAlarms, raisedAlarms, startDaemon, type Daemon } from "./helpers/daemon.js";
+import { clearedAlarms, raisedAlarms, startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
@@ -98,7 +98,7 @@ describe("faults around the daemon process", () => {
     const d = startDaemon(cfg, { wrap: ["unshare", "-m", "sh", "-c", `mount -t tmpfs -o size=512k tmpfs ${stateDir} && exec "$@"`, "sh"] });
     daemons.push(d);
     await waitFor(() => raisedAlarms(d).includes("uplink:spool-write"), "the spool-write alarm", 90_000, 100);
-    await waitFor(() => d.lines.some((l) => l.msg === "podwarden running"), "daemon running", 30_000);
+    await untilRunning(d);
     expect(await healthy(metricsPort)).toBe(true);
     // the broker comes up: with no room for the spool, telemetry still goes out live
     const broker = await Mosquitto.start({ port: brokerPort });

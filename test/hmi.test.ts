@@ -20,7 +20,7 @@ import type { Alarm } from "../agent/supervisor/alarms.js";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { closeHttp, listenHttp } from "../lib/http-server.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
-import { startDaemon, type Daemon } from "./helpers/daemon.js";
+import { startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { TestPki } from "./helpers/pki.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -157,7 +157,7 @@ describe("podwarden run serves the HMI", () => {
   /** Starts the daemon and returns the URL its log says the HMI is served on. */
   const launch = async (file: string): Promise<{ d: Daemon; url: string }> => {
     const d = startDaemon(file);
-    await waitFor(() => d.lines.some((l) => l.msg === "podwarden running"), "daemon running", 30_000);
+    await untilRunning(d);
     const served = d.lines.find((l) => l.msg === "hmi served") as { url?: string } | undefined;
     if (served?.url === undefined) throw new Error(`no "hmi served" line: ${JSON.stringify(d.lines.slice(-5))}`);
     return { d, url: served.url };

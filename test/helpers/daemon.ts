@@ -1,6 +1,7 @@
 // `podwarden run` as a child process, its JSON log lines collected; optionally wrapped (a mount
 // namespace, a preloaded library) with extra environment.
 import { spawn, type ChildProcess } from "node:child_process";
+import { waitFor } from "../../tooling/processes.js";
 
 export interface Daemon {
   child: ChildProcess;
@@ -29,6 +30,12 @@ export function startDaemon(configFile: string, o: { wrap?: string[]; env?: Node
   child.stderr?.on("data", (d: Buffer) => lines.push({ stderr: d.toString() }));
   const exit = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   return { child, lines, exit };
+}
+
+/** Waits until the daemon's log says it runs (its uplink, HMI and metrics are up by then). */
+export async function untilRunning(d: Daemon, timeoutMs = 30_000): Promise<Daemon> {
+  await waitFor(() => d.lines.some((l) => l.msg === "podwarden running"), "daemon running", timeoutMs);
+  return d;
 }
 
 /** Ids of the alarms the daemon's log says were raised, in order. */
