@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, faults), or
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, faults), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
@@ -16,6 +16,7 @@ import { printSim, runSimBench } from "./sim.js";
 import { printUplink, runUplinkBench } from "./uplink.js";
 import { printFaultBench, runFaultBench } from "./faults.js";
 import { printHmi, runHmiBench } from "./hmi.js";
+import { printSparkplug, runSparkplugBench } from "./sparkplug.js";
 
 const { values } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false }, "leak-poll-ms": { type: "string" } },
@@ -61,4 +62,9 @@ if (wants("uplink")) {
   else runWithDaemonFlags("uplink");
 }
 if (wants("hmi")) printHmi(await runHmiBench(values.quick));
+// like the uplink group: the pod runs in this process, so with the daemon's flags
+if (wants("sparkplug")) {
+  if (hasDaemonFlags) printSparkplug(await runSparkplugBench(values.quick));
+  else runWithDaemonFlags("sparkplug");
+}
 if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));

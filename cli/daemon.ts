@@ -14,6 +14,7 @@ import { Metrics } from "../agent/ops/metrics.js";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
 import type { HmiServer } from "../agent/hmi/server.js";
 import type { Uplink } from "../agent/uplink/uplink.js";
+import type { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
 import { packageVersion } from "../agent/version.js";
 
 export interface DaemonHooks {
@@ -38,6 +39,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   let agent = new Agent(loaded, logs);
   await agent.start();
   let uplink: Uplink | null = null;
+  let sparkplug: SparkplugEdgeNode | null = null;
   let hmi: HmiServer | null = null;
   let metrics: Metrics | null = null;
   if (loaded.config.metrics.enabled) {
@@ -45,6 +47,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       () => agent,
       () => uplink?.stats() ?? null,
       () => hmi?.stats() ?? null,
+      () => sparkplug?.stats() ?? null,
     );
     try {
       const port = await metrics.listen(loaded.config.metrics);
@@ -85,13 +88,23 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   // loaded only when configured: a pod without an uplink does not carry mqtt and the command
   // schemas in memory
   const startUplink = async (a: Agent, c: LoadedConfig["config"]["uplink"]): Promise<Uplink | null> => {
-    if (c === undefined) return null;
+    if (c === undefined || (c.sparkplug.enabled && !c.sparkplug.jsonTopics)) return null;
     const { Uplink } = await import("../agent/uplink/uplink.js");
     const u = new Uplink(a, c, a.logs.module("uplink"));
     await u.start();
     return u;
   };
+  // Sparkplug B on a connection of its own (docs/sparkplug.md), loaded only when enabled
+  const startSparkplug = async (a: Agent, c: LoadedConfig["config"]["uplink"]): Promise<SparkplugEdgeNode | null> => {
+    if (c === undefined || !c.sparkplug.enabled) return null;
+    const { SparkplugEdgeNode } = await import("../agent/uplink/sparkplug/edge-node.js");
+    const { modelSourceOf } = await import("../agent/uplink/sparkplug/metrics.js");
+    const node = new SparkplugEdgeNode({ pod: a, uplink: c, model: modelSourceOf(a.config, a.configHash, packageVersion()), jsonUplink: () => uplink?.stats() ?? null, log: a.logs.module("sparkplug") });
+    node.start();
+    return node;
+  };
   uplink = await startUplink(agent, loaded.config.uplink);
+  sparkplug = await startSparkplug(agent, loaded.config.uplink);
   await hooks.started?.(agent);
   // the control worker has ticked with valid (fail-safe until inputs arrive) outputs
   const systemd = new SystemdNotifier();
@@ -131,10 +144,12 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     log.warn({ hash: next.hash }, "reload: devices or wiring changed, restarting the agent's internals");
     await agent.stop({ driveSafe: false, reason: "reload" });
     await uplink?.stop();
+    await sparkplug?.stop();
     // latches, operator decisions and the budget go over to the new agent as they were
     agent = new Agent(next, logs, agent.carryOver());
     await agent.start();
     uplink = await startUplink(agent, next.config.uplink);
+    sparkplug = await startSparkplug(agent, next.config.uplink);
     metrics?.attach(() => agent);
     hmi?.attach(
       () => agent,
@@ -167,6 +182,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
           await hooks.stopping?.(agent);
           await agent.stop({ driveSafe: true, reason: signal, timeoutMs: 2500 });
           await uplink?.stop(); // "offline" goes out after the actuators are safe
+          await sparkplug?.stop(); // and the NDEATH
           await metrics?.close();
           await hmi?.close();
           await admin?.close();

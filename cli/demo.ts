@@ -19,6 +19,8 @@ import { generateCommandKey } from "../agent/commands/signing.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Uplink, type UplinkStats } from "../agent/uplink/uplink.js";
+import { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
+import { modelSourceOf } from "../agent/uplink/sparkplug/metrics.js";
 import { topicBase } from "../agent/uplink/uplink.js";
 import { HmiServer } from "../agent/hmi/server.js";
 import type { HmiConfig } from "../agent/hmi/schema.js";
@@ -36,6 +38,8 @@ export interface DemoOptions {
   boardMs: number;
   out: NodeJS.WritableStream;
   interactive: boolean;
+  /** also publish the pod as a Sparkplug B edge node (group "podwarden") */
+  sparkplug?: boolean;
 }
 
 export interface RunningDemo {
@@ -51,6 +55,8 @@ export interface RunningDemo {
   /** the HMI login this run made: user "demo", role engineer */
   hmiLogin: { name: string; password: string };
   board(): string;
+  /** the lines the board prints under itself: how to watch and command the pod */
+  help(): string;
   stop(): Promise<void>;
 }
 
@@ -101,6 +107,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   const api = new SimControlApi(sim);
   let agent: Agent | null = null;
   let uplink: Uplink | null = null;
+  let sparkplug: SparkplugEdgeNode | null = null;
   let hmi: HmiServer | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-demo-"));
   try {
@@ -113,7 +120,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const supervisor = (data.supervisor ?? {}) as { powerBudget?: Record<string, unknown> };
     data.supervisor = { ...supervisor, powerBudget: { ...supervisor.powerBudget, podKw: DEMO_BUDGET_KW } };
     // aedes speaks MQTT 3.1.1 only; an external broker (mosquitto) gets MQTT 5
-    data.uplink = { url: brokerUrl, telemetryMs: 1000, protocolVersion: o.broker === undefined ? 4 : 5 };
+    data.uplink = { url: brokerUrl, telemetryMs: 1000, protocolVersion: o.broker === undefined ? 4 : 5, sparkplug: { enabled: o.sparkplug === true } };
     data.log = { level: "warn", modules: {} };
     // the demo's state (spool, latches, replay guard) lives for one run only
     data.stateDir = stateDir;
@@ -134,8 +141,14 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     await agent.start();
     uplink = new Uplink(agent, config.uplink!, agent.logs.module("uplink"));
     await uplink.start();
+    if (config.uplink!.sparkplug.enabled) {
+      const u = uplink;
+      sparkplug = new SparkplugEdgeNode({ pod: agent, uplink: config.uplink!, model: modelSourceOf(config, "demo", packageVersion()), jsonUplink: () => u.stats(), log: agent.logs.module("sparkplug") });
+      sparkplug.start();
+    }
     const a = agent;
     const u = uplink;
+    const spb = sparkplug;
     let hmiUrl: string | null = null;
     if (config.hmi.enabled) {
       const started = await startDemoHmi(a, config.hmi, () => u.stats());
@@ -144,8 +157,9 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     }
     const h = hmi;
     let timer: NodeJS.Timeout | null = null;
+    const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, spb !== null);
     if (o.boardMs > 0) {
-      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword })}\n`), o.boardMs);
+      timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${helpText}\n`), o.boardMs);
     }
     return {
       sim,
@@ -157,11 +171,13 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       hmiUrl,
       hmiLogin: { name: "demo", password: hmiPassword },
       board: () => renderBoard(a, sim),
+      help: () => helpText,
       stop: async () => {
         if (timer !== null) clearInterval(timer);
         await h?.close();
         await a.stop({ driveSafe: true, reason: "demo stopped" });
         await u.stop();
+        await spb?.stop();
         await api.close();
         await sim.stop();
         await broker?.close();
@@ -171,6 +187,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   } catch (err) {
     await hmi?.close();
     await uplink?.stop();
+    await sparkplug?.stop();
     await agent?.stop({ driveSafe: false, reason: "demo failed to start" });
     await api.close();
     await sim.stop();
@@ -198,7 +215,7 @@ async function startDemoHmi(agent: Agent, c: HmiConfig, uplink: () => UplinkStat
   });
 }
 
-export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmi: { url: string; password: string } | null = null): string {
+export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmi: { url: string; password: string } | null = null, sparkplug = false): string {
   const u = new URL(brokerUrl);
   const cmd = `node dist/cli/podwarden.js command <name> --url ${redactUrl(brokerUrl)} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
   return [
@@ -206,6 +223,7 @@ export function help(brokerUrl: string, site: string, pod: string, controlPort: 
     "watch the topics:",
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}#'`,
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}alarms'`,
+    ...(sparkplug ? [`watch it as a Sparkplug B edge node, decoded: node dist/cli/podwarden.js sparkplug-watch --url ${redactUrl(brokerUrl)} --group podwarden --node ${pod}`] : []),
     "keys: l leak on the next rack   u unplug/replug rack-5   r reset leaks   c clear faults   q quit",
     `or inject faults yourself: curl -s -XPOST localhost:${controlPort}/fault -d '{"leak":"rack-3"}'`,
     "send a signed command as mission control would (docs/mqtt.md), e.g.:",

@@ -23,7 +23,9 @@ import { failSafeTable } from "../pod/fail-safe.js";
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
 
 usage:
-  podwarden demo [--broker <url>] [--broker-port <n>]    the demo pod: embedded broker + simulator + agent, live board
+  podwarden demo [--broker <url>] [--broker-port <n>] [--sparkplug]
+                                                         the demo pod: embedded broker + simulator + agent, live board
+                                                         (--sparkplug: also a Sparkplug B edge node)
   podwarden run -c <config.yaml>                         run the pod controller (the daemon)
   podwarden check-config -c <config.yaml> [--fail-safe]  validate a config and exit (0 valid, 2 invalid);
                                                          --fail-safe also prints every actuator's
@@ -36,6 +38,8 @@ usage:
                                                          stdin: typed without echo, or piped)
   podwarden command <name> --url <broker> --site <s> --pod <p> --key <file> --key-id <id> [--params <json>]
                                                          sign and send a command, print its response
+  podwarden sparkplug-watch --url <broker> [--group <g>] [--node <n>]
+                                                         print a Sparkplug B group's messages, decoded
   podwarden --version
   podwarden --help
 
@@ -50,12 +54,15 @@ options:
                           $STATE_DIRECTORY, or /var/lib/podwarden)
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
+      --sparkplug         demo: publish the pod as a Sparkplug B edge node too (docs/sparkplug.md)
+      --group <g>         sparkplug-watch: the Sparkplug group id (default podwarden)
+      --node <n>          sparkplug-watch: one edge node only (default: all of the group)
       --key-id <id>       keygen, command: the key's id (as configured in uplink.commands.keys)
       --users <file>      hmi-user: the HMI's users file (hmi.usersFile; created if missing)
       --name <n>          hmi-user: the login name
       --role <r>          hmi-user: observer, operator or engineer (several: comma-separated)
       --out <dir>         keygen: where to write <id>.key and <id>.pub (default .)
-      --url <url>         command: the broker
+      --url <url>         command, sparkplug-watch: the broker
       --site <s>, --pod <p>  command: the pod addressed
       --key <file>        command: the private key (PEM)
       --params <json>     command: its parameters (default {})
@@ -128,6 +135,9 @@ async function main(argv: string[]): Promise<number> {
         "mqtt-version": { type: "string" },
         username: { type: "string" },
         "fail-safe": { type: "boolean" },
+        sparkplug: { type: "boolean" },
+        group: { type: "string" },
+        node: { type: "string" },
         users: { type: "string" },
         name: { type: "string" },
         role: { type: "string" },
@@ -164,7 +174,14 @@ async function main(argv: string[]): Promise<number> {
           boardMs: process.stdout.isTTY ? 1000 : 5000,
           out: process.stdout,
           interactive: true,
+          sparkplug: values.sparkplug === true,
         });
+      }
+      case "sparkplug-watch": {
+        if (values.url === undefined) throw new UsageError("sparkplug-watch needs --url <broker>");
+        const { sparkplugWatch } = await import("./sparkplug-watch.js");
+        await sparkplugWatch({ url: values.url, group: values.group ?? "podwarden", node: values.node, out: process.stdout });
+        return 0;
       }
       case "run":
         if (values.config === undefined) throw new UsageError("run needs -c <config.yaml>");

@@ -1,11 +1,14 @@
 // The demo as a new user runs it (`npm start` = podwarden demo): embedded broker, simulator and
 // agent; telemetry on the broker, a board that renders, a leak that gets isolated and alarmed;
-// and the uplink's topics as mission control sees them.
+// and the uplink's topics as mission control sees them; with --sparkplug, the Sparkplug B edge node
+// as the board's `sparkplug-watch` line shows it.
+import { spawn } from "node:child_process";
 import { createServer, type AddressInfo } from "node:net";
 import mqtt, { type MqttClient } from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDemo, type RunningDemo } from "../cli/demo.js";
 import { topicBase } from "../agent/uplink/uplink.js";
+import { encodePayload } from "../agent/uplink/sparkplug/payload.js";
 import { run, waitFor } from "./helpers/processes.js";
 
 describe("the demo pod (npm start)", () => {
@@ -15,7 +18,7 @@ describe("the demo pod (npm start)", () => {
   const base = topicBase("demo", "pod-a");
 
   beforeAll(async () => {
-    demo = await startDemo({ simConfig: "configs/sim-pod.yaml", agentConfig: "configs/demo-pod.yaml", brokerPort: 0, boardMs: 0, out: process.stdout, interactive: false });
+    demo = await startDemo({ simConfig: "configs/sim-pod.yaml", agentConfig: "configs/demo-pod.yaml", brokerPort: 0, boardMs: 0, out: process.stdout, interactive: false, sparkplug: true });
     sub = await mqtt.connectAsync(demo.brokerUrl, { clientId: "test-mission-control" });
     sub.on("message", (topic, payload, packet) => messages.push({ topic, body: JSON.parse(payload.toString()) as Record<string, unknown>, retain: packet.retain }));
     await sub.subscribeAsync(`${base}#`, { qos: 1 });
@@ -50,6 +53,30 @@ describe("the demo pod (npm start)", () => {
     await waitFor(() => messages.some((m) => m.topic === `${base}telemetry` && m.body.kind === "exception"), "an exception report", 10_000);
     const ex = messages.find((m) => m.topic === `${base}telemetry` && m.body.kind === "exception")!.body;
     expect(Object.keys(ex.points as object).length).toBeGreaterThan(0);
+  });
+
+  it("with --sparkplug, is a Sparkplug B edge node too, and the line its board prints shows it decoded", async () => {
+    const line = demo.help().split("\n").find((l) => l.includes("sparkplug-watch"));
+    expect(line).toBeDefined();
+    const args = line!.slice(line!.indexOf("sparkplug-watch")).split(" ");
+    const watch = spawn("node", ["dist/cli/podwarden.js", ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    watch.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const host = await mqtt.connectAsync(demo.brokerUrl, { protocolVersion: 4 });
+    try {
+      // a host that joins late asks for the births (any host may: it moves nothing)
+      const rebirth = Buffer.from(encodePayload({ timestamp: Date.now(), metrics: [{ name: "Node Control/Rebirth", type: "Boolean", value: true }] }));
+      await waitFor(async () => {
+        if (!out.includes("NBIRTH")) await host.publishAsync("spBv1.0/podwarden/NCMD/pod-a", rebirth);
+        return /DBIRTH pod-a\/rack-1 seq \d+: .*Return Temperature=\d/.test(out) && /DDATA pod-a\/\S+ seq \d+: \S/.test(out);
+      }, "births and data, decoded", 15_000, 300);
+      expect(out).toMatch(/NBIRTH pod-a seq 0: bdSeq=\d+, Node Control\/Rebirth=false/);
+      // DATA names its metrics by alias; the watcher names them from the births
+      expect(out.slice(out.indexOf("NBIRTH"))).not.toMatch(/DDATA \S+ seq \d+: alias/);
+    } finally {
+      await host.endAsync();
+      watch.kill("SIGTERM");
+    }
   });
 
   it("renders the status board", async () => {

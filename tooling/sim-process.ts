@@ -27,9 +27,9 @@ export interface SimProcess {
  * simulator shares the host's cores with the daemon under test and, at normal priority, waits
  * behind it and the load generators (BENCHMARKS.md, "Leak-to-isolation under input load").
  */
-export async function startSimProcess(dir: string, leaseMs: number, fifoPriority?: number): Promise<SimProcess> {
+export async function startSimProcess(dir: string, leaseMs: number, fifoPriority?: number, plant: Record<string, unknown> = { load: { profile: "idle", pct: 60 } }): Promise<SimProcess> {
   const cfg = join(dir, "sim.yaml");
-  writeFileSync(cfg, stringify({ plant: { load: { profile: "idle", pct: 60 } }, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
+  writeFileSync(cfg, stringify({ plant, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
   // the CLI's own flags, as `podwarden sim` runs: with node's default 16 MB semi-spaces the
   // simulator's scavenges paused its answers for up to 6 ms, a stall no field device has
   const child = podwardenProcess(["sim", "-c", cfg], "pipe");

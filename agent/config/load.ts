@@ -91,6 +91,15 @@ function crossChecks(c: AgentConfig): string[] {
   const minSum = c.racks.reduce((a, r) => a + r.minPowerKw, 0);
   if (minSum > s.powerBudget.podKw) out.push(`supervisor.powerBudget.podKw: ${s.powerBudget.podKw} kW is below the racks' minimums (${minSum} kW)`);
   if (c.uplink !== undefined) out.push(...uplinkProblems(c.uplink));
+  if (c.uplink?.sparkplug.enabled === true) {
+    const sp = c.uplink.sparkplug;
+    const loops = new Set([...c.racks.map((r) => `${r.name}.valve`), "cdu.pump"]);
+    sp.writableSetpoints.forEach((l, i) => {
+      if (!loops.has(l)) out.push(`uplink.sparkplug.writableSetpoints[${i}]: no loop "${l}" (loops: <rack>.valve, cdu.pump)`);
+    });
+    const maxS = Math.floor(c.control.setpointLeaseMaxMs / 1000);
+    if (sp.writeLeaseS > maxS) out.push(`uplink.sparkplug.writeLeaseS: ${sp.writeLeaseS} s is over control.setpointLeaseMaxMs (${maxS} s): the executor would refuse every write`);
+  }
   if (c.mqttIngest !== undefined) out.push(...mqttConnectionProblems(c.mqttIngest, "mqttIngest"));
   out.push(...hmiProblems(c.hmi));
   return [...out, ...modbusProblems(c.modbus)];

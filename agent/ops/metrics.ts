@@ -12,6 +12,7 @@ import type { PodDiagnostics, PodReader } from "../pod-api.js";
 import { inFailsafe } from "../../pod/status-words.js";
 import type { MetricsConfig } from "./metrics-schema.js";
 import type { UplinkStats } from "../uplink/uplink.js";
+import type { SparkplugStats } from "../uplink/sparkplug/edge-node.js";
 import type { HmiStats } from "../hmi/server.js";
 
 const MODES = ["Starting", "Running", "Degraded", "Failsafe"];
@@ -28,6 +29,7 @@ export class Metrics {
     private agent: () => MetricsPod,
     private uplink: () => UplinkStats | null = () => null,
     private readonly hmi: () => HmiStats | null = () => null,
+    private sparkplug: () => SparkplugStats | null = () => null,
   ) {
     const r = this.registry;
     collectDefaultMetrics({ register: r, prefix: "podwarden_" });
@@ -262,6 +264,40 @@ export class Metrics {
     this.busMetrics(r);
     this.uplinkMetrics(r);
     this.hmiMetrics(r);
+    this.sparkplugMetrics(r);
+  }
+
+  /** The Sparkplug edge node's figures; absent while it does not run. */
+  private sparkplugMetrics(r: Registry): void {
+    const sp = (): SparkplugStats | null => this.sparkplug();
+    const one = (kind: "gauge" | "counter", name: string, help: string, read: (s: SparkplugStats) => number): void => {
+      const collect = function (this: Gauge | Counter): void {
+        this.reset();
+        const s = sp();
+        if (s === null) return;
+        if (this instanceof Gauge) this.set(read(s));
+        else this.inc(read(s));
+      };
+      if (kind === "gauge") new Gauge({ name, help, registers: [r], collect });
+      else new Counter({ name, help, registers: [r], collect });
+    };
+    one("gauge", "podwarden_sparkplug_session", "1 while the Sparkplug edge node has a session (births published, DATA flowing)", (s) => (s.session ? 1 : 0));
+    one("counter", "podwarden_sparkplug_sessions_total", "Sparkplug connections made (each with its own bdSeq)", (s) => s.sessions);
+    one("counter", "podwarden_sparkplug_messages_total", "Sparkplug messages published (births, data, deaths)", (s) => s.messages);
+    one("counter", "podwarden_sparkplug_bytes_total", "Sparkplug payload bytes published", (s) => s.bytes);
+    one("gauge", "podwarden_sparkplug_stored_messages", "DATA messages stored while there is no session, to be replayed historical", (s) => s.stored);
+    one("counter", "podwarden_sparkplug_stored_dropped_total", "stored DATA messages dropped past uplink.sparkplug.maxStoredMessages", (s) => s.dropped);
+    new Counter({
+      name: "podwarden_sparkplug_commands_total",
+      help: "NCMD and DCMD received, by result (rebirths; accepted and refused writes; dropped = beyond uplink.sparkplug.maxCommandsPerS, unread)",
+      labelNames: ["result"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = sp();
+        if (s !== null) for (const [k, n] of Object.entries(s.commands) as [string, number][]) this.inc({ result: k }, n);
+      },
+    });
   }
 
   private hmiMetrics(r: Registry): void {
@@ -292,9 +328,10 @@ export class Metrics {
   }
 
   /** Follows a new agent (and uplink) after a reload replaced them. */
-  attach(agent: () => MetricsPod, uplink: () => UplinkStats | null = this.uplink): void {
+  attach(agent: () => MetricsPod, uplink: () => UplinkStats | null = this.uplink, sparkplug: () => SparkplugStats | null = this.sparkplug): void {
     this.agent = agent;
     this.uplink = uplink;
+    this.sparkplug = sparkplug;
   }
 
   /** Per Modbus bus (`tcp:<device>`, one per TCP device; `rtu:<bus>`, shared by its devices). */

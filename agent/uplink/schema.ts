@@ -2,6 +2,7 @@
 import { mqttConnectionProperties, type MqttConnectionConfig } from "../../lib/mqtt-connection.js";
 import { int, num, obj } from "../../lib/schema-builders.js";
 import { ROLES, type Role } from "../commands/schema.js";
+import { SPARKPLUG_SCHEMA, type SparkplugConfig } from "./sparkplug/schema.js";
 
 export interface UplinkConfig extends MqttConnectionConfig {
   protocolVersion: 4 | 5;
@@ -17,6 +18,7 @@ export interface UplinkConfig extends MqttConnectionConfig {
     rejectionAuditPerS: number;
     maxPerS: number;
   };
+  sparkplug: SparkplugConfig;
 }
 
 export const UPLINK_SCHEMA = {
@@ -78,5 +80,6 @@ export const UPLINK_SCHEMA = {
       },
       "signed commands from mission control",
     ),
+    sparkplug: SPARKPLUG_SCHEMA,
   },
 };
