@@ -88,7 +88,7 @@ describe("Sparkplug B edge node (daemon, mosquitto, Tahu host)", () => {
     const pod = `${TEST_POD}-spb`;
     const h = await host(pod);
     const metricsPort = await freePort();
-    const file = configFile(pod, { writableSetpoints: ["rack-2.valve"], writeLeaseS: 60 }, metricsPort);
+    const file = configFile(pod, { writableSetpoints: ["rack-2.valve"], writeLeaseS: 60, refreshMs: 1000 }, metricsPort);
     let d = await launch(file);
     await waitFor(() => h.count("NBIRTH") === 1 && h.count("DBIRTH") === DEVICES, "NBIRTH and a DBIRTH per device", 15_000);
     const first = h.births[0];
@@ -100,6 +100,9 @@ describe("Sparkplug B edge node (daemon, mosquitto, Tahu host)", () => {
     expect(ret.type).toBe("Double");
     expect(ret.properties?.engUnit?.value).toBe("°C");
     expect(ret.properties?.Quality?.value).toBeDefined();
+
+    // refreshMs: a metric that never changes comes again in DATA, with every other
+    await waitFor(() => h.updates.some((u) => u.verb === "DDATA" && u.device === "rack-1" && u.name === "Isolation/By Operator"), "a full refresh", 5000);
 
     // seq runs through 255 and wraps, every message one more than the last
     await waitFor(() => h.wraps >= 1, "seq wrapped", 60_000, 100).catch((e: unknown) => {
