@@ -4,6 +4,19 @@ import { existsSync } from "node:fs";
 import { bool, int, obj, optional, str, type Infer } from "../../lib/schema-builders.js";
 import { loadUsers } from "./users.js";
 
+/** A server's optional TLS keys (the HMI's, the Redfish service's). */
+export const serverTls = (description: string) =>
+  optional(
+    obj(
+      {
+        certFile: str("server certificate chain, PEM", { minLength: 1 }),
+        keyFile: str("server private key, PEM", { minLength: 1 }),
+      },
+      description,
+      ["certFile", "keyFile"],
+    ),
+  );
+
 export const HMI_SCHEMA = obj(
   {
     enabled: bool(true, "serve the pod's web HMI (docs/hmi.md)"),
@@ -14,16 +27,7 @@ export const HMI_SCHEMA = obj(
     trendMinutes: int(1, 60, 15, "how far back the trends reach: every field point, output, setpoint and cap, sampled once a second in memory (4 bytes a sample)"),
     usersFile: optional(str("who may log in to act (acknowledge, reset a leak, setpoints, modes, isolation): a YAML file written by `podwarden hmi-user`; without it the HMI is view-only", { minLength: 1 })),
     sessionIdleS: int(60, 86400, 900, "a login ends after this long without a request"),
-    tls: optional(
-      obj(
-        {
-          certFile: str("server certificate chain, PEM", { minLength: 1 }),
-          keyFile: str("server private key, PEM", { minLength: 1 }),
-        },
-        "serve over HTTPS with this certificate",
-        ["certFile", "keyFile"],
-      ),
-    ),
+    tls: serverTls("serve over HTTPS with this certificate"),
   },
   "the pod's web HMI, served by the daemon",
 );
@@ -32,13 +36,18 @@ export type HmiConfig = Infer<typeof HMI_SCHEMA>;
 
 /** What the schema cannot say: the certificate files exist (check-config and a reload say so before the daemon tries). */
 export function hmiProblems(c: HmiConfig): string[] {
+  return endpointProblems(c, "hmi");
+}
+
+/** A served endpoint's files: its certificate and key exist, its users file reads. `key` is its config section. */
+export function endpointProblems(c: { enabled: boolean; tls?: { certFile: string; keyFile: string }; usersFile?: string }, key: string): string[] {
   if (!c.enabled) return [];
-  const out = c.tls === undefined ? [] : (["certFile", "keyFile"] as const).filter((k) => !existsSync(c.tls![k])).map((k) => `hmi.tls.${k}: no file ${c.tls![k]}`);
+  const out = c.tls === undefined ? [] : (["certFile", "keyFile"] as const).filter((k) => !existsSync(c.tls![k])).map((k) => `${key}.tls.${k}: no file ${c.tls![k]}`);
   if (c.usersFile !== undefined) {
     try {
       loadUsers(c.usersFile);
     } catch (err) {
-      out.push(...((err as { problems?: string[] }).problems ?? [(err as Error).message]).map((p) => `hmi.usersFile (${c.usersFile}): ${p}`));
+      out.push(...((err as { problems?: string[] }).problems ?? [(err as Error).message]).map((p) => `${key}.usersFile (${c.usersFile}): ${p}`));
     }
   }
   return out;

@@ -16,12 +16,10 @@
 // buffered (it is dropped, not buffered for).
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { createServer as createHttpsServer } from "node:https";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { readFileBounded } from "../../lib/bounded-read.js";
-import { closeHttp, listenHttp } from "../../lib/http-server.js";
+import { boundedServer, closeHttp, listenHttp } from "../../lib/http-server.js";
 import { findPackage } from "../../lib/package-root.js";
 import type { AgentEvent, PodDiagnostics, PodReader } from "../pod-api.js";
 import type { UplinkStats } from "../uplink/uplink.js";
@@ -142,9 +140,7 @@ export class HmiServer {
   /** Listens; resolves with the port. */
   async listen(): Promise<number> {
     const handler = (req: IncomingMessage, res: ServerResponse): void => this.handle(req, res);
-    const options = { maxHeaderSize: MAX_HEADER_BYTES, requestTimeout: 10_000, headersTimeout: 5_000 };
-    const tls = this.c.tls;
-    const server = tls === undefined ? createHttpServer(options, handler) : createHttpsServer({ ...options, cert: readFileBounded(tls.certFile), key: readFileBounded(tls.keyFile) }, handler);
+    const server = boundedServer({ maxHeaderBytes: MAX_HEADER_BYTES, tls: this.c.tls }, handler);
     this.server = server;
     const port = await listenHttp(server, { host: this.c.host, port: this.c.port });
     this.sample();
