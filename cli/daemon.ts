@@ -13,6 +13,7 @@ import { daemonClaims, InstanceLock } from "../agent/ops/instance-lock.js";
 import { Metrics } from "../agent/ops/metrics.js";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
 import type { HmiServer } from "../agent/hmi/server.js";
+import type { RedfishServer } from "../agent/redfish/server.js";
 import type { Uplink } from "../agent/uplink/uplink.js";
 import type { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
 import { packageVersion } from "../agent/version.js";
@@ -71,6 +72,21 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       log.error({ err }, "hmi could not start; running without it");
       await hmi?.close(); // its subscription to the pod's events goes too
       hmi = null;
+    }
+  }
+  let redfish: RedfishServer | null = null;
+  if (loaded.config.redfish.enabled) {
+    // loaded only when enabled, like the HMI
+    const { RedfishServer } = await import("../agent/redfish/server.js");
+    const c = loaded.config.redfish;
+    try {
+      redfish = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: packageVersion() }, c);
+      const port = await redfish.listen();
+      log.info({ host: c.host, port, url: `${c.tls === undefined ? "http" : "https"}://${c.host.includes(":") ? `[${c.host}]` : c.host}:${port}/redfish/v1` }, "redfish served");
+    } catch (err) {
+      log.error({ err }, "redfish service could not start; running without it");
+      await redfish?.close();
+      redfish = null;
     }
   }
   let admin: AdminSocket | null = null;
@@ -133,6 +149,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     }
     // the HMI is not restarted by a reload (its pages stay connected): its own settings apply at
     // the next start, and the log says so rather than leave an operator to wonder
+    if (JSON.stringify(next.config.redfish) !== JSON.stringify(loaded.config.redfish)) log.warn({ running: loaded.config.redfish }, "reload: the redfish settings changed; they apply at the next start");
     if (JSON.stringify(next.config.hmi) !== JSON.stringify(loaded.config.hmi)) log.warn({ running: loaded.config.hmi }, "reload: the hmi settings changed; they apply at the next start (the users file itself is read at every login)");
     systemd.notify("RELOADING=1");
     if (sameStructure(agent.config, next.config)) {
@@ -155,6 +172,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       () => agent,
       () => agent,
     );
+    redfish?.attach({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: packageVersion() });
     await hooks.replaced?.(agent);
     systemd.notify("READY=1", "STATUS=config reloaded, agent restarted");
   };
@@ -185,6 +203,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
           await sparkplug?.stop(); // and the NDEATH
           await metrics?.close();
           await hmi?.close();
+          await redfish?.close();
           await admin?.close();
           await lock.release();
         })

@@ -23,6 +23,7 @@ import { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
 import { modelSourceOf } from "../agent/uplink/sparkplug/metrics.js";
 import { topicBase } from "../agent/uplink/uplink.js";
 import { HmiServer } from "../agent/hmi/server.js";
+import { RedfishServer } from "../agent/redfish/server.js";
 import type { HmiConfig } from "../agent/hmi/schema.js";
 import { packageVersion } from "../agent/version.js";
 import { setUser } from "../agent/hmi/users.js";
@@ -109,6 +110,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   let uplink: Uplink | null = null;
   let sparkplug: SparkplugEdgeNode | null = null;
   let hmi: HmiServer | null = null;
+  let redfish: RedfishServer | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-demo-"));
   try {
     await sim.start();
@@ -155,9 +157,13 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       hmi = started.server;
       hmiUrl = started.url;
     }
+    // the pod as a Redfish cooling unit, read-only, on a port of its own choosing
+    redfish = new RedfishServer({ pod: a, racks: config.racks, cdu: config.cdu, version: packageVersion() }, { ...config.redfish, enabled: true, port: 0 });
+    const redfishUrl = `http://127.0.0.1:${await redfish.listen()}/redfish/v1`;
     const h = hmi;
+    const rf = redfish;
     let timer: NodeJS.Timeout | null = null;
-    const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, spb !== null);
+    const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, spb !== null, `${redfishUrl}/ThermalEquipment/CDUs/${config.pod}`);
     if (o.boardMs > 0) {
       timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${helpText}\n`), o.boardMs);
     }
@@ -175,6 +181,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       stop: async () => {
         if (timer !== null) clearInterval(timer);
         await h?.close();
+        await rf.close();
         await a.stop({ driveSafe: true, reason: "demo stopped" });
         await u.stop();
         await spb?.stop();
@@ -186,6 +193,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     };
   } catch (err) {
     await hmi?.close();
+    await redfish?.close();
     await uplink?.stop();
     await sparkplug?.stop();
     await agent?.stop({ driveSafe: false, reason: "demo failed to start" });
@@ -215,7 +223,7 @@ async function startDemoHmi(agent: Agent, c: HmiConfig, uplink: () => UplinkStat
   });
 }
 
-export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmi: { url: string; password: string } | null = null, sparkplug = false): string {
+export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmi: { url: string; password: string } | null = null, sparkplug = false, redfishCdu: string | null = null): string {
   const u = new URL(brokerUrl);
   const cmd = `node dist/cli/podwarden.js command <name> --url ${redactUrl(brokerUrl)} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
   return [
@@ -223,6 +231,7 @@ export function help(brokerUrl: string, site: string, pod: string, controlPort: 
     "watch the topics:",
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}#'`,
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}alarms'`,
+    ...(redfishCdu === null ? [] : [`the pod as a Redfish cooling unit: curl -s ${redfishCdu}`]),
     ...(sparkplug ? [`watch it as a Sparkplug B edge node, decoded: node dist/cli/podwarden.js sparkplug-watch --url ${redactUrl(brokerUrl)} --group podwarden --node ${pod}`] : []),
     "keys: l leak on the next rack   u unplug/replug rack-5   r reset leaks   c clear faults   q quit",
     `or inject faults yourself: curl -s -XPOST localhost:${controlPort}/fault -d '{"leak":"rack-3"}'`,

@@ -79,6 +79,15 @@ describe("the demo pod (npm start)", () => {
     }
   });
 
+  it("serves the pod as a Redfish cooling unit, at the URL its board prints", async () => {
+    const line = demo.help().split("\n").find((l) => l.includes("Redfish"));
+    const url = /curl -s (\S+)/.exec(line ?? "")?.[1];
+    expect(url).toMatch(/\/redfish\/v1\/ThermalEquipment\/CDUs\/pod-a$/);
+    const cdu = (await (await fetch(url!)).json()) as { EquipmentType: string; Status: { State: string } };
+    expect(cdu.EquipmentType).toBe("CDU");
+    expect(cdu.Status.State).toMatch(/^(Enabled|Starting)$/);
+  });
+
   it("renders the status board", async () => {
     await waitFor(() => demo.agent.supervisor.mode !== "Starting", "out of Starting", 30_000);
     const board = demo.board();

@@ -8,6 +8,7 @@ import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems } from "../../drivers/modbus/config.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
 import { hmiProblems } from "../hmi/schema.js";
+import { redfishProblems } from "../redfish/schema.js";
 import { controlProblems, noCoolantProblems } from "../../pod/config.js";
 import { failSafeProblems } from "../../pod/fail-safe.js";
 import type { UplinkConfig } from "../uplink/schema.js";
@@ -102,6 +103,7 @@ function crossChecks(c: AgentConfig): string[] {
   }
   if (c.mqttIngest !== undefined) out.push(...mqttConnectionProblems(c.mqttIngest, "mqttIngest"));
   out.push(...hmiProblems(c.hmi));
+  out.push(...redfishProblems(c.redfish));
   return [...out, ...modbusProblems(c.modbus)];
 }
 

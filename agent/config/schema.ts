@@ -8,6 +8,7 @@ import { MQTT_INGEST_SCHEMA, type IngestConfig } from "../../drivers/mqtt-ingest
 import { obj, optional, str, typed, type Infer } from "../../lib/schema-builders.js";
 import { CDU_SCHEMA, CONTROL_SCHEMA, ident, RACKS_SCHEMA } from "../../pod/config.js";
 import { HMI_SCHEMA } from "../hmi/schema.js";
+import { REDFISH_SCHEMA } from "../redfish/schema.js";
 import { LOG_SCHEMA } from "../log-schema.js";
 import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
 import { SUPERVISOR_SCHEMA } from "../supervisor/schema.js";
@@ -34,6 +35,7 @@ export const AGENT_SCHEMA = {
       uplink: optional(typed<UplinkConfig>(UPLINK_SCHEMA)),
       metrics: METRICS_SCHEMA,
       hmi: HMI_SCHEMA,
+      redfish: REDFISH_SCHEMA,
       mqttIngest: optional(typed<IngestConfig>(MQTT_INGEST_SCHEMA)),
       log: LOG_SCHEMA,
     },

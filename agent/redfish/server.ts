@@ -1,0 +1,124 @@
+// The pod as a Redfish service, read-only (docs/redfish.md): GET and HEAD on the tree of
+// tree.ts, bounded before anything is looked at (the request rate, the header bytes, the URL),
+// with HTTP Basic authentication against the HMI's users file when one is configured (the
+// service root stays open, as Redfish requires). Every other method is refused with 405.
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { boundedServer, closeHttp, listenHttp } from "../../lib/http-server.js";
+import { LoginLimiter } from "../hmi/sessions.js";
+import { loadUsers, verifyPassword } from "../hmi/users.js";
+import type { RedfishConfig } from "./schema.js";
+import { RedfishTree, ROOT, type RedfishSource } from "./tree.js";
+
+const MAX_HEADER_BYTES = 8 * 1024;
+const MAX_URL_CHARS = 512;
+/** A Basic credential longer than this is not one: refused before it is decoded. */
+const MAX_AUTH_CHARS = 1024;
+
+export interface RedfishStats {
+  requests: number;
+  /** beyond maxRequestsPerS: 503 */
+  limited: number;
+  unauthorized: number;
+}
+
+/** A Redfish error body (DSP0266 §9.6): a Base message registry id, and what went wrong. */
+function error(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  send(res, status, { error: { code: `Base.1.19.${code}`, message } }, { ...headers, connection: "close" });
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { "odata-version": "4.0", "cache-control": "no-store", "x-content-type-options": "nosniff", ...headers, "content-type": "application/json;charset=utf-8", "content-length": text.length });
+  res.end(text);
+}
+
+export class RedfishServer {
+  private server: Server | null = null;
+  private tree: RedfishTree;
+  private intake: number;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly logins = new LoginLimiter();
+  private readonly counts: RedfishStats = { requests: 0, limited: 0, unauthorized: 0 };
+
+  constructor(
+    src: RedfishSource,
+    private readonly c: RedfishConfig,
+  ) {
+    this.tree = new RedfishTree(src);
+    this.intake = c.maxRequestsPerS;
+  }
+
+  /** Follows a new agent after a reload replaced it. */
+  attach(src: RedfishSource): void {
+    this.tree = new RedfishTree(src);
+  }
+
+  async listen(): Promise<number> {
+    const server = boundedServer({ maxHeaderBytes: MAX_HEADER_BYTES, tls: this.c.tls }, (req, res) => void this.handle(req, res));
+    this.server = server;
+    this.timer = setInterval(() => (this.intake = this.c.maxRequestsPerS), 1000);
+    return await listenHttp(server, { host: this.c.host, port: this.c.port });
+  }
+
+  stats(): RedfishStats {
+    return { ...this.counts };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // the rate first: a flood is answered 503 without its URL or headers being looked at
+    if (this.intake <= 0) {
+      this.counts.limited++;
+      return error(res, 503, "ServiceTemporarilyUnavailable", `more than ${this.c.maxRequestsPerS} requests a second`, { "retry-after": "1" });
+    }
+    this.intake--;
+    this.counts.requests++;
+    const url = req.url ?? "/";
+    if (url.length > MAX_URL_CHARS) return error(res, 414, "QueryNotSupported", "URL too long");
+    // a body is never read: the answer closes the connection
+    if (req.method !== "GET" && req.method !== "HEAD") return error(res, 405, "OperationNotAllowed", "this service is read-only: GET and HEAD", { allow: "GET, HEAD" });
+    let path: string;
+    try {
+      path = decodeURI(url.split("?")[0]);
+    } catch {
+      return error(res, 400, "MalformedJSON", "the URL's percent-encoding is malformed");
+    }
+    const open = path === "/redfish" || path === "/redfish/" || path === ROOT || path === `${ROOT}/`;
+    if (!open && this.c.usersFile !== undefined && !(await this.authorized(req))) {
+      this.counts.unauthorized++;
+      return error(res, 401, "InsufficientPrivilege", "HTTP Basic authentication with a user of the users file is needed", { "www-authenticate": 'Basic realm="podwarden"' });
+    }
+    const resource = this.tree.get(path);
+    if (resource === null) return error(res, 404, "ResourceNotFound", `no resource at ${path.slice(0, 200)}`);
+    send(res, 200, resource);
+  }
+
+  /** Basic credentials of a user in the users file, read at each request (as the HMI reads it at each login); failures rate-limited per address. */
+  private async authorized(req: IncomingMessage): Promise<boolean> {
+    const source = req.socket.remoteAddress ?? "?";
+    const now = Date.now();
+    if (this.logins.waitMs(source, now) > 0) return false;
+    const h = req.headers.authorization ?? "";
+    let ok = false;
+    if (h.length <= MAX_AUTH_CHARS && h.startsWith("Basic ")) {
+      const text = Buffer.from(h.slice(6), "base64").toString("utf8");
+      const colon = text.indexOf(":");
+      if (colon > 0) {
+        const name = text.slice(0, colon);
+        try {
+          ok = await verifyPassword(loadUsers(this.c.usersFile!).find((u) => u.name === name), text.slice(colon + 1));
+        } catch {
+          ok = false; // an unreadable users file lets nobody in
+        }
+      }
+    }
+    if (!ok) this.logins.failed(source, now);
+    return ok;
+  }
+
+  async close(): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    await closeHttp(this.server);
+    this.server = null;
+  }
+}

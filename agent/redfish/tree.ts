@@ -1,0 +1,208 @@
+// The pod as Redfish resources (DMTF ThermalEquipment, CoolingUnit, CoolantConnector, Pump,
+// LeakDetection, LeakDetector, EnvironmentMetrics, CoolingLoop; the OCP CDU profile's mandatory
+// parts): one resource computed per request from the pod's state, never a stored tree. Property
+// names and enumerations are DMTF's (docs/redfish.md lists the served tree with an example of
+// each). Readings are null unless the point behind them is good, as everywhere in podwarden.
+import { measuredValue, type Point } from "../../lib/points.js";
+import type { CduConfig, RackConfig } from "../../pod/config.js";
+import { COOLANT_KJ_PER_L_K } from "../../pod/coolant.js";
+import { loopModeWord } from "../../pod/status-words.js";
+import type { PodReader, PodStatus } from "../pod-api.js";
+
+export const ROOT = "/redfish/v1";
+
+export interface RedfishSource {
+  pod: Pick<PodReader, "identity" | "status" | "fieldPoints">;
+  racks: readonly Pick<RackConfig, "name" | "points">[];
+  cdu: Pick<CduConfig, "points">;
+  version: string;
+}
+
+type Health = "OK" | "Warning" | "Critical";
+type Resource = Record<string, unknown>;
+
+const link = (path: string): { "@odata.id": string } => ({ "@odata.id": path });
+const sensor = (reading: number | null): { Reading: number | null } => ({ Reading: reading === null ? null : Math.round(reading * 1000) / 1000 });
+const worst = (hs: readonly (Health | null)[]): Health => (hs.includes("Critical") ? "Critical" : hs.includes("Warning") ? "Warning" : "OK");
+
+// PG25, as the plant model and the heat-balance check take it (pod/coolant.ts): a glycol mixture
+// is CoolantType Water in DMTF's words
+const COOLANT = { CoolantType: "Water", AdditiveName: "Propylene glycol", AdditivePercent: 25, SpecificHeatkJoulesPerKgK: 3.95, DensityKgPerCubicMeter: 1030 };
+
+/** The pod's mode as a Redfish Status: Starting while it starts; Running OK, Degraded Warning, Failsafe Critical. */
+function podStatus(s: PodStatus, rollup: Health): Resource {
+  const health: Health = s.mode === "Failsafe" ? "Critical" : s.mode === "Degraded" ? "Warning" : "OK";
+  return { State: s.mode === "Starting" ? "Starting" : "Enabled", Health: health, HealthRollup: worst([health, rollup]) };
+}
+
+/** A loop's mode as a Redfish ControlMode: what holds it, a safety interlock counting as an Override of the loop. */
+function controlMode(loopStatus: number): string | null {
+  const w = loopModeWord(loopStatus);
+  return w === "Auto" ? "Automatic" : w === "Manual" ? "Manual" : w === "-" ? null : "Override";
+}
+
+export class RedfishTree {
+  private readonly cduId: string;
+
+  constructor(private readonly src: RedfishSource) {
+    this.cduId = src.pod.identity.pod;
+  }
+
+  private get cdu(): string {
+    return `${ROOT}/ThermalEquipment/CDUs/${this.cduId}`;
+  }
+
+  private get loop(): string {
+    return `${ROOT}/ThermalEquipment/CoolingLoops/${this.cduId}-secondary`;
+  }
+
+  /** The resource at `path` (no trailing slash), or null where there is none. */
+  get(path: string): Resource | null {
+    const p = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+    if (p === "/redfish") return { v1: `${ROOT}/` };
+    if (!p.startsWith(ROOT)) return null;
+    const status = this.src.pod.status();
+    const points = new Map<string, Point>();
+    for (const x of this.src.pod.fieldPoints()) points.set(x.id, x);
+    const at = (id: string | undefined): number | null => (id === undefined ? null : measuredValue(points.get(id)));
+    const racks = this.src.racks;
+    const leakHealth = status.racks.map((r) => r.leak);
+    const cduPrefix = `${this.cdu}/`;
+    switch (p) {
+      case ROOT:
+        return this.serviceRoot();
+      case `${ROOT}/SessionService`:
+        return { ...this.head(p, "SessionService.v1_2_0.SessionService", "SessionService", "Session Service"), ServiceEnabled: false, SessionTimeout: 30, Sessions: link(`${p}/Sessions`), Description: "no sessions: this read-only service takes HTTP Basic authentication (docs/redfish.md)" };
+      case `${ROOT}/SessionService/Sessions`:
+        return this.collection(p, "SessionCollection", "Sessions", []);
+      case `${ROOT}/Chassis`:
+        return this.collection(p, "ChassisCollection", "Chassis", [`${p}/${this.cduId}`]);
+      case `${ROOT}/Chassis/${this.cduId}`:
+        return { ...this.head(p, "Chassis.v1_28_0.Chassis", this.cduId, `Pod ${this.src.pod.identity.site}/${this.cduId}: ${racks.length} racks on one secondary loop`), ChassisType: "RackGroup", Status: podStatus(status, worst(leakHealth)) };
+      case `${ROOT}/ThermalEquipment`:
+        return { ...this.head(p, "ThermalEquipment.v1_2_0.ThermalEquipment", "ThermalEquipment", "Thermal Equipment"), Status: podStatus(status, worst(leakHealth)), CDUs: link(`${p}/CDUs`), CoolingLoops: link(`${p}/CoolingLoops`) };
+      case `${ROOT}/ThermalEquipment/CDUs`:
+        return this.collection(p, "CoolingUnitCollection", "Cooling Distribution Units", [this.cdu]);
+      case `${ROOT}/ThermalEquipment/CoolingLoops`:
+        return this.collection(p, "CoolingLoopCollection", "Cooling Loops", [this.loop]);
+      case this.loop:
+        return {
+          ...this.head(p, "CoolingLoop.v1_1_0.CoolingLoop", `${this.cduId}-secondary`, `Secondary loop (TCS) of pod ${this.cduId}`),
+          CoolingLoopType: "TCS",
+          Coolant: COOLANT,
+          SupplyEquipmentNames: [this.cduId],
+          ConsumingEquipmentNames: racks.map((r) => r.name),
+          Status: podStatus(status, worst(leakHealth)),
+          Links: { Chassis: [link(`${ROOT}/Chassis/${this.cduId}`)] },
+        };
+      case this.cdu:
+        return {
+          ...this.head(p, "CoolingUnit.v1_5_0.CoolingUnit", this.cduId, `CDU of pod ${this.cduId}`),
+          EquipmentType: "CDU",
+          FirmwareVersion: `podwarden ${this.src.version}`,
+          Status: podStatus(status, worst(leakHealth)),
+          Coolant: COOLANT,
+          PrimaryCoolantConnectors: link(`${p}/PrimaryCoolantConnectors`),
+          SecondaryCoolantConnectors: link(`${p}/SecondaryCoolantConnectors`),
+          Pumps: link(`${p}/Pumps`),
+          LeakDetection: link(`${p}/LeakDetection`),
+          EnvironmentMetrics: link(`${p}/EnvironmentMetrics`),
+          Links: { Chassis: [link(`${ROOT}/Chassis/${this.cduId}`)] },
+        };
+    }
+    if (!p.startsWith(cduPrefix)) return null;
+    const sub = p.slice(cduPrefix.length);
+    switch (sub) {
+      case "PrimaryCoolantConnectors":
+        return this.collection(p, "CoolantConnectorCollection", "Primary (facility) coolant connectors", [`${p}/1`]);
+      case "PrimaryCoolantConnectors/1":
+        // podwarden reads no primary-side sensor: the connector exists, its readings are unknown
+        return { ...this.head(p, "CoolantConnector.v1_3_0.CoolantConnector", "1", "Primary side (facility water)"), CoolantConnectorType: "Pair", Status: { State: "Enabled", Health: null }, Description: "no primary-side sensors are read by podwarden" };
+      case "SecondaryCoolantConnectors":
+        return this.collection(p, "CoolantConnectorCollection", "Secondary coolant connectors, one per rack", racks.map((r) => `${p}/${r.name}`));
+      case "Pumps":
+        return this.collection(p, "PumpCollection", "Pumps", [`${p}/1`]);
+      case "Pumps/1": {
+        const pump = status.pump;
+        const health: Health = loopModeWord(pump.loopStatus) === "FAILSAFE" || !pump.enabled ? "Critical" : pump.dpKpa === null ? "Warning" : "OK";
+        return {
+          ...this.head(p, "Pump.v1_2_0.Pump", "1", "Secondary loop pump"),
+          PumpType: "Liquid",
+          Status: { State: pump.enabled ? "Enabled" : "Disabled", Health: health },
+          SpeedControlPercent: { SetPoint: pump.speedCmdPct, ControlMode: controlMode(pump.loopStatus) },
+        };
+      }
+      case "LeakDetection":
+        return { ...this.head(p, "LeakDetection.v1_2_0.LeakDetection", "LeakDetection", "Leak detection, one detector per rack"), Status: { State: "Enabled", Health: worst(leakHealth) }, LeakDetectors: link(`${p}/LeakDetectors`) };
+      case "LeakDetection/LeakDetectors":
+        return this.collection(p, "LeakDetectorCollection", "Leak detectors", racks.map((r) => `${p}/${r.name}`));
+      case "EnvironmentMetrics":
+        return {
+          ...this.head(p, "EnvironmentMetrics.v1_5_0.EnvironmentMetrics", "EnvironmentMetrics", `Environment metrics of CDU ${this.cduId}`),
+          ...(this.src.cdu.points.supplyTempC === undefined ? {} : { TemperatureCelsius: sensor(at(this.src.cdu.points.supplyTempC)) }),
+          PowerWatts: sensor(status.racks.reduce((a, r) => a + (r.powerKw ?? 0), 0) * 1000),
+          Description: "TemperatureCelsius: the CDU's supply temperature; PowerWatts: the IT load it cools (the racks' good power readings)",
+        };
+    }
+    const rackAt = (prefix: string): number => (sub.startsWith(prefix) ? racks.findIndex((r) => r.name === sub.slice(prefix.length)) : -1);
+    const c = rackAt("SecondaryCoolantConnectors/");
+    if (c >= 0) return this.connector(p, racks[c], status.racks[c], at);
+    const d = rackAt("LeakDetection/LeakDetectors/");
+    if (d >= 0) {
+      const leak = status.racks[d].leak;
+      return {
+        ...this.head(p, "LeakDetector.v1_6_0.LeakDetector", racks[d].name, `${racks[d].name} leak detection`),
+        LeakDetectorType: "Moisture",
+        DetectorState: leak,
+        Status: { State: "Enabled", Health: leak },
+        Description: `the ${racks[d].points.leak.length} leak input(s) of ${racks[d].name}: Critical when wet or latched, Warning on a sensor fault`,
+      };
+    }
+    return null;
+  }
+
+  private connector(path: string, rack: Pick<RackConfig, "name" | "points">, r: PodStatus["racks"][number], at: (id: string | undefined) => number | null): Resource {
+    const dT = r.supplyTempC === null || r.returnTempC === null ? null : r.returnTempC - r.supplyTempC;
+    const heat = dT === null || r.flowLpm === null ? null : (r.flowLpm * COOLANT_KJ_PER_L_K * dT) / 60;
+    const mode = controlMode(r.loopStatus);
+    return {
+      ...this.head(path, "CoolantConnector.v1_3_0.CoolantConnector", rack.name, `${rack.name} supply and return`),
+      CoolantConnectorType: "Pair",
+      CoolingLoopName: `${this.cduId}-secondary`,
+      Coolant: COOLANT,
+      // an isolated rack's connector is shut off from the loop
+      Status: { State: r.isolation === "Normal" && !r.isolatedByOperator ? "Enabled" : "Disabled", Health: r.leak },
+      FlowLitersPerMinute: sensor(r.flowLpm),
+      SupplyTemperatureCelsius: sensor(r.supplyTempC),
+      ReturnTemperatureCelsius: sensor(r.returnTempC),
+      DeltaTemperatureCelsius: sensor(dT),
+      HeatRemovedkW: sensor(heat),
+      ...(rack.points.valvePositionPct === undefined ? {} : { ValvePositionPercent: sensor(at(rack.points.valvePositionPct)) }),
+      ValvePositionControlPercent: { SetPoint: r.valvePct, ControlMode: mode },
+      ReturnTemperatureControlCelsius: { SetPoint: r.setpointC, ControlMode: mode },
+      Links: { ConnectedCoolingLoop: link(this.loop), ConnectedCoolingUnit: link(this.cdu) },
+    };
+  }
+
+  private serviceRoot(): Resource {
+    const id = this.src.pod.identity;
+    return {
+      ...this.head(ROOT, "ServiceRoot.v1_20_0.ServiceRoot", "RootService", `podwarden ${id.site}/${id.pod}`),
+      RedfishVersion: "1.21.0",
+      Product: "podwarden",
+      Vendor: "podwarden",
+      ThermalEquipment: link(`${ROOT}/ThermalEquipment`),
+      Chassis: link(`${ROOT}/Chassis`),
+      SessionService: link(`${ROOT}/SessionService`),
+      Links: { Sessions: link(`${ROOT}/SessionService/Sessions`) },
+    };
+  }
+
+  private head(path: string, type: string, id: string, name: string): Resource {
+    return { "@odata.id": path, "@odata.type": `#${type}`, Id: id, Name: name };
+  }
+
+  private collection(path: string, type: string, name: string, members: string[]): Resource {
+    return { "@odata.id": path, "@odata.type": `#${type}.${type}`, Name: name, Members: members.map(link), "Members@odata.count": members.length };
+  }
+}

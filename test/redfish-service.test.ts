@@ -1,0 +1,212 @@
+// The pod as a Redfish cooling unit: every link of the served tree resolves, every resource holds
+// the properties DMTF's schemas require and only their enumerations' words, the OCP CDU
+// profile's mandatory resources are there, the state is the pod's real state, and the service is
+// read-only, authenticated when configured, and bounded. An agent against the simulator over real
+// Modbus TCP, and one `podwarden run` for the daemon's wiring.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Agent } from "../agent/agent.js";
+import { setUser } from "../agent/hmi/users.js";
+import { RedfishServer } from "../agent/redfish/server.js";
+import { agentConfig, demoConfigFor, testAgent, TEST_POD } from "./helpers/agent.js";
+import { startDaemon, untilRunning } from "./helpers/daemon.js";
+import { stopProcess, waitFor } from "./helpers/processes.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { freePort } from "../tooling/free-port.js";
+
+// From DMTF's JSON schemas (DSP8010, Redfish-Publications): the properties each type requires,
+// and the enumerations of the properties served
+const REQUIRED: Record<string, string[]> = {
+  ServiceRoot: ["Links", "@odata.id", "@odata.type", "Id", "Name"],
+  Chassis: ["ChassisType", "@odata.id", "@odata.type", "Id", "Name"],
+  CoolingUnit: ["EquipmentType", "@odata.id", "@odata.type", "Id", "Name"],
+};
+const ENUMS: Record<string, string[]> = {
+  State: ["Enabled", "Disabled", "StandbyOffline", "StandbySpare", "InTest", "Starting", "Absent", "UnavailableOffline", "Deferring", "Quiesced", "Updating", "Qualified", "Degraded"],
+  Health: ["OK", "Warning", "Critical"],
+  HealthRollup: ["OK", "Warning", "Critical"],
+  DetectorState: ["OK", "Warning", "Critical"],
+  CoolantConnectorType: ["Pair", "Supply", "Return", "Inline", "Closed"],
+  PumpType: ["Liquid", "Compressor"],
+  CoolingLoopType: ["FWS", "TCS", "RowTCS"],
+  CoolantType: ["Water", "Hydrocarbon", "Fluorocarbon", "Dielectric"],
+  LeakDetectorType: ["Moisture", "FloatSwitch"],
+  ControlMode: ["Automatic", "Override", "Manual", "Disabled"],
+  ChassisType: ["Rack", "Blade", "Enclosure", "StandAlone", "RackMount", "Card", "Cartridge", "Row", "Pod", "Expansion", "Sidecar", "Zone", "Sled", "Shelf", "Drawer", "Module", "Component", "IPBasedDrive", "RackGroup", "StorageEnclosure", "ImmersionTank", "HeatExchanger", "PowerStrip", "Other"],
+};
+
+type Json = Record<string, unknown>;
+
+/** Every @odata.id a resource links to (in nested objects and arrays too), its own excepted. */
+function links(r: unknown, own: string, out: string[] = []): string[] {
+  if (Array.isArray(r)) for (const x of r) links(x, own, out);
+  else if (r !== null && typeof r === "object") {
+    for (const [k, v] of Object.entries(r)) {
+      if (k === "@odata.id" && typeof v === "string" && v !== own) out.push(v);
+      else links(v, own, out);
+    }
+  }
+  return out;
+}
+
+/** Enumerated values anywhere in the resource that are not DMTF's words. */
+function badEnums(r: unknown, at = ""): string[] {
+  const out: string[] = [];
+  if (Array.isArray(r)) r.forEach((x, i) => out.push(...badEnums(x, `${at}[${i}]`)));
+  else if (r !== null && typeof r === "object") {
+    for (const [k, v] of Object.entries(r)) {
+      if (ENUMS[k] !== undefined && v !== null && !ENUMS[k].includes(String(v))) out.push(`${at}.${k} = ${String(v)}`);
+      else out.push(...badEnums(v, `${at}.${k}`));
+    }
+  }
+  return out;
+}
+
+describe("the pod as a Redfish cooling unit", () => {
+  let t: TestSim;
+  let agent: Agent;
+  let server: RedfishServer;
+  let base: string;
+  let dir: string;
+  const get = async (path: string, init: RequestInit = {}): Promise<{ status: number; body: Json; headers: Headers }> => {
+    const r = await fetch(`${base}${path}`, init);
+    return { status: r.status, body: (await r.json()) as Json, headers: r.headers };
+  };
+
+  beforeAll(async () => {
+    t = await startTestSim({ devices: { leaseMs: 3000 } });
+    ({ agent } = testAgent(agentConfig(demoConfigFor(t.sim))));
+    await agent.start();
+    server = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: "test" }, { enabled: true, host: "127.0.0.1", port: 0, maxRequestsPerS: 10_000 });
+    base = `http://127.0.0.1:${await server.listen()}`;
+    dir = mkdtempSync(join(tmpdir(), "pw-redfish-"));
+    await waitFor(() => agent.status().racks.every((r) => r.flowLpm !== null), "every rack's flow read", 20_000);
+  }, 60_000);
+  afterAll(async () => {
+    await server?.close();
+    await agent?.stop({ driveSafe: false, reason: "test end" });
+    await t?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("serves a tree whose every link resolves, each resource with DMTF's required properties and enumerations, and the OCP CDU profile's mandatory parts", async () => {
+    const seen = new Map<string, Json>();
+    const queue = ["/redfish/v1"];
+    while (queue.length > 0) {
+      const path = queue.shift()!;
+      if (seen.has(path)) continue;
+      const r = await get(path);
+      expect(r.status, path).toBe(200);
+      expect(r.headers.get("odata-version")).toBe("4.0");
+      seen.set(path, r.body);
+      queue.push(...links(r.body, path));
+    }
+    const pod = agent.identity.pod;
+    const cdu = `/redfish/v1/ThermalEquipment/CDUs/${pod}`;
+    for (const must of [cdu, `${cdu}/Pumps/1`, `${cdu}/PrimaryCoolantConnectors/1`, `${cdu}/SecondaryCoolantConnectors/rack-1`, `${cdu}/LeakDetection/LeakDetectors/rack-8`, `${cdu}/EnvironmentMetrics`, `/redfish/v1/ThermalEquipment/CoolingLoops/${pod}-secondary`, "/redfish/v1/SessionService/Sessions"]) expect(seen.has(must), must).toBe(true);
+    for (const [path, r] of seen) {
+      expect(r["@odata.id"], path).toBe(path);
+      const type = String(r["@odata.type"]);
+      const m = /^#([A-Za-z]+)(\.v\d+_\d+_\d+)?\.([A-Za-z]+)$/.exec(type);
+      expect(m, `${path}: @odata.type ${type}`).not.toBeNull();
+      const name = m![3];
+      expect(m![1]).toBe(name);
+      expect(r.Name, path).toEqual(expect.any(String));
+      if (name.endsWith("Collection")) {
+        expect(m![2], `${path}: a collection's type is unversioned`).toBeUndefined();
+        expect(r["Members@odata.count"]).toBe((r.Members as unknown[]).length);
+      } else {
+        expect(m![2], `${path}: a resource's type is versioned`).toBeDefined();
+        for (const key of REQUIRED[name] ?? ["@odata.id", "@odata.type", "Id", "Name"]) expect(r, `${path} needs ${key}`).toHaveProperty([key]);
+      }
+      expect(badEnums(r), path).toEqual([]);
+    }
+    expect((seen.get("/redfish/v1") as { Links: { Sessions: unknown } }).Links.Sessions).toBeDefined();
+    expect(seen.get(cdu)?.EquipmentType).toBe("CDU");
+    expect((seen.get(`${cdu}/SecondaryCoolantConnectors`)?.Members as unknown[]).length).toBe(8);
+  });
+
+  it("says the pod's real state: readings from good points only, a leak's detector Critical and its rack's connector shut off", async () => {
+    const pod = agent.identity.pod;
+    const cdu = `/redfish/v1/ThermalEquipment/CDUs/${pod}`;
+    const c1 = (await get(`${cdu}/SecondaryCoolantConnectors/rack-1`)).body as { FlowLitersPerMinute: { Reading: number }; HeatRemovedkW: { Reading: number }; ReturnTemperatureControlCelsius: { SetPoint: number } };
+    expect(c1.FlowLitersPerMinute.Reading).toBeCloseTo(agent.status().racks[0].flowLpm!, 0);
+    expect(c1.HeatRemovedkW.Reading).toBeGreaterThan(0);
+    expect(c1.ReturnTemperatureControlCelsius.SetPoint).toBe(45);
+    // a device that stops answering: its readings go null, never their last value
+    t.sim.inject({ device: "rack-5", offline: true });
+    await waitFor(() => agent.status().racks[4].flowLpm === null, "rack-5's flow unread", 15_000);
+    expect(((await get(`${cdu}/SecondaryCoolantConnectors/rack-5`)).body as { FlowLitersPerMinute: { Reading: unknown } }).FlowLitersPerMinute.Reading).toBeNull();
+    t.sim.inject({ device: "rack-5", offline: false });
+    // a leak
+    t.sim.inject({ leak: "rack-3" });
+    await waitFor(() => agent.status().racks[2].leak === "Critical", "rack-3's leak seen", 10_000);
+    const det = (await get(`${cdu}/LeakDetection/LeakDetectors/rack-3`)).body;
+    expect(det.DetectorState).toBe("Critical");
+    expect((await get(`${cdu}/LeakDetection`)).body.Status).toMatchObject({ Health: "Critical" });
+    expect(((await get(`${cdu}/SecondaryCoolantConnectors/rack-3`)).body as { Status: { State: string } }).Status.State).toBe("Disabled");
+    expect(((await get(cdu)).body as { Status: { HealthRollup: string } }).Status.HealthRollup).toBe("Critical");
+    t.sim.inject({ leak: "rack-3", state: "dry" });
+  }, 60_000);
+
+  it("is read-only, bounded, and with a users file asks for Basic authentication beyond the service root", async () => {
+    for (const method of ["POST", "PATCH", "PUT", "DELETE"]) {
+      const r = await get("/redfish/v1/ThermalEquipment", { method, body: "{}" });
+      expect(r.status, method).toBe(405);
+      expect(r.headers.get("allow")).toBe("GET, HEAD");
+    }
+    expect((await get(`/redfish/v1/${"x".repeat(600)}`)).status).toBe(414);
+    expect(((await get("/redfish/v1/nothing")).body as { error: { code: string } }).error.code).toMatch(/^Base\.1\.\d+\.ResourceNotFound$/);
+
+    const usersFile = join(dir, "users.yaml");
+    await setUser(usersFile, "dcim", ["observer"], "correct horse");
+    const locked = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: "test" }, { enabled: true, host: "127.0.0.1", port: 0, maxRequestsPerS: 20, usersFile });
+    const url = `http://127.0.0.1:${await locked.listen()}`;
+    const basic = (user: string, pw: string): RequestInit => ({ headers: { authorization: `Basic ${Buffer.from(`${user}:${pw}`).toString("base64")}` } });
+    try {
+      expect((await fetch(`${url}/redfish/v1`)).status).toBe(200); // the service root stays open
+      const no = await fetch(`${url}/redfish/v1/ThermalEquipment`);
+      expect(no.status).toBe(401);
+      expect(no.headers.get("www-authenticate")).toMatch(/^Basic /);
+      expect((await fetch(`${url}/redfish/v1/ThermalEquipment`, basic("dcim", "correct horse"))).status).toBe(200);
+      // failed logins are limited per address: after five, even the right password waits
+      for (let i = 0; i < 5; i++) expect((await fetch(`${url}/redfish/v1/Chassis`, basic("dcim", `wrong ${i}`))).status).toBe(401);
+      expect((await fetch(`${url}/redfish/v1/Chassis`, basic("dcim", "correct horse"))).status).toBe(401);
+      // a flood: beyond maxRequestsPerS, 503 with Retry-After, nothing looked at
+      const codes = await Promise.all(Array.from({ length: 40 }, () => fetch(`${url}/redfish/v1`).then((r) => [r.status, r.headers.get("retry-after")] as const)));
+      expect(codes.some(([s, after]) => s === 503 && after === "1")).toBe(true);
+      expect(locked.stats().limited).toBeGreaterThan(0);
+    } finally {
+      await locked.close();
+    }
+  });
+
+  it("is served by `podwarden run` when redfish.enabled", async () => {
+    const port = await freePort();
+    const file = join(dir, "agent.yaml");
+    writeFileSync(
+      file,
+      stringify(
+        demoConfigFor(t.sim, (c) => {
+          c.pod = `${TEST_POD}-rf`;
+          c.metrics = { port: 0 };
+          c.hmi = { enabled: false };
+          c.redfish = { enabled: true, port };
+        }),
+      ),
+    );
+    const d = startDaemon(file);
+    try {
+      await untilRunning(d);
+      const r = await fetch(`http://127.0.0.1:${port}/redfish/v1/ThermalEquipment/CDUs/${TEST_POD}-rf`);
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as Json).EquipmentType).toBe("CDU");
+      expect(d.lines.some((l) => l.msg === "redfish served")).toBe(true);
+    } finally {
+      await stopProcess(d.child, "SIGKILL");
+    }
+  }, 60_000);
+});
