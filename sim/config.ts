@@ -1,6 +1,6 @@
 // Simulator config: `podwarden sim -c configs/sim-pod.yaml`. Documented in docs/simulator.md.
 import { loadYamlFile, validator } from "../lib/config-file.js";
-import { int, num, obj, optional, typed } from "../lib/schema-builders.js";
+import { int, num, obj, optional, str, typed } from "../lib/schema-builders.js";
 import type { LoadProfile } from "./plant/load.js";
 import type { PlantParams } from "./plant/pod-plant.js";
 
@@ -132,6 +132,18 @@ export const SIM_SCHEMA = {
         failValvePct: num(0, 100, 100, "control valve fail position, %"),
         failPumpPct: num(0, 100, 80, "pump fail speed, %"),
         failIsolationOpen: { type: "boolean", default: false, description: "isolation valves open when the lease expires (default: hold)" },
+        redfish: optional(
+          obj(
+            {
+              basePort: int(0, 65535, 0, "rack N's BMC on basePort + N - 1; 0 = ephemeral ports"),
+              user: str("the BMCs' user name", { default: "admin" }),
+              password: str("the BMCs' password", { default: "podwarden-sim" }),
+              limitRampKwPerS: num(0.1, 1e6, 50, "how fast a BMC moves its rack's applied power cap to a new limit, kW/s"),
+              trays: int(1, 16, 4, "GPU trays per rack: per-tray power and temperature sensors"),
+            },
+            "a Redfish BMC per rack (HTTP, loopback): sensors, leak detector, power limit, event stream",
+          ),
+        ),
         rtu: optional(typed<{ path: string; baudRate: number }>({
           type: "object",
           additionalProperties: false,
@@ -167,6 +179,7 @@ export interface SimConfig {
     failPumpPct: number;
     failIsolationOpen: boolean;
     rtu?: { path: string; baudRate: number };
+    redfish?: { basePort: number; user: string; password: string; limitRampKwPerS: number; trays: number };
   };
   control: { host: string; port: number };
   scenario?: string;

@@ -4,11 +4,13 @@ import { validator } from "../lib/config-file.js";
 import type { PodPlant } from "./plant/pod-plant.js";
 import type { PodDevices } from "./devices/pod-devices.js";
 import type { SensorFault } from "./devices/field-device.js";
+import type { RedfishBmc } from "./devices/redfish-bmc.js";
 
 export type FaultAction =
   | { leak: string; state?: "wet" | "dry" | "cable-fault" }
   | { sensor: string; fault: "stuck" | "drift" | "noise" | "nan" | "value" | "clear"; value?: number; ratePerS?: number; sigma?: number }
   | { device: string; offline?: boolean; slowMs?: number; exception?: { code: number; functions?: number[] } | null }
+  | { bmc: string; slowMs?: number; error500?: boolean; unauthorized?: boolean; stale?: boolean; dropStream?: boolean }
   | { valveStuck: string; stuck?: boolean }
   | { pumpTrip: boolean }
   | { load: string; pct: number }
@@ -26,7 +28,7 @@ export const FAULT_ACTION_PROPERTIES = {
   sigma: { ...finite, minimum: 0, description: "with fault: noise — standard deviation" },
   device: { type: "string", description: "device name (cdu, rack-N)" },
   offline: { type: "boolean", description: "with device: stop answering" },
-  slowMs: { type: "integer", minimum: 0, maximum: 60000, description: "with device: answer this much later" },
+  slowMs: { type: "integer", minimum: 0, maximum: 60000, description: "with device or bmc: answer this much later" },
   exception: {
     description: "with device: answer with this Modbus exception code (null clears)",
     oneOf: [
@@ -42,6 +44,11 @@ export const FAULT_ACTION_PROPERTIES = {
       },
     ],
   },
+  bmc: { type: "string", description: "rack name: a fault of its Redfish BMC (devices.redfish)" },
+  error500: { type: "boolean", description: "with bmc: answer every request 500" },
+  unauthorized: { type: "boolean", description: "with bmc: refuse every credential (401)" },
+  stale: { type: "boolean", description: "with bmc: freeze its readings, their ReadingTime too, under a Health that stays OK" },
+  dropStream: { type: "boolean", description: "with bmc: end its open event streams now" },
   valveStuck: { type: "string", description: "rack name: freeze its control valve" },
   stuck: { type: "boolean", description: "with valveStuck: false releases it" },
   pumpTrip: { type: "boolean", description: "trip (true) or reset (false) the CDU pump" },
@@ -51,7 +58,7 @@ export const FAULT_ACTION_PROPERTIES = {
   clear: { const: "all", description: "clear every injected fault" },
 };
 
-export const ACTION_KEYS = ["leak", "sensor", "device", "valveStuck", "pumpTrip", "load", "primarySupplyTempC", "clear"] as const;
+export const ACTION_KEYS = ["leak", "sensor", "device", "bmc", "valveStuck", "pumpTrip", "load", "primarySupplyTempC", "clear"] as const;
 
 export const FAULT_ACTION_SCHEMA = {
   type: "object",
@@ -75,6 +82,7 @@ export class FaultTarget {
   constructor(
     private readonly plant: PodPlant,
     private readonly devices: PodDevices,
+    private readonly bmcs: readonly RedfishBmc[] = [],
   ) {}
 
   private rack(name: string): number {
@@ -117,6 +125,14 @@ export class FaultTarget {
       if (a.offline !== undefined) dev.faults.offline = a.offline;
       if (a.slowMs !== undefined) dev.faults.slowMs = a.slowMs;
       if (a.exception !== undefined) dev.faults.exception = a.exception ?? undefined;
+    } else if ("bmc" in a) {
+      const b = this.bmcs.find((x) => x.name === a.bmc);
+      if (b === undefined) throw new Error(`no BMC "${a.bmc}" (devices.redfish serves one per rack)`);
+      if (a.slowMs !== undefined) b.faults.slowMs = a.slowMs;
+      if (a.error500 !== undefined) b.faults.error500 = a.error500;
+      if (a.unauthorized !== undefined) b.faults.unauthorized = a.unauthorized;
+      if (a.stale !== undefined) b.setStale(a.stale);
+      if (a.dropStream === true) b.dropStreams();
     } else if ("valveStuck" in a) {
       this.plant.racks[this.rack(a.valveStuck)].controlValve.stuck = a.stuck ?? true;
     } else if ("pumpTrip" in a) {
@@ -128,6 +144,7 @@ export class FaultTarget {
       this.plant.cdu.primarySupplyTempC = a.primarySupplyTempC;
     } else {
       for (const d of this.devices.all) d.clearFaults();
+      for (const b of this.bmcs) b.clearFaults();
       for (const r of this.plant.racks) {
         r.leak = "dry";
         r.controlValve.stuck = false;

@@ -3,6 +3,7 @@
 import type { SimConfig } from "./config.js";
 import { ModbusRtuFront } from "./devices/rtu-front.js";
 import { ModbusTcpFront } from "./devices/tcp-front.js";
+import { RedfishBmc } from "./devices/redfish-bmc.js";
 import { createPodDevices, type PodDevices } from "./devices/pod-devices.js";
 import { FaultTarget, type FaultAction } from "./faults.js";
 import { PodPlant } from "./plant/pod-plant.js";
@@ -77,6 +78,8 @@ export class PodSim {
   private readonly tcp: ModbusTcpFront[] = [];
   private readonly ports = new Map<string, number>();
   private rtu: ModbusRtuFront | null = null;
+  /** a Redfish BMC per rack, with devices.redfish */
+  readonly bmcs: RedfishBmc[] = [];
   private timer: NodeJS.Timeout | null = null;
   private startedAt = 0;
   /** errors from scenario steps that could not be applied (a step never stops the sim) */
@@ -89,7 +92,7 @@ export class PodSim {
     const seed = scenario?.seed ?? config.seed;
     this.plant = new PodPlant(config.plant, seed);
     this.devices = createPodDevices(this.plant, config.devices, () => this.nowMs(), new Prng(seed ^ 0x5eed));
-    this.faults = new FaultTarget(this.plant, this.devices);
+    this.faults = new FaultTarget(this.plant, this.devices, this.bmcs);
     this.player = scenario === undefined ? null : new ScenarioPlayer(scenario);
   }
 
@@ -110,6 +113,7 @@ export class PodSim {
       }
     }
     this.devices.apply();
+    for (const b of this.bmcs) b.step(this.config.plant.dtS);
     this.plant.step();
   }
 
@@ -117,6 +121,7 @@ export class PodSim {
     this.faults.apply(action);
   }
 
+  /** A Modbus device's port, or a rack's BMC's as `<rack>.bmc`. */
   portOf(device: string): number | undefined {
     return this.ports.get(device);
   }
@@ -128,6 +133,14 @@ export class PodSim {
       const front = new ModbusTcpFront([dev]);
       this.tcp.push(front);
       this.ports.set(dev.name, await front.listen(d.basePort === 0 ? 0 : d.basePort + k, d.host));
+    }
+    if (d.redfish !== undefined) {
+      const rf = d.redfish;
+      for (const r of this.plant.racks) {
+        const bmc = new RedfishBmc(`rack-${r.index + 1}`, r, { user: rf.user, password: rf.password, rampKwPerS: rf.limitRampKwPerS, trays: rf.trays });
+        this.bmcs.push(bmc);
+        this.ports.set(`${bmc.name}.bmc`, await bmc.listen(rf.basePort === 0 ? 0 : rf.basePort + r.index, d.host));
+      }
     }
     if (d.rtu !== undefined) {
       this.rtu = new ModbusRtuFront(this.devices.all);
@@ -149,6 +162,7 @@ export class PodSim {
     this.timer = null;
     await Promise.all(this.tcp.map((f) => f.close()));
     this.tcp.length = 0;
+    await Promise.all(this.bmcs.map((b) => b.close()));
     await this.rtu?.close();
     this.rtu = null;
   }
