@@ -196,7 +196,7 @@ type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]>
 export interface SimOverrides {
   seed?: number;
   plant?: DeepPartial<Omit<PlantParams, "load" | "rackLoads">> & { load?: LoadProfile; rackLoads?: LoadProfile[] };
-  devices?: Partial<SimConfig["devices"]>;
+  devices?: Partial<Omit<SimConfig["devices"], "redfish">> & { redfish?: Partial<NonNullable<SimConfig["devices"]["redfish"]>> };
   control?: Partial<SimConfig["control"]>;
 }
 

@@ -18,7 +18,7 @@ describe("the simulator's Redfish BMC per rack", () => {
   };
 
   beforeAll(async () => {
-    t = await startTestSim({ devices: { redfish: { limitRampKwPerS: 1000 } } } as Parameters<typeof startTestSim>[0]);
+    t = await startTestSim({ devices: { redfish: { limitRampKwPerS: 1000 } } });
     base = `http://127.0.0.1:${t.port("rack-2.bmc")}`;
   });
   afterAll(async () => {
