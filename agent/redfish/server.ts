@@ -2,6 +2,7 @@
 // tree.ts, bounded before anything is looked at (the request rate, the header bytes, the URL),
 // with HTTP Basic authentication against the HMI's users file when one is configured (the
 // service root stays open, as Redfish requires). Every other method is refused with 405.
+import { createHash } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { boundedServer, closeHttp, listenHttp } from "../../lib/http-server.js";
 import { LoginLimiter } from "../hmi/sessions.js";
@@ -13,6 +14,9 @@ const MAX_HEADER_BYTES = 8 * 1024;
 const MAX_URL_CHARS = 512;
 /** A Basic credential longer than this is not one: refused before it is decoded. */
 const MAX_AUTH_CHARS = 1024;
+const CREDENTIAL_TTL_MS = 60_000;
+/** verified credentials kept at once: past it the cache starts again (only genuine ones get in) */
+const MAX_VERIFIED = 64;
 
 export interface RedfishStats {
   requests: number;
@@ -38,6 +42,12 @@ export class RedfishServer {
   private intake: number;
   private timer: NodeJS.Timeout | null = null;
   private readonly logins = new LoginLimiter();
+  /**
+   * Credentials verified in the last minute, by their sha256: scrypt costs tens of ms of the
+   * thread pool (which the spool's flushes share), and a DCIM poller sends its credentials with
+   * every request. A user removed from the file loses access within CREDENTIAL_TTL_MS.
+   */
+  private readonly verified = new Map<string, number>();
   private readonly counts: RedfishStats = { requests: 0, limited: 0, unauthorized: 0 };
 
   constructor(
@@ -99,6 +109,9 @@ export class RedfishServer {
     if (this.logins.waitMs(source, now) > 0) return false;
     const h = req.headers.authorization ?? "";
     let ok = false;
+    const key = h.length <= MAX_AUTH_CHARS ? createHash("sha256").update(h).digest("base64") : "";
+    const until = this.verified.get(key);
+    if (until !== undefined && until > now) return true;
     if (h.length <= MAX_AUTH_CHARS && h.startsWith("Basic ")) {
       const text = Buffer.from(h.slice(6), "base64").toString("utf8");
       const colon = text.indexOf(":");
@@ -112,6 +125,10 @@ export class RedfishServer {
       }
     }
     if (!ok) this.logins.failed(source, now);
+    else {
+      if (this.verified.size >= MAX_VERIFIED) this.verified.clear();
+      this.verified.set(key, now + CREDENTIAL_TTL_MS);
+    }
     return ok;
   }
 
