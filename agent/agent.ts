@@ -7,6 +7,7 @@ import type { LoopMode } from "../hotpath-as/bank-config.js";
 import { ModbusDriver, type OutputState } from "../drivers/modbus/driver.js";
 import { splitModbus } from "../drivers/modbus/split.js";
 import { MqttIngest } from "../drivers/mqtt-ingest.js";
+import { RedfishDriver } from "../drivers/redfish/driver.js";
 import { Backoff } from "../lib/backoff.js";
 import { monoMs } from "../lib/clock.js";
 import { JsonStateFile } from "../lib/json-state-file.js";
@@ -58,9 +59,15 @@ function checkBudgetFile(data: unknown): { podKw: number | null } {
  */
 const LEAK_REPORT_MS = 50;
 
+/**
+ * How long a Redfish Control may stay unverified before it is an alarm, ms: a PATCH and its
+ * read-back take two round trips (a few ms on a healthy BMC; the client's timeout bounds each).
+ */
+const UNVERIFIED_GRACE_MS = 5000;
+
 /** Same devices, points, racks and wiring: a reload can patch tuning in place. */
 export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
-  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.uplink ?? null, c.control.periodMs, c.control.isolation.leakThread]);
+  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.redfishClient, c.uplink ?? null, c.control.periodMs, c.control.isolation.leakThread]);
   return shape(a) === shape(b);
 }
 
@@ -89,6 +96,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   readonly points = new PointStore();
   readonly driver: ModbusDriver;
   readonly ingest: MqttIngest | null;
+  /** rack BMCs over Redfish (null: none configured) */
+  readonly redfish: RedfishDriver | null;
   readonly supervisor: Supervisor;
   /** leased setpoints, by loop */
   readonly leases = new LoopLeases();
@@ -167,6 +176,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
             (silentMs) => logs.module("ingest").warn({ silentMs: Math.round(silentMs), keepaliveS: c.mqttIngest?.keepaliveS }, "sensor broker silent: giving up the connection"),
             this.points,
           );
+    this.redfish =
+      c.redfishClient.devices.length === 0 ? null : new RedfishDriver(c.redfishClient, { points: this.points, onLog: (level, message) => logs.module("redfish-client")[level](message) });
     this.supervisor = new Supervisor(c.supervisor, c, this.layout, (e) => this.emit(e), monoMs);
     this.tickWindow = new TickWindow(c.supervisor.overrun.windowMs);
     this.decisions = this.wiring.initialDecisions();
@@ -270,6 +281,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (this.leakLeft.length > 0) this.log.warn({ ids: this.leakLeft }, "leak inputs and isolation valves on serial buses are served by the main thread: its work can delay their isolation (docs/safety.md)");
     this.driver.start();
     this.ingest?.start();
+    this.redfish?.start();
     this.writeActuators();
     this.timers.push(setInterval(() => this.supervise(), c.supervisor.periodMs));
     this.timers.push(setInterval(() => this.writeActuators(), ACTUATOR_PASS_MS));
@@ -334,17 +346,22 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.wiring.writeActuators(o, this.decisions, this.actuators, this.leaseFail);
   }
 
-  /** The wiring's output sink: the Modbus driver, with a failed write logged rather than thrown. */
+  /** The wiring's output sink: the Redfish driver for a BMC's Controls, the Modbus driver otherwise, with a failed write logged rather than thrown. */
   private readonly actuators: OutputSink = {
     setOutput: (id, v) => {
       if (this.leakThread?.ownsOutput(id) === true) return; // the leak thread writes it
       try {
-        this.driver.setOutput(id, v);
+        this.sendOutput(id, v);
       } catch (err) {
         this.log.error({ err }, `cannot write ${id}`);
       }
     },
   };
+
+  private sendOutput(id: string, v: number): void {
+    if (this.redfish?.ownsOutput(id) === true) this.redfish.setOutput(id, v);
+    else this.driver.setOutput(id, v);
+  }
 
   private reading(bankIndex: number, pointId: string, o: ControlOutputs | undefined): Reading {
     const p = this.points.get(pointId);
@@ -406,12 +423,34 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       })),
       cduSupplyTempC: c.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
       cduDpKpa: this.reading(lay.cdu.dpKpa, c.cdu.points.dpKpa, o),
-      devices: stats.devices.map((d) => ({
-        name: d.name,
-        ok: d.connected && d.breaker === "closed",
-        why: !d.connected ? "disconnected" : `not answering (circuit breaker ${d.breaker})`,
-      })),
+      devices: [
+        ...stats.devices.map((d) => ({
+          name: d.name,
+          ok: d.connected && d.breaker === "closed",
+          why: !d.connected ? "disconnected" : `not answering (circuit breaker ${d.breaker})`,
+        })),
+        ...(this.redfish?.stats() ?? []).map((d) => ({ name: d.name, ok: d.connected && d.breaker === "closed", why: `${d.breaker === "closed" ? "" : `(circuit breaker ${d.breaker}) `}${d.why}` })),
+      ],
     });
+    this.alarmUnverified(now);
+  }
+
+  /**
+   * A Control written over Redfish that the BMC has not confirmed on read-back (refused, a
+   * mismatch, no answer) is an alarm while it lasts: a cap the pod counts on must never be
+   * silently absent. The grace covers one write and its read-back.
+   */
+  private alarmUnverified(now: number): void {
+    if (this.redfish === null) return;
+    const late = new Map(this.redfish.unverified(now, UNVERIFIED_GRACE_MS).map((u) => [u.id, u]));
+    for (const d of this.config.redfishClient.devices) {
+      for (const o of d.outputs) {
+        const id = `${d.name}.${o.name}`;
+        const u = late.get(id);
+        if (u === undefined) this.resolveProblem(`output:${id}`);
+        else this.reportProblem(`output:${id}`, { severity: "Warning", source: u.device, message: `${id} is not verified on the BMC: ${u.why}` });
+      }
+    }
   }
 
   reportProblem(id: string, p: ProblemReport): void {
@@ -780,12 +819,13 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     await this.control.stop();
     await this.leakThread?.stop();
     await this.ingest?.stop();
+    await this.redfish?.stop();
     await this.driver.stop();
   }
 
   /** What became of an output's last command: the leak thread's for the outputs it owns, the driver's otherwise. */
   outputState(id: string): OutputState | undefined {
-    return this.leakThread?.outputState(id) ?? this.driver.outputState(id);
+    return this.leakThread?.outputState(id) ?? this.redfish?.outputState(id) ?? this.driver.outputState(id);
   }
 
   private async driveSafe(timeoutMs: number): Promise<void> {
@@ -793,7 +833,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     const writes: string[] = [];
     for (const w of this.wiring.safeWrites(this.control.outputs() ?? this.outputs, c.control)) {
       try {
-        this.driver.setOutput(w.id, w.value);
+        this.sendOutput(w.id, w.value);
         writes.push(w.id);
       } catch (err) {
         this.log.error({ err }, `cannot write ${w.id} safe`);

@@ -8,7 +8,7 @@ import { createHistogram } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { SerialPort } from "serialport";
 import { Bus, newDeviceStats, type BusDevice } from "../drivers/modbus/bus.js";
-import { CircuitBreaker } from "../drivers/modbus/breaker.js";
+import { CircuitBreaker } from "../drivers/breaker.js";
 import { FC } from "../drivers/modbus/protocol.js";
 import { RtuTransport } from "../drivers/modbus/rtu-transport.js";
 import { TcpTransport } from "../drivers/modbus/tcp-transport.js";

@@ -52,3 +52,43 @@ export function readReturnTempsThroughTransmitters(d: Record<string, unknown>, r
     if (racks(rack.name)) rack.points = { ...rack.points, returnTempC: `${rack.name}.returnTempTx` };
   }
 }
+
+/** The environment variable the demo's BMC password comes from (the simulator's BMCs take "podwarden-sim"). */
+export const DEMO_BMC_PASSWORD_ENV = "PODWARDEN_BMC_PASSWORD";
+
+/**
+ * Rewires racks (all, or those `racks` picks) to take their power reading, leak detector and
+ * power cap from their BMC over Redfish (the simulator's `devices.redfish`, on `portOf("<rack>.bmc")`),
+ * as a pod of racks with their own management controllers is wired: temperatures, flow and the
+ * valves stay on Modbus. The BMCs speak plain HTTP on loopback; `tls` pins a CA instead.
+ */
+export function readRacksThroughBmcs(
+  d: Record<string, unknown>,
+  portOf: (device: string) => number | undefined,
+  o: { racks?: (name: string) => boolean; tls?: { caFile: string }; pollMs?: number } = {},
+): void {
+  const pick = o.racks ?? (() => true);
+  const devices: object[] = [];
+  for (const rack of d.racks as { name: string; points: Record<string, unknown>; outputs: Record<string, unknown> }[]) {
+    if (!pick(rack.name)) continue;
+    const port = portOf(`${rack.name}.bmc`);
+    if (port === undefined) throw new Error(`the simulator serves no BMC for ${rack.name} (devices.redfish)`);
+    const bmc = `${rack.name}-bmc`;
+    const ch = `/redfish/v1/Chassis/${rack.name}`;
+    devices.push({
+      name: bmc,
+      url: `${o.tls === undefined ? "http" : "https"}://127.0.0.1:${port}`,
+      ...(o.tls === undefined ? { allowPlaintext: true } : { tls: { caFile: o.tls.caFile } }),
+      auth: { mode: "session", user: "admin", passwordEnv: DEMO_BMC_PASSWORD_ENV },
+      ...(o.pollMs === undefined ? {} : { pollMs: o.pollMs }),
+      points: [
+        { name: "powerKw", path: `${ch}/Sensors/RackPower`, scale: 0.001, unit: "kW" },
+        { name: "leak", path: `${ch}/ThermalSubsystem/LeakDetection/LeakDetectors/${rack.name}-leak`, kind: "leak" },
+      ],
+      outputs: [{ name: "powerLimit", path: `${ch}/Controls/PowerLimit`, scale: 1000, tolerance: 1, unit: "kW" }],
+    });
+    rack.points = { ...rack.points, powerKw: `${bmc}.powerKw`, leak: [`${bmc}.leak`] };
+    rack.outputs = { ...rack.outputs, powerCap: `${bmc}.powerLimit` };
+  }
+  d.redfishClient = { devices };
+}

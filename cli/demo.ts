@@ -11,7 +11,7 @@ import { podDrawKw } from "../pod/status-view.js";
 import { redactUrl } from "../lib/mqtt-connection.js";
 import { Agent } from "../agent/agent.js";
 import type { PodReader } from "../agent/pod-api.js";
-import { demoConfigData } from "./demo-config.js";
+import { DEMO_BMC_PASSWORD_ENV, demoConfigData, readRacksThroughBmcs } from "./demo-config.js";
 import { validateAgentConfig } from "../agent/config/load.js";
 import { Logs } from "../agent/log.js";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -41,6 +41,8 @@ export interface DemoOptions {
   interactive: boolean;
   /** also publish the pod as a Sparkplug B edge node (group "podwarden") */
   sparkplug?: boolean;
+  /** each rack's power, leak detector and cap through its simulated BMC over Redfish */
+  redfishRacks?: boolean;
 }
 
 export interface RunningDemo {
@@ -94,6 +96,7 @@ export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "active
 
 export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   const simConfig = loadSimConfig(o.simConfig);
+  if (o.redfishRacks === true) simConfig.devices.redfish ??= { basePort: 0, user: "admin", password: "podwarden-sim", limitRampKwPerS: 50, trays: 4 };
   // a broker already on the port (a local mosquitto, say): take a free port instead; the board
   // prints the actual one in its mosquitto_sub lines
   const broker =
@@ -116,6 +119,11 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     await sim.start();
     const controlPort = await api.listen(simConfig.control.port, simConfig.control.host);
     const data = demoConfigData(undefined, o.agentConfig);
+    const bmcs = simConfig.devices.redfish;
+    if (o.redfishRacks === true && bmcs !== undefined) {
+      readRacksThroughBmcs(data, (d) => sim.portOf(d));
+      process.env[DEMO_BMC_PASSWORD_ENV] ??= bmcs.password;
+    }
     // The demo's racks run a varied workload (configs/sim-pod.yaml: rackLoads) that peaks near
     // 750 kW; a budget below that peak makes the pod cap its lower-priority racks there, so the
     // budget is seen at work (on the board and the HMI) and not only read about.

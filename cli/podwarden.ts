@@ -23,7 +23,7 @@ import { failSafeTable } from "../pod/fail-safe.js";
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
 
 usage:
-  podwarden demo [--broker <url>] [--broker-port <n>] [--sparkplug]
+  podwarden demo [--broker <url>] [--broker-port <n>] [--sparkplug] [--redfish-racks]
                                                          the demo pod: embedded broker + simulator + agent, live board
                                                          (--sparkplug: also a Sparkplug B edge node)
   podwarden run -c <config.yaml>                         run the pod controller (the daemon)
@@ -55,6 +55,7 @@ options:
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
       --sparkplug         demo: publish the pod as a Sparkplug B edge node too (docs/sparkplug.md)
+      --redfish-racks     demo: read each rack's power and leak detector, and write its cap, through its simulated BMC over Redfish (docs/redfish.md)
       --group <g>         sparkplug-watch: the Sparkplug group id (default podwarden)
       --node <n>          sparkplug-watch: one edge node only (default: all of the group)
       --key-id <id>       keygen, command: the key's id (as configured in uplink.commands.keys)
@@ -136,6 +137,7 @@ async function main(argv: string[]): Promise<number> {
         username: { type: "string" },
         "fail-safe": { type: "boolean" },
         sparkplug: { type: "boolean" },
+        "redfish-racks": { type: "boolean" },
         group: { type: "string" },
         node: { type: "string" },
         users: { type: "string" },
@@ -175,6 +177,7 @@ async function main(argv: string[]): Promise<number> {
           out: process.stdout,
           interactive: true,
           sparkplug: values.sparkplug === true,
+          redfishRacks: values["redfish-racks"] === true,
         });
       }
       case "sparkplug-watch": {

@@ -39,6 +39,19 @@ export function measuredValue(p: Point | undefined): number | null {
   return p !== undefined && p.quality === "good" && Number.isFinite(p.value) ? p.value : null;
 }
 
+/** What became of an output's last command (every driver that writes keeps one per output). */
+export interface OutputState {
+  id: string;
+  /** last value asked for (engineering units) */
+  value: number | null;
+  /** last value the device acknowledged */
+  written: number | null;
+  writtenAtMs: number | null;
+  quality: Quality;
+  writes: number;
+  failures: number;
+}
+
 export type PointListener = (p: Point) => void;
 
 /** The latest value of every point, with change listeners. */

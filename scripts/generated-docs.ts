@@ -11,6 +11,7 @@ import { failSafeTable } from "../pod/fail-safe.js";
 import { HMI_SCHEMA } from "../agent/hmi/schema.js";
 import { SPARKPLUG_SCHEMA } from "../agent/uplink/sparkplug/schema.js";
 import { REDFISH_SCHEMA } from "../agent/redfish/schema.js";
+import { REDFISH_DEVICE_SCHEMA } from "../drivers/redfish/config.js";
 import { modelSourceOf, sparkplugModel, type MetricDef } from "../agent/uplink/sparkplug/metrics.js";
 
 function failSafeTableOf(c: ReturnType<typeof demoAgentConfig>): string {
@@ -42,7 +43,7 @@ export function generatedDocs(): Record<string, Record<string, string>> {
     "docs/configuration.md": { "agent-config": schemaTable(AGENT_SCHEMA) },
     "docs/safety.md": { "fail-safe-matrix": failSafeTableOf(demoAgentConfig()) },
     "docs/hmi.md": { "hmi-config": schemaTable(HMI_SCHEMA) },
-    "docs/redfish.md": { "redfish-config": schemaTable(REDFISH_SCHEMA) },
+    "docs/redfish.md": { "redfish-config": schemaTable(REDFISH_SCHEMA), "redfish-client-device": schemaTable(REDFISH_DEVICE_SCHEMA) },
     "docs/sparkplug.md": { "sparkplug-config": schemaTable(SPARKPLUG_SCHEMA), "sparkplug-metrics": sparkplugMetricTable(demoAgentConfig()) },
     "docs/drivers.md": {
       "modbus-config": schemaTable(MODBUS_SCHEMA),

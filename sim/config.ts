@@ -140,8 +140,15 @@ export const SIM_SCHEMA = {
               password: str("the BMCs' password", { default: "podwarden-sim" }),
               limitRampKwPerS: num(0.1, 1e6, 50, "how fast a BMC moves its rack's applied power cap to a new limit, kW/s"),
               trays: int(1, 16, 4, "GPU trays per rack: per-tray power and temperature sensors"),
+              tls: optional(
+                obj(
+                  { certFile: str("PEM certificate the BMCs serve", { minLength: 1 }), keyFile: str("its PEM private key", { minLength: 1 }) },
+                  "serve HTTPS with this certificate (default: plain HTTP)",
+                  ["certFile", "keyFile"],
+                ),
+              ),
             },
-            "a Redfish BMC per rack (HTTP, loopback): sensors, leak detector, power limit, event stream",
+            "a Redfish BMC per rack (loopback): sensors, leak detector, power limit, event stream",
           ),
         ),
         rtu: optional(typed<{ path: string; baudRate: number }>({
@@ -179,7 +186,7 @@ export interface SimConfig {
     failPumpPct: number;
     failIsolationOpen: boolean;
     rtu?: { path: string; baudRate: number };
-    redfish?: { basePort: number; user: string; password: string; limitRampKwPerS: number; trays: number };
+    redfish?: { basePort: number; user: string; password: string; limitRampKwPerS: number; trays: number; tls?: { certFile: string; keyFile: string } };
   };
   control: { host: string; port: number };
   scenario?: string;

@@ -10,7 +10,7 @@ export type FaultAction =
   | { leak: string; state?: "wet" | "dry" | "cable-fault" }
   | { sensor: string; fault: "stuck" | "drift" | "noise" | "nan" | "value" | "clear"; value?: number; ratePerS?: number; sigma?: number }
   | { device: string; offline?: boolean; slowMs?: number; exception?: { code: number; functions?: number[] } | null }
-  | { bmc: string; slowMs?: number; error500?: boolean; unauthorized?: boolean; stale?: boolean; dropStream?: boolean }
+  | { bmc: string; slowMs?: number; error500?: boolean; unauthorized?: boolean; stale?: boolean; unhealthy?: boolean; dropStream?: boolean }
   | { valveStuck: string; stuck?: boolean }
   | { pumpTrip: boolean }
   | { load: string; pct: number }
@@ -48,6 +48,7 @@ export const FAULT_ACTION_PROPERTIES = {
   error500: { type: "boolean", description: "with bmc: answer every request 500" },
   unauthorized: { type: "boolean", description: "with bmc: refuse every credential (401)" },
   stale: { type: "boolean", description: "with bmc: freeze its readings, their ReadingTime too, under a Health that stays OK" },
+  unhealthy: { type: "boolean", description: "with bmc: every sensor says Status.Health Critical, its Reading still there" },
   dropStream: { type: "boolean", description: "with bmc: end its open event streams now" },
   valveStuck: { type: "string", description: "rack name: freeze its control valve" },
   stuck: { type: "boolean", description: "with valveStuck: false releases it" },
@@ -132,6 +133,7 @@ export class FaultTarget {
       if (a.error500 !== undefined) b.faults.error500 = a.error500;
       if (a.unauthorized !== undefined) b.faults.unauthorized = a.unauthorized;
       if (a.stale !== undefined) b.setStale(a.stale);
+      if (a.unhealthy !== undefined) b.faults.unhealthy = a.unhealthy;
       if (a.dropStream === true) b.dropStreams();
     } else if ("valveStuck" in a) {
       this.plant.racks[this.rack(a.valveStuck)].controlValve.stuck = a.stuck ?? true;

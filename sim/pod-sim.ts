@@ -1,5 +1,6 @@
 // The simulated pod in real time: plant model, field devices on real Modbus servers, scenario
 // playback and the live control interface. `podwarden sim -c configs/sim-pod.yaml` runs one.
+import { readFileSync } from "node:fs";
 import type { SimConfig } from "./config.js";
 import { ModbusRtuFront } from "./devices/rtu-front.js";
 import { ModbusTcpFront } from "./devices/tcp-front.js";
@@ -136,10 +137,11 @@ export class PodSim {
     }
     if (d.redfish !== undefined) {
       const rf = d.redfish;
+      const tls = rf.tls === undefined ? undefined : { cert: readFileSync(rf.tls.certFile), key: readFileSync(rf.tls.keyFile) };
       for (const r of this.plant.racks) {
         const bmc = new RedfishBmc(`rack-${r.index + 1}`, r, { user: rf.user, password: rf.password, rampKwPerS: rf.limitRampKwPerS, trays: rf.trays });
         this.bmcs.push(bmc);
-        this.ports.set(`${bmc.name}.bmc`, await bmc.listen(rf.basePort === 0 ? 0 : rf.basePort + r.index, d.host));
+        this.ports.set(`${bmc.name}.bmc`, await bmc.listen(rf.basePort === 0 ? 0 : rf.basePort + r.index, d.host, tls));
       }
     }
     if (d.rtu !== undefined) {

@@ -28,6 +28,9 @@ describe("agent config", () => {
     expect(d.control.points.leak.debounceFault).toBe(1);
     const t = loadAgentConfig("configs/pod-template.yaml", { MQTT_PASSWORD: "x" }).config;
     expect(t.modbus.buses.length).toBeGreaterThan(0);
+    const rf = loadAgentConfig("configs/pod-redfish-template.yaml").config;
+    expect(rf.redfishClient.devices.map((d) => d.name)).toEqual(["r01-bmc", "r02-bmc"]);
+    expect(rf.racks[0].outputs.powerCap).toBe("r01-bmc.powerLimit");
   });
 
   it.each([

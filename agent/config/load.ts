@@ -6,6 +6,7 @@ import { readTextBounded } from "../../lib/bounded-read.js";
 import { parsePublicKey } from "../commands/signing.js";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
 import { modbusProblems } from "../../drivers/modbus/config.js";
+import { redfishClientProblems } from "../../drivers/redfish/config.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
 import { hmiProblems } from "../hmi/schema.js";
 import { redfishProblems } from "../redfish/schema.js";
@@ -60,11 +61,23 @@ function crossChecks(c: AgentConfig): string[] {
     if (points.has(p.id)) out.push(`mqttIngest.points: id "${p.id}" is also a Modbus point`);
     points.add(p.id);
   }
+  for (const d of c.redfishClient.devices) {
+    for (const p of d.points) {
+      const id = `${d.name}.${p.name}`;
+      if (points.has(id)) out.push(`redfishClient.devices: point id "${id}" is also a Modbus or MQTT point`);
+      points.add(id);
+    }
+    for (const o of d.outputs) {
+      const id = `${d.name}.${o.name}`;
+      if (outputs.has(id)) out.push(`redfishClient.devices: output id "${id}" is also a Modbus output`);
+      outputs.add(id);
+    }
+  }
   const point = (id: string, at: string): void => {
-    if (!points.has(id)) out.push(`${at}: no point "${id}" (define it under modbus.devices[].points or mqttIngest.points)`);
+    if (!points.has(id)) out.push(`${at}: no point "${id}" (define it under modbus.devices[].points, mqttIngest.points or redfishClient.devices[].points)`);
   };
   const output = (id: string | undefined, at: string): void => {
-    if (id !== undefined && !outputs.has(id)) out.push(`${at}: no output "${id}" (define it under modbus.devices[].outputs)`);
+    if (id !== undefined && !outputs.has(id)) out.push(`${at}: no output "${id}" (define it under modbus.devices[].outputs or redfishClient.devices[].outputs)`);
   };
   const names = new Set<string>();
   c.racks.forEach((r, i) => {
@@ -104,6 +117,7 @@ function crossChecks(c: AgentConfig): string[] {
   if (c.mqttIngest !== undefined) out.push(...mqttConnectionProblems(c.mqttIngest, "mqttIngest"));
   out.push(...hmiProblems(c.hmi));
   out.push(...redfishProblems(c.redfish));
+  out.push(...redfishClientProblems(c.redfishClient));
   return [...out, ...modbusProblems(c.modbus)];
 }
 

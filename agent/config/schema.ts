@@ -5,6 +5,7 @@
 import type { ModbusConfig } from "../../drivers/modbus/config.js";
 import { MODBUS_SCHEMA } from "../../drivers/modbus/config.js";
 import { MQTT_INGEST_SCHEMA, type IngestConfig } from "../../drivers/mqtt-ingest-schema.js";
+import { REDFISH_CLIENT_SCHEMA } from "../../drivers/redfish/config.js";
 import { obj, optional, str, typed, type Infer } from "../../lib/schema-builders.js";
 import { CDU_SCHEMA, CONTROL_SCHEMA, ident, RACKS_SCHEMA } from "../../pod/config.js";
 import { HMI_SCHEMA } from "../hmi/schema.js";
@@ -37,6 +38,7 @@ export const AGENT_SCHEMA = {
       hmi: HMI_SCHEMA,
       redfish: REDFISH_SCHEMA,
       mqttIngest: optional(typed<IngestConfig>(MQTT_INGEST_SCHEMA)),
+      redfishClient: REDFISH_CLIENT_SCHEMA,
       log: LOG_SCHEMA,
     },
     "a podwarden config",

@@ -9,7 +9,7 @@
 //   (telemetry) are skipped and counted as overruns.
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { monoMs } from "../../lib/clock.js";
-import type { CircuitBreaker } from "./breaker.js";
+import type { CircuitBreaker } from "../breaker.js";
 import { BusyWindow } from "./busy-window.js";
 import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type ModbusTransport } from "./types.js";
 

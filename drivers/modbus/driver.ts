@@ -6,8 +6,10 @@
 // written only while the caller's health gate says the control loop is healthy: the driver
 // exposes the mechanism, the agent decides.
 import { monoMs } from "../../lib/clock.js";
-import { PointStore, type Point, type Quality } from "../../lib/points.js";
-import { CircuitBreaker } from "./breaker.js";
+import { PointStore, type OutputState, type Point, type Quality } from "../../lib/points.js";
+
+export type { OutputState };
+import { CircuitBreaker } from "../breaker.js";
 import { Bus, newDeviceStats, type BusDevice, type DeviceStats, type Job } from "./bus.js";
 import { decodeValue, registerCount } from "./codec.js";
 import type { BusConfig, DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
@@ -36,17 +38,6 @@ interface GroupPoll {
   polls: number;
 }
 
-export interface OutputState {
-  id: string;
-  /** last value asked for (engineering units) */
-  value: number | null;
-  /** last value the device acknowledged */
-  written: number | null;
-  writtenAtMs: number | null;
-  quality: Quality;
-  writes: number;
-  failures: number;
-}
 
 interface OutputRuntime {
   device: DeviceRuntime;

@@ -13,6 +13,7 @@
 // stale readings (frozen, with their ReadingTime), and a health that lies (OK over a frozen value).
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { RackModel } from "../plant/pod-plant.js";
 
 export interface BmcFaults {
@@ -23,6 +24,8 @@ export interface BmcFaults {
   unauthorized: boolean;
   /** readings frozen where they are, ReadingTime too */
   stale: boolean;
+  /** every sensor reports Status.Health Critical (a failed sensor), its Reading still there */
+  unhealthy: boolean;
 }
 
 export interface BmcOptions {
@@ -43,7 +46,7 @@ interface Reading {
 }
 
 export class RedfishBmc {
-  readonly faults: BmcFaults = { slowMs: 0, error500: false, unauthorized: false, stale: false };
+  readonly faults: BmcFaults = { slowMs: 0, error500: false, unauthorized: false, stale: false, unhealthy: false };
   /** the limit last PATCHed, W (null: none) */
   limitW: number | null = null;
   patches = 0;
@@ -64,8 +67,10 @@ export class RedfishBmc {
     this.lastLeak = rack.leak;
   }
 
-  async listen(port: number, host: string): Promise<number> {
-    const server = createServer({ maxHeaderSize: 8192 }, (req, res) => void this.handle(req, res));
+  /** Listens on HTTP, or HTTPS with `tls` (PEM certificate and key). */
+  async listen(port: number, host: string, tls?: { cert: Buffer; key: Buffer }): Promise<number> {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
+    const server = tls === undefined ? createServer({ maxHeaderSize: 8192 }, handler) : createTlsServer({ maxHeaderSize: 8192, cert: tls.cert, key: tls.key }, handler);
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -97,7 +102,7 @@ export class RedfishBmc {
   }
 
   clearFaults(): void {
-    Object.assign(this.faults, { slowMs: 0, error500: false, unauthorized: false });
+    Object.assign(this.faults, { slowMs: 0, error500: false, unauthorized: false, unhealthy: false });
     this.setStale(false);
   }
 
@@ -289,7 +294,7 @@ export class RedfishBmc {
       const s = sensors.get(id);
       if (s === undefined) return null;
       const [type, units] = id.endsWith("Power") ? ["Power", "W"] : id.endsWith("Temp") ? ["Temperature", "Cel"] : ["LiquidFlowLPM", "L/min"];
-      return { ...head("Sensor.v1_12_0.Sensor", id, id), ReadingType: type, ReadingUnits: units, Reading: Math.round(s.value * 1000) / 1000, ReadingTime: s.time, Status: { State: "Enabled", Health: "OK" } };
+      return { ...head("Sensor.v1_12_0.Sensor", id, id), ReadingType: type, ReadingUnits: units, Reading: Math.round(s.value * 1000) / 1000, ReadingTime: s.time, Status: { State: "Enabled", Health: this.faults.unhealthy ? "Critical" : "OK" } };
     }
     return null;
   }

@@ -2,7 +2,7 @@
 // "open" and not polled; after a backoff it is "half-open" and one probe may go; a success
 // closes it, a failure reopens it with a longer backoff. A dead device therefore costs one
 // timeout per backoff period instead of one per poll, and never stalls its bus.
-import { Backoff } from "../../lib/backoff.js";
+import { Backoff } from "../lib/backoff.js";
 
 export type BreakerState = "closed" | "open" | "half-open";
 

@@ -1,0 +1,226 @@
+// The Redfish client driver against the simulator's BMCs, over real HTTP(S): readings become
+// points with quality, a BMC that is slow, refusing, lying about health or dropping its stream
+// never yields a good value, leak events are pushed samples, and a power limit is written with
+// If-Match, read back, and alarmed (unverified) when the BMC does not hold it.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { validateAgentConfig } from "../agent/config/load.js";
+import { demoConfigData, readRacksThroughBmcs } from "../cli/demo-config.js";
+import { REDFISH_CLIENT_SCHEMA, type RedfishClientConfig, type RedfishDeviceConfig } from "../drivers/redfish/config.js";
+import { RedfishDriver } from "../drivers/redfish/driver.js";
+import { validator } from "../lib/config-file.js";
+import { monoMs } from "../lib/clock.js";
+import { PointStore, type Point } from "../lib/points.js";
+import { run, waitFor } from "./helpers/processes.js";
+import { TestPki } from "./helpers/pki.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+const ENV = { BMC_PW: "podwarden-sim" };
+// the section's schema as the root (ajv takes no default there)
+const { default: _none, ...clientSchema } = REDFISH_CLIENT_SCHEMA as Record<string, unknown>;
+const checkClient = validator<RedfishClientConfig>(clientSchema);
+const ch = "/redfish/v1/Chassis/rack-2";
+
+function device(url: string, extra: Partial<Record<keyof RedfishDeviceConfig, unknown>> = {}): RedfishClientConfig {
+  return checkClient({
+    devices: [
+      {
+        name: "bmc2",
+        url,
+        allowPlaintext: url.startsWith("http://"),
+        auth: { mode: "session", user: "admin", passwordEnv: "BMC_PW" },
+        timeoutMs: 300,
+        pollMs: 100,
+        staleMs: 600,
+        breaker: { failures: 2, openMs: 200, maxOpenMs: 400 },
+        events: { reconnect: { baseMs: 50, maxMs: 200 } },
+        points: [
+          { name: "power", path: `${ch}/Sensors/RackPower`, scale: 0.001, unit: "kW" },
+          { name: "gpuTemp", path: `${ch}/Sensors/Tray1GPUTemp` },
+          { name: "leak", path: `${ch}/ThermalSubsystem/LeakDetection/LeakDetectors/rack-2-leak`, kind: "leak" },
+        ],
+        outputs: [{ name: "limit", path: `${ch}/Controls/PowerLimit`, scale: 1000, tolerance: 1 }],
+        ...extra,
+      },
+    ],
+  });
+}
+
+describe("the Redfish client driver", () => {
+  let t: TestSim;
+  let drv: RedfishDriver | undefined;
+  const store = new PointStore();
+  const seen: Point[] = [];
+  store.subscribe((p) => seen.push(p));
+  const point = (id: string): Point | undefined => store.get(`bmc2.${id}`);
+  const start = (c: RedfishClientConfig): RedfishDriver => {
+    seen.length = 0;
+    drv = new RedfishDriver(c, { points: store, env: ENV });
+    drv.start();
+    return drv;
+  };
+
+  beforeAll(async () => {
+    t = await startTestSim({ devices: { redfish: { limitRampKwPerS: 1000 } } });
+  });
+  afterEach(async () => {
+    await drv?.stop();
+    drv = undefined;
+    t.sim.inject({ clear: "all" });
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it("reads sensors and the leak detector into good points, through one session", async () => {
+    const d = start(device(`http://127.0.0.1:${t.port("rack-2.bmc")}`));
+    await waitFor(() => point("power")?.quality === "good" && point("leak")?.quality === "good" && point("gpuTemp")?.quality === "good", "point('power')?.quality === 'good' && point('leak')?.quality === 'good", 5000);
+    expect(point("power")!.value).toBeCloseTo(t.sim.truth().racks[1].powerKw, 0);
+    expect(point("power")!.unit).toBe("kW");
+    expect(point("leak")!.value).toBe(0);
+    await waitFor(() => d.stats()[0].polls >= 3, "d.stats()[0].polls >= 3", 5000);
+    expect(d.stats()[0]).toMatchObject({ connected: true, breaker: "closed", logins: 1 });
+  });
+
+  it("never yields a good value from a BMC that lies about health, freezes, answers 500, refuses credentials or is slow", async () => {
+    const d = start(device(`http://127.0.0.1:${t.port("rack-2.bmc")}`));
+    await waitFor(() => point("power")?.quality === "good", "point('power')?.quality === 'good'", 5000);
+    const badFor = async (fault: object, quality: Point["quality"], detail: RegExp): Promise<void> => {
+      t.sim.inject({ bmc: "rack-2", ...fault });
+      const since = seen.length;
+      await waitFor(() => point("power")?.quality === quality, "point('power')?.quality === quality", 5000);
+      expect(point("power")!.detail ?? "").toMatch(detail);
+      // from the moment the fault showed, no good value of the point slipped through
+      await new Promise((r) => setTimeout(r, 400));
+      const after = seen.slice(since).filter((p) => p.id === "bmc2.power");
+      const firstBad = after.findIndex((p) => p.quality === quality);
+      expect(after.slice(firstBad).filter((p) => p.quality === "good")).toEqual([]);
+      t.sim.inject({ clear: "all" });
+      await waitFor(() => point("power")?.quality === "good", "point('power')?.quality === 'good'", 5000);
+    };
+    await badFor({ unhealthy: true }, "invalid", /Status\.Health "Critical"/);
+    expect(Number.isNaN(point("gpuTemp")!.value) || point("gpuTemp")!.quality === "good").toBe(true);
+    await badFor({ stale: true }, "stale", /ReadingTime .* has not moved/);
+    await badFor({ error500: true }, "exception", /HTTP 500/);
+    t.sim.inject({ bmc: "rack-2", error500: true });
+    await waitFor(() => d.stats()[0].breaker !== "closed" && point("power")?.quality === "offline", "d.stats()[0].breaker !== 'closed' && point('power')?.quality === 'offl", 5000);
+    t.sim.inject({ clear: "all" });
+    await waitFor(() => point("power")?.quality === "good" && d.stats()[0].breaker === "closed", "point('power')?.quality === 'good' && d.stats()[0].breaker === 'closed", 5000);
+    await badFor({ unauthorized: true }, "disconnected", /login refused: HTTP 401/);
+    await badFor({ slowMs: 1000 }, "timeout", /./);
+  });
+
+  it("takes a leak event as a pushed sample, and after a dropped stream re-reads the detector", async () => {
+    // a minute between polls: only the event stream (and its reconnect's re-read) can tell
+    const d = start(device(`http://127.0.0.1:${t.port("rack-2.bmc")}`, { pollMs: 60_000, staleMs: 120_000 }));
+    await waitFor(() => point("leak")?.quality === "good" && d.stats()[0].streamOpen, "point('leak')?.quality === 'good' && d.stats()[0].streamOpen", 5000);
+    expect(point("leak")!.value).toBe(0);
+    t.sim.inject({ leak: "rack-2", state: "wet" });
+    await waitFor(() => point("leak")?.value === 1, "point('leak')?.value === 1", 5000);
+    expect(d.stats()[0].events).toBeGreaterThanOrEqual(1);
+    // the stream drops, and the detector changes while it is down: no event reaches us
+    t.sim.bmcs[1].dropStreams();
+    t.sim.inject({ leak: "rack-2", state: "cable-fault" });
+    await waitFor(() => point("leak")?.value === 2, "point('leak')?.value === 2", 5000);
+    await waitFor(() => d.stats()[0].streamOpen && d.stats()[0].streamReconnects >= 1, "d.stats()[0].streamOpen && d.stats()[0].streamReconnects >= 1", 5000);
+    expect(d.stats()[0].polls).toBe(1);
+  });
+
+  it("writes a power limit with If-Match and verifies it on read-back; a limit changed behind its back or refused is unverified until fixed", async () => {
+    const d = start(device(`http://127.0.0.1:${t.port("rack-2.bmc")}`));
+    const bmc = t.sim.bmcs[1];
+    await waitFor(() => point("power")?.quality === "good", "point('power')?.quality === 'good'", 5000);
+    d.setOutput("bmc2.limit", 30);
+    await waitFor(() => d.outputState("bmc2.limit")?.quality === "good", "d.outputState('bmc2.limit')?.quality === 'good'", 5000);
+    expect(bmc.limitW).toBe(30_000);
+    expect(d.outputState("bmc2.limit")).toMatchObject({ value: 30, written: 30 });
+    await waitFor(() => t.sim.truth().racks[1].powerKw <= 30.5, "t.sim.truth().racks[1].powerKw <= 30.5", 5000);
+    // someone else sets the BMC's limit: the next poll sees it, and our value goes back
+    const other = await fetch(`http://127.0.0.1:${t.port("rack-2.bmc")}${ch}/Controls/PowerLimit`, {
+      method: "PATCH",
+      headers: { authorization: `Basic ${Buffer.from("admin:podwarden-sim").toString("base64")}`, "if-match": "*" },
+      body: JSON.stringify({ SetPoint: 90_000 }),
+    });
+    expect(other.status).toBe(200);
+    await waitFor(() => d.outputState("bmc2.limit")?.quality === "mismatch", "d.outputState('bmc2.limit')?.quality === 'mismatch'", 5000);
+    expect(d.unverified(monoMs(), 0).map((u) => u.id)).toEqual(["bmc2.limit"]);
+    expect(d.unverified(monoMs(), 0)[0].why).toMatch(/holds SetPoint=90000, not 30000/);
+    for (let i = 0; i < 100 && bmc.limitW !== 30_000; i++) {
+      d.setOutput("bmc2.limit", 30); // the wiring asks every 50 ms
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(bmc.limitW).toBe(30_000);
+    await waitFor(() => d.outputState("bmc2.limit")?.quality === "good", "d.outputState('bmc2.limit')?.quality === 'good'", 5000);
+    expect(d.unverified(monoMs(), 0)).toEqual([]);
+    // a BMC that refuses the write: a quality and an unverified output, never silence
+    t.sim.inject({ bmc: "rack-2", error500: true });
+    d.setOutput("bmc2.limit", 25);
+    await waitFor(() => d.outputState("bmc2.limit")?.quality === "exception", "d.outputState('bmc2.limit')?.quality === 'exception'", 5000);
+    expect(d.unverified(monoMs(), 0)[0]).toMatchObject({ id: "bmc2.limit", device: "bmc2" });
+    expect(bmc.limitW).toBe(30_000);
+    t.sim.inject({ clear: "all" });
+    for (let i = 0; i < 100 && d.outputState("bmc2.limit")?.quality !== "good"; i++) {
+      d.setOutput("bmc2.limit", 25);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(bmc.limitW).toBe(25_000);
+    expect(d.unverified(monoMs(), 0)).toEqual([]);
+  });
+
+  it("refuses a config that would send credentials in clear, or an https BMC without a pinned certificate", () => {
+    const data = demoConfigData();
+    readRacksThroughBmcs(data, () => 8000);
+    const devs = (data.redfishClient as { devices: Record<string, unknown>[] }).devices;
+    expect(() => validateAgentConfig(data, "x")).not.toThrow();
+    delete devs[0].allowPlaintext;
+    expect(() => validateAgentConfig(data, "x")).toThrow(/http:\/\/ sends the BMC's credentials in clear/);
+    devs[0].url = "https://127.0.0.1:8000";
+    expect(() => validateAgentConfig(data, "x")).toThrow(/an https:\/\/ BMC needs caFile or fingerprint256/);
+    devs[0].tls = { caFile: "/nonexistent/ca.pem" };
+    expect(() => validateAgentConfig(data, "x")).toThrow(/tls\.caFile: no file/);
+  });
+});
+
+describe("the Redfish client over HTTPS", () => {
+  let pki: TestPki;
+  let t: TestSim;
+  let fingerprint: string;
+  const store = new PointStore();
+
+  beforeAll(async () => {
+    pki = TestPki.create();
+    await pki.ca("ca");
+    await pki.ca("rogue-ca");
+    await pki.issue("bmc", "127.0.0.1", "ca", "IP:127.0.0.1");
+    const r = await run("openssl", ["x509", "-in", pki.file("bmc.pem"), "-noout", "-fingerprint", "-sha256"]);
+    fingerprint = r.stdout.trim().split("=")[1];
+    t = await startTestSim({ devices: { redfish: { tls: { certFile: pki.file("bmc.pem"), keyFile: pki.file("bmc.key") } } } });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    pki?.remove();
+  });
+
+  const readsWith = async (tls: object): Promise<Point> => {
+    const d = new RedfishDriver(device(`https://127.0.0.1:${t.port("rack-2.bmc")}`, { tls, events: { enabled: false } }), { points: store, env: ENV });
+    store.publish({ id: "bmc2.power", value: NaN, sourceTimeMs: 0, quality: "disconnected" });
+    d.start();
+    try {
+      await waitFor(() => d.stats()[0].polls >= 2, "d.stats()[0].polls >= 2", 5000);
+      return store.get("bmc2.power")!;
+    } finally {
+      await d.stop();
+    }
+  };
+
+  it("trusts the pinned CA alone, or the pinned certificate alone", async () => {
+    expect((await readsWith({ caFile: pki.file("ca.pem") })).quality).toBe("good");
+    const pinned = await readsWith({ fingerprint256: fingerprint });
+    expect(pinned.detail).toBeUndefined();
+    expect(pinned.quality).toBe("good");
+    const rogue = await readsWith({ caFile: pki.file("rogue-ca.pem") });
+    expect(rogue.quality).toBe("disconnected");
+    const wrong = await readsWith({ fingerprint256: fingerprint.replace(/^../, fingerprint.startsWith("00") ? "11" : "00") });
+    expect(wrong.quality).toBe("disconnected");
+    expect(wrong.detail).toMatch(/not the pinned one/);
+  });
+});
