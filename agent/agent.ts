@@ -779,6 +779,10 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     return i === null ? null : { connected: i.connected, messages: i.messages, rejected: i.rejected, retainedIgnored: i.retainedIgnored, outOfOrder: i.outOfOrder, oversized: i.oversized, silentBrokerDrops: i.silentBrokerDrops };
   }
 
+  redfishStats(): ReturnType<PodDiagnostics["redfishStats"]> {
+    return this.redfish?.stats() ?? [];
+  }
+
   /** New tuning in place (same structure): gains, limits, checks, thresholds, setpoint defaults. */
   applyTuning(next: AgentConfig): void {
     if (!sameStructure(this.config, next)) throw new Error("structure changed: a restart is needed");

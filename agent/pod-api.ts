@@ -6,6 +6,7 @@ import type { LogHistogram } from "../lib/log-histogram.js";
 import type { RecentTicks } from "./control/tick-window.js";
 import type { Point } from "../lib/points.js";
 import type { ModbusDriver } from "../drivers/modbus/driver.js";
+import type { RedfishDeviceStats } from "../drivers/redfish/driver.js";
 import type { PodLayout } from "../pod/layout.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { Alarm } from "./supervisor/alarms.js";
@@ -66,6 +67,8 @@ export interface PodDiagnostics {
   modbusStats(): ReturnType<ModbusDriver["stats"]>;
   /** null without mqttIngest */
   ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; oversized: number; silentBrokerDrops: number } | null;
+  /** one per BMC of redfishClient (none without) */
+  redfishStats(): RedfishDeviceStats[];
 }
 
 export interface Range {

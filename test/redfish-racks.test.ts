@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent } from "../agent/agent.js";
 import { validateAgentConfig } from "../agent/config/load.js";
 import { Logs } from "../agent/log.js";
+import { Metrics } from "../agent/ops/metrics.js";
 import { DEMO_BMC_PASSWORD_ENV, demoConfigData, readRacksThroughBmcs } from "../cli/demo-config.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
@@ -47,6 +48,17 @@ describe("racks read and capped through their BMCs over Redfish", () => {
     const truth = t.sim.truth().racks;
     for (const [i, r] of agent.status().racks.entries()) expect(r.powerKw!).toBeCloseTo(truth[i].powerKw, -1);
     expect(agent.fieldPoints().find((p) => p.id === "rack-1-bmc.powerKw")).toMatchObject({ quality: "good", unit: "kW" });
+  });
+
+  it("reports each BMC in the metrics", async () => {
+    await waitFor(() => agent.redfishStats().every((d) => d.streamOpen), "every BMC's event stream open", 10_000);
+    const text = await new Metrics(() => agent).registry.metrics();
+    for (let i = 1; i <= 8; i++) {
+      expect(text).toContain(`podwarden_redfish_device_up{device="rack-${i}-bmc"} 1`);
+      expect(text).toContain(`podwarden_redfish_stream_open{device="rack-${i}-bmc"} 1`);
+    }
+    expect(text).toMatch(/podwarden_redfish_polls_total\{device="rack-1-bmc",outcome="ok"\} [1-9]/);
+    expect(text).toContain('podwarden_redfish_logins_total{device="rack-1-bmc"} 1');
   });
 
   it("caps the racks through their BMCs when the pod goes over budget, until the plant's total power is under it", async () => {

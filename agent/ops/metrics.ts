@@ -7,6 +7,7 @@ import { createServer, type Server } from "node:http";
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import { measuredValue, QUALITIES } from "../../lib/points.js";
 import type { BusStats } from "../../drivers/modbus/driver.js";
+import type { RedfishDeviceStats } from "../../drivers/redfish/driver.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { PodDiagnostics, PodReader } from "../pod-api.js";
 import { inFailsafe } from "../../pod/status-words.js";
@@ -261,6 +262,7 @@ export class Metrics {
         for (const d of a().modbusStats().devices) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
       },
     });
+    this.redfishMetrics(r);
     this.busMetrics(r);
     this.uplinkMetrics(r);
     this.hmiMetrics(r);
@@ -332,6 +334,50 @@ export class Metrics {
     this.agent = agent;
     this.uplink = uplink;
     this.sparkplug = sparkplug;
+  }
+
+  /** The Redfish client's BMCs (none without redfishClient). */
+  private redfishMetrics(r: Registry): void {
+    const bmcs = (): RedfishDeviceStats[] => this.agent().redfishStats();
+    new Gauge({
+      name: "podwarden_redfish_device_up",
+      help: "1 while a BMC answers with our credentials taken and its circuit breaker is closed",
+      labelNames: ["device"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const d of bmcs()) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "podwarden_redfish_stream_open",
+      help: "1 while a BMC's EventService stream is open",
+      labelNames: ["device"],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const d of bmcs()) this.set({ device: d.name }, d.streamOpen ? 1 : 0);
+      },
+    });
+    const counters: [string, string, (d: RedfishDeviceStats) => Record<string, number>][] = [
+      ["podwarden_redfish_polls_total", "BMC polls: every configured resource read once; failed = none answered", (d) => ({ ok: d.polls - d.failedPolls, failed: d.failedPolls })],
+      ["podwarden_redfish_events_total", "events on a BMC's stream: parsed, or shed beyond events.maxEventsPerS (every leak detector re-read instead)", (d) => ({ parsed: d.events - d.eventsShed, shed: d.eventsShed })],
+      ["podwarden_redfish_stream_reconnects_total", "a BMC's event stream reopened after it dropped", (d) => ({ total: d.streamReconnects })],
+      ["podwarden_redfish_logins_total", "sessions opened on a BMC (a renewal counts)", (d) => ({ total: d.logins })],
+    ];
+    for (const [name, help, values] of counters) {
+      const outcome = name === "podwarden_redfish_polls_total" || name === "podwarden_redfish_events_total";
+      new Counter({
+        name,
+        help,
+        labelNames: outcome ? ["device", "outcome"] : ["device"],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const d of bmcs()) for (const [k, v] of Object.entries(values(d))) this.inc(outcome ? { device: d.name, outcome: k } : { device: d.name }, v);
+        },
+      });
+    }
   }
 
   /** Per Modbus bus (`tcp:<device>`, one per TCP device; `rtu:<bus>`, shared by its devices). */

@@ -64,7 +64,7 @@ export const REDFISH_DEVICE_SCHEMA = obj(
     ),
     timeoutMs: int(50, 60_000, 2000, "per request, headers and body, ms"),
     pollMs: int(100, 600_000, 1000, "every configured resource is read this often, ms"),
-    staleMs: int(100, 3_600_000, 5000, "a reading whose ReadingTime has not moved for this long, or that has not been read for this long, is stale (ReadingTime is compared with itself, not with this controller's clock, so a BMC's clock offset does not matter)"),
+    staleMs: int(100, 3_600_000, 5000, "a reading whose ReadingTime has not moved for this long is stale, whatever its Health says (ReadingTime is compared with itself, not with this controller's clock, so a BMC's clock offset does not matter); a resource that does not answer is bad at once"),
     maxBodyBytes: int(1024, 1_048_576, 65_536, "a larger response is refused unread, bytes"),
     breaker: obj(
       {

@@ -148,7 +148,6 @@ class Bmc {
   private eventWindowStartMs = 0;
   private eventWindowCount = 0;
   private rereadQueued = false;
-  private lastGoodMs: number;
 
   constructor(
     private readonly c: RedfishDeviceConfig,
@@ -175,7 +174,6 @@ class Bmc {
     this.http = new BmcHttp(c);
     this.breaker = new CircuitBreaker(c.breaker.failures, { baseMs: c.breaker.openMs, maxMs: c.breaker.maxOpenMs }, monoMs);
     this.streamBackoff = new Backoff(c.events.reconnect);
-    this.lastGoodMs = monoMs();
   }
 
   start(): void {
@@ -314,7 +312,6 @@ class Bmc {
       this.publishPath(path, startedMs, answer.status === 404 ? "config" : "exception", `${path}: ${why}`);
       return { failure: why };
     }
-    this.lastGoodMs = nowMs;
     this.why = "";
     const body = isObject(answer.json) ? answer.json : null;
     for (const p of this.points) {
@@ -450,8 +447,10 @@ class Bmc {
       if (!isObject(e)) continue;
       const origin = isObject(e.OriginOfCondition) ? e.OriginOfCondition["@odata.id"] : undefined;
       if (typeof origin !== "string") continue;
+      let ours = false;
       for (const p of this.points) {
         if (p.c.path !== origin) continue;
+        ours = true;
         const v = p.c.kind === "leak" ? LEAK_VALUE[String(e.MessageSeverity)] : undefined;
         if (v !== undefined) {
           // the pushed sample: published now, and a poll already in flight is older news
@@ -459,8 +458,9 @@ class Bmc {
           this.publish(p.id, v, nowMs, "good", undefined, p.c.unit);
         }
       }
-      // what the event said is confirmed (or, for a threshold event, learnt) from the resource
-      void this.read(origin);
+      // what the event said is confirmed (or, for a threshold event, learnt) from the resource;
+      // a resource nobody configured is not read, whatever an event names
+      if (ours) void this.read(origin);
     }
   }
 
