@@ -212,9 +212,6 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number, 
   const rss: number[] = [];
   let cpuPct: number;
   let loadDone: string;
-  const post = (body: object): Promise<Response> => fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify(body) });
-  const truth = async (): Promise<{ racks: { name: string; leakToIsolationMs: number | null; leakToReadMs: number | null }[] }> =>
-    (await fetch(`${sim.controlUrl}/truth`)).json() as never;
   const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
   let daemon: ChildProcess | null = null;
   try {
@@ -240,22 +237,10 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number, 
       };
     }
     const cpu = cpuMeter(daemon.pid!);
-    for (let k = 0; latencies.length < trials; k++) {
-      if (k % 8 === 0) rss.push(processRssMb(daemon.pid!));
-      const rack = `rack-${(k % 8) + 1}`;
-      await sleep(50 + Math.random() * 20); // random phase against the polls
-      await post({ leak: rack });
-      await sleep(150);
-      const x = (await truth()).racks[k % 8];
+    const pid = daemon.pid!;
+    for (const x of await leakTrials(sim.controlUrl, join(dir, "admin.sock"), trials, (k) => k % 8 === 0 && rss.push(processRssMb(pid)))) {
       if (x.leakToIsolationMs !== null) latencies.push(x.leakToIsolationMs);
       if (x.leakToReadMs !== null) toRead.push(x.leakToReadMs);
-      await post({ clear: "all" });
-      for (let attempt = 0; ; attempt++) {
-        await sleep(20);
-        const r = await adminRequest(join(dir, "admin.sock"), "POST", `/reset-leak?rack=${rack}`);
-        if (r.status === 200) break;
-        if (attempt > 100) throw new Error(`${rack}: latch reset refused: ${JSON.stringify(r.body)}`);
-      }
     }
     cpuPct = cpu();
     loadDone = await stopLoad();
@@ -272,6 +257,42 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number, 
   }
   if (latencies.length === 0) return null;
   return { load, loadDone, trials: latencies.length, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: Math.max(...latencies), pollP50Ms: quantile(toRead, 0.5), pollP99Ms: quantile(toRead, 0.99), pollMs, daemonCpuPct: cpuPct, daemonRssMb: Math.max(...rss) };
+}
+
+export interface LeakTrial {
+  rack: number;
+  leakToIsolationMs: number | null;
+  leakToReadMs: number | null;
+}
+
+/**
+ * `trials` leaks, one rack after another (rack k % 8), each at a random phase against the polls,
+ * read at the simulated device: after each the simulator dries the rack and the latch is reset
+ * through the daemon's admin socket (the path of `podwarden reset-leak`). A trial with no
+ * isolation within 150 ms has null figures.
+ */
+export async function leakTrials(controlUrl: string, adminSock: string, trials: number, beforeTrial: (k: number) => void = () => undefined): Promise<LeakTrial[]> {
+  const post = (body: object): Promise<Response> => fetch(`${controlUrl}/fault`, { method: "POST", body: JSON.stringify(body) });
+  const truth = async (): Promise<{ racks: { leakToIsolationMs: number | null; leakToReadMs: number | null }[] }> => (await fetch(`${controlUrl}/truth`)).json() as never;
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+  const out: LeakTrial[] = [];
+  for (let k = 0; k < trials; k++) {
+    beforeTrial(k);
+    const rack = `rack-${(k % 8) + 1}`;
+    await sleep(50 + Math.random() * 20); // random phase against the polls
+    await post({ leak: rack });
+    await sleep(150);
+    const x = (await truth()).racks[k % 8];
+    out.push({ rack: k % 8, leakToIsolationMs: x.leakToIsolationMs, leakToReadMs: x.leakToReadMs });
+    await post({ clear: "all" });
+    for (let attempt = 0; ; attempt++) {
+      await sleep(20);
+      const r = await adminRequest(adminSock, "POST", `/reset-leak?rack=${rack}`);
+      if (r.status === 200) break;
+      if (attempt > 100) throw new Error(`${rack}: latch reset refused: ${JSON.stringify(r.body)}`);
+    }
+  }
+  return out;
 }
 
 async function daemonResources(seconds: number): Promise<AgentResult["resources"]> {

@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, faults), or
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, faults), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
@@ -17,6 +17,7 @@ import { printUplink, runUplinkBench } from "./uplink.js";
 import { printFaultBench, runFaultBench } from "./faults.js";
 import { printHmi, runHmiBench } from "./hmi.js";
 import { printSparkplug, runSparkplugBench } from "./sparkplug.js";
+import { printRedfish, runRedfishBench } from "./redfish.js";
 
 const { values } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false }, "leak-poll-ms": { type: "string" } },
@@ -66,5 +67,10 @@ if (wants("hmi")) printHmi(await runHmiBench(values.quick));
 if (wants("sparkplug")) {
   if (hasDaemonFlags) printSparkplug(await runSparkplugBench(values.quick));
   else runWithDaemonFlags("sparkplug");
+}
+// the budget figure's agent runs in this process: with the daemon's flags
+if (wants("redfish")) {
+  if (hasDaemonFlags) printRedfish(await runRedfishBench(values.quick));
+  else runWithDaemonFlags("redfish");
 }
 if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));

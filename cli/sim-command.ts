@@ -43,6 +43,8 @@ export async function simCommand(configPath: string, scenarioPath: string | unde
   const host = sim.config.devices.host;
   log(`podwarden sim: ${sim.plant.racks.length} racks, seed ${sim.config.seed}`);
   for (const d of sim.devices.all) log(`  ${d.name.padEnd(8)} modbus tcp ${host}:${sim.portOf(d.name) ?? "?"} unit ${d.unitId}`);
+  const rf = sim.config.devices.redfish;
+  for (const b of sim.bmcs) log(`  ${b.name.padEnd(8)} redfish ${rf?.tls === undefined ? "http" : "https"} ${host}:${sim.portOf(`${b.name}.bmc`) ?? "?"}`);
   if (sim.config.devices.rtu !== undefined) log(`  rtu bus   ${sim.config.devices.rtu.path} @ ${sim.config.devices.rtu.baudRate} baud, every unit id`);
   log(`  control   http://${sim.config.control.host}:${controlPort}/truth  (POST /fault, POST /clear)`);
   await new Promise<void>((done) => {

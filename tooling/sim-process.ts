@@ -27,9 +27,16 @@ export interface SimProcess {
  * simulator shares the host's cores with the daemon under test and, at normal priority, waits
  * behind it and the load generators (BENCHMARKS.md, "Leak-to-isolation under input load").
  */
-export async function startSimProcess(dir: string, leaseMs: number, fifoPriority?: number, plant: Record<string, unknown> = { load: { profile: "idle", pct: 60 } }): Promise<SimProcess> {
+export async function startSimProcess(
+  dir: string,
+  leaseMs: number,
+  fifoPriority?: number,
+  plant: Record<string, unknown> = { load: { profile: "idle", pct: 60 } },
+  /** more `devices` keys (say, `redfish: {}` for a BMC per rack) */
+  devices: Record<string, unknown> = {},
+): Promise<SimProcess> {
   const cfg = join(dir, "sim.yaml");
-  writeFileSync(cfg, stringify({ plant, devices: { basePort: 0, leaseMs }, control: { port: 0 } }));
+  writeFileSync(cfg, stringify({ plant, devices: { basePort: 0, leaseMs, ...devices }, control: { port: 0 } }));
   // the CLI's own flags, as `podwarden sim` runs: with node's default 16 MB semi-spaces the
   // simulator's scavenges paused its answers for up to 6 ms, a stall no field device has
   const child = podwardenProcess(["sim", "-c", cfg], "pipe");
@@ -50,6 +57,8 @@ export async function startSimProcess(dir: string, leaseMs: number, fifoPriority
   }
   const ports: Record<string, number> = {};
   for (const m of out.matchAll(/^\s+(\S+)\s+modbus tcp 127\.0\.0\.1:(\d+)/gm)) ports[m[1]] = Number(m[2]);
+  // a rack's BMC, as PodSim.portOf names it
+  for (const m of out.matchAll(/^\s+(\S+)\s+redfish https? 127\.0\.0\.1:(\d+)/gm)) ports[`${m[1]}.bmc`] = Number(m[2]);
   return { child, ports, controlUrl: `http://127.0.0.1:${/control\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]}` };
 }
 
