@@ -68,6 +68,11 @@ describe("the simulator's Redfish BMC per rack", () => {
     // null lifts the limit
     expect((await patch({ "if-match": ok.headers.get("etag")! }, { SetPoint: null })).status).toBe(200);
     await waitFor(() => t.sim.truth().racks[1].powerKw > 10.5, "rack-2's power back above the old limit", 10_000);
+    // with no limit of its own the BMC leaves the cap to the Modbus cap register
+    t.sim.plant.racks[1].powerCapKw = 12;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.sim.plant.racks[1].powerCapKw).toBe(12);
+    t.sim.plant.racks[1].powerCapKw = Infinity;
   });
 
   it("sends a leak detector's change on its SSE stream, and a dropped stream ends", async () => {

@@ -9,7 +9,9 @@
 //   …/Controls/PowerLimit                         Control (Power, W): GET with an ETag; PATCH SetPoint with If-Match
 //   /redfish/v1/EventService, …/SSE               leak-detector events as Server-Sent Events
 // The power limit is the plant's rack cap (RackModel.powerCapKw): the rack's power is clipped at
-// it, reached at the BMC's own ramp. Faults: slow answers, 500s, 401s, a dropped event stream,
+// it, reached at the BMC's own ramp. While it holds a limit the BMC owns the cap (a Modbus cap
+// write is ramped away at the next step); with none it leaves the cap alone, apart from lifting
+// its own once when its limit is withdrawn. Faults: slow answers, 500s, 401s, a dropped event stream,
 // stale readings (frozen, with their ReadingTime), and a health that lies (OK over a frozen value).
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -49,6 +51,8 @@ export class RedfishBmc {
   readonly faults: BmcFaults = { slowMs: 0, error500: false, unauthorized: false, stale: false, unhealthy: false };
   /** the limit last PATCHed, W (null: none) */
   limitW: number | null = null;
+  /** the limit was withdrawn: the next step lifts the cap it applied */
+  private lifting = false;
   patches = 0;
   private etag = 1;
   private server: Server | null = null;
@@ -112,6 +116,19 @@ export class RedfishBmc {
 
   /** One plant step: the applied cap ramps toward the limit; a leak change becomes an event. */
   step(dtS: number): void {
+    if (this.limitW === null && !this.lifting) {
+      // no limit of its own: the cap is whoever else's (the Modbus cap register)
+    } else {
+      this.applyLimit(dtS);
+    }
+    if (this.rack.leak !== this.lastLeak) {
+      this.lastLeak = this.rack.leak;
+      this.event();
+    }
+  }
+
+  private applyLimit(dtS: number): void {
+    this.lifting = false;
     const target = this.limitW === null ? Infinity : this.limitW / 1000;
     const cur = this.rack.powerCapKw;
     if (target === Infinity || !Number.isFinite(this.o.rampKwPerS)) this.rack.powerCapKw = target;
@@ -120,10 +137,6 @@ export class RedfishBmc {
       const from = Number.isFinite(cur) ? cur : Math.max(this.rack.powerKw, target);
       const step = this.o.rampKwPerS * dtS;
       this.rack.powerCapKw = from > target ? Math.max(target, from - step) : Math.min(target, from + step);
-    }
-    if (this.rack.leak !== this.lastLeak) {
-      this.lastLeak = this.rack.leak;
-      this.event();
     }
   }
 
@@ -231,6 +244,8 @@ export class RedfishBmc {
     const body = await readJson(req);
     const sp = body?.SetPoint;
     if (!(sp === null || (typeof sp === "number" && Number.isFinite(sp) && sp >= 0 && sp <= 1e6))) return send(res, 400, { error: { code: "Base.1.19.PropertyValueFormatError", message: "SetPoint: watts, or null for none" } });
+    // a limit withdrawn lifts the cap it applied, once
+    if (sp === null && this.limitW !== null) this.lifting = true;
     this.limitW = sp;
     this.etag++;
     this.patches++;
