@@ -23,10 +23,13 @@ import { commandLimits } from "./commands/executor.js";
 import type { AgentConfig, LoadedConfig } from "./config/load.js";
 import { ControlThread, type ControlOutputs } from "./control/control-thread.js";
 import { LeakThread } from "./control/leak-thread.js";
+import { FlightRecorder, ringFor, tripOf } from "./recorder/flight-recorder.js";
+import type { RecordingEntry } from "./recorder/recording-file.js";
+import { packageVersion } from "./version.js";
 import { LatchStore } from "./latch-store.js";
 import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type OperatorState } from "./operator-state.js";
 import type { Logger, Logs } from "./log.js";
-import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad, Range } from "./pod-api.js";
+import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad, Range, RecordingSummary } from "./pod-api.js";
 import { noCoolantLimitKw } from "../pod/config.js";
 import { ProblemRegistry } from "./problems.js";
 import { TickWindow } from "./control/tick-window.js";
@@ -67,7 +70,7 @@ const UNVERIFIED_GRACE_MS = 5000;
 
 /** Same devices, points, racks and wiring: a reload can patch tuning in place. */
 export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
-  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.redfishClient, c.uplink ?? null, c.control.periodMs, c.control.isolation.leakThread]);
+  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.redfishClient, c.uplink ?? null, c.control.periodMs, c.control.isolation.leakThread, c.recorder]);
   return shape(a) === shape(b);
 }
 
@@ -134,6 +137,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private operatorChain: Promise<void> = Promise.resolve();
   private budgetOverrideKw: number | null = null;
   private limits_: CommandLimits;
+  /** the flight recorder (null: off, or no state directory to write to) */
+  private recorder: FlightRecorder | null = null;
 
   constructor(
     loaded: LoadedConfig,
@@ -209,6 +214,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private emit(e: AgentEvent): void {
     // listeners (the uplink) first: the event is on the wire before the log line is formatted
     for (const l of this.listeners) l(e);
+    const trip = this.recorder === null ? null : tripOf(e);
+    if (trip !== null) this.recordTrip(trip);
     const level = e.type === "alarm.raised" && e.alarm.severity === "Critical" ? "warn" : "info";
     this.log[level]({ event: e }, e.type);
   }
@@ -236,11 +243,13 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
 
   async start(): Promise<void> {
     const c = this.config;
+    const recording = c.recorder.enabled && this.stateDir !== undefined;
     this.control = new ControlThread(podBankSpec(c.control, this.layout, c.racks), {
       periodMs: c.control.periodMs,
       schedFifo: c.control.schedFifo,
       schedPriority: c.control.schedPriority,
       warmupTicks: c.control.warmupTicks,
+      recorder: recording ? ringFor(c.recorder, c.control.periodMs) : undefined,
       onLog: (level, message) => this.logs.module("control")[level](message),
     });
     // Racks latched before a restart are isolated again before the first tick.
@@ -268,6 +277,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     }
     await this.control.start();
     if (this.control.schedFifo === "on") this.logs.module("control").info("control thread running SCHED_FIFO");
+    this.startRecorder();
     this.running = true;
     // Until inputs arrive every loop is in fail-safe: the first writes put every actuator in its
     // declared safe state before any valid data exists.
@@ -820,11 +830,89 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (o !== undefined) this.saveLatches(o);
     await this.latches.settled();
     await this.operatorChain; // an operator decision being saved lands (or is refused) first
+    await this.recorder?.stop(); // a recording still open is written with what the ring holds
     await this.control.stop();
     await this.leakThread?.stop();
     await this.ingest?.stop();
     await this.redfish?.stop();
     await this.driver.stop();
+  }
+
+  private startRecorder(): void {
+    const c = this.config;
+    const ring = this.control.ring;
+    const dir = this.stateDir;
+    if (ring === null || dir === undefined) {
+      if (c.recorder.enabled) this.log.warn("flight recorder off: no state directory to write recordings to");
+      return;
+    }
+    const log = this.logs.module("recorder");
+    try {
+      this.recorder = new FlightRecorder(c.recorder, {
+        dir: join(dir, "recordings"),
+        ring,
+        identity: {
+          site: c.site,
+          pod: c.pod,
+          configHash: this.configHash,
+          build: { version: packageVersion(), hotPath: this.control.hotPath },
+          periodMs: c.control.periodMs,
+          names: {
+            points: [
+              ...c.racks.flatMap((r) => [r.points.returnTempC, r.points.supplyTempC, r.points.flowLpm, r.points.powerKw, ...r.points.leak]),
+              c.cdu.points.dpKpa,
+              c.cdu.points.supplyTempC ?? "cdu.supplyTempC (none configured)",
+            ],
+            loops: Array.from({ length: this.layout.loops }, (_, i) => this.layout.loopName(i)),
+            racks: c.racks.map((r) => r.name),
+          },
+        },
+        spec: () => this.control.bankSpec,
+        log: (level, message) => log[level](message),
+        onProblem: (why) =>
+          why === null ? this.resolveProblem("recorder") : this.reportProblem("recorder", { severity: "Warning", source: "agent", message: why }),
+      });
+    } catch (err) {
+      this.reportProblem("recorder", { severity: "Warning", source: "agent", message: `flight recorder off: ${(err as Error).message}` });
+    }
+  }
+
+  private recordTrip(reason: string): void {
+    try {
+      this.recorder?.trigger(reason);
+    } catch (err) {
+      this.log.warn({ reason }, `flight recorder: ${(err as Error).message}`);
+    }
+  }
+
+  /** An operator's recording: the window around now. Throws when there is no recorder. */
+  recordNow(by: string): string {
+    if (this.recorder === null) throw new Error("the flight recorder is off (recorder.enabled, and a state directory)");
+    const id = this.recorder.trigger(`operator:${by}`);
+    this.audit({ action: "record", by, result: id });
+    return id;
+  }
+
+  recentRecordings(n: number): RecordingSummary[] {
+    return this.recordings()
+      .slice(-n)
+      .reverse()
+      .map((r) => ({ id: r.id, createdAt: r.header.createdAt, triggers: r.header.triggers.map((t) => t.reason), ticks: r.header.count, complete: r.header.complete, bytes: r.bytes }));
+  }
+
+  /** The recordings on disk, oldest first (none without a recorder). */
+  recordings(): RecordingEntry[] {
+    return this.recorder?.list() ?? [];
+  }
+
+  /** The recordings' directory (undefined without a recorder). */
+  get recordingsDir(): string | undefined {
+    return this.recorder === null || this.stateDir === undefined ? undefined : join(this.stateDir, "recordings");
+  }
+
+  /** Resolves when the recorder has written what it was asked to (tests, and a clean stop). */
+  async recordingsFlushed(): Promise<void> {
+    await this.recorder?.flushed();
   }
 
   /** What became of an output's last command: the leak thread's for the outputs it owns, the driver's otherwise. */

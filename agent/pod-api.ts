@@ -120,6 +120,20 @@ export interface PodCommander {
   setPowerBudget(kw: number | null): Promise<void>;
   /** records an operator action as an event (the log and the events topic) */
   audit(a: AuditRecord): void;
+  /** a flight recording of the window around now (docs/engineering.md); its id. Throws without a recorder */
+  recordNow(by: string): string;
+  /** the newest recordings, newest first, as summaries */
+  recentRecordings(n: number): RecordingSummary[];
+}
+
+/** A flight recording as a listing shows it. */
+export interface RecordingSummary {
+  id: string;
+  createdAt: string;
+  triggers: string[];
+  ticks: number;
+  complete: boolean;
+  bytes: number;
 }
 
 /** A condition outside the control loops (state files, the uplink's spool) shown as an alarm. */

@@ -64,7 +64,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     const { HmiServer } = await import("../agent/hmi/server.js");
     const c = loaded.config.hmi;
     try {
-      hmi = new HmiServer({ pod: () => agent, commander: () => agent, uplink: () => uplink?.stats() ?? null, config: c, version: packageVersion(), onError: (err) => log.error({ err }, "hmi: cannot read the pod's state or carry out an action") });
+      hmi = new HmiServer({ pod: () => agent, commander: () => agent, recordingsDir: () => agent.recordingsDir, uplink: () => uplink?.stats() ?? null, config: c, version: packageVersion(), onError: (err) => log.error({ err }, "hmi: cannot read the pod's state or carry out an action") });
       const port = await hmi.listen();
       log.info({ host: c.host, port, url: `${c.tls === undefined ? "http" : "https"}://${c.host.includes(":") ? `[${c.host}]` : c.host}:${port}/` }, "hmi served");
     } catch (err) {

@@ -171,7 +171,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const h = hmi;
     const rf = redfish;
     let timer: NodeJS.Timeout | null = null;
-    const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, spb !== null, `${redfishUrl}/ThermalEquipment/CDUs/${config.pod}`);
+    const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, spb !== null, `${redfishUrl}/ThermalEquipment/CDUs/${config.pod}`, stateDir);
     if (o.boardMs > 0) {
       timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${helpText}\n`), o.boardMs);
     }
@@ -216,7 +216,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
 /** The demo's HMI on its configured port, or on a free one if that is taken (another demo, say). */
 async function startDemoHmi(agent: Agent, c: HmiConfig, uplink: () => UplinkStats): Promise<{ server: HmiServer; url: string }> {
   const start = async (port: number): Promise<{ server: HmiServer; url: string }> => {
-    const server = new HmiServer({ pod: () => agent, commander: () => agent, uplink, config: { ...c, port }, version: packageVersion() });
+    const server = new HmiServer({ pod: () => agent, commander: () => agent, recordingsDir: () => agent.recordingsDir, uplink, config: { ...c, port }, version: packageVersion() });
     try {
       const bound = await server.listen();
       return { server, url: `${c.tls === undefined ? "http" : "https"}://${c.host}:${bound}/` };
@@ -231,7 +231,7 @@ async function startDemoHmi(agent: Agent, c: HmiConfig, uplink: () => UplinkStat
   });
 }
 
-export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmi: { url: string; password: string } | null = null, sparkplug = false, redfishCdu: string | null = null): string {
+export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmi: { url: string; password: string } | null = null, sparkplug = false, redfishCdu: string | null = null, stateDir: string | null = null): string {
   const u = new URL(brokerUrl);
   const cmd = `node dist/cli/podwarden.js command <name> --url ${redactUrl(brokerUrl)} --site ${site} --pod ${pod} --key ${keyFile} --key-id demo --mqtt-version ${mqttVersion}`;
   return [
@@ -241,6 +241,7 @@ export function help(brokerUrl: string, site: string, pod: string, controlPort: 
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}alarms'`,
     ...(redfishCdu === null ? [] : [`the pod as a Redfish cooling unit: curl -s ${redfishCdu}`]),
     ...(sparkplug ? [`watch it as a Sparkplug B edge node, decoded: node dist/cli/podwarden.js sparkplug-watch --url ${redactUrl(brokerUrl)} --group podwarden --node ${pod}`] : []),
+    ...(stateDir === null ? [] : [`a leak writes a flight recording (docs/engineering.md): node dist/cli/podwarden.js recording list --state-dir ${stateDir}`]),
     "keys: l leak on the next rack   u unplug/replug rack-5   r reset leaks   c clear faults   q quit",
     `or inject faults yourself: curl -s -XPOST localhost:${controlPort}/fault -d '{"leak":"rack-3"}'`,
     "send a signed command as mission control would (docs/mqtt.md), e.g.:",

@@ -31,6 +31,12 @@ usage:
                                                          --fail-safe also prints every actuator's
                                                          behaviour per fault class (docs/safety.md)
   podwarden reset-leak --rack <name> [-c <config.yaml>]  authorised reset of a rack's leak latch (refused while wet)
+  podwarden recording list|trigger [-c <config.yaml>]    the flight recorder's recordings; trigger one now (docs/engineering.md)
+  podwarden recording export <id> --csv [--out <file>] [-c <config.yaml>]
+                                                         a recording as CSV, one row per tick
+  podwarden recording replay <id> [--with-config <file>] [--wasm <file>] [-c <config.yaml>]
+                                                         replay it through the hot path: bit for bit with the
+                                                         recorded config; with another config or build, the trips
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
   podwarden hmi-user --users <file> --name <n> --role <r>[,<r>]
@@ -50,7 +56,7 @@ options:
   -c, --config <file>     config file (YAML)
       --scenario <file>   scenario to play (overrides the config's scenario key)
       --rack <name>       reset-leak: the rack
-      --state-dir <dir>   reset-leak: the daemon's state directory (default: the config's stateDir,
+      --state-dir <dir>   reset-leak, recording: the daemon's state directory (default: the config's stateDir,
                           $STATE_DIRECTORY, or /var/lib/podwarden)
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
@@ -62,7 +68,11 @@ options:
       --users <file>      hmi-user: the HMI's users file (hmi.usersFile; created if missing)
       --name <n>          hmi-user: the login name
       --role <r>          hmi-user: observer, operator or engineer (several: comma-separated)
-      --out <dir>         keygen: where to write <id>.key and <id>.pub (default .)
+      --out <dir>         keygen: where to write <id>.key and <id>.pub (default .);
+                          recording export: the CSV file (default stdout)
+      --csv               recording export: as CSV
+      --with-config <f>   recording replay: replay with this config's tuning instead of the recorded one
+      --wasm <file>       recording replay: replay with this hot-path build (build/hotpath.release.wasm of another version)
       --url <url>         command, sparkplug-watch: the broker
       --site <s>, --pod <p>  command: the pod addressed
       --key <file>        command: the private key (PEM)
@@ -136,6 +146,9 @@ async function main(argv: string[]): Promise<number> {
         "mqtt-version": { type: "string" },
         username: { type: "string" },
         "fail-safe": { type: "boolean" },
+        csv: { type: "boolean" },
+        "with-config": { type: "string" },
+        wasm: { type: "string" },
         sparkplug: { type: "boolean" },
         "redfish-racks": { type: "boolean" },
         group: { type: "string" },
@@ -162,6 +175,8 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined && values.help !== true ? 2 : 0;
   }
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
+  /** the daemon's state directory: --state-dir, the config's stateDir, $STATE_DIRECTORY, or the systemd unit's */
+  const stateDir = (): string => values["state-dir"] ?? (values.config !== undefined ? loadAgentConfig(values.config).config.stateDir : undefined) ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden";
   try {
     switch (command) {
       case "demo": {
@@ -196,9 +211,28 @@ async function main(argv: string[]): Promise<number> {
         if (values["fail-safe"] === true) process.stdout.write(`\n${failSafeTable(l.config, l.config.supervisor.escalation)}\n`);
         return 0;
       }
+      case "recording": {
+        const { recordingCommand } = await import("./recording-command.js");
+        try {
+          return await recordingCommand({
+            sub: positionals[1],
+            id: positionals[2],
+            stateDir: stateDir(),
+            csv: values.csv === true,
+            out: values.out,
+            withConfig: values["with-config"],
+            wasm: values.wasm,
+            log,
+          });
+        } catch (err) {
+          if (err instanceof ConfigError) throw err;
+          process.stderr.write(`podwarden: ${(err as Error).message}\n`);
+          return 1;
+        }
+      }
       case "reset-leak": {
         if (values.rack === undefined) throw new UsageError("reset-leak needs --rack <name>");
-        const dir = values["state-dir"] ?? (values.config !== undefined ? loadAgentConfig(values.config).config.stateDir : undefined) ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden";
+        const dir = stateDir();
         const { adminRequest } = await import("../agent/ops/admin-socket.js");
         const r = await adminRequest(join(dir, "admin.sock"), "POST", `/reset-leak?rack=${encodeURIComponent(values.rack)}`);
         if (r.status === 200) {

@@ -1,10 +1,11 @@
 // `podwarden run` as a real process against the simulator: signals and what the devices do.
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { adminRequest } from "../agent/ops/admin-socket.js";
+import { listRecordings, type RecordingEntry } from "../agent/recorder/recording-file.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
@@ -176,5 +177,38 @@ describe("podwarden run (daemon process)", () => {
     d.child.kill("SIGTERM");
     expect(await d.exit).toBe(0);
     expect(statSync(file).mtimeMs).toBeGreaterThanOrEqual(before); // only we wrote it; the daemon never does
+  }, 60_000);
+
+  it("writes a leak's flight recording at once, so it survives a SIGKILL right after the trip; `podwarden recording` lists, exports and replays it", async () => {
+    const stateDir = mkdtempSync(join(dir, "state-"));
+    const recordings = join(stateDir, "recordings");
+    // a post-trigger window the daemon will not live to finish
+    const d = await launch(configFile((c) => ((c.stateDir = stateDir), (c.recorder = { preS: 1, postS: 30 }))));
+    await waitFor(() => leases().every((x) => !x), "leases held");
+    await new Promise((r) => setTimeout(r, 1500));
+    t.sim.inject({ leak: "rack-2", state: "wet" });
+    // (a start-up overrun burst on a loaded machine may have written a recording of its own)
+    const ofLeak = (): RecordingEntry | undefined => listRecordings(recordings).recordings.find((r) => r.header.triggers.some((x) => x.reason === "alarm:leak:rack-2"));
+    await waitFor(() => ofLeak() !== undefined, "the pre-trigger recording on disk", 15_000, 5);
+    d.child.kill("SIGKILL");
+    await d.exit;
+    const rec = ofLeak()!;
+    expect(rec.header.complete).toBe(false);
+    expect(readdirSync(recordings).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+
+    const list = await run("node", ["dist/cli/podwarden.js", "recording", "list", "--state-dir", stateDir]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`${rec.id} .* INCOMPLETE .*alarm:leak:rack-2`));
+    const csv = join(dir, "rec.csv");
+    const exported = await run("node", ["dist/cli/podwarden.js", "recording", "export", rec.id.slice(0, 15), "--csv", "--out", csv, "--state-dir", stateDir]);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(readFileSync(csv, "utf8").trim().split("\n")).toHaveLength(rec.header.count + 1);
+    const replay = await run("node", ["dist/cli/podwarden.js", "recording", "replay", rec.id, "--state-dir", stateDir]);
+    expect(replay.code, replay.stdout + replay.stderr).toBe(0);
+    expect(replay.stdout).toContain("outputs: identical to the recording, bit for bit");
+    expect(replay.stdout).toMatch(/rack-2 +recorded: left service at -?[\d.]+ ms, supply closed at -?[\d.]+ ms, ends (isolating|isolated) +\(replay: the same\)/);
+    const none = await run("node", ["dist/cli/podwarden.js", "recording", "export", "nope", "--csv", "--state-dir", stateDir]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/no recording "nope"/);
   }, 60_000);
 });

@@ -46,6 +46,7 @@ const VALID_PARAMS: Record<CommandName, Record<string, unknown>> = {
   "return-rack": { rack: "rack-3" },
   "power-budget": { podKw: 500 },
   snapshot: {},
+  record: {},
 };
 
 /** Independent statement of what an accepted command may contain (not the ajv schemas). */
@@ -61,8 +62,9 @@ const PARAM_RULES: Record<CommandName, Record<string, (x: unknown) => boolean>> 
   "return-rack": { rack: isName },
   "power-budget": { podKw: (x) => finiteIn(x, 0, 1e6) },
   snapshot: {},
+  record: {},
 };
-const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [] };
+const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [] };
 
 function invariantViolations(topic: CommandName, body: Record<string, unknown>, now: number, lastSeq: Map<string, number>, keyId: string): string[] {
   const bad: string[] = [];

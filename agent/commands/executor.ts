@@ -142,5 +142,16 @@ export async function executeCommand(agent: PodCommander, body: Pick<CommandBody
       await agent.setPowerBudget(kw);
       return { status: "ok", data: { podKw: kw } };
     }
+
+    case "record": {
+      // a recording of the window around now: moves nothing, and fetching it is local
+      // (`podwarden recording export`), so only its id and the recent ones' summaries come back
+      try {
+        const id = agent.recordNow(by);
+        return { status: "ok", data: { recording: id, recent: agent.recentRecordings(5) } };
+      } catch (err) {
+        return { status: "rejected", code: "refused", reason: (err as Error).message };
+      }
+    }
   }
 }

@@ -3,7 +3,7 @@
 import { Ajv } from "ajv";
 import { describe } from "../../lib/config-file.js";
 
-export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot"] as const;
+export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export const ROLES = ["observer", "operator", "engineer"] as const;
@@ -12,7 +12,7 @@ export type Role = (typeof ROLES)[number];
 /** What each role may do. Nothing any role can send disables an interlock. */
 export const ROLE_COMMANDS: Record<Role, readonly CommandName[]> = {
   observer: ["snapshot"],
-  operator: ["snapshot", "setpoint", "mode", "ack-alarm", "isolate-rack", "return-rack"],
+  operator: ["snapshot", "setpoint", "mode", "ack-alarm", "isolate-rack", "return-rack", "record"],
   engineer: COMMANDS,
 };
 
@@ -46,6 +46,7 @@ export const PARAM_SCHEMAS: Record<CommandName, object> = {
   "return-rack": { type: "object", additionalProperties: false, required: ["rack"], properties: { rack: name } },
   "power-budget": { type: "object", additionalProperties: false, required: ["podKw"], properties: { podKw: finite(0, 1e6) } },
   snapshot: { type: "object", additionalProperties: false, properties: {} },
+  record: { type: "object", additionalProperties: false, properties: {} },
 };
 
 export const ENVELOPE_SCHEMA = {

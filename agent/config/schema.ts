@@ -12,6 +12,7 @@ import { HMI_SCHEMA } from "../hmi/schema.js";
 import { REDFISH_SCHEMA } from "../redfish/schema.js";
 import { LOG_SCHEMA } from "../log-schema.js";
 import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
+import { RECORDER_SCHEMA } from "../recorder/schema.js";
 import { SUPERVISOR_SCHEMA } from "../supervisor/schema.js";
 import { UPLINK_SCHEMA, type UplinkConfig } from "../uplink/schema.js";
 
@@ -39,6 +40,7 @@ export const AGENT_SCHEMA = {
       redfish: REDFISH_SCHEMA,
       mqttIngest: optional(typed<IngestConfig>(MQTT_INGEST_SCHEMA)),
       redfishClient: REDFISH_CLIENT_SCHEMA,
+      recorder: RECORDER_SCHEMA,
       log: LOG_SCHEMA,
     },
     "a podwarden config",

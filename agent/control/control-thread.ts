@@ -6,6 +6,7 @@ import { MODE_CODE, type BankSpec, type LoopMode } from "../../hotpath-as/bank-c
 import { compileHotPath } from "../../hotpath-as/wasm-bank.js";
 import { monoMs } from "../../lib/clock.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
+import { allocateRing, FlightRingReader, type RingShape } from "./flight-ring.js";
 import { CTRL, CTRL_F64, Frames, PATCH_BYTES } from "./frames.js";
 import type { WorkerInput } from "./worker.js";
 import { builtWorker } from "./worker-path.js";
@@ -15,6 +16,8 @@ export interface ControlOptions {
   schedFifo: boolean;
   schedPriority: number;
   warmupTicks: number;
+  /** the flight recorder's ring, sized by agent/recorder: the worker records into it from its first tick */
+  recorder?: Pick<RingShape, "capacity" | "checkpointEvery" | "decimation">;
   onLog?: (level: "warn" | "error", message: string) => void;
 }
 
@@ -33,7 +36,11 @@ export interface ControlOutputs {
 
 export class ControlThread {
   readonly frames: Frames;
+  /** the flight recorder's ring (null: no recorder) */
+  readonly ring: FlightRingReader | null;
   private worker: Worker | null = null;
+  /** the hot-path build the worker runs (set at start) */
+  hotPath: string = "release";
   private exited: Promise<number> | null = null;
   private readonly hist: LogHistogram;
 
@@ -43,6 +50,8 @@ export class ControlThread {
   ) {
     this.frames = new Frames({ points: spec.points.length, loops: spec.loops.length, racks: spec.racks.length });
     this.hist = new LogHistogram(this.frames.lateness);
+    const shape = o.recorder === undefined ? null : { ...this.frames.sizes, ...o.recorder };
+    this.ring = shape === null ? null : new FlightRingReader(shape, allocateRing(shape));
     const f = this.frames;
     spec.loops.forEach((l, i) => {
       f.loopSp[i] = l.sp;
@@ -59,6 +68,7 @@ export class ControlThread {
     // compiled here, where a CPU without SIMD is noticed and logged; the worker receives the
     // compiled module (V8 shares its code between threads) rather than compiling it again
     const build = compileHotPath("release");
+    this.hotPath = build.target;
     if (build.target !== "release") {
       this.o.onLog?.("warn", "this CPU cannot run WebAssembly SIMD (x86-64 needs SSE4.1): the control hot path runs its scalar build, which computes the same outputs more slowly");
     }
@@ -71,6 +81,7 @@ export class ControlThread {
       schedFifo: this.o.schedFifo,
       schedPriority: this.o.schedPriority,
       warmupTicks: this.o.warmupTicks,
+      recorder: this.ring === null ? undefined : { shape: this.ring.shape, buffers: this.ring.buffers },
     };
     // The worker allocates almost nothing per tick: a small young generation keeps its RSS small
     // (under the daemon's own flags, --max-semi-space-size=1 sets it for every isolate anyway:
@@ -160,6 +171,11 @@ export class ControlThread {
     Atomics.store(this.frames.ctrl, CTRL.PATCH_LEN, bytes.length);
     Atomics.add(this.frames.ctrl, CTRL.PATCH_GEN, 1);
     this.spec = spec;
+  }
+
+  /** the bank's config now (the last patch's) */
+  get bankSpec(): BankSpec {
+    return this.spec;
   }
 
   patchApplied(): boolean {

@@ -7,11 +7,13 @@
 import { writeFileSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import * as L from "../../hotpath-as/assembly/layout.js";
-import { loadBank, writeLoop, writePoint, writeRack, writeSample, type BankSpec } from "../../hotpath-as/bank-config.js";
+import { loadBank, writeSample, type BankSpec } from "../../hotpath-as/bank-config.js";
 import { WasmHotPath } from "../../hotpath-as/wasm-bank.js";
 import { monoMs } from "../../lib/clock.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
 import { InterlockChangeDetector } from "../../pod/wiring.js";
+import { applyCommands, applyPatch } from "./bank-inputs.js";
+import { FLAG_COMMANDS, FLAG_PATCH, FLAG_URGENT, FlightRingWriter, type RingBuffers, type RingShape } from "./flight-ring.js";
 import { CTRL, CTRL_F64, Frames, type FrameSizes } from "./frames.js";
 import { raiseThreadToFifo } from "./sched-fifo.js";
 import { warmupSamples, warmupSpec } from "./warmup.js";
@@ -26,6 +28,8 @@ export interface WorkerInput {
   schedFifo: boolean;
   schedPriority: number;
   warmupTicks: number;
+  /** the flight recorder's ring (flight-ring.ts), or none */
+  recorder?: { shape: RingShape; buffers: RingBuffers };
 }
 
 /** The shortest dt a tick integrates over, ms: the step refuses dt <= 0. */
@@ -76,6 +80,10 @@ function run(input: WorkerInput): void {
   const periodMs = input.periodMs;
   const lastReset = new Int32Array(R);
   const lastRestore = new Int32Array(R);
+  // the racks whose reset or restore count moved in this tick's command frame
+  const resetEdge = new Int32Array(R);
+  const restoreEdge = new Int32Array(R);
+  const ring = input.recorder === undefined ? null : new FlightRingWriter(input.recorder.shape, input.recorder.buffers);
   const interlocks = new InterlockChangeDetector(Lc, R);
   let cmdSeq = -1;
   let patchGen = Atomics.load(f.ctrl, CTRL.PATCH_GEN);
@@ -83,49 +91,21 @@ function run(input: WorkerInput): void {
   let k = 0;
   let last = t0;
 
-  const applyCommands = (tickMs: number): void => {
-    for (let i = 0; i < Lc; i++) {
-      v.loopF.sp[i] = f.loopSp[i];
-      v.loopI.mode[i] = f.loopMode[i];
-      if (f.loopMode[i] === L.MODE_MANUAL) v.loopF.manual[i] = f.loopManual[i];
-      if (f.loopMode[i] === L.MODE_OVERRIDE) v.loopF.override[i] = f.loopOverride[i];
-    }
+  const commandFrame = (tickMs: number): void => {
     for (let r = 0; r < R; r++) {
-      v.rackI.manualIsolate[r] = f.rackManualIsolate[r];
       const resets = f.rackResetCount[r];
-      if (resets !== lastReset[r]) {
-        lastReset[r] = resets;
-        v.rackI.reset[r] = 1;
-      }
-      // a leak latch restored after a restart: isolate again and prove it again
+      resetEdge[r] = resets !== lastReset[r] ? 1 : 0;
+      lastReset[r] = resets;
       const restores = f.rackRestoreCount[r];
-      if (restores !== lastRestore[r]) {
-        lastRestore[r] = restores;
-        if (v.rackI.state[r] === L.RACK_NORMAL) {
-          v.rackI.state[r] = L.RACK_ISOLATING;
-          v.rackF.isolatedSince[r] = tickMs;
-        }
-      }
+      restoreEdge[r] = restores !== lastRestore[r] ? 1 : 0;
+      lastRestore[r] = restores;
     }
+    applyCommands(v, f, Lc, R, resetEdge, restoreEdge, tickMs);
   };
 
-  const applyPatch = (): void => {
+  const patch = (): void => {
     const len = Atomics.load(f.ctrl, CTRL.PATCH_LEN);
-    const spec = JSON.parse(Buffer.from(f.patch.subarray(0, len)).toString("utf8")) as BankSpec;
-    // config fields only: run-time state (integrals, latches, quality) carries on
-    spec.points.forEach((s, i) => writePoint(v, i, s));
-    spec.loops.forEach((s, i) => {
-      const sp = v.loopF.sp[i];
-      const mode = v.loopI.mode[i];
-      writeLoop(v, i, s);
-      v.loopF.sp[i] = sp;
-      v.loopI.mode[i] = mode;
-    });
-    spec.racks.forEach((s, r) => {
-      const iso = v.rackI.manualIsolate[r];
-      writeRack(v, r, s);
-      v.rackI.manualIsolate[r] = iso;
-    });
+    applyPatch(v, JSON.parse(Buffer.from(f.patch.subarray(0, len)).toString("utf8")) as BankSpec);
     Atomics.store(f.ctrl, CTRL.PATCH_APPLIED, patchGen);
   };
 
@@ -160,34 +140,41 @@ function run(input: WorkerInput): void {
       }
     }
 
+    ring?.begin(v);
     for (let i = 0; i < P; i++) {
       const s1 = Atomics.load(f.pointSeq, i);
-      if (s1 & 1) continue; // being written: keep last tick's sample
       const value = f.pointValue[i];
       const ts = f.pointTs[i];
-      if (Atomics.load(f.pointSeq, i) === s1) writeSample(v, i, value, ts);
+      // being written: keep last tick's sample
+      if (!(s1 & 1) && Atomics.load(f.pointSeq, i) === s1) writeSample(v, i, value, ts);
+      else ring?.skipped(i);
     }
+    let flags = urgent ? FLAG_URGENT : 0;
     const seq = Atomics.load(f.ctrl, CTRL.CMD_SEQ);
     if (seq !== cmdSeq) {
       cmdSeq = seq;
-      applyCommands(tick);
+      commandFrame(tick);
+      flags |= FLAG_COMMANDS;
     }
     const gen = Atomics.load(f.ctrl, CTRL.PATCH_GEN);
     if (gen !== patchGen) {
       patchGen = gen;
-      applyPatch();
+      patch();
+      flags |= FLAG_PATCH;
     }
 
     // dt is the time actually elapsed, bounded so a stall does not become one huge integration
     // step (an urgent tick and the regular one after it share a period between them)
     const dtS = Math.min(Math.max(tick - last, MIN_DT_MS), periodMs * 5) / 1000;
     last = tick;
+    ring?.pre(v, f, flags, resetEdge, restoreEdge, tick, dtS);
     const rc = hp.step(tick, dtS);
     f.ctrlF[CTRL_F64.STEP_NS_LAST] = (now() - tick) * 1e6;
     if (rc !== L.STEP_OK) {
       Atomics.store(f.ctrl, CTRL.ERROR, rc);
       break;
     }
+    ring?.post(v);
 
     Atomics.add(f.ctrl, CTRL.OUT_SEQ, 1);
     for (let i = 0; i < Lc; i++) {

@@ -9,6 +9,8 @@
 //                    (`health`) every 2 s, the history so far (`events`) at once and each new
 //                    event (`event`) as it happens; EventSource reconnects by itself, and the
 //                    page marks its data stale while it is not receiving
+//   GET /api/recordings  the flight recordings' summaries, newest first; GET /api/recording.csv?id=<id>:
+//                    one of them as CSV (docs/engineering.md), one export at a time
 //   /api/session, /api/login, /api/logout, /api/action: logging in and acting (actions.ts)
 // Any other method on any other path is refused with 405 before a byte of a body is read.
 // Every request is bounded before it is looked at: headers (8 KB), the URL (1 KB), the time to
@@ -29,6 +31,8 @@ import { HmiActions, type HmiCommander } from "./actions.js";
 import { refuse, SECURITY_HEADERS, sendJson, sendJsonText } from "./http.js";
 import type { HmiConfig } from "./schema.js";
 import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
+import { recordingCsv } from "../recorder/recording-csv.js";
+import { findRecording, readRecording } from "../recorder/recording-file.js";
 import { hmiView } from "./view.js";
 
 /** What the HMI reads of the pod. */
@@ -87,6 +91,8 @@ export interface HmiServerOptions {
   uplink?: () => UplinkStats | null;
   config: HmiConfig;
   version: string;
+  /** where the flight recordings are (undefined: no recorder) */
+  recordingsDir?: () => string | undefined;
   /** the pod could not be read, or an action failed unexpectedly (the page then shows its data as stale) */
   onError?: (err: unknown) => void;
 }
@@ -99,6 +105,9 @@ export class HmiServer {
   private refused = 0;
   private dropped = 0;
   private pod: () => HmiPod;
+  private readonly commander: () => HmiCommander;
+  private readonly recordingsDir: () => string | undefined;
+  private exporting = false;
   private readonly c: HmiConfig;
   private readonly version: string;
   private readonly onError: (err: unknown) => void;
@@ -118,6 +127,8 @@ export class HmiServer {
     this.version = o.version;
     this.onError = o.onError ?? (() => undefined);
     this.uplink = o.uplink ?? (() => null);
+    this.commander = o.commander;
+    this.recordingsDir = o.recordingsDir ?? (() => undefined);
     this.unsubscribe = o.pod().onEvent((e) => this.onEvent(e));
     this.actions = new HmiActions(o.commander, o.config, this.onError);
     this.trends = new TrendRing((o.config.trendMinutes * 60_000) / TREND_PERIOD_MS);
@@ -168,6 +179,34 @@ export class HmiServer {
     sendJson(res, 200, this.trends.window(ids));
   }
 
+  /**
+   * A recording as CSV, streamed with backpressure: a few MB of text for the default window,
+   * produced a few hundred rows per turn of the event loop so the daemon's other work goes on.
+   */
+  private async recordingCsv(res: ServerResponse, id: string): Promise<void> {
+    const dir = this.recordingsDir();
+    if (dir === undefined) return refuse(res, 404, "the flight recorder is off");
+    if (!/^[0-9TZ]{18,}-[A-Za-z0-9-]{1,80}$/.test(id)) return refuse(res, 400, "id: a recording id, as GET /api/recordings lists them");
+    if (this.exporting) return refuse(res, 503, "another recording is being exported: try again when it is done", { "retry-after": "5" });
+    this.exporting = true;
+    try {
+      const rec = await readRecording(findRecording(dir, id).file);
+      res.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${rec.header.id}.csv"` });
+      let n = 0;
+      for (const line of recordingCsv(rec)) {
+        if (res.destroyed) return;
+        if (!res.write(line)) await new Promise((r) => res.once("drain", r));
+        if (++n % 200 === 0) await new Promise((r) => setImmediate(r));
+      }
+      res.end();
+    } catch (err) {
+      if (res.headersSent) res.destroy();
+      else refuse(res, 404, (err as Error).message.replace(dir, "<recordings>"));
+    } finally {
+      this.exporting = false;
+    }
+  }
+
   stats(): HmiStats {
     return { clients: this.clients.size, refused: this.refused, dropped: this.dropped };
   }
@@ -187,6 +226,8 @@ export class HmiServer {
       const limit = Math.min(MAX_EVENTS_PER_REQUEST, Math.max(1, Number(q.get("limit") ?? MAX_EVENTS_PER_REQUEST) || MAX_EVENTS_PER_REQUEST));
       return sendJson(res, 200, { events: this.events.query((q.get("type") ?? "").slice(0, 64), (q.get("q") ?? "").slice(0, 128), limit) });
     }
+    if (path === "/api/recordings") return sendJson(res, 200, { recordings: this.commander().recentRecordings(100) });
+    if (path === "/api/recording.csv") return void this.recordingCsv(res, new URLSearchParams(url.slice(path.length + 1)).get("id") ?? "");
     if (path === "/api/health") {
       const health = this.healthJson();
       if (health === null) return refuse(res, 500, "the pod's counters cannot be read now");

@@ -1,7 +1,8 @@
 // The local admin socket: HTTP over a Unix socket in the state directory, mode 0600, so only the
 // service's user (or root) can use it — the same authority as `systemctl`. It carries the
 // operator actions that must be possible on the controller itself, such as the authorised reset
-// of a leak latch (`podwarden reset-leak`). Remote commands go through the uplink instead.
+// of a leak latch (`podwarden reset-leak`) and an operator's flight recording (`podwarden recording
+// trigger`). Remote commands go through the uplink instead.
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
@@ -38,6 +39,14 @@ export class AdminSocket {
         );
         return;
       }
+      if (req.method === "POST" && url.pathname === "/record") {
+        try {
+          return send(200, { recording: agent.recordNow("local admin socket") });
+        } catch (err) {
+          return send(409, { error: (err as Error).message });
+        }
+      }
+      if (req.method === "GET" && url.pathname === "/recordings") return send(200, { recordings: agent.recentRecordings(1000) });
       send(404, { error: `no route ${req.method ?? "?"} ${url.pathname}` });
     });
     this.server = server;

@@ -249,6 +249,7 @@ function setSession(s) {
     for (const b of document.querySelectorAll("#rack-form button")) b.hidden = !can(b.dataset.command);
     $("#setpoint-form").hidden = !can("setpoint");
     $("#mode-form").hidden = !can("mode");
+    $("#record-form").hidden = !can("record");
     const l = session.limits;
     $("#envelope").textContent = `envelope: return temperature ${l.returnTempC.min}–${l.returnTempC.max} °C, pump dP ${l.dpKpa.min}–${l.dpKpa.max} kPa, setpoint lease at most ${l.maxLeaseS} s, rack valve ${l.rackOutputPct.min}–${l.rackOutputPct.max} %, pump ${l.pumpOutputPct.min}–${l.pumpOutputPct.max} %`;
   }
@@ -312,6 +313,34 @@ $("#mode-form").addEventListener("submit", (e) => {
   const out = $("#mode-output").value;
   void act("mode", { loop: $("#mode-loop-select").value, mode, ...(mode === "Manual" ? { outputPct: Number(out) } : {}) });
 });
+// Flight recordings: the newest first, each a CSV download
+async function drawRecordings() {
+  let list;
+  try {
+    const r = await fetch("api/recordings");
+    if (!r.ok) return;
+    list = (await r.json()).recordings;
+  } catch {
+    return;
+  }
+  const ul = $("#recordings");
+  ul.replaceChildren();
+  if (list.length === 0) {
+    const li = document.createElement("li");
+    li.textContent = "none yet (a trip, or an operator's request, writes one)";
+    ul.appendChild(li);
+  }
+  for (const x of list.slice(0, 20)) {
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    a.href = `api/recording.csv?id=${encodeURIComponent(x.id)}`;
+    a.textContent = x.createdAt;
+    li.append(a, ` ${x.triggers.join(", ")}: ${x.ticks} ticks${x.complete ? "" : " (incomplete)"}`);
+    ul.appendChild(li);
+  }
+}
+void drawRecordings();
+setInterval(() => void drawRecordings(), 10_000);
 // Trends: the daemon keeps the last minutes of every series; the page asks for the chosen ones
 // when the choice changes and every TREND_REFRESH_MS after, keeping the zoom the user set.
 const TREND_REFRESH_MS = 5000;

@@ -1,0 +1,159 @@
+// Replays a flight recording through the hot path, in virtual time: from the recording's first
+// checkpoint (the whole bank as it stood), each recorded tick's samples and commands go into
+// the bank exactly as the control worker put them (agent/control/bank-inputs.ts), the step runs
+// with the recorded time and dt, and its outputs are compared with the recorded ones.
+//  - Same build, same config: every output must come out bit for bit (a difference is a bug in
+//    the recorder or a hot path that is not deterministic).
+//  - A changed config (`spec`) or build (`module`): the outputs may differ; what matters is
+//    whether each rack tripped, and when, against the recording.
+import * as L from "../../hotpath-as/assembly/layout.js";
+import { writeSample, type BankSpec } from "../../hotpath-as/bank-config.js";
+import { compileHotPath, WasmHotPath } from "../../hotpath-as/wasm-bank.js";
+import { applyCommands, applyPatch } from "../control/bank-inputs.js";
+import { FLAG_COMMANDS, FLAG_PATCH, recordLayout, restoreCheckpoint } from "../control/flight-ring.js";
+import type { Recording } from "./recording-file.js";
+
+export interface ReplayOptions {
+  /** the bank config to replay with (a changed config); default: the recording's */
+  spec?: BankSpec;
+  /** the hot path build to replay with (a changed build); default: this build's release */
+  module?: WebAssembly.Module;
+}
+
+/** Per rack: the recorded tick (seq and time) at which it left normal service, and when its supply isolation closed. */
+export interface RackTrip {
+  rack: string;
+  /** seq and tick time at which the isolation state left RACK_NORMAL, null: it did not in the window */
+  isolated: { seq: number; tickMs: number } | null;
+  /** the first tick the supply isolation valve was commanded closed */
+  supplyClosed: { seq: number; tickMs: number } | null;
+  /** the state at the end of the window (RACK_* code) */
+  finalState: number;
+}
+
+export interface ReplayResult {
+  fromSeq: number;
+  ticks: number;
+  /** every output of every tick equal to the recording's, bit for bit (NaN equal to NaN) */
+  identical: boolean;
+  /** the first output that differed, and how many ticks differed in all */
+  firstDifference: { seq: number; tickMs: number; what: string } | null;
+  ticksDiffering: number;
+  recorded: RackTrip[];
+  replayed: RackTrip[];
+  /** the same racks tripped (left normal service) as in the recording */
+  sameTrips: boolean;
+  /** virtual time covered, ms */
+  virtualMs: number;
+}
+
+export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayResult {
+  const h = rec.header;
+  const w = rec.window;
+  if (h.decimation !== 1) throw new Error(`${h.id}: recorded one tick in ${h.decimation}: a decimated recording cannot be replayed`);
+  if (w.checkpoints.count === 0) throw new Error(`${h.id}: no checkpoint in the recording to start from (it is shorter than the checkpoint period)`);
+  const { points: P, loops: Lc, racks: R } = h.sizes;
+  const l = recordLayout(P, Lc, R);
+  const whatIf = o.spec !== undefined;
+  const spec = o.spec ?? h.spec;
+  if (spec.points.length !== P || spec.loops.length !== Lc || spec.racks.length !== R) {
+    throw new Error(`the config replayed has ${spec.points.length} points, ${spec.loops.length} loops, ${spec.racks.length} racks; the recording ${P}, ${Lc}, ${R}: a replay needs the same pod`);
+  }
+  const hp = new WasmHotPath(o.module ?? compileHotPath("release").module);
+  if (hp.configure(Lc, P, R) !== L.STEP_OK) throw new Error("the recording's pod does not fit the hot path");
+  // the module's own few globals (its scan schedule and fast-path counts) start as after a load:
+  // the first step's full point scan sets them from the restored bank, as it would have anyway
+  hp.resetState();
+  const v = hp.views;
+  const ckSeq = w.checkpoints.i32[0];
+  restoreCheckpoint(v, h.sizes, w.checkpoints.f64.subarray(0, l.checkpointF64), w.checkpoints.i32.subarray(0, l.checkpointI32));
+  // a changed config takes over at the checkpoint, as a reload would: run-time state carries on
+  if (whatIf) applyPatch(v, spec);
+
+  const start = ckSeq - w.firstSeq;
+  const FW = l.f64Width;
+  const IW = l.i32Width;
+  const F = w.f64;
+  const I = w.i32;
+  const { f, i } = l;
+  const trips = (): RackTrip[] => h.names.racks.map((rack) => ({ rack, isolated: null, supplyClosed: null, finalState: L.RACK_NORMAL }));
+  const recorded = trips();
+  const replayed = trips();
+  const note = (t: RackTrip[], r: number, state: number, supplyOpen: number, seq: number, tickMs: number): void => {
+    if (state !== L.RACK_NORMAL && t[r].isolated === null) t[r].isolated = { seq, tickMs };
+    if (supplyOpen === 0 && t[r].supplyClosed === null) t[r].supplyClosed = { seq, tickMs };
+    t[r].finalState = state;
+  };
+  let firstDifference: ReplayResult["firstDifference"] = null;
+  let ticksDiffering = 0;
+  let firstMs = NaN;
+  let lastMs = NaN;
+  const sub = (a: Float64Array | Int32Array, at: number, n: number) => a.subarray(at, at + n);
+  for (let k = start; k < w.count; k++) {
+    const fo = k * FW;
+    const io = k * IW;
+    const seq = w.firstSeq + k;
+    const tickMs = F[fo + f.tickMs];
+    if (k === start) firstMs = tickMs;
+    lastMs = tickMs;
+    for (let p = 0; p < P; p++) {
+      if ((I[io + i.written + (p >>> 5)] >>> (p & 31)) & 1) writeSample(v, p, F[fo + f.value + p], F[fo + f.ts + p]);
+    }
+    const flags = I[io + i.flags];
+    if (flags & FLAG_COMMANDS) {
+      applyCommands(
+        v,
+        { loopSp: sub(F, fo + f.sp, Lc), loopManual: sub(F, fo + f.manual, Lc), loopOverride: sub(F, fo + f.override, Lc), loopMode: sub(I, io + i.mode, Lc), rackManualIsolate: sub(I, io + i.manualIsolate, R) },
+        Lc,
+        R,
+        sub(I, io + i.resetEdge, R),
+        sub(I, io + i.restoreEdge, R),
+        tickMs,
+      );
+    }
+    // a reload's tuning, where the recorded run had one (the file carries the spec it ended with)
+    if (flags & FLAG_PATCH && !whatIf) applyPatch(v, h.spec);
+    const rc = hp.step(tickMs, F[fo + f.dtS]);
+    if (rc !== L.STEP_OK) throw new Error(`the hot path refused recorded tick ${seq} (code ${rc})`);
+
+    let what: string | null = null;
+    for (let n = 0; n < Lc && what === null; n++) {
+      if (!Object.is(v.loopF.out[n], F[fo + f.out + n])) what = `${h.names.loops[n]} output ${v.loopF.out[n]} (recorded ${F[fo + f.out + n]})`;
+      else if (!Object.is(v.loopF.pv[n], F[fo + f.pv + n])) what = `${h.names.loops[n]} pv ${v.loopF.pv[n]} (recorded ${F[fo + f.pv + n]})`;
+      else if (v.loopI.status[n] !== I[io + i.loopStatus + n]) what = `${h.names.loops[n]} status ${v.loopI.status[n]} (recorded ${I[io + i.loopStatus + n]})`;
+    }
+    for (let r = 0; r < R && what === null; r++) {
+      const pairs: [string, number, number][] = [
+        ["state", v.rackI.state[r], I[io + i.rackState + r]],
+        ["status", v.rackI.status[r], I[io + i.rackStatus + r]],
+        ["supplyOpen", v.rackI.supplyOpen[r], I[io + i.supplyOpen + r]],
+        ["returnOpen", v.rackI.returnOpen[r], I[io + i.returnOpen + r]],
+        ["resetResult", v.rackI.resetResult[r], I[io + i.resetResult + r]],
+      ];
+      const bad = pairs.find(([, a, b]) => a !== b);
+      if (bad !== undefined) what = `${h.names.racks[r]} ${bad[0]} ${bad[1]} (recorded ${bad[2]})`;
+    }
+    for (let p = 0; p < P && what === null; p++) {
+      if (v.pointI.quality[p] !== I[io + i.quality + p]) what = `${h.names.points[p]} quality ${v.pointI.quality[p]} (recorded ${I[io + i.quality + p]})`;
+    }
+    if (what !== null) {
+      ticksDiffering++;
+      firstDifference ??= { seq, tickMs, what };
+    }
+    for (let r = 0; r < R; r++) {
+      note(recorded, r, I[io + i.rackState + r], I[io + i.supplyOpen + r], seq, tickMs);
+      note(replayed, r, v.rackI.state[r], v.rackI.supplyOpen[r], seq, tickMs);
+    }
+  }
+  return {
+    fromSeq: ckSeq,
+    ticks: Math.max(0, w.count - start),
+    identical: firstDifference === null,
+    firstDifference,
+    ticksDiffering,
+    recorded,
+    replayed,
+    sameTrips: recorded.every((t, r) => (t.isolated === null) === (replayed[r].isolated === null)),
+    virtualMs: lastMs - firstMs,
+  };
+}

@@ -1,0 +1,176 @@
+// The flight recorder end to end: the agent with its real control worker and drivers against the
+// simulator. A leak in the plant produces a recording whose pre-trigger window shows the leak
+// sample arriving and the isolation commanded by the tick that took it; replayed through the hot
+// path the recording comes out bit for bit; replayed with a config that would not have tripped,
+// it says so; an operator's recording, the CSV export, rotation, and a damaged file.
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as L from "../hotpath-as/assembly/layout.js";
+import { Agent } from "../agent/agent.js";
+import { validateAgentConfig } from "../agent/config/load.js";
+import { recordLayout } from "../agent/control/flight-ring.js";
+import { Logs } from "../agent/log.js";
+import { replayRecording } from "../agent/recorder/flight-replay.js";
+import { recordingCsv } from "../agent/recorder/recording-csv.js";
+import { listRecordings, readRecording, type Recording } from "../agent/recorder/recording-file.js";
+import { executeCommand } from "../agent/commands/executor.js";
+import { HmiServer } from "../agent/hmi/server.js";
+import { demoConfigData } from "../cli/demo-config.js";
+import { waitFor } from "./helpers/processes.js";
+import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+describe("the flight recorder", () => {
+  let t: TestSim;
+  let agent: Agent;
+  let stateDir: string;
+  const dir = (): string => join(stateDir, "recordings");
+  const complete = (): Recording["header"][] => listRecordings(dir()).recordings.map((r) => r.header).filter((h) => h.complete);
+
+  beforeAll(async () => {
+    t = await startTestSim();
+    stateDir = mkdtempSync(join(tmpdir(), "pw-recorder-"));
+    const data = demoConfigData((d) => t.port(d));
+    data.stateDir = stateDir;
+    data.site = "recorder-test";
+    data.log = { level: "warn", modules: {} };
+    data.control = { ...(data.control as object), schedFifo: false, warmupTicks: 2000 };
+    data.recorder = { preS: 2, postS: 0.5, maxFiles: 3 };
+    const config = validateAgentConfig(data, "recorder test");
+    agent = new Agent({ config, hash: "recorder-test-hash", path: "t" }, new Logs(config.log, { site: config.site, pod: config.pod }));
+    await agent.start();
+    await waitFor(() => agent.status().racks.every((r) => r.returnTempC !== null), "every rack read", 20_000);
+    // a full pre-trigger window of history, so the checkpoint lies before it
+    await new Promise((r) => setTimeout(r, 3500));
+  }, 40_000);
+  afterAll(async () => {
+    await agent?.stop({ driveSafe: false, reason: "test end" });
+    await t?.stop();
+    if (stateDir !== undefined) rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  let leak: Recording;
+  it("records a leak: the pre-trigger window holds the leak sample arriving, and the isolation from the tick that took it", async () => {
+    t.sim.inject({ leak: "rack-3", state: "wet" });
+    await waitFor(() => complete().some((h) => h.triggers.some((x) => x.reason === "alarm:leak:rack-3")), "a complete recording of rack-3's leak", 15_000);
+    // (another trip just before, an overrun burst on a loaded machine, may have opened the
+    // recording the leak joined: its trigger is then not the first)
+    const entry = listRecordings(dir()).recordings.find((r) => r.header.complete && r.header.triggers.some((x) => x.reason === "alarm:leak:rack-3"))!;
+    leak = await readRecording(entry.file);
+    const h = leak.header;
+    expect(h).toMatchObject({ site: "recorder-test", configHash: "recorder-test-hash", decimation: 1, complete: true });
+    expect(h.build.version).toMatch(/^\d+\.\d+\.\d+/);
+    expect(h.count).toBeGreaterThanOrEqual(2000 + 500);
+    const l = recordLayout(h.sizes.points, h.sizes.loops, h.sizes.racks);
+    const rack = h.names.racks.indexOf("rack-3");
+    const leakPoint = h.names.points.indexOf("rack-3.leakState");
+    expect(leakPoint).toBeGreaterThanOrEqual(0);
+    const w = leak.window;
+    const value = (k: number): number => w.f64[k * l.f64Width + l.f.value + leakPoint];
+    const state = (k: number): number => w.i32[k * l.i32Width + l.i.rackState + rack];
+    const supply = (k: number): number => w.i32[k * l.i32Width + l.i.supplyOpen + rack];
+    const arrived = Array.from({ length: w.count }, (_, k) => k).find((k) => value(k) === 1)!;
+    expect(arrived).toBeGreaterThan(0);
+    // before the trigger: the alarm is raised by the supervisor after the isolation
+    expect(w.firstSeq + arrived).toBeLessThan(h.triggers.find((x) => x.reason === "alarm:leak:rack-3")!.seq);
+    expect(value(arrived - 1)).toBe(0);
+    expect([state(arrived - 1), supply(arrived - 1)]).toEqual([L.RACK_NORMAL, 1]);
+    // the tick that took the wet sample isolated the rack and commanded its valves closed
+    expect(state(arrived)).toBe(L.RACK_ISOLATING);
+    expect(supply(arrived)).toBe(0);
+    // the other racks kept their coolant throughout
+    for (let k = 0; k < w.count; k++) expect(w.i32[k * l.i32Width + l.i.supplyOpen + 0]).toBe(1);
+  }, 30_000);
+
+  it("replays the leak through the hot path bit for bit, and tells when a changed config would not have tripped", () => {
+    const same = replayRecording(leak);
+    expect(same.firstDifference).toBeNull();
+    expect(same.identical).toBe(true);
+    expect(same.ticks).toBeGreaterThan(2000);
+    expect(same.sameTrips).toBe(true);
+    const r3 = same.replayed.find((x) => x.rack === "rack-3")!;
+    expect(r3.isolated).not.toBeNull();
+    expect(r3.supplyClosed).toEqual(same.recorded.find((x) => x.rack === "rack-3")!.supplyClosed);
+
+    // a leak debounce far longer than the window: this config would not have isolated rack-3
+    const spec = structuredClone(leak.header.spec);
+    for (const p of spec.points) if (p.kind === "leak") p.debounceFault = 100_000;
+    const changed = replayRecording(leak, { spec });
+    expect(changed.sameTrips).toBe(false);
+    expect(changed.replayed.find((x) => x.rack === "rack-3")!.isolated).toBeNull();
+    expect(changed.identical).toBe(false);
+  });
+
+  it("exports a recording as CSV, one row per tick, every point, loop and rack named", () => {
+    const lines = [...recordingCsv(leak)];
+    expect(lines).toHaveLength(leak.header.count + 1);
+    const head = lines[0].trim().split(",");
+    expect(head.slice(0, 5)).toEqual(["seq", "t_ms", "tick_ms", "dt_s", "flags"]);
+    expect(head).toContain("rack-3.leakState");
+    expect(head).toContain("rack-3.valve.out");
+    expect(head).toContain("rack-3.supplyOpen");
+    const cols = lines[1].trim().split(",");
+    expect(cols).toHaveLength(head.length);
+    // t_ms is relative to the trigger: negative before it
+    expect(Number(cols[1])).toBeLessThan(0);
+  });
+
+  it("records on an operator's request, by signed command too, joining triggers into one open recording", async () => {
+    t.sim.inject({ clear: "all" });
+    await waitFor(() => agent.recordingsDir !== undefined && complete().length >= 1, "the leak recording written", 5000);
+    const before = complete().length;
+    const out = await executeCommand(agent, { command: "record", params: {} }, "ops-key");
+    expect(out.status).toBe("ok");
+    const id = (out as { data: { recording: string } }).data.recording;
+    // a second trigger while the first is open joins it
+    expect(agent.recordNow("operator at the HMI")).toBe(id);
+    await waitFor(() => complete().length > before, "the operator's recording complete", 10_000);
+    const h = complete().find((x) => x.id === id)!;
+    expect(h.triggers.map((x) => x.reason)).toEqual(["operator:ops-key", "operator:operator at the HMI"]);
+  }, 20_000);
+
+  it("keeps the newest maxFiles recordings", async () => {
+    for (let k = 0; k < 3; k++) {
+      const id = agent.recordNow(`rotation ${k}`);
+      await waitFor(() => complete().some((h) => h.id === id), `recording ${id} complete`, 10_000);
+      await agent.recordingsFlushed();
+    }
+    const ids = listRecordings(dir()).recordings.map((r) => r.id);
+    expect(ids).toHaveLength(3);
+    expect(ids.at(-1)).toMatch(/operator-rotation-2$/);
+  }, 40_000);
+
+  it("serves the recordings to the HMI: their summaries, and each as CSV", async () => {
+    const hmi = new HmiServer({ pod: () => agent, commander: () => agent, recordingsDir: () => agent.recordingsDir, config: { ...agent.config.hmi, port: 0 }, version: "test" });
+    const port = await hmi.listen();
+    try {
+      const list = (await (await fetch(`http://127.0.0.1:${port}/api/recordings`)).json()) as { recordings: { id: string; ticks: number; triggers: string[] }[] };
+      expect(list.recordings.length).toBe(3);
+      const newest = list.recordings[0];
+      expect(newest.triggers).toEqual(["operator:rotation 2"]);
+      const csv = await fetch(`http://127.0.0.1:${port}/api/recording.csv?id=${newest.id}`);
+      expect(csv.status).toBe(200);
+      expect(csv.headers.get("content-type")).toMatch(/^text\/csv/);
+      expect((await csv.text()).trim().split("\n")).toHaveLength(newest.ticks + 1);
+      const bad = await fetch(`http://127.0.0.1:${port}/api/recording.csv?id=../../etc/passwd`);
+      expect(bad.status).toBe(400);
+      const none = await fetch(`http://127.0.0.1:${port}/api/recording.csv?id=20000101T000000000Z-none`);
+      expect(none.status).toBe(404);
+      expect(((await none.json()) as { error: string }).error).toMatch(/^no recording "20000101T000000000Z-none" in <recordings>$/);
+    } finally {
+      await hmi.close();
+    }
+  });
+
+  it("refuses a damaged recording with a clear error, and lists it as unreadable", async () => {
+    const file = listRecordings(dir()).recordings[0].file;
+    const copy = join(stateDir, "recordings", "00000000T000000000Z-damaged.pwrec");
+    writeFileSync(copy, readFileSync(file));
+    truncateSync(copy, 100_000);
+    await expect(readRecording(copy)).rejects.toThrow(/bytes after the header, \d+ expected: the file is damaged or cut short/);
+    writeFileSync(copy, "not a recording\n");
+    expect(listRecordings(dir()).bad.map((b) => b.why)).toEqual([expect.stringMatching(/not a flight recording/)]);
+    rmSync(copy);
+  });
+});
