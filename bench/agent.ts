@@ -122,10 +122,16 @@ async function cyclictest(seconds: number): Promise<LatenessRow | null> {
   return { what: "cyclictest -m -p 40 -i 1000 (C, SCHED_FIFO)", p50Us: at(0.5), p99Us: at(0.99), p999Us: at(0.999), maxUs: max, samples: total };
 }
 
-/** The demo pod's config wired to a simulator process's ports, leak sensors polled every `safetyPeriodMs`. */
+/**
+ * The demo pod's config wired to a simulator process's ports, leak sensors polled every
+ * `safetyPeriodMs`. The flight recorder is off: the leak benches trip a rack every few hundred
+ * ms, and a recording of each would measure the disk, not the leak path; its own costs are the
+ * recorder group's figures (bench/recorder.ts), which turn it on.
+ */
 export function demoConfigWithPorts(ports: Record<string, number>, safetyPeriodMs: number): unknown {
   const data = demoConfigData((name) => ports[name]);
   for (const g of data.modbus.groups) if (g.name === "safety") g.periodMs = safetyPeriodMs;
+  (data as Record<string, unknown>).recorder = { enabled: false };
   return data;
 }
 

@@ -44,6 +44,8 @@ export interface RedfishBenchResult {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const BMC_RACKS = new Set(["rack-1", "rack-2", "rack-3", "rack-4"]);
+/** every rack flat out, so a budget binds on all of them */
+const FLAT_OUT = { load: { profile: "idle", pct: 95 } };
 
 function latencies(what: string, xs: (number | null)[]): Latencies {
   const got = xs.filter((x): x is number => x !== null);
@@ -102,11 +104,17 @@ async function cpuBench(dir: string, sim: SimProcess, windowS: number, rounds: n
   return out.map(({ what, pct }) => ({ what, pct }));
 }
 
-async function budgetBench(dir: string, sim: SimProcess, trials: number): Promise<Latencies[]> {
-  const truthKw = async (): Promise<number> => ((await (await fetch(`${sim.controlUrl}/truth`)).json()) as { racks: { powerKw: number }[] }).racks.reduce((a, r) => a + r.powerKw, 0);
+async function budgetBench(dir: string, trials: number): Promise<Latencies[]> {
   const out: Latencies[] = [];
   for (const through of ["Modbus cap register (applied at once)", "Redfish BMC PowerLimit (the BMC ramps at 50 kW/s)"]) {
+    // a simulator of its own for each: a BMC keeps the last limit it was given, after its agent
+    // has gone, and it would hold the racks under the other path's caps
+    const sim = await startSimProcess(dir, 5000, undefined, FLAT_OUT, { redfish: {} });
+    const truthKw = async (): Promise<number> => ((await (await fetch(`${sim.controlUrl}/truth`)).json()) as { racks: { powerKw: number }[] }).racks.reduce((a, r) => a + r.powerKw, 0);
     const data = demoConfigWithPorts(sim.ports, 20) as Record<string, unknown>;
+    // the demo's own budget (900 kW) binds at this load: lifting a trial's budget must return
+    // the pod to its uncapped draw, not to a budget the caps then chase
+    data.supervisor = { ...(data.supervisor as object), powerBudget: { ...(data.supervisor as { powerBudget: object }).powerBudget, podKw: 960 } };
     if (through.startsWith("Redfish")) readRacksThroughBmcs(data, (d) => sim.ports[d], { pollMs: 1000 });
     data.stateDir = join(dir, `budget-${out.length}`);
     mkdirSync(data.stateDir as string);
@@ -139,6 +147,7 @@ async function budgetBench(dir: string, sim: SimProcess, trials: number): Promis
       }
     } finally {
       await agent.stop({ driveSafe: false, reason: "bench" });
+      await stopProcess(sim.child);
     }
     out.push(latencies(through, xs));
   }
@@ -148,16 +157,20 @@ async function budgetBench(dir: string, sim: SimProcess, trials: number): Promis
 export async function runRedfishBench(quick = false): Promise<RedfishBenchResult> {
   const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-rf-"));
   process.env[DEMO_BMC_PASSWORD_ENV] ??= "podwarden-sim";
-  // every rack flat out, so a budget binds on all of them
-  const sim = await startSimProcess(dir, 5000, undefined, { load: { profile: "idle", pct: 95 } }, { redfish: {} });
   try {
-    const leak = await leakBench(dir, sim, quick ? 20 : 200);
+    const sim = await startSimProcess(dir, 5000, undefined, FLAT_OUT, { redfish: {} });
+    let leak: Latencies[];
+    let cpu: RedfishBenchResult["cpu"];
     const cpuWindowS = quick ? 5 : 30;
-    const cpu = await cpuBench(dir, sim, cpuWindowS, quick ? 1 : 2);
-    const budget = await budgetBench(dir, sim, quick ? 5 : 100);
+    try {
+      leak = await leakBench(dir, sim, quick ? 20 : 200);
+      cpu = await cpuBench(dir, sim, cpuWindowS, quick ? 1 : 2);
+    } finally {
+      await stopProcess(sim.child);
+    }
+    const budget = await budgetBench(dir, quick ? 5 : 100);
     return { leak, cpu, cpuWindowS, budget };
   } finally {
-    await stopProcess(sim.child);
     rmSync(dir, { recursive: true, force: true });
   }
 }

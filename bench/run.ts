@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, faults), or
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, faults), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
@@ -18,6 +18,7 @@ import { printFaultBench, runFaultBench } from "./faults.js";
 import { printHmi, runHmiBench } from "./hmi.js";
 import { printSparkplug, runSparkplugBench } from "./sparkplug.js";
 import { printRedfish, runRedfishBench } from "./redfish.js";
+import { printRecorder, runRecorderBench } from "./recorder.js";
 
 const { values } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false }, "leak-poll-ms": { type: "string" } },
@@ -72,5 +73,10 @@ if (wants("sparkplug")) {
 if (wants("redfish")) {
   if (hasDaemonFlags) printRedfish(await runRedfishBench(values.quick));
   else runWithDaemonFlags("redfish");
+}
+// the control worker and the replay run in this process: with the daemon's flags
+if (wants("recorder")) {
+  if (hasDaemonFlags) printRecorder(await runRecorderBench(values.quick));
+  else runWithDaemonFlags("recorder");
 }
 if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));

@@ -1,0 +1,263 @@
+// The flight recorder (issue #26), each figure beside its baseline in the same run:
+//  - the tick's cost: the demo pod's bank stepped in this thread with new samples every tick,
+//    with the recorder's begin/pre/post around the step against the bare step, alternating
+//    blocks, ns per tick and per loop-step;
+//  - tick lateness of the real control worker (SCHED_FIFO where permitted, the main thread
+//    loaded as in the agent group) with the recorder's ring against without, alternating windows;
+//  - memory: the ring's shared memory at the default window, and the daemon's RSS with the
+//    recorder on against off (the demo pod, its simulator in another process);
+//  - the main thread's part of a trigger: copying the default window out of a full ring and
+//    encoding the file;
+//  - replay speed: the default window replayed through the hot path, in virtual time against
+//    real time.
+import type { ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { loadBank, writeSample } from "../hotpath-as/bank-config.js";
+import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
+import { ControlThread } from "../agent/control/control-thread.js";
+import { allocateRing, FlightRingReader, FlightRingWriter, ringBytes, type RingShape } from "../agent/control/flight-ring.js";
+import { ringFor } from "../agent/recorder/flight-recorder.js";
+import { replayRecording } from "../agent/recorder/flight-replay.js";
+import { decodeRecording, encodeRecording, type RecordingHeader } from "../agent/recorder/recording-file.js";
+import { RECORDER_SCHEMA } from "../agent/recorder/schema.js";
+import { demoAgentConfig } from "../cli/demo-config.js";
+import { podBankSpec } from "../pod/bank.js";
+import { podLayout } from "../pod/layout.js";
+import { devicesTaken, podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
+import { stopProcess } from "../tooling/processes.js";
+import { demoConfigWithPorts, processRssMb } from "./agent.js";
+import { fmt, quantile } from "./stats.js";
+
+export interface RecorderBenchResult {
+  pod: { points: number; loops: number; racks: number };
+  tickNs: { off: number[]; on: number[] };
+  lateness: { what: string; p99Us: number[]; p999Us: number[] }[];
+  latenessWindowS: number;
+  ringMb: number;
+  recordBytes: number;
+  rssMb: { what: string; mb: number[] }[];
+  copyMs: number[];
+  fileMb: number;
+  replay: { ticks: number; wallMs: number[]; speedup: number[] };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function defaults(): { preS: number; postS: number; decimation: number; maxFiles: number; enabled: boolean } {
+  const p = (RECORDER_SCHEMA as unknown as { properties: Record<string, { default: number | boolean }> }).properties;
+  return { enabled: true, preS: p.preS.default as number, postS: p.postS.default as number, decimation: p.decimation.default as number, maxFiles: p.maxFiles.default as number };
+}
+
+function demoBank() {
+  const c = demoAgentConfig();
+  const layout = podLayout(c);
+  return { spec: podBankSpec(c.control, layout, c.racks), layout };
+}
+
+/** Steps the demo bank `ticks` times with fresh samples, through a ring writer or not; ns per tick. */
+function stepBlock(ticks: number, ring: FlightRingWriter | null, hp: ReturnType<typeof loadWasmHotPath>, P: number, t0: number): number {
+  const v = hp.views;
+  const frame = { loopSp: v.loopF.sp, loopMode: v.loopI.mode, loopManual: v.loopF.manual, loopOverride: v.loopF.override, rackManualIsolate: v.rackI.manualIsolate };
+  const edges = new Int32Array(64);
+  const start = process.hrtime.bigint();
+  for (let k = 0; k < ticks; k++) {
+    const t = t0 + k;
+    ring?.begin(v);
+    for (let i = 0; i < P; i++) writeSample(v, i, i < 2 ? 0 : 30 + ((i + k) % 7) * 0.01, t);
+    ring?.pre(v, frame, 0, edges, edges, t, 0.001);
+    hp.step(t, 0.001);
+    ring?.post(v);
+  }
+  return Number(process.hrtime.bigint() - start) / ticks;
+}
+
+function tickCost(quick: boolean): { off: number[]; on: number[]; ring: FlightRingReader } {
+  const { spec } = demoBank();
+  const shape: RingShape = { points: spec.points.length, loops: spec.loops.length, racks: spec.racks.length, ...ringFor(defaults(), 1) };
+  const buffers = allocateRing(shape);
+  const writer = new FlightRingWriter(shape, buffers);
+  const hp = loadWasmHotPath("release");
+  loadBank(hp, spec);
+  const P = spec.points.length;
+  let t = 1;
+  // warm-up, and a full ring for the copy and replay figures after
+  for (let k = 0; k < 3; k++) {
+    stepBlock(shape.capacity, writer, hp, P, t);
+    t += shape.capacity;
+  }
+  const off: number[] = [];
+  const on: number[] = [];
+  const block = quick ? 20_000 : 100_000;
+  for (let round = 0; round < (quick ? 3 : 10); round++) {
+    off.push(stepBlock(block, null, hp, P, t));
+    t += block;
+    on.push(stepBlock(block, writer, hp, P, t));
+    t += block;
+  }
+  return { off, on, ring: new FlightRingReader(shape, buffers) };
+}
+
+async function lateness(seconds: number, rounds: number): Promise<RecorderBenchResult["lateness"]> {
+  const { spec } = demoBank();
+  const out = [
+    { what: "control worker, recorder off", ring: undefined, p99Us: [] as number[], p999Us: [] as number[] },
+    { what: "control worker, recorder on (default window)", ring: ringFor(defaults(), 1), p99Us: [] as number[], p999Us: [] as number[] },
+  ];
+  for (let round = 0; round < rounds; round++) {
+    for (const o of out) {
+      const ct = new ControlThread(spec, { periodMs: 1, schedFifo: true, schedPriority: 40, warmupTicks: 20000, recorder: o.ring });
+      await ct.start();
+      await sleep(500);
+      ct.latenessHistogram().reset();
+      // the same main-thread load as the agent group's lateness figure: allocation bursts
+      let stop = false;
+      const junk: unknown[] = [];
+      const burst = (): void => {
+        if (stop) return;
+        junk.length = 0;
+        const t0 = performance.now();
+        while (performance.now() - t0 < 8) junk.push({ a: Math.random(), b: "x".repeat(64) });
+        setTimeout(burst, 2);
+      };
+      burst();
+      await sleep(seconds * 1000);
+      stop = true;
+      const h = ct.latenessHistogram();
+      o.p99Us.push(h.percentile(0.99));
+      o.p999Us.push(h.percentile(0.999));
+      await ct.stop();
+    }
+  }
+  return out.map(({ what, p99Us, p999Us }) => ({ what, p99Us, p999Us }));
+}
+
+function daemon(dir: string, name: string, data: Record<string, unknown>): ChildProcess {
+  const cfg = join(dir, `${name}.yaml`);
+  mkdirSync(join(dir, name));
+  writeFileSync(cfg, stringify({ ...data, stateDir: join(dir, name) }));
+  return podwardenProcess(["run", "-c", cfg], "ignore");
+}
+
+async function daemonRss(seconds: number, rounds: number): Promise<RecorderBenchResult["rssMb"]> {
+  const dir = mkdtempSync(join(tmpdir(), "podwarden-bench-rec-"));
+  const sim = await startSimProcess(dir, 5000);
+  const out = [
+    { what: "the demo pod's daemon, recorder off", enabled: false, mb: [] as number[] },
+    { what: "the same, recorder on (default window)", enabled: true, mb: [] as number[] },
+  ];
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const [i, o] of out.entries()) {
+        const data = demoConfigWithPorts(sim.ports, 20) as Record<string, unknown>;
+        data.recorder = { enabled: o.enabled };
+        const d = daemon(dir, `rss-${round}-${i}`, data);
+        try {
+          await devicesTaken(sim);
+          let max = 0;
+          for (let s = 0; s < seconds; s++) {
+            await sleep(1000);
+            max = Math.max(max, processRssMb(d.pid!));
+          }
+          o.mb.push(max);
+        } finally {
+          await stopProcess(d);
+        }
+      }
+    }
+  } finally {
+    await stopProcess(sim.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return out.map(({ what, mb }) => ({ what, mb }));
+}
+
+export async function runRecorderBench(quick = false): Promise<RecorderBenchResult> {
+  const { spec, layout } = demoBank();
+  const cost = tickCost(quick);
+  const shape = cost.ring.shape;
+  const l = cost.ring.layout;
+  const d = defaults();
+  const window = ringFor(d, 1);
+  const copyMs: number[] = [];
+  let file: Buffer = Buffer.alloc(0);
+  const header = (w: ReturnType<FlightRingReader["copy"]>): RecordingHeader => ({
+    format: "podwarden-flight-recording",
+    version: 1,
+    id: "bench",
+    site: "bench",
+    pod: "bench",
+    configHash: "bench",
+    build: { version: "bench", hotPath: "release" },
+    createdAt: new Date().toISOString(),
+    periodMs: 1,
+    decimation: 1,
+    checkpointEvery: shape.checkpointEvery,
+    sizes: { points: shape.points, loops: shape.loops, racks: shape.racks },
+    names: { points: spec.points.map((_, i) => `p${i}`), loops: Array.from({ length: layout.loops }, (_, i) => layout.loopName(i)), racks: layout.racks.map((r) => r.name) },
+    spec,
+    triggers: [],
+    firstSeq: w.firstSeq,
+    count: w.count,
+    checkpoints: w.checkpoints.count,
+    triggerSeq: w.firstSeq + window.preTicks,
+    complete: true,
+  });
+  const written = cost.ring.written();
+  for (let k = 0; k < (quick ? 3 : 10); k++) {
+    const t0 = performance.now();
+    const from = Math.floor((written - window.postTicks - window.preTicks) / shape.checkpointEvery) * shape.checkpointEvery;
+    const w = cost.ring.copy(from, written);
+    file = encodeRecording({ header: header(w), window: w });
+    copyMs.push(performance.now() - t0);
+  }
+  const rec = decodeRecording(file, "bench");
+  const wallMs: number[] = [];
+  const speedup: number[] = [];
+  let ticks = 0;
+  for (let k = 0; k < (quick ? 2 : 5); k++) {
+    const t0 = performance.now();
+    const r = replayRecording(rec);
+    const dt = performance.now() - t0;
+    if (!r.identical) throw new Error(`bench replay not identical: ${r.firstDifference?.what}`);
+    ticks = r.ticks;
+    wallMs.push(dt);
+    speedup.push(r.virtualMs / dt);
+  }
+  const latenessWindowS = quick ? 5 : 20;
+  return {
+    pod: { points: shape.points, loops: shape.loops, racks: shape.racks },
+    tickNs: { off: cost.off, on: cost.on },
+    lateness: await lateness(latenessWindowS, quick ? 1 : 3),
+    latenessWindowS,
+    ringMb: ringBytes(shape) / 1e6,
+    recordBytes: l.f64Width * 8 + l.i32Width * 4,
+    rssMb: await daemonRss(quick ? 10 : 30, quick ? 1 : 2),
+    copyMs,
+    fileMb: file.length / 1e6,
+    replay: { ticks, wallMs, speedup },
+  };
+}
+
+export function printRecorder(r: RecorderBenchResult): void {
+  const list = (xs: number[], d = 1): string => xs.map((x) => fmt(x, d)).join(", ");
+  const med = (xs: number[]): number => quantile(xs, 0.5);
+  console.log(`\n## Flight recorder (the demo pod's bank: ${r.pod.points} points, ${r.pod.loops} loops, ${r.pod.racks} racks; default window)\n`);
+  console.log("The tick's cost, this thread, new samples every tick, alternating blocks of ticks:\n");
+  console.log("| | ns per tick, each block | median | ns per loop-step (median / loops) |");
+  console.log("|---|---|---|---|");
+  console.log(`| bare step (samples written, step) | ${list(r.tickNs.off, 0)} | ${fmt(med(r.tickNs.off), 0)} | ${fmt(med(r.tickNs.off) / r.pod.loops, 0)} |`);
+  console.log(`| with the recorder (begin, pre, step, post; a checkpoint every 250 ticks) | ${list(r.tickNs.on, 0)} | ${fmt(med(r.tickNs.on), 0)} | ${fmt(med(r.tickNs.on) / r.pod.loops, 0)} |`);
+  console.log(`\nControl worker tick lateness (1 ms, main thread loaded), ${r.latenessWindowS} s windows, alternating:\n`);
+  console.log("| | p99 µs, each window | p99.9 µs, each window |");
+  console.log("|---|---|---|");
+  for (const x of r.lateness) console.log(`| ${x.what} | ${list(x.p99Us, 0)} | ${list(x.p999Us, 0)} |`);
+  console.log(`\nMemory: ${r.recordBytes} bytes per tick; the ring at the default window ${fmt(r.ringMb, 1)} MB of shared memory; a recording file of the whole window ${fmt(r.fileMb, 1)} MB.\n`);
+  console.log("| daemon | max RSS MB, each run |");
+  console.log("|---|---|");
+  for (const x of r.rssMb) console.log(`| ${x.what} | ${list(x.mb)} |`);
+  console.log(`\nA trigger's main-thread work (copy the window out of the ring, encode the file): ${list(r.copyMs)} ms.`);
+  console.log(`Replay of ${r.replay.ticks} ticks (${fmt(r.replay.ticks / 1000, 1)} s of virtual time): ${list(r.replay.wallMs, 0)} ms, ${list(r.replay.speedup, 0)} x real time.`);
+}
