@@ -163,6 +163,19 @@ describe("the flight recorder", () => {
     }
   });
 
+  it("refuses an operator's recording, saying why, when the recorder is off", async () => {
+    const data = demoConfigData((d) => t.port(d));
+    data.recorder = { enabled: false };
+    const config = validateAgentConfig(data, "recorder off");
+    // never started: nothing connects, and the refusal needs none of it
+    const off = new Agent({ config, hash: "off", path: "t" }, new Logs(config.log, { site: "off", pod: "off" }, { write: () => true }));
+    expect(() => off.recordNow("ops")).toThrow(/the flight recorder is off/);
+    const out = await executeCommand(off, { command: "record", params: {} }, "ops");
+    expect(out).toMatchObject({ status: "rejected", code: "refused" });
+    expect((out as { reason: string }).reason).toMatch(/recorder is off/);
+    expect(off.recentRecordings(5)).toEqual([]);
+  });
+
   it("refuses a damaged recording with a clear error, and lists it as unreadable", async () => {
     const file = listRecordings(dir()).recordings[0].file;
     const copy = join(stateDir, "recordings", "00000000T000000000Z-damaged.pwrec");

@@ -7,7 +7,7 @@ import { mkdirSync } from "node:fs";
 import type { BankSpec } from "../../hotpath-as/bank-config.js";
 import type { FlightRingReader, RingShape } from "../control/flight-ring.js";
 import type { AgentEvent } from "../pod-api.js";
-import { listRecordings, removeLeftovers, rotateRecordings, writeRecording, type RecordingEntry, type RecordingHeader, type RecordingTrigger } from "./recording-file.js";
+import { listRecordings, removeLeftovers, rotateRecordings, streamRecording, type RecordingEntry, type RecordingHeader, type RecordingTrigger } from "./recording-file.js";
 import type { RecorderConfig } from "./schema.js";
 
 /** What a recording's header says of the daemon that wrote it. */
@@ -141,9 +141,9 @@ export class FlightRecorder {
     const ring = this.d.ring;
     o.dirty = false;
     o.savedAtMs = performance.now();
-    const window = ring.copy(o.fromSeq, complete ? o.endSeq : ring.written());
-    const header: RecordingHeader = {
-      format: "podwarden-flight-recording",
+    const end = complete ? o.endSeq : ring.written();
+    const head = {
+      format: "podwarden-flight-recording" as const,
       version: 1,
       id: o.id,
       ...this.d.identity,
@@ -153,18 +153,15 @@ export class FlightRecorder {
       sizes: { points: ring.shape.points, loops: ring.shape.loops, racks: ring.shape.racks },
       spec: this.d.spec(),
       triggers: [...o.triggers],
-      firstSeq: window.firstSeq,
-      count: window.count,
-      checkpoints: window.checkpoints.count,
       triggerSeq: o.triggerSeq,
       complete,
     };
     const write = async (): Promise<void> => {
       try {
-        await writeRecording(this.d.dir, { header, window });
+        const { count } = await streamRecording(this.d.dir, head, ring, o.fromSeq, end);
         if (complete) {
           const gone = await rotateRecordings(this.d.dir, this.c.maxFiles);
-          this.d.log("info", `flight recorder: ${o.id} written (${window.count} ticks${gone.length > 0 ? `; removed the oldest: ${gone.join(", ")}` : ""})`);
+          this.d.log("info", `flight recorder: ${o.id} written (${count} ticks${gone.length > 0 ? `; removed the oldest: ${gone.join(", ")}` : ""})`);
         }
         this.d.onProblem(null);
       } catch (err) {

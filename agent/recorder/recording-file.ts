@@ -7,7 +7,7 @@ import { open, readFile, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { BankSpec } from "../../hotpath-as/bank-config.js";
 import { syncDirectoryInBackground } from "../../lib/sync-directory.js";
-import { recordLayout, type RingWindow } from "../control/flight-ring.js";
+import { recordLayout, type FlightRingReader, type RingWindow } from "../control/flight-ring.js";
 
 export const RECORDING_FORMAT = "podwarden-flight-recording";
 export const RECORDING_VERSION = 1;
@@ -60,13 +60,8 @@ export interface Recording {
   window: RingWindow;
 }
 
-function bytesOf(a: Float64Array | Int32Array): Buffer {
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
-}
-
-/** The file's bytes. */
-export function encodeRecording(r: Recording): Buffer {
-  return Buffer.concat([Buffer.from(JSON.stringify(r.header) + "\n", "utf8"), bytesOf(r.window.f64), bytesOf(r.window.i32), bytesOf(r.window.checkpoints.f64), bytesOf(r.window.checkpoints.i32)]);
+function bytesOf(a: Float64Array | Int32Array): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
 
 function isHeader(x: unknown): x is RecordingHeader {
@@ -130,20 +125,50 @@ export async function readRecording(file: string): Promise<Recording> {
   return decodeRecording(await readFile(file), file);
 }
 
-/** Writes atomically and durably: a temporary file, synced, renamed over, the directory synced. */
-export async function writeRecording(dir: string, r: Recording): Promise<string> {
-  const file = join(dir, `${r.header.id}${RECORDING_SUFFIX}`);
+/** records copied out of the ring per turn of the event loop: ~0.5 MB of f64 rows for the demo pod */
+const CHUNK_RECORDS = 512;
+
+/**
+ * Writes records [from, to) straight from the ring to a recording file, a chunk at a time:
+ * the main thread never holds the window whole (11 MB for the demo pod's default) and never
+ * stops for more than one chunk's copy. Written to a temporary file, synced, renamed over, the directory synced. Throws if the
+ * worker overwrote records before they were written (the ring's slack is a second).
+ */
+export async function streamRecording(dir: string, head: Omit<RecordingHeader, "firstSeq" | "count" | "checkpoints">, ring: FlightRingReader, from: number, to: number): Promise<{ file: string; count: number }> {
+  const { start, end } = ring.span(from, to);
+  const ck = ring.checkpoints(start, end);
+  const header: RecordingHeader = { ...head, firstSeq: start, count: end - start, checkpoints: ck.count };
+  const file = join(dir, `${header.id}${RECORDING_SUFFIX}`);
   const tmp = `${file}.tmp`;
+  const l = ring.layout;
   const fh = await open(tmp, "w", 0o600);
   try {
-    await fh.writeFile(encodeRecording(r));
+    await fh.write(Buffer.from(JSON.stringify(header) + "\n", "utf8"));
+    const f = new Float64Array(CHUNK_RECORDS * l.f64Width);
+    const i = new Int32Array(CHUNK_RECORDS * l.i32Width);
+    const lost = (): Error => new Error("the ring moved past the window before it was written: the main thread was held up for over a second");
+    for (let seq = start; seq < end; seq += CHUNK_RECORDS) {
+      const n = Math.min(CHUNK_RECORDS, end - seq);
+      if (!ring.copyF64(seq, n, f)) throw lost();
+      await fh.write(new Uint8Array(f.buffer, 0, n * l.f64Width * 8));
+    }
+    for (let seq = start; seq < end; seq += CHUNK_RECORDS) {
+      const n = Math.min(CHUNK_RECORDS, end - seq);
+      if (!ring.copyI32(seq, n, i)) throw lost();
+      await fh.write(new Uint8Array(i.buffer, 0, n * l.i32Width * 4));
+    }
+    await fh.write(bytesOf(ck.f64));
+    await fh.write(bytesOf(ck.i32));
     await fh.sync();
-  } finally {
+  } catch (err) {
     await fh.close();
+    await unlink(tmp).catch(() => undefined);
+    throw err;
   }
+  await fh.close();
   await rename(tmp, file);
   await syncDirectoryInBackground(dir);
-  return file;
+  return { file, count: header.count };
 }
 
 export interface RecordingEntry {
