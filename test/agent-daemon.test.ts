@@ -156,6 +156,9 @@ describe("podwarden run (daemon process)", () => {
   it("on SIGHUP rejects an invalid config and keeps running; applies a valid tuning change", async () => {
     const file = configFile();
     const before = statSync(file).mtimeMs;
+    // the leases the last test's daemon refreshed before its SIGKILL would pass for this one's
+    // until they run out (1.5 s): "leases held" below must be this daemon's own
+    await waitFor(() => leases().every((x) => x), "the previous daemon's leases expired", 10_000);
     const d = await launch(file);
     await waitFor(() => leases().every((x) => !x), "leases held");
     const original = readFileSync(file, "utf8");
