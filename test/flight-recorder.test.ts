@@ -163,6 +163,17 @@ describe("the flight recorder", () => {
     }
   });
 
+  it("takes a storm of triggers into one recording, listing the first hundred", async () => {
+    const ids = new Set(Array.from({ length: 150 }, (_, k) => agent.recordNow(`storm ${k}`)));
+    expect(ids.size).toBe(1);
+    const [id] = ids;
+    await waitFor(() => complete().some((h) => h.id === id), `recording ${id} complete`, 10_000);
+    await agent.recordingsFlushed();
+    const h = complete().find((x) => x.id === id)!;
+    expect(h.triggers).toHaveLength(100);
+    expect(h.triggers.at(-1)!.reason).toBe("operator:storm 99");
+  }, 20_000);
+
   it("refuses an operator's recording, saying why, when the recorder is off", async () => {
     const data = demoConfigData((d) => t.port(d));
     data.recorder = { enabled: false };

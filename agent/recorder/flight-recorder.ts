@@ -47,6 +47,9 @@ export function tripOf(e: AgentEvent): string | null {
   return null;
 }
 
+/** triggers a recording lists; more join it unlisted */
+const MAX_TRIGGERS = 100;
+
 function compactTime(d: Date): string {
   return d.toISOString().replace(/[-:]/g, "").replace(".", "");
 }
@@ -109,7 +112,9 @@ export class FlightRecorder {
       // it joins, and its own post-trigger window is kept as far as the ring reaches; the file is
       // rewritten soon (at most once a second), so the evidence of this trigger too survives a kill
       const o = this.open;
-      o.triggers.push(t);
+      // a storm of triggers (an alarm flapping, a command repeated) joins without growing the
+      // header past a bound: the first MAX_TRIGGERS are listed
+      if (o.triggers.length < MAX_TRIGGERS) o.triggers.push(t);
       o.endSeq = Math.max(o.endSeq, Math.min(seq + this.postTicks, o.fromSeq + this.maxWindow));
       o.dirty = true;
       return o.id;
