@@ -907,7 +907,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
 
   /** The recordings' directory (undefined without a recorder). */
   get recordingsDir(): string | undefined {
-    return this.recorder === null || this.stateDir === undefined ? undefined : join(this.stateDir, "recordings");
+    return this.recorder?.dir;
   }
 
   /** Resolves when the recorder has written what it was asked to (tests, and a clean stop). */

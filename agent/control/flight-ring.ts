@@ -120,7 +120,6 @@ export interface RingBuffers {
 }
 
 const H_WRITTEN = 0; // records completed (the next record's seq)
-const H_TICKS = 1; // ticks seen, recorded or not
 
 export function allocateRing(s: RingShape): RingBuffers {
   const l = recordLayout(s.points, s.loops, s.racks);
@@ -231,7 +230,6 @@ export class FlightRingWriter {
     const s = this.s;
     this.on = this.ticks % s.decimation === 0;
     this.ticks++;
-    Atomics.store(this.header, H_TICKS, this.ticks);
     if (!this.on) return;
     const seq = this.seq;
     const slot = seq % s.capacity;

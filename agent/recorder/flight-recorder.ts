@@ -90,14 +90,14 @@ export class FlightRecorder {
     removeLeftovers(d.dir);
   }
 
+  /** Where the recordings go. */
+  get dir(): string {
+    return this.d.dir;
+  }
+
   /** The recordings on disk, oldest first. */
   list(): RecordingEntry[] {
     return listRecordings(this.d.dir).recordings;
-  }
-
-  /** The recording open now (its post-trigger window still filling), if any. */
-  get recording(): string | null {
-    return this.open?.id ?? null;
   }
 
   /**
