@@ -50,6 +50,22 @@ export interface LoopSpec {
   safeOnSensorFault: SafeAction;
   sp: number;
   mode?: LoopMode;
+  /** relay autotune bounds; absent: the loop cannot be tuned */
+  tune?: TuneSpec;
+}
+
+/** A loop's relay autotune bounds (the hot path's LF_TUNE_* config fields). */
+export interface TuneSpec {
+  /** the relay's amplitude around the operating output, output units */
+  amplitude: number;
+  /** the least hysteresis, PV units (the noise may ask for more) */
+  hysteresisMin: number;
+  /** the PV's largest deviation from the operating point before the tuning aborts, PV units */
+  deviationMax: number;
+  /** how long the noise is measured, output held, before the relay starts, s */
+  noiseS: number;
+  /** how long a whole tuning may take before it aborts, s */
+  timeoutS: number;
 }
 
 export interface RackSpec {
@@ -132,6 +148,42 @@ export function writeLoop(v: BankViews, i: number, s: LoopSpec): void {
   f.safeFixedSensor[i] = sensor.fixed;
   f.sp[i] = s.sp;
   n.mode[i] = MODE_CODE[s.mode ?? "Automatic"];
+  f.tuneAmp[i] = s.tune?.amplitude ?? 0;
+  f.tuneHystMin[i] = s.tune?.hysteresisMin ?? 0;
+  f.tuneDevMax[i] = s.tune?.deviationMax ?? 0;
+  f.tuneNoiseMs[i] = (s.tune?.noiseS ?? 0) * 1000;
+  f.tuneTimeoutMs[i] = (s.tune?.timeoutS ?? 0) * 1000;
+}
+
+/**
+ * Starts loop i's relay autotune at tick time `nowMs`: the noise window first, around the output
+ * the loop has now. The step does the rest, and ends it on its own checks. The loop's branch is
+ * cleared so the step takes the loop through its scalar path at once (the two-lane path only
+ * takes loops in steady automatic control).
+ */
+export function startTune(v: BankViews, i: number, nowMs: number): void {
+  const { loopF: f, loopI: n } = v;
+  f.tuneT0[i] = nowMs;
+  f.tuneBias[i] = f.out[i];
+  f.tuneLo[i] = Infinity;
+  f.tuneHi[i] = -Infinity;
+  f.tuneSum[i] = 0;
+  f.tuneN[i] = 0;
+  f.tuneCenter[i] = NaN;
+  f.tuneHyst[i] = NaN;
+  f.tuneD[i] = NaN;
+  n.tuneRelay[i] = 0;
+  n.tuneSwitches[i] = 0;
+  n.tuneEnd[i] = L.TUNE_END_NONE;
+  n.tune[i] = L.TUNE_NOISE;
+  n.branch[i] = L.BRANCH_NONE;
+}
+
+/** Stops loop i's tuning, if one runs: the loop returns to its mode at the next tick, bumplessly. */
+export function stopTune(v: BankViews, i: number): void {
+  if (v.loopI.tune[i] === L.TUNE_OFF) return;
+  v.loopI.tune[i] = L.TUNE_OFF;
+  v.loopI.tuneEnd[i] = L.TUNE_END_STOPPED;
 }
 
 export function writeRack(v: BankViews, r: number, s: RackSpec): void {

@@ -29,6 +29,8 @@ export class ReferenceHotPath implements HotPath {
   private loopCount = 0;
   private pointCount = 0;
   private rackCount = 0;
+  // racks with a leak input wet or the isolation latched, counted by each rack pass (see index.ts)
+  private racksLeaking = 0;
 
   constructor() {
     let total = 0;
@@ -89,6 +91,10 @@ export class ReferenceHotPath implements HotPath {
     lf.pvFilt.fill(NaN);
     li.status.fill(0);
     li.branch.fill(L.BRANCH_NONE);
+    li.tune.fill(L.TUNE_OFF);
+    li.tuneRelay.fill(0);
+    li.tuneSwitches.fill(0);
+    li.tuneEnd.fill(L.TUNE_END_NONE);
   }
 
   step(nowMs: number, dtS: number): number {
@@ -100,7 +106,7 @@ export class ReferenceHotPath implements HotPath {
     }
     this.stepPoints(nowMs);
     this.stepRacks(nowMs);
-    this.stepLoops(dtS, 1.0 / dtS);
+    this.stepLoops(nowMs, dtS, 1.0 / dtS);
     return L.STEP_OK;
   }
 
@@ -201,6 +207,7 @@ export class ReferenceHotPath implements HotPath {
 
   private stepRacks(now: number): void {
     const { pointF: p, pointI: q, rackF: rf, rackI: ri } = this.views;
+    this.racksLeaking = 0;
     for (let r = 0; r < this.rackCount; r++) {
       const wet = ri.wet[r];
       const leakFault = ri.leakFault[r];
@@ -244,6 +251,7 @@ export class ReferenceHotPath implements HotPath {
         if (flowGood && !(flow < threshold)) state = L.RACK_ESCALATED;
       }
       ri.state[r] = state;
+      if (wet !== 0 || state !== L.RACK_NORMAL) this.racksLeaking++;
 
       const manual = ri.manualIsolate[r] !== 0;
       const closed = state !== L.RACK_NORMAL || manual;
@@ -263,7 +271,71 @@ export class ReferenceHotPath implements HotPath {
     }
   }
 
-  private stepLoops(dt: number, invDt: number): void {
+  /** index.ts tuneCheck(): the checks that end a tuning, and the noise window's bookkeeping. */
+  private tuneCheck(i: number, pv: number, now: number, act: number, lo: number, hi: number): number {
+    const { loopF: lf, loopI: li } = this.views;
+    if (this.racksLeaking !== 0) return L.TUNE_END_LEAK;
+    if (!(now - lf.tuneT0[i] < lf.tuneTimeoutMs[i])) return L.TUNE_END_TIMEOUT;
+    const devMax = lf.tuneDevMax[i];
+    if (li.tune[i] === L.TUNE_RELAY) {
+      return absf(pv - lf.tuneCenter[i]) <= devMax ? L.TUNE_END_NONE : L.TUNE_END_DEVIATION;
+    }
+    let pvLo = lf.tuneLo[i];
+    let pvHi = lf.tuneHi[i];
+    if (pv < pvLo) pvLo = pv;
+    if (pv > pvHi) pvHi = pv;
+    lf.tuneLo[i] = pvLo;
+    lf.tuneHi[i] = pvHi;
+    if (!(pvHi - pvLo <= devMax)) return L.TUNE_END_DEVIATION;
+    const sum = lf.tuneSum[i] + pv;
+    const n = lf.tuneN[i] + 1.0;
+    lf.tuneSum[i] = sum;
+    lf.tuneN[i] = n;
+    if (now - lf.tuneT0[i] < lf.tuneNoiseMs[i]) return L.TUNE_END_NONE;
+    const center = sum / n;
+    let hyst = (pvHi - pvLo) * 0.75;
+    const hystMin = lf.tuneHystMin[i];
+    if (!(hyst >= hystMin)) hyst = hystMin;
+    const bias = lf.tuneBias[i];
+    const amp = lf.tuneAmp[i];
+    let d = amp;
+    if (bias - lo < d) d = bias - lo;
+    if (hi - bias < d) d = hi - bias;
+    if (!(d > 0) || !(d >= amp * 0.25)) return L.TUNE_END_ENVELOPE;
+    lf.tuneCenter[i] = center;
+    lf.tuneHyst[i] = hyst;
+    lf.tuneD[i] = d;
+    li.tuneRelay[i] = act * (pv - center) >= 0 ? 1 : -1;
+    li.tuneSwitches[i] = 0;
+    li.tune[i] = L.TUNE_RELAY;
+    return L.TUNE_END_NONE;
+  }
+
+  /** index.ts tuneTarget(). */
+  private tuneTarget(i: number, pv: number, act: number): number {
+    const { loopF: lf, loopI: li } = this.views;
+    const bias = lf.tuneBias[i];
+    if (li.tune[i] !== L.TUNE_RELAY) return bias;
+    const e = act * (pv - lf.tuneCenter[i]);
+    const hyst = lf.tuneHyst[i];
+    const side = li.tuneRelay[i];
+    let next = side;
+    if (side > 0 && e < -hyst) next = -1;
+    else if (side < 0 && e > hyst) next = 1;
+    if (next !== side) {
+      li.tuneRelay[i] = next;
+      li.tuneSwitches[i] = li.tuneSwitches[i] + 1;
+    }
+    const d = lf.tuneD[i];
+    return next > 0 ? bias + d : bias - d;
+  }
+
+  private endTune(i: number, why: number): void {
+    this.views.loopI.tune[i] = L.TUNE_OFF;
+    this.views.loopI.tuneEnd[i] = why;
+  }
+
+  private stepLoops(now: number, dt: number, invDt: number): void {
     const { loopF: lf, loopI: li, pointF: p, pointI: q, rackI: ri } = this.views;
     for (let i = 0; i < this.loopCount; i++) {
       const prev = lf.out[i];
@@ -302,6 +374,8 @@ export class ReferenceHotPath implements HotPath {
       }
       const sp = lf.sp[i];
       const rack = li.rack[i];
+      const act = li.action[i] === L.ACTION_REVERSE ? -1.0 : 1.0;
+      let tuning = li.tune[i] !== L.TUNE_OFF;
 
       let status = 0;
       let branch: number;
@@ -321,6 +395,10 @@ export class ReferenceHotPath implements HotPath {
         status |= L.LS_INTERLOCK_LEAK;
         if (lastBranch !== L.BRANCH_LEAK) lf.resume[i] = prev;
         out = safeOutput(li.safeLeak[i], lf.safeFixedLeak[i], prev, lo, hi);
+        if (tuning) {
+          this.endTune(i, L.TUNE_END_INTERLOCK);
+          tuning = false;
+        }
       } else {
         let reasons = 0;
         if (pvBad) reasons |= L.LS_PV_BAD;
@@ -335,16 +413,33 @@ export class ReferenceHotPath implements HotPath {
         }
 
         if (reasons !== 0) {
+          if (tuning) {
+            this.endTune(i, L.TUNE_END_BAD_INPUT);
+            tuning = false;
+          }
+        } else if (tuning) {
+          const why = this.tuneCheck(i, pv, now, act, lo, hi);
+          if (why !== L.TUNE_END_NONE) {
+            this.endTune(i, why);
+            tuning = false;
+          }
+        }
+
+        if (reasons !== 0) {
           branch = L.BRANCH_FAILSAFE;
           status |= L.LS_INTERLOCK_FAILSAFE | reasons;
           out = safeOutput(li.safeSensor[i], lf.safeFixedSensor[i], prev, lo, hi);
-        } else if (mode === L.MODE_DISABLED) {
+        } else if (mode === L.MODE_DISABLED && !tuning) {
           branch = L.BRANCH_DISABLED;
           status |= L.LS_DISABLED;
           out = clampf(prev, lo, hi);
         } else {
           let target: number;
-          if (mode === L.MODE_MANUAL) {
+          if (tuning) {
+            branch = L.BRANCH_TUNE;
+            status |= L.LS_TUNING;
+            target = this.tuneTarget(i, pv, act);
+          } else if (mode === L.MODE_MANUAL) {
             branch = L.BRANCH_MANUAL;
             status |= L.LS_MANUAL;
             target = lf.manual[i];
@@ -370,7 +465,6 @@ export class ReferenceHotPath implements HotPath {
             }
             lf.spRamped[i] = spr;
 
-            const act = li.action[i] === L.ACTION_REVERSE ? -1.0 : 1.0;
             err = act * (pv - spr);
             if (absf(err) <= lf.deadband[i]) err = 0;
 
@@ -443,8 +537,8 @@ export class ReferenceHotPath implements HotPath {
       lf.error[i] = err;
       lf.out[i] = out;
       // held while their mode is selected, even under an interlock (see index.ts)
-      if (mode !== L.MODE_MANUAL) lf.manual[i] = out;
-      if (mode !== L.MODE_OVERRIDE) lf.override[i] = out;
+      if (mode !== L.MODE_MANUAL || tuning) lf.manual[i] = out;
+      if (mode !== L.MODE_OVERRIDE || tuning) lf.override[i] = out;
       li.branch[i] = branch;
       li.status[i] = status;
     }

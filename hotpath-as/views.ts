@@ -32,6 +32,20 @@ export const LOOP_F64_FIELDS = {
   resume: L.LF_RESUME,
   pvFilterS: L.LF_PV_FILTER_S,
   pvFilt: L.LF_PV_FILT,
+  tuneAmp: L.LF_TUNE_AMP,
+  tuneHystMin: L.LF_TUNE_HYST_MIN,
+  tuneDevMax: L.LF_TUNE_DEV_MAX,
+  tuneNoiseMs: L.LF_TUNE_NOISE_MS,
+  tuneTimeoutMs: L.LF_TUNE_TIMEOUT_MS,
+  tuneT0: L.LF_TUNE_T0,
+  tuneBias: L.LF_TUNE_BIAS,
+  tuneLo: L.LF_TUNE_LO,
+  tuneHi: L.LF_TUNE_HI,
+  tuneSum: L.LF_TUNE_SUM,
+  tuneN: L.LF_TUNE_N,
+  tuneCenter: L.LF_TUNE_CENTER,
+  tuneHyst: L.LF_TUNE_HYST,
+  tuneD: L.LF_TUNE_D,
 } as const;
 
 export const LOOP_I32_FIELDS = {
@@ -44,6 +58,10 @@ export const LOOP_I32_FIELDS = {
   mode: L.LI_MODE,
   status: L.LI_STATUS,
   branch: L.LI_BRANCH,
+  tune: L.LI_TUNE,
+  tuneRelay: L.LI_TUNE_RELAY,
+  tuneSwitches: L.LI_TUNE_SWITCHES,
+  tuneEnd: L.LI_TUNE_END,
 } as const;
 
 export const POINT_F64_FIELDS = {

@@ -4,7 +4,7 @@
 import * as L from "../hotpath-as/assembly/layout.js";
 import { loadBank, writeSample, type LoopSpec } from "../hotpath-as/bank-config.js";
 import type { HotPath } from "../hotpath-as/views.js";
-import { Fopdt } from "./fopdt.js";
+import { Fopdt, type FopdtParams } from "./fopdt.js";
 import { Prng } from "./prng.js";
 
 export const DT = 0.001;
@@ -28,9 +28,11 @@ export class Rig {
     loop: Partial<LoopSpec>,
     u0: number,
     load0: number,
+    /** the process (default PLANT, a rack's return temperature) */
+    plant: FopdtParams = PLANT,
   ) {
     this.loadKw = load0;
-    this.plant = new Fopdt(PLANT, u0, load0);
+    this.plant = new Fopdt(plant, u0, load0);
     loadBank(hp, {
       points: [
         { min: 0, max: 120 },

@@ -6,7 +6,7 @@
 // every field of every configured slot is compared as raw bits.
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { loadBank, writeSample, type BankSpec, type LoopSpec, type PointSpec, type SafeAction } from "../hotpath-as/bank-config.js";
+import { loadBank, startTune, stopTune, writeSample, type BankSpec, type LoopSpec, type PointSpec, type SafeAction } from "../hotpath-as/bank-config.js";
 import { ReferenceHotPath } from "../hotpath-as/reference.js";
 import type { BankViews, HotPath } from "../hotpath-as/views.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
@@ -30,10 +30,14 @@ function randomSafe(rng: Prng): SafeAction {
  * samples, loops mostly left in automatic, gains that keep outputs mostly inside their
  * envelope), so most loop pairs stay on the SIMD path while modes, setpoints and slew still move.
  */
-type Weather = "rough" | "calm";
+type Weather = "rough" | "calm" | "tuning";
+// "tuning" is "calm" with nothing that isolates a rack (a leak or an isolation anywhere ends a
+// relay autotune on the spot): its loops tune, their relays switch, and their tunings end on
+// the step's own checks (timeout, deviation, envelope)
 
 function randomLayout(rng: Prng, weather: Weather): Layout {
-  const calm = weather === "calm";
+  const calm = weather !== "rough";
+  const tuning = weather === "tuning";
   const points: PointSpec[] = [];
   const analog = (): number => {
     const min = rng.range(-50, 0);
@@ -60,7 +64,7 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
         rack: r,
         min: 0,
         max: 2,
-        staleMs: rng.chance(0.5) ? rng.range(5, 100) : 0,
+        staleMs: !tuning && rng.chance(0.5) ? rng.range(5, 100) : 0,
         debounceFault: rng.int(1, 5),
         debounceClear: rng.int(1, 8),
       });
@@ -70,7 +74,7 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
       flowPoint: rng.chance(0.9) ? flowPoints[r] : undefined,
       isolatedFlowMaxLpm: rng.range(0.5, 20),
       isolationDeadlineMs: rng.range(5, 300),
-      leakSensorFault: rng.pick(["hold", "isolate"] as const),
+      leakSensorFault: tuning ? "hold" : rng.pick(["hold", "isolate"] as const),
     });
   }
   const loops: LoopSpec[] = [];
@@ -97,6 +101,9 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
       safeOnSensorFault: randomSafe(rng),
       sp: rng.range(-10, 60),
       mode: calm ? "Automatic" : rng.pick(["Automatic", "Automatic", "Automatic", "Manual", "Override", "Disabled"] as const),
+      tune: rng.chance(0.8)
+        ? { amplitude: rng.range(0, 30), hysteresisMin: rng.range(0, 0.05), deviationMax: rng.range(calm ? 5 : 0.1, 60), noiseS: rng.range(0, 0.05), timeoutS: rng.range(0.05, 3) }
+        : undefined,
     });
   }
   return { spec: { points, loops, racks }, leakPoints, flowPoints };
@@ -105,7 +112,7 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
 /** Applies the same random disturbance to every bank. */
 function perturb(rng: Prng, banks: BankViews[], lay: Layout, now: number, weather: Weather): void {
   const { spec } = lay;
-  const calm = weather === "calm";
+  const calm = weather !== "rough";
   // Every random draw happens outside `set`, so each bank receives exactly the same write.
   const set = (fn: (v: BankViews) => void): void => banks.forEach(fn);
   // fresh samples for most analog points, derived from a crude first-order plant on the outputs
@@ -149,7 +156,7 @@ function perturb(rng: Prng, banks: BankViews[], lay: Layout, now: number, weathe
     const r = rng.int(0, RACKS - 1);
     set((v) => (v.rackI.reset[r] = 1));
   }
-  if (rng.chance(calm ? 0.0002 : 0.005)) {
+  if (weather !== "tuning" && rng.chance(calm ? 0.0002 : 0.005)) {
     const r = rng.int(0, RACKS - 1);
     const on = rng.chance(0.5) ? 1 : 0;
     set((v) => (v.rackI.manualIsolate[r] = on));
@@ -160,6 +167,15 @@ function perturb(rng: Prng, banks: BankViews[], lay: Layout, now: number, weathe
       ? L.MODE_AUTOMATIC
       : rng.pick([L.MODE_AUTOMATIC, L.MODE_AUTOMATIC, L.MODE_MANUAL, L.MODE_OVERRIDE, L.MODE_DISABLED, 9]);
     set((v) => (v.loopI.mode[i] = mode));
+  }
+  // relay autotunes started and stopped (the step ends most of them on its own checks)
+  if (rng.chance(0.02)) {
+    const i = rng.int(0, spec.loops.length - 1);
+    set((v) => startTune(v, i, now));
+  }
+  if (rng.chance(0.002)) {
+    const i = rng.int(0, spec.loops.length - 1);
+    set((v) => stopTune(v, i));
   }
   if (rng.chance(0.03)) {
     const i = rng.int(0, spec.loops.length - 1);
@@ -206,7 +222,7 @@ function firstMismatch(a: HotPath, b: HotPath, counts: [number, number, number])
 const BUILDS = ["release", "scalar"] as const;
 
 describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build) => {
-  const runs: [Weather, number][] = [["rough", 1], ["rough", 2], ["rough", 3], ["rough", 20261130], ["calm", 4], ["calm", 5]];
+  const runs: [Weather, number][] = [["rough", 1], ["rough", 2], ["rough", 3], ["rough", 20261130], ["calm", 4], ["calm", 5], ["tuning", 6]];
   for (const [weather, seed] of runs) {
     it(`is bit-identical over 10,000 randomised ticks (${weather}, seed ${seed})`, () => {
       const rng = new Prng(seed);
@@ -225,6 +241,8 @@ describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build
         // (see stepAutomaticPair); these count that path, that path at a limit, and a pair
         // split between it and the scalar path
         ...{ pairPath: 0, pairAtLimit: 0, pairSplit: 0 },
+        // relay autotune: a loop tuning, its relay switching, and a tuning ended by the step
+        ...{ tuning: 0, relaySwitched: 0, tuneEnded: 0 },
       };
       const lastBranch = new Int32Array(LOOPS);
       for (let tick = 0; tick < 10_000; tick++) {
@@ -247,6 +265,9 @@ describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build
           if (s & L.LS_SAT_HIGH) seen.satHigh++;
           if (s & L.LS_SAT_LOW) seen.satLow++;
           if (s & L.LS_INTEGRATOR_HELD) seen.held++;
+          if (s & L.LS_TUNING) seen.tuning++;
+          if (s & L.LS_TUNING && wasm.views.loopI.tuneSwitches[i] > 0) seen.relaySwitched++;
+          if (wasm.views.loopI.tuneEnd[i] > L.TUNE_END_STOPPED) seen.tuneEnded++;
         }
         const steady = (i: number): boolean =>
           lastBranch[i] === L.BRANCH_AUTOMATIC && wasm.views.loopI.branch[i] === L.BRANCH_AUTOMATIC;
@@ -266,7 +287,14 @@ describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build
         }
       }
       // The run only proves something if it actually visited every branch.
-      for (const [what, count] of Object.entries(seen)) expect(count, what).toBeGreaterThan(0);
+      // (a tuning pod has no leak, so no isolation; the others tune too, but their leaks end
+      // the tunings before they show)
+      const tuneOnly = ["tuning", "relaySwitched", "tuneEnded"];
+      const isolationOnly = ["leak", "escalate", "proven"];
+      for (const [what, count] of Object.entries(seen)) {
+        if ((weather === "tuning" ? isolationOnly : tuneOnly).includes(what)) continue;
+        expect(count, what).toBeGreaterThan(0);
+      }
     });
   }
 });

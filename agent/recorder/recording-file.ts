@@ -10,7 +10,8 @@ import { syncDirectoryInBackground } from "../../lib/sync-directory.js";
 import { recordLayout, type FlightRingReader, type RingWindow } from "../control/flight-ring.js";
 
 export const RECORDING_FORMAT = "podwarden-flight-recording";
-export const RECORDING_VERSION = 1;
+// 2: a loop's checkpoint and record carry its relay autotune (fields and start/stop edges)
+export const RECORDING_VERSION = 2;
 export const RECORDING_SUFFIX = ".pwrec";
 /** a header is a few hundred KB at most (names and the bank spec); a longer first line is not ours */
 const MAX_HEADER_BYTES = 4 * 1024 * 1024;

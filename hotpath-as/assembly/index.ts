@@ -44,6 +44,9 @@ let ticksToScan: i32 = 0;
 // counted by every rack pass.
 let badPoints: i32 = 0;
 let racksClosed: i32 = 0;
+// How many racks have a leak input wet or their isolation latched, counted by every rack pass:
+// a relay autotune anywhere in the pod ends on the tick this turns non-zero.
+let racksLeaking: i32 = 0;
 
 const COUNT_CAP: i32 = 0x3fffffff; // debounce counters saturate here instead of wrapping
 
@@ -149,6 +152,10 @@ export function resetState(): void {
     sf(lf(L.LF_PV_FILT), i, NaN);
     si(li(L.LI_STATUS), i, 0);
     si(li(L.LI_BRANCH), i, L.BRANCH_NONE);
+    si(li(L.LI_TUNE), i, L.TUNE_OFF);
+    si(li(L.LI_TUNE_RELAY), i, 0);
+    si(li(L.LI_TUNE_SWITCHES), i, 0);
+    si(li(L.LI_TUNE_END), i, L.TUNE_END_NONE);
   }
 }
 
@@ -163,7 +170,7 @@ export function step(nowMs: f64, dtS: f64): i32 {
   }
   stepPoints(nowMs);
   stepRacks(nowMs);
-  stepLoops(dtS, 1.0 / dtS);
+  stepLoops(nowMs, dtS, 1.0 / dtS);
   return L.STEP_OK;
 }
 
@@ -403,6 +410,7 @@ function stepPoint(i: i32, now: f64): bool {
 
 function stepRacks(now: f64): void {
   racksClosed = 0;
+  racksLeaking = 0;
   for (let r = 0; r < rackCount; r++) {
     const wet = gi(ri(L.RI_WET), r);
     const leakFault = gi(ri(L.RI_LEAK_FAULT), r);
@@ -447,6 +455,7 @@ function stepRacks(now: f64): void {
       if (flowGood && !(flow < threshold)) state = L.RACK_ESCALATED;
     }
     si(ri(L.RI_STATE), r, state);
+    if (wet != 0 || state != L.RACK_NORMAL) racksLeaking++;
 
     const manual = gi(ri(L.RI_MANUAL_ISOLATE), r) != 0;
     const closed = state != L.RACK_NORMAL || manual;
@@ -474,10 +483,10 @@ function stepRacks(now: f64): void {
   return clampf(fixed, lo, hi);
 }
 
-function stepLoops(dt: f64, invDt: f64): void {
+function stepLoops(now: f64, dt: f64, invDt: f64): void {
   if (!ASC_FEATURE_SIMD) {
     // the scalar build, for CPUs that cannot run WebAssembly SIMD (wasm-bank.ts picks it)
-    for (let i = 0; i < loopCount; i++) stepLoop(i, dt, invDt);
+    for (let i = 0; i < loopCount; i++) stepLoop(i, now, dt, invDt);
     return;
   }
   // Loops go two at a time: a pair in which both loops are in steady automatic control (the
@@ -487,15 +496,95 @@ function stepLoops(dt: f64, invDt: f64): void {
   const inputsAllGood = badPoints == 0 && racksClosed == 0;
   for (let i = 0; i < pairs; i += 2) {
     if (!stepAutomaticPair(i, dt, invDt, inputsAllGood)) {
-      stepLoop(i, dt, invDt);
-      stepLoop(i + 1, dt, invDt);
+      stepLoop(i, now, dt, invDt);
+      stepLoop(i + 1, now, dt, invDt);
     }
   }
-  if (pairs < loopCount) stepLoop(pairs, dt, invDt);
+  if (pairs < loopCount) stepLoop(pairs, now, dt, invDt);
+}
+
+// ---- relay autotune ---------------------------------------------------------------------
+// A loop under tuning (LI_TUNE not TUNE_OFF; the host starts one, bank-inputs.ts) first holds
+// its output at the bias while it measures the PV's noise, then runs a relay with hysteresis
+// around the PV's mean: output bias + d while the error is above the band, bias - d below it.
+// The loop then oscillates at its ultimate period, and the host works out the gains from the
+// PV and output it samples (agent/tuning). Every check that ends a tuning runs here, in the
+// tick, so an abort takes effect in the tick that sees its cause. A tuning never passes an
+// interlock: the leak and fail-safe branches outrank it and end it.
+
+/** Ends loop i's tuning: the loop goes back to its mode this very tick. */
+@inline function endTune(i: i32, why: i32): void {
+  si(li(L.LI_TUNE), i, L.TUNE_OFF);
+  si(li(L.LI_TUNE_END), i, why);
+}
+
+/**
+ * The checks that end a tuning besides the interlocks, and the noise window's bookkeeping.
+ * Returns TUNE_END_NONE while the tuning goes on (and moves it from the noise phase to the
+ * relay when the window is over), else why it ends.
+ */
+function tuneCheck(i: i32, pv: f64, now: f64, act: f64, lo: f64, hi: f64): i32 {
+  if (racksLeaking != 0) return L.TUNE_END_LEAK;
+  if (!(now - gf(lf(L.LF_TUNE_T0), i) < gf(lf(L.LF_TUNE_TIMEOUT_MS), i))) return L.TUNE_END_TIMEOUT;
+  const devMax = gf(lf(L.LF_TUNE_DEV_MAX), i);
+  if (gi(li(L.LI_TUNE), i) == L.TUNE_RELAY) {
+    return absf(pv - gf(lf(L.LF_TUNE_CENTER), i)) <= devMax ? L.TUNE_END_NONE : L.TUNE_END_DEVIATION;
+  }
+  let pvLo = gf(lf(L.LF_TUNE_LO), i);
+  let pvHi = gf(lf(L.LF_TUNE_HI), i);
+  if (pv < pvLo) pvLo = pv;
+  if (pv > pvHi) pvHi = pv;
+  sf(lf(L.LF_TUNE_LO), i, pvLo);
+  sf(lf(L.LF_TUNE_HI), i, pvHi);
+  if (!(pvHi - pvLo <= devMax)) return L.TUNE_END_DEVIATION;
+  const sum = gf(lf(L.LF_TUNE_SUM), i) + pv;
+  const n = gf(lf(L.LF_TUNE_N), i) + 1.0;
+  sf(lf(L.LF_TUNE_SUM), i, sum);
+  sf(lf(L.LF_TUNE_N), i, n);
+  if (now - gf(lf(L.LF_TUNE_T0), i) < gf(lf(L.LF_TUNE_NOISE_MS), i)) return L.TUNE_END_NONE;
+  // The noise window is over. The hysteresis is 1.5 times the noise's half-range, so noise
+  // alone cannot switch the relay (a relay that chatters on noise measures nothing), and at
+  // least the configured floor. The amplitude is the configured one, narrowed to fit the
+  // envelope around the bias; a quarter of it or less is too little to measure: refused.
+  const center = sum / n;
+  let hyst = (pvHi - pvLo) * 0.75;
+  const hystMin = gf(lf(L.LF_TUNE_HYST_MIN), i);
+  if (!(hyst >= hystMin)) hyst = hystMin;
+  const bias = gf(lf(L.LF_TUNE_BIAS), i);
+  const amp = gf(lf(L.LF_TUNE_AMP), i);
+  let d = amp;
+  if (bias - lo < d) d = bias - lo;
+  if (hi - bias < d) d = hi - bias;
+  if (!(d > 0) || !(d >= amp * 0.25)) return L.TUNE_END_ENVELOPE;
+  sf(lf(L.LF_TUNE_CENTER), i, center);
+  sf(lf(L.LF_TUNE_HYST), i, hyst);
+  sf(lf(L.LF_TUNE_D), i, d);
+  si(li(L.LI_TUNE_RELAY), i, act * (pv - center) >= 0 ? 1 : -1);
+  si(li(L.LI_TUNE_SWITCHES), i, 0);
+  si(li(L.LI_TUNE), i, L.TUNE_RELAY);
+  return L.TUNE_END_NONE;
+}
+
+/** The output a tuning loop asks for this tick: the bias while the noise is measured, then the relay's. */
+function tuneTarget(i: i32, pv: f64, act: f64): f64 {
+  const bias = gf(lf(L.LF_TUNE_BIAS), i);
+  if (gi(li(L.LI_TUNE), i) != L.TUNE_RELAY) return bias;
+  const e = act * (pv - gf(lf(L.LF_TUNE_CENTER), i));
+  const hyst = gf(lf(L.LF_TUNE_HYST), i);
+  const side = gi(li(L.LI_TUNE_RELAY), i);
+  let next = side;
+  if (side > 0 && e < -hyst) next = -1;
+  else if (side < 0 && e > hyst) next = 1;
+  if (next != side) {
+    si(li(L.LI_TUNE_RELAY), i, next);
+    si(li(L.LI_TUNE_SWITCHES), i, gi(li(L.LI_TUNE_SWITCHES), i) + 1);
+  }
+  const d = gf(lf(L.LF_TUNE_D), i);
+  return next > 0 ? bias + d : bias - d;
 }
 
 /** One loop through the interlock priority (leak > fail-safe > manual/override > automatic). */
-@inline function stepLoop(i: i32, dt: f64, invDt: f64): void {
+@inline function stepLoop(i: i32, now: f64, dt: f64, invDt: f64): void {
   const prev = gf(lf(L.LF_OUT), i);
   const lo = gf(lf(L.LF_OUT_MIN), i);
   const hi = gf(lf(L.LF_OUT_MAX), i);
@@ -533,6 +622,8 @@ function stepLoops(dt: f64, invDt: f64): void {
   }
   const sp = gf(lf(L.LF_SP), i);
   const rack = gi(li(L.LI_RACK), i);
+  const act: f64 = gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE ? -1.0 : 1.0;
+  let tuning = gi(li(L.LI_TUNE), i) != L.TUNE_OFF;
 
   let status: i32 = 0;
   let branch: i32 = L.BRANCH_NONE;
@@ -552,6 +643,10 @@ function stepLoops(dt: f64, invDt: f64): void {
     status |= L.LS_INTERLOCK_LEAK;
     if (lastBranch != L.BRANCH_LEAK) sf(lf(L.LF_RESUME), i, prev);
     out = safeOutput(gi(li(L.LI_SAFE_LEAK), i), gf(lf(L.LF_SAFE_FIXED_LEAK), i), prev, lo, hi);
+    if (tuning) {
+      endTune(i, L.TUNE_END_INTERLOCK);
+      tuning = false;
+    }
   } else {
     let reasons: i32 = 0;
     if (pvBad) reasons |= L.LS_PV_BAD;
@@ -565,17 +660,36 @@ function stepLoops(dt: f64, invDt: f64): void {
       reasons |= L.LS_CMD_INVALID;
     }
 
+    // a tuning ends on the tick an interlock, a leak in the pod, its timeout or its deviation
+    // bound says so, and the loop then runs its mode's branch at once (bumpless, from `prev`)
+    if (reasons != 0) {
+      if (tuning) {
+        endTune(i, L.TUNE_END_BAD_INPUT);
+        tuning = false;
+      }
+    } else if (tuning) {
+      const why = tuneCheck(i, pv, now, act, lo, hi);
+      if (why != L.TUNE_END_NONE) {
+        endTune(i, why);
+        tuning = false;
+      }
+    }
+
     if (reasons != 0) {
       branch = L.BRANCH_FAILSAFE;
       status |= L.LS_INTERLOCK_FAILSAFE | reasons;
       out = safeOutput(gi(li(L.LI_SAFE_SENSOR), i), gf(lf(L.LF_SAFE_FIXED_SENSOR), i), prev, lo, hi);
-    } else if (mode == L.MODE_DISABLED) {
+    } else if (mode == L.MODE_DISABLED && !tuning) {
       branch = L.BRANCH_DISABLED;
       status |= L.LS_DISABLED;
       out = clampf(prev, lo, hi);
     } else {
       let target: f64;
-      if (mode == L.MODE_MANUAL) {
+      if (tuning) {
+        branch = L.BRANCH_TUNE;
+        status |= L.LS_TUNING;
+        target = tuneTarget(i, pv, act);
+      } else if (mode == L.MODE_MANUAL) {
         branch = L.BRANCH_MANUAL;
         status |= L.LS_MANUAL;
         target = gf(lf(L.LF_MANUAL), i);
@@ -602,7 +716,6 @@ function stepLoops(dt: f64, invDt: f64): void {
         }
         sf(lf(L.LF_SP_RAMPED), i, spr);
 
-        const act: f64 = gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE ? -1.0 : 1.0;
         err = act * (pv - spr);
         if (absf(err) <= gf(lf(L.LF_DEADBAND), i)) err = 0;
 
@@ -683,8 +796,9 @@ function stepLoops(dt: f64, invDt: f64): void {
   // they hold, even when an interlock or fail-safe outranks them: the operator's value is
   // what the loop returns to afterwards (a Manual set, or restored, while the inputs are
   // still bad at start would otherwise be replaced by the fail-safe output).
-  if (mode != L.MODE_MANUAL) sf(lf(L.LF_MANUAL), i, out);
-  if (mode != L.MODE_OVERRIDE) sf(lf(L.LF_OVERRIDE), i, out);
+  // Under tuning they track too, so the loop's return to Manual or Override is bumpless as well.
+  if (mode != L.MODE_MANUAL || tuning) sf(lf(L.LF_MANUAL), i, out);
+  if (mode != L.MODE_OVERRIDE || tuning) sf(lf(L.LF_OVERRIDE), i, out);
   si(li(L.LI_BRANCH), i, branch);
   si(li(L.LI_STATUS), i, status);
 }

@@ -71,7 +71,29 @@ export const LF_RESUME = 23;
 // good sample). The interlocks and quality checks see the raw sample; only the PID sees this.
 export const LF_PV_FILTER_S = 24;
 export const LF_PV_FILT = 25;
-export const LOOP_F64_FIELDS = 26;
+// relay autotune (Astrom-Hagglund), config: the relay's amplitude, output units (0 = this loop
+// cannot be tuned); the least hysteresis, PV units; the largest deviation of the PV from the
+// operating point before the tuning aborts, PV units; how long the noise is measured before the
+// relay starts, ms; how long the whole tuning may take, ms
+export const LF_TUNE_AMP = 26;
+export const LF_TUNE_HYST_MIN = 27;
+export const LF_TUNE_DEV_MAX = 28;
+export const LF_TUNE_NOISE_MS = 29;
+export const LF_TUNE_TIMEOUT_MS = 30;
+// relay autotune, state (the host initialises them when it starts a tuning, bank-inputs.ts):
+// the tick time it started; the output held while the noise is measured, and the relay's
+// centre; the PV's lowest and highest value, sum and count over the noise window; then the PV
+// the relay switches around, its hysteresis and the amplitude it uses (outputs)
+export const LF_TUNE_T0 = 31;
+export const LF_TUNE_BIAS = 32;
+export const LF_TUNE_LO = 33;
+export const LF_TUNE_HI = 34;
+export const LF_TUNE_SUM = 35;
+export const LF_TUNE_N = 36;
+export const LF_TUNE_CENTER = 37;
+export const LF_TUNE_HYST = 38;
+export const LF_TUNE_D = 39;
+export const LOOP_F64_FIELDS = 40;
 
 // ---- loop i32 fields --------------------------------------------------------------------
 export const LI_PV_POINT = 0; // index of the PV input point
@@ -83,7 +105,11 @@ export const LI_SAFE_SENSOR = 5; // SAFE_* action while an input is bad or stale
 export const LI_MODE = 6; // MODE_* requested by the host
 export const LI_STATUS = 7; // LS_* bit field, output
 export const LI_BRANCH = 8; // BRANCH_* taken this tick (state: bumpless transfer keys off a change)
-export const LOOP_I32_FIELDS = 9;
+export const LI_TUNE = 9; // TUNE_* phase of a relay autotune (state; the host starts and stops it)
+export const LI_TUNE_RELAY = 10; // state: the relay's side, +1 (output bias + d) or -1 (bias - d)
+export const LI_TUNE_SWITCHES = 11; // output: relay switches since the relay started
+export const LI_TUNE_END = 12; // output: TUNE_END_* why the last tuning ended (0 while one runs)
+export const LOOP_I32_FIELDS = 13;
 
 // ---- point f64 fields -------------------------------------------------------------------
 export const PF_VALUE = 0; // input: latest sample, engineering units
@@ -181,6 +207,21 @@ export const BRANCH_MANUAL = 3;
 export const BRANCH_OVERRIDE = 4;
 export const BRANCH_DISABLED = 5;
 export const BRANCH_AUTOMATIC = 6;
+export const BRANCH_TUNE = 7;
+
+// relay autotune phases (LI_TUNE)
+export const TUNE_OFF = 0;
+export const TUNE_NOISE = 1; // output held at the bias while the PV's noise is measured
+export const TUNE_RELAY = 2; // the relay runs
+// why a tuning ended (LI_TUNE_END)
+export const TUNE_END_NONE = 0;
+export const TUNE_END_STOPPED = 1; // the host stopped it (done, or an operator's abort)
+export const TUNE_END_INTERLOCK = 2; // the loop's rack was isolated
+export const TUNE_END_BAD_INPUT = 3; // an input or command went bad (the fail-safe interlock)
+export const TUNE_END_LEAK = 4; // a leak, or a latched isolation, anywhere in the pod
+export const TUNE_END_TIMEOUT = 5;
+export const TUNE_END_DEVIATION = 6; // the PV left the operating point by more than the bound
+export const TUNE_END_ENVELOPE = 7; // the operating point leaves no room for the relay in the envelope
 
 export const STEP_OK = 0;
 export const STEP_BAD_DT = -1; // dt not finite or not > 0: nothing was changed
@@ -196,7 +237,7 @@ export const Q_CABLE_FAULT = 32; // leak rope reports a cable fault (a sensor fa
 export const Q_NEVER = 64; // no sample has been accepted yet (the state at start)
 
 // ---- loop status bits (LS_*) ------------------------------------------------------------
-// Exactly one of the six branch bits is set for every configured loop.
+// Exactly one of the seven branch bits (the six below and LS_TUNING) is set for every configured loop.
 export const LS_INTERLOCK_LEAK = 1; // priority 1: the rack is isolated
 export const LS_INTERLOCK_FAILSAFE = 2; // priority 2: an input or command is bad
 export const LS_MANUAL = 4; // priority 3
@@ -212,6 +253,7 @@ export const LS_SAT_LOW = 2048; // output clamped at OUT_MIN
 export const LS_RATE_LIMITED = 4096; // output slew-limited this tick
 export const LS_INTEGRATOR_HELD = 8192; // conditional integration stopped windup this tick
 export const LS_MANUAL_ISOLATE = 16384; // with LS_INTERLOCK_LEAK: isolated by the operator, not a leak
+export const LS_TUNING = 32768; // priority 3, above the mode: a relay autotune holds the output
 
 // ---- rack status bits (RS_*) ------------------------------------------------------------
 export const RS_LEAK_WET = 1; // a leak input is debounced wet now
