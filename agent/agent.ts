@@ -12,7 +12,7 @@ import { Backoff } from "../lib/backoff.js";
 import { monoMs } from "../lib/clock.js";
 import { JsonStateFile } from "../lib/json-state-file.js";
 import { measuredValue, PointStore, type Point } from "../lib/points.js";
-import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
+import { defaultSetpoints, podBankSpec, type LoopGains } from "../pod/bank.js";
 import { leaseFailWrites } from "../pod/fail-safe.js";
 import { podLayout, type PodLayout } from "../pod/layout.js";
 import { pumpStatus, rackStatuses } from "../pod/status-view.js";
@@ -29,7 +29,9 @@ import { packageVersion } from "./version.js";
 import { LatchStore } from "./latch-store.js";
 import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type OperatorState } from "./operator-state.js";
 import type { Logger, Logs } from "./log.js";
-import type { AgentEvent, AuditRecord, CommandLimits, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad, Range, RecordingSummary } from "./pod-api.js";
+import type { AgentEvent, AppliedGains, AuditRecord, CommandLimits, LoopGainsStatus, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad, Range, RecordingSummary, TuningStatus } from "./pod-api.js";
+import { GainsStore } from "./tuning/gains-store.js";
+import { LoopTunings } from "./tuning/loop-tuning.js";
 import { noCoolantLimitKw } from "../pod/config.js";
 import { ProblemRegistry } from "./problems.js";
 import { TickWindow } from "./control/tick-window.js";
@@ -139,6 +141,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private limits_: CommandLimits;
   /** the flight recorder (null: off, or no state directory to write to) */
   private recorder: FlightRecorder | null = null;
+  private readonly gainsStore: GainsStore;
+  /** relay autotunes and applied gains (set at start) */
+  private tunings: LoopTunings | null = null;
 
   constructor(
     loaded: LoadedConfig,
@@ -192,6 +197,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.latches = new LatchStore(this.stateDir);
     this.budgetStore = this.stateDir === undefined ? null : new JsonStateFile(join(this.stateDir, "power-budget.json"), checkBudgetFile);
     this.operatorStore = new OperatorStore(this.stateDir);
+    this.gainsStore = new GainsStore(this.stateDir);
   }
 
   get limits(): CommandLimits {
@@ -244,6 +250,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   async start(): Promise<void> {
     const c = this.config;
     const recording = c.recorder.enabled && this.stateDir !== undefined;
+    // the control thread is created first (the tunings take its handle) and started below; the
+    // gains an engineer applied before the restart are patched into its spec before then, so the
+    // worker loads its bank with them
     this.control = new ControlThread(podBankSpec(c.control, this.layout, c.racks), {
       periodMs: c.control.periodMs,
       schedFifo: c.control.schedFifo,
@@ -252,6 +261,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       recorder: recording ? ringFor(c.recorder, c.control.periodMs) : undefined,
       onLog: (level, message) => this.logs.module("control")[level](message),
     });
+    const tunings = this.startTunings();
+    const gains = tunings.restore();
+    if (gains.some((g) => g !== undefined)) this.control.patch(podBankSpec(c.control, this.layout, c.racks, gains));
     // Racks latched before a restart are isolated again before the first tick.
     if (this.latches.file === null) this.log.warn("no state directory: leak latches and operator decisions will not survive a restart (set stateDir or run under systemd with StateDirectory)");
     const restored = this.latches.load();
@@ -412,6 +424,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       this.saveLatches(o);
     }
     this.problems.updateAlarms(this.supervisor.alarms);
+    if (this.supervisor.mode === "Failsafe") this.tunings?.tuner.abortAll("the pod went to fail-safe");
     const overruns = this.control.overruns;
     const stats = this.modbusStats();
     const lay = this.layout;
@@ -654,6 +667,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       (s) => ({ ...s, loopModes: [...s.loopModes.filter((m) => m.loop !== name), ...(mode === "Automatic" ? [] : [entry])], overrides: s.overrides.filter((o) => o.loop !== name) }),
       () => {
         this.overrides.delete(loop);
+        this.tunings?.abort(loop, `the loop's mode was set to ${mode}`);
         this.control.setMode(loop, mode, value);
       },
     );
@@ -671,6 +685,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       (s) => ({ ...s, overrides: [...s.overrides.filter((o) => o.loop !== name), { loop: name, outputPct, expiresAtMs, by }] }),
       () => {
         this.overrides.set(loop, outputPct, leaseMs, monoMs(), by);
+        this.tunings?.abort(loop, `the loop was put in Override by ${by}`);
         this.control.setMode(loop, "Override", outputPct);
       },
     );
@@ -796,7 +811,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   /** New tuning in place (same structure): gains, limits, checks, thresholds, setpoint defaults. */
   applyTuning(next: AgentConfig): void {
     if (!sameStructure(this.config, next)) throw new Error("structure changed: a restart is needed");
-    this.control.patch(podBankSpec(next.control, this.layout, next.racks));
+    this.control.patch(podBankSpec(next.control, this.layout, next.racks, this.tunings?.byIndex()));
     this.leaseFail = leaseFailWrites(next);
     this.supervisor.reconfigure(next.supervisor, next.control.isolation);
     Object.assign(this.config, { control: next.control, supervisor: next.supervisor, log: next.log });
@@ -822,6 +837,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     for (const t of this.timers) clearInterval(t);
     this.timers.length = 0;
     clearTimeout(this.leakRestart);
+    this.tunings?.tuner.abortAll(`the agent is stopping (${opts.reason})`);
     if (opts.driveSafe) await this.driveSafe(opts.timeoutMs ?? 2000);
     this.running = false;
     // a leak latched since the last supervisor pass is saved too, and every latch on its way to
@@ -830,6 +846,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (o !== undefined) this.saveLatches(o);
     await this.latches.settled();
     await this.operatorChain; // an operator decision being saved lands (or is refused) first
+    await this.tunings?.settled(); // and a gains change
     await this.recorder?.stop(); // a recording still open is written with what the ring holds
     await this.control.stop();
     await this.leakThread?.stop();
@@ -898,6 +915,55 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       .slice(-n)
       .reverse()
       .map((r) => ({ id: r.id, createdAt: r.header.createdAt, triggers: r.header.triggers.map((t) => t.reason), ticks: r.header.count, complete: r.header.complete, bytes: r.bytes }));
+  }
+
+  private startTunings(): LoopTunings {
+    const log = this.logs.module("tuning");
+    this.tunings = new LoopTunings(
+      {
+        control: this.control,
+        layout: this.layout,
+        loopConfig: (loop) => (this.layout.isPumpLoop(loop) ? this.config.control.pumpLoop : this.config.control.rackLoop),
+        outputs: () => this.control.outputs() ?? this.outputs,
+        loopMode: (loop) => this.control.frames.loopMode[loop],
+        podFailsafe: () => this.supervisor.mode === "Failsafe",
+        patchGains: (gains: readonly (LoopGains | undefined)[]) => this.control.patch(podBankSpec(this.config.control, this.layout, this.config.racks, gains)),
+        emit: (e) => this.emit(e),
+        reportProblem: (id, p) => this.reportProblem(id, p),
+        log: (level, fields, message) => log[level](fields, message),
+      },
+      this.gainsStore,
+    );
+    return this.tunings;
+  }
+
+  private get tuning(): LoopTunings {
+    if (this.tunings === null) throw new Error("the agent has not started");
+    return this.tunings;
+  }
+
+  startTuning(loop: number, by: string): TuningStatus {
+    return this.tuning.start(loop, by);
+  }
+
+  abortTuning(loop: number, by: string): TuningStatus | null {
+    return this.tuning.abort(loop, `aborted by ${by}`);
+  }
+
+  tuningStatus(loop: number): TuningStatus | null {
+    return this.tuning.tuner.status(loop);
+  }
+
+  applyGains(loop: number, gains: { rule: string } | LoopGains, by: string): Promise<AppliedGains> {
+    return this.tuning.apply(loop, gains, by);
+  }
+
+  revertGains(loop: number, by: string): Promise<boolean> {
+    return this.tuning.revert(loop, by);
+  }
+
+  loopGains(loop: number): LoopGainsStatus {
+    return this.tuning.status(loop);
   }
 
   /** The recordings on disk, oldest first (none without a recorder). */

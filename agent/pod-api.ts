@@ -7,7 +7,9 @@ import type { RecentTicks } from "./control/tick-window.js";
 import type { Point } from "../lib/points.js";
 import type { ModbusDriver } from "../drivers/modbus/driver.js";
 import type { RedfishDeviceStats } from "../drivers/redfish/driver.js";
+import type { LoopGains } from "../pod/bank.js";
 import type { PodLayout } from "../pod/layout.js";
+import type { RelayAnalysis } from "./tuning/relay-analysis.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { Alarm } from "./supervisor/alarms.js";
 import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
@@ -18,6 +20,8 @@ export type AgentEvent =
   | { type: "override.expired"; loop: string; mode: LoopMode; outputPct?: number }
   | { type: "agent.started" }
   | { type: "agent.stopping"; reason: string }
+  | { type: "tuning.started"; loop: string; by: string }
+  | { type: "tuning.ended"; loop: string; state: TuningStatus["state"]; reason?: string; ku?: number; puS?: number; recommended?: string }
   | { type: "command.audit"; action: string; rack?: string; by: string; result: string; transaction?: string; reason?: string; suppressed?: number };
 
 export type AuditRecord = Omit<Extract<AgentEvent, { type: "command.audit" }>, "type">;
@@ -124,6 +128,52 @@ export interface PodCommander {
   recordNow(by: string): string;
   /** the newest recordings, newest first, as summaries */
   recentRecordings(n: number): RecordingSummary[];
+  // relay autotune and gains (docs/engineering.md)
+  /** starts a relay autotune of the loop; throws with the reason when refused */
+  startTuning(loop: number, by: string): TuningStatus;
+  /** aborts the loop's running tuning; null when none runs */
+  abortTuning(loop: number, by: string): TuningStatus | null;
+  /** the loop's running or last tuning; null when none since the agent started */
+  tuningStatus(loop: number): TuningStatus | null;
+  /** applies a proposal of the loop's last tuning, or gains by hand; saved before it applies, rejects when it cannot be */
+  applyGains(loop: number, gains: { rule: string } | LoopGains, by: string): Promise<AppliedGains>;
+  /** back to the config's gains; false when none were applied */
+  revertGains(loop: number, by: string): Promise<boolean>;
+  loopGains(loop: number): LoopGainsStatus;
+}
+
+/** A relay autotune of one loop (docs/engineering.md), running or finished. */
+export interface TuningStatus {
+  loop: string;
+  by: string;
+  startedAt: string;
+  /** starting: asked of the control thread; noise: output held, noise measured; relay: the relay runs */
+  state: "starting" | "noise" | "relay" | "done" | "aborted" | "failed";
+  /** relay switches so far, and how many finish it */
+  switches: number;
+  switchesNeeded: number;
+  /** the relay as the hot path sized it: centre and hysteresis in PV units, amplitude in output % */
+  relay?: { center: number; hysteresis: number; amplitude: number };
+  endedAt?: string;
+  /** why it was aborted or failed */
+  reason?: string;
+  /** what it found (state done) */
+  result?: RelayAnalysis;
+}
+
+/** A loop's gains: the config's, and an engineer's applied over them (null: none). */
+export interface LoopGainsStatus {
+  loop: string;
+  config: LoopGains;
+  applied: AppliedGains | null;
+}
+
+/** Gains an engineer applied to a loop, over the config's. */
+export interface AppliedGains extends LoopGains {
+  /** the tuning rule they came from, or "manual" for gains given by hand */
+  rule: string;
+  by: string;
+  appliedAt: string;
 }
 
 /** A flight recording as a listing shows it. */

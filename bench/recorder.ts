@@ -67,7 +67,7 @@ function stepBlock(ticks: number, ring: FlightRingWriter | null, hp: ReturnType<
     const t = t0 + k;
     ring?.begin(v);
     for (let i = 0; i < P; i++) writeSample(v, i, i < 2 ? 0 : 30 + ((i + k) % 7) * 0.01, t);
-    ring?.pre(v, frame, 0, edges, edges, t, 0.001);
+    ring?.pre(v, frame, 0, edges, edges, edges, t, 0.001);
     hp.step(t, 0.001);
     ring?.post(v);
   }

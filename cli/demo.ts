@@ -23,6 +23,7 @@ import { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
 import { modelSourceOf } from "../agent/uplink/sparkplug/metrics.js";
 import { topicBase } from "../agent/uplink/uplink.js";
 import { HmiServer } from "../agent/hmi/server.js";
+import { AdminSocket } from "../agent/ops/admin-socket.js";
 import { RedfishServer } from "../agent/redfish/server.js";
 import type { HmiConfig } from "../agent/hmi/schema.js";
 import { packageVersion } from "../agent/version.js";
@@ -114,6 +115,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   let sparkplug: SparkplugEdgeNode | null = null;
   let hmi: HmiServer | null = null;
   let redfish: RedfishServer | null = null;
+  let admin: AdminSocket | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-demo-"));
   try {
     await sim.start();
@@ -168,8 +170,13 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     // the pod as a Redfish cooling unit, read-only, on a port of its own choosing
     redfish = new RedfishServer({ pod: a, racks: config.racks, cdu: config.cdu, version: packageVersion() }, { ...config.redfish, enabled: true, port: 0 });
     const redfishUrl = `http://127.0.0.1:${await redfish.listen()}/redfish/v1`;
+    // the controller's local tools (podwarden tune, gains, recording trigger, reset-leak) reach
+    // the demo's agent as they reach a daemon: over the admin socket in its state directory
+    admin = new AdminSocket(() => a, join(stateDir, "admin.sock"));
+    await admin.listen();
     const h = hmi;
     const rf = redfish;
+    const ad = admin;
     let timer: NodeJS.Timeout | null = null;
     const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, spb !== null, `${redfishUrl}/ThermalEquipment/CDUs/${config.pod}`, stateDir);
     if (o.boardMs > 0) {
@@ -190,6 +197,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
         if (timer !== null) clearInterval(timer);
         await h?.close();
         await rf.close();
+        await ad.close();
         await a.stop({ driveSafe: true, reason: "demo stopped" });
         await u.stop();
         await spb?.stop();
@@ -202,6 +210,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   } catch (err) {
     await hmi?.close();
     await redfish?.close();
+    await admin?.close();
     await uplink?.stop();
     await sparkplug?.stop();
     await agent?.stop({ driveSafe: false, reason: "demo failed to start" });
@@ -241,7 +250,12 @@ export function help(brokerUrl: string, site: string, pod: string, controlPort: 
     `  mosquitto_sub -h ${u.hostname} -p ${u.port || 1883} -v -t '${topicBase(site, pod)}alarms'`,
     ...(redfishCdu === null ? [] : [`the pod as a Redfish cooling unit: curl -s ${redfishCdu}`]),
     ...(sparkplug ? [`watch it as a Sparkplug B edge node, decoded: node dist/cli/podwarden.js sparkplug-watch --url ${redactUrl(brokerUrl)} --group podwarden --node ${pod}`] : []),
-    ...(stateDir === null ? [] : [`a leak writes a flight recording (docs/engineering.md): node dist/cli/podwarden.js recording list --state-dir ${stateDir}`]),
+    ...(stateDir === null
+      ? []
+      : [
+          `a leak writes a flight recording (docs/engineering.md): node dist/cli/podwarden.js recording list --state-dir ${stateDir}`,
+          `relay-autotune a loop and see the gains it proposes: node dist/cli/podwarden.js tune rack-2.valve --state-dir ${stateDir}`,
+        ]),
     "keys: l leak on the next rack   u unplug/replug rack-5   r reset leaks   c clear faults   q quit",
     `or inject faults yourself: curl -s -XPOST localhost:${controlPort}/fault -d '{"leak":"rack-3"}'`,
     "send a signed command as mission control would (docs/mqtt.md), e.g.:",

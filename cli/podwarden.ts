@@ -37,6 +37,12 @@ usage:
   podwarden recording replay <id> [--with-config <file>] [--wasm <file>] [-c <config.yaml>]
                                                          replay it through the hot path: bit for bit with the
                                                          recorded config; with another config or build, the trips
+  podwarden tune <loop> [--status | --abort] [-c <config.yaml>]
+                                                         relay autotune of a loop (rack-1.valve, cdu.pump): follows it to
+                                                         the end and prints Ku, Pu, a model and proposed gains; Ctrl-C aborts
+  podwarden gains <loop> [--rule <r> | --kp <x> --ki <y> [--kd <z>] | --revert] [-c <config.yaml>]
+                                                         a loop's gains: show; apply a proposal of its last tuning
+                                                         (simc, tyreus-luyben, ziegler-nichols) or gains by hand; back to the config's
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
   podwarden hmi-user --users <file> --name <n> --role <r>[,<r>]
@@ -56,7 +62,7 @@ options:
   -c, --config <file>     config file (YAML)
       --scenario <file>   scenario to play (overrides the config's scenario key)
       --rack <name>       reset-leak: the rack
-      --state-dir <dir>   reset-leak, recording: the daemon's state directory (default: the config's stateDir,
+      --state-dir <dir>   reset-leak, recording, tune, gains: the daemon's state directory (default: the config's stateDir,
                           $STATE_DIRECTORY, or /var/lib/podwarden)
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
@@ -73,6 +79,10 @@ options:
       --csv               recording export: as CSV
       --with-config <f>   recording replay: replay with this config's tuning instead of the recorded one
       --wasm <file>       recording replay: replay with this hot-path build (build/hotpath.release.wasm of another version)
+      --status, --abort   tune: the loop's running or last tuning; abort the running one
+      --rule <r>          gains: apply this rule's proposal from the loop's last tuning
+      --kp, --ki, --kd <x>  gains: apply these gains (kd default 0)
+      --revert            gains: back to the config's gains
       --url <url>         command, sparkplug-watch: the broker
       --site <s>, --pod <p>  command: the pod addressed
       --key <file>        command: the private key (PEM)
@@ -156,6 +166,13 @@ async function main(argv: string[]): Promise<number> {
         users: { type: "string" },
         name: { type: "string" },
         role: { type: "string" },
+        status: { type: "boolean" },
+        abort: { type: "boolean" },
+        rule: { type: "string" },
+        kp: { type: "string" },
+        ki: { type: "string" },
+        kd: { type: "string" },
+        revert: { type: "boolean" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -241,6 +258,23 @@ async function main(argv: string[]): Promise<number> {
         }
         process.stderr.write(`podwarden: ${values.rack}: ${r.body.result === "refused-wet" ? "reset refused: a leak input is still wet" : String(r.body.error ?? r.body.result)}\n`);
         return 1;
+      }
+      case "tune":
+      case "gains": {
+        const loop = positionals[1];
+        if (loop === undefined) throw new UsageError(`${command} needs <loop> (rack-1.valve, ..., cdu.pump)`);
+        const { tuneCommand, gainsCommand } = await import("./tune-command.js");
+        const a = { loop, stateDir: stateDir(), log };
+        try {
+          if (command === "gains") return await gainsCommand({ ...a, rule: values.rule, kp: values.kp, ki: values.ki, kd: values.kd, revert: values.revert === true });
+          if (values.status === true && values.abort === true) throw new UsageError("tune: --status or --abort, not both");
+          return await tuneCommand({ ...a, action: values.abort === true ? "abort" : values.status === true ? "status" : "start" });
+        } catch (err) {
+          if (err instanceof UsageError) throw err;
+          process.stderr.write(`podwarden: ${(err as Error).message}
+`);
+          return 1;
+        }
       }
       case "keygen": {
         if (values["key-id"] === undefined) throw new UsageError("keygen needs --key-id <id>");

@@ -1,16 +1,37 @@
 // How a pod maps onto the hot-path bank: each point's checks, each loop's tuning and input, each
 // rack's isolation proof, at the indices the layout gives. Runs when a config loads or reloads
 // (and in the virtual pod), never per tick.
-import type { BankSpec, LoopSpec, PointSpec, RackSpec } from "../hotpath-as/bank-config.js";
-import type { ControlConfig, RackConfig } from "./config.js";
+import type { BankSpec, LoopSpec, PointSpec, RackSpec, TuneSpec } from "../hotpath-as/bank-config.js";
+import type { ControlConfig, LoopTuning, RackConfig } from "./config.js";
 import { rackFailSafe } from "./fail-safe.js";
 import type { PodLayout } from "./layout.js";
 
 /** The tuning the bank is built from: the `control` section less its thread settings. */
 export type BankTuning = Pick<ControlConfig, "returnTempSetpointC" | "dpSetpointKpa" | "rackLoop" | "pumpLoop" | "points" | "isolation">;
 
-/** The bank for a pod: each rack's loop with its own fail-safe settings where it has them. */
-export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: readonly Pick<RackConfig, "failSafe">[]): BankSpec {
+/** A loop's gains, as an engineer applied them over the config's (agent/tuning). */
+export interface LoopGains {
+  kp: number;
+  ki: number;
+  kd: number;
+}
+
+/** The relay autotune bounds the hot path takes, from a loop's config. */
+function tuneSpec(t: LoopTuning["autotune"]): TuneSpec {
+  return { amplitude: t.amplitude, hysteresisMin: t.hysteresisMin, deviationMax: t.deviationMax, noiseS: t.noiseS, timeoutS: t.timeoutS };
+}
+
+/** The config's loop fields the bank takes (the rest, autotune and the fail-safe classes, are mapped or used elsewhere). */
+function loopFields(t: LoopTuning, gains: LoopGains | undefined) {
+  const { autotune, safeOnShutdown: _s, safeOnLeaseLoss: _l, ...rest } = t;
+  return { ...rest, ...gains, tune: tuneSpec(autotune) };
+}
+
+/**
+ * The bank for a pod: each rack's loop with its own fail-safe settings where it has them, and
+ * with the gains an engineer applied (`gains[loop]`) over the config's where there are some.
+ */
+export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: readonly Pick<RackConfig, "failSafe">[], gains: readonly (LoopGains | undefined)[] = []): BankSpec {
   const points: PointSpec[] = new Array<PointSpec>(layout.points);
   const loops: LoopSpec[] = [];
   const racks: RackSpec[] = [];
@@ -22,7 +43,7 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
     for (const l of rp.leaks) points[l] = { kind: "leak", rack: r, min: 0, max: 2, ...c.points.leak };
     const fs = rackFailSafe(c, rackConfigs[r]);
     loops[rp.loop] = {
-      ...c.rackLoop,
+      ...loopFields(c.rackLoop, gains[rp.loop]),
       safeOnLeak: fs.safeOnLeak,
       safeOnSensorFault: fs.safeOnSensorFault,
       pvPoint: rp.returnTempC,
@@ -41,7 +62,7 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
   points[layout.cdu.dpKpa] = { ...c.points.pressure };
   points[layout.cdu.supplyTempC] = { ...c.points.temperature };
   // the pump has no rack, so the hot path never isolates it: its leak value is never used
-  loops[layout.pumpLoop] = { ...c.pumpLoop, safeOnLeak: "hold", pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };
+  loops[layout.pumpLoop] = { ...loopFields(c.pumpLoop, gains[layout.pumpLoop]), safeOnLeak: "hold", pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };
   return { points, loops, racks };
 }
 

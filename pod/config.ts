@@ -22,6 +22,8 @@ const safeAction = (def: SafeAction | undefined, when: string): Schema<SafeActio
   });
 
 interface LoopDefaults {
+  /** relay autotune bounds: amplitude (output %), hysteresis floor and deviation bound (PV units) */
+  autotune: { amplitude: number; hysteresisMin: number; deviationMax: number; noiseS: number; timeoutS: number };
   kp: number;
   ki: number;
   kff: number;
@@ -64,6 +66,17 @@ function loopTuning<E extends Record<string, object>>(d: LoopDefaults, what: str
       spRamp: num(0, 1e6, d.spRamp, "setpoint ramp, PV units/s (0 = step)"),
       deadband: num(0, 1e6, d.deadband, "error deadband, PV units"),
       ...loopSafety(d),
+      autotune: obj(
+        {
+          amplitude: num(0, 50, d.autotune.amplitude, "relay amplitude around the operating output, % (narrowed to the envelope; 0: this loop cannot be tuned)"),
+          hysteresisMin: num(0, 1e6, d.autotune.hysteresisMin, "least relay hysteresis, PV units (the measured noise may ask for more: 1.5 x its half-range)"),
+          deviationMax: num(0, 1e6, d.autotune.deviationMax, "the tuning aborts when the PV leaves the operating point by more than this, PV units"),
+          noiseS: num(0.5, 600, d.autotune.noiseS, "output held this long while the PV's noise is measured, before the relay starts, s"),
+          timeoutS: num(10, 7200, d.autotune.timeoutS, "the tuning aborts when it has not finished in this long, s"),
+          cycles: int(2, 20, 4, "whole relay periods analysed (after a first one left out): more is steadier, and longer"),
+        },
+        "relay autotune (docs/engineering.md): started by the tune command or `podwarden tune <loop>`; its bounds",
+      ),
     },
     what,
   );
@@ -99,13 +112,23 @@ export const CONTROL_SCHEMA = obj(
     dpSetpointMaxKpa: num(0, 1000, 200, "highest dp setpoint a command may set, kPa"),
     setpointLeaseMaxMs: int(1000, 86_400_000, 3_600_000, "longest lease an upstream setpoint or Override may have, ms"),
     rackLoop: loopTuning(
-      { kp: 4, ki: 0.4, kff: 0.4, outMin: 10, outMax: 100, outRate: 20, spRamp: 0, deadband: 0.05, safeOnSensorFault: "open", safeOnShutdown: "open", safeOnLeaseLoss: "open" },
+      {
+        ...{ kp: 4, ki: 0.4, kff: 0.4, outMin: 10, outMax: 100, outRate: 20, spRamp: 0, deadband: 0.05, safeOnSensorFault: "open", safeOnShutdown: "open", safeOnLeaseLoss: "open" },
+        autotune: { amplitude: 10, hysteresisMin: 0.02, deviationMax: 2, noiseS: 10, timeoutS: 900 },
+      },
       "rack return-temperature loop (valve), with feed-forward from rack power",
       { safeOnLeak: safeAction("closed", "while the rack is isolated (a leak, or an operator)") },
     ),
     // no safeOnLeak: the pump serves every rack and is never isolated with one (a leak whose
     // isolation is not proven may stop it: supervisor.escalation.pumpStop)
-    pumpLoop: loopTuning({ kp: 0.15, ki: 0.1, kff: 0, outMin: 30, outMax: 100, outRate: 10, spRamp: 5, deadband: 0.5, safeOnSensorFault: { fixed: 80 }, safeOnShutdown: { fixed: 80 }, safeOnLeaseLoss: { fixed: 80 } }, "pump differential-pressure loop (speed)", {}),
+    pumpLoop: loopTuning(
+      {
+        ...{ kp: 0.15, ki: 0.1, kff: 0, outMin: 30, outMax: 100, outRate: 10, spRamp: 5, deadband: 0.5, safeOnSensorFault: { fixed: 80 }, safeOnShutdown: { fixed: 80 }, safeOnLeaseLoss: { fixed: 80 } },
+        autotune: { amplitude: 5, hysteresisMin: 0.5, deviationMax: 20, noiseS: 5, timeoutS: 300 },
+      },
+      "pump differential-pressure loop (speed)",
+      {},
+    ),
     points: obj(
       {
         temperature: pointChecks({ min: 0, max: 95, rateMax: 20 }, "checks on temperature inputs, °C"),
@@ -288,7 +311,7 @@ export function controlProblems(k: ControlConfig): string[] {
     const t = k[loop];
     ordered(t.outMin, t.outMax, `control.${loop}.outMin`, "must be <= outMax");
     for (const [safe, a] of Object.entries(t).filter(([key]) => key.startsWith("safeOn"))) {
-      if (typeof a === "object" && (a.fixed < t.outMin || a.fixed > t.outMax)) out.push(`control.${loop}.${safe}.fixed: must be within [outMin, outMax]`);
+      if (typeof a === "object" && "fixed" in a && (a.fixed < t.outMin || a.fixed > t.outMax)) out.push(`control.${loop}.${safe}.fixed: must be within [outMin, outMax]`);
     }
   }
   for (const kind of ["temperature", "flow", "power", "pressure"] as const) ordered(k.points[kind].min, k.points[kind].max, `control.points.${kind}.min`, "must be <= max");

@@ -44,10 +44,11 @@ export const inFailsafe = (loopStatus: number): boolean => (loopStatus & L.LS_IN
 /** Which of a loop's inputs its fail-safe blames: the PV, the feed-forward input. */
 export const badInputs = (loopStatus: number): { pv: boolean; ff: boolean } => ({ pv: (loopStatus & L.LS_PV_BAD) !== 0, ff: (loopStatus & L.LS_FF_BAD) !== 0 });
 
-/** What holds a loop, in one word, highest priority first: LEAK, FAILSAFE, Manual, Override, Auto ("-" before its first tick). */
+/** What holds a loop, in one word, highest priority first: LEAK, FAILSAFE, Tuning (a relay autotune), Manual, Override, Auto ("-" before its first tick). */
 export function loopModeWord(loopStatus: number): string {
   if (loopStatus & L.LS_INTERLOCK_LEAK) return "LEAK";
   if (loopStatus & L.LS_INTERLOCK_FAILSAFE) return "FAILSAFE";
+  if (loopStatus & L.LS_TUNING) return "Tuning";
   if (loopStatus & L.LS_MANUAL) return "Manual";
   if (loopStatus & L.LS_OVERRIDE) return "Override";
   if (loopStatus & L.LS_AUTOMATIC) return "Auto";

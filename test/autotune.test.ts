@@ -39,9 +39,9 @@ const RIGS: RigCase[] = [
 const SAMPLE_MS = 50;
 
 /** Runs the rig's tuning to `cycles` whole periods, sampling every 50 ms as the agent does. */
-function tune(c: RigCase, cycles = 4): { rig: Rig; samples: TuneSample[]; end: number } {
+function tune(c: RigCase, cycles = 4, outRate = 0): { rig: Rig; samples: TuneSample[]; end: number } {
   const hp = loadWasmHotPath("release");
-  const rig = new Rig(hp, { action: c.action, sp: c.sp, kp: 0, ki: 0, kff: 0, mode: "Manual", tune: c.tune, outRate: 0 }, c.u0, 20, c.plant);
+  const rig = new Rig(hp, { action: c.action, sp: c.sp, kp: 0, ki: 0, kff: 0, mode: "Manual", tune: c.tune, outRate }, c.u0, 20, c.plant);
   rig.noiseC = c.noise;
   rig.run(c.plant.tauS * 8);
   startTune(hp.views, 0, rig.now);
@@ -99,6 +99,7 @@ describe("relay autotune on the FOPDT rigs", () => {
         expect(Math.abs(a.puS / exact.puS - 1)).toBeLessThan(0.1);
         // the describing function's peak-amplitude estimate is what the harmonics improve on
         expect(a.kuDescribingFunction).toBeLessThan(a.ku);
+        expect(a.warnings).toEqual([]);
       });
 
       it("fits a first-order-plus-dead-time model: the dead time, and the gain over the lag (what a relay pins down)", () => {
@@ -186,6 +187,14 @@ class AbortBench {
     return { before, after: this.v.loopF.out[0], end: this.v.loopI.tuneEnd[0] };
   }
 }
+
+it("says so when the output's slew limit, not the process, shaped the relay", () => {
+  const c = RIGS[0];
+  const { samples } = tune(c, 4, 0.5); // 0.5 %/s: 60 s to cross the relay's 30 %, against an 11 s period
+  const a = analyseRelay({ samples, action: c.action, d: c.tune.amplitude, hysteresis: 0, cycles: 4 });
+  expect(a.warnings.join("\n")).toMatch(/slew limit/);
+  expect(a.warnings.join("\n")).toMatch(/not the loop's ultimate point/);
+});
 
 describe("a relay autotune aborts at once, and the loop is back in its mode", () => {
   const relaying = (b: AbortBench): void => {

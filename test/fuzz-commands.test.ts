@@ -47,6 +47,8 @@ const VALID_PARAMS: Record<CommandName, Record<string, unknown>> = {
   "power-budget": { podKw: 500 },
   snapshot: {},
   record: {},
+  tune: { loop: "rack-4.valve", action: "status" },
+  gains: { loop: "rack-4.valve" },
 };
 
 /** Independent statement of what an accepted command may contain (not the ajv schemas). */
@@ -63,8 +65,10 @@ const PARAM_RULES: Record<CommandName, Record<string, (x: unknown) => boolean>> 
   "power-budget": { podKw: (x) => finiteIn(x, 0, 1e6) },
   snapshot: {},
   record: {},
+  tune: { loop: isName, action: (x) => ["start", "abort", "status"].includes(x as string) },
+  gains: { loop: isName, rule: (x) => ["simc", "tyreus-luyben", "ziegler-nichols"].includes(x as string), kp: (x) => finiteIn(x, 0, 1e6), ki: (x) => finiteIn(x, 0, 1e6), kd: (x) => finiteIn(x, 0, 1e6), revert: (x) => x === true },
 };
-const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [] };
+const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [], tune: ["loop", "action"], gains: ["loop"] };
 
 function invariantViolations(topic: CommandName, body: Record<string, unknown>, now: number, lastSeq: Map<string, number>, keyId: string): string[] {
   const bad: string[] = [];
@@ -86,7 +90,7 @@ function invariantViolations(topic: CommandName, body: Record<string, unknown>, 
     for (const [k, v] of Object.entries(params)) if (!(k in rules) || !rules[k](v)) bad.push(`param ${k}=${JSON.stringify(v)}`);
     for (const k of REQUIRED[topic]) if (!(k in params)) bad.push(`missing ${k}`);
   }
-  if (keyId === "ops" && ["reset-leak", "power-budget"].includes(topic)) bad.push("role");
+  if (keyId === "ops" && ["reset-leak", "power-budget", "tune", "gains"].includes(topic)) bad.push("role");
   return bad;
 }
 

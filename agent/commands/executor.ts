@@ -143,6 +143,47 @@ export async function executeCommand(agent: PodCommander, body: Pick<CommandBody
       return { status: "ok", data: { podKw: kw } };
     }
 
+    case "tune": {
+      const loop = loopOf();
+      if (typeof loop !== "number") return loop;
+      const name = String(p.loop);
+      if (p.action === "status") return { status: "ok", data: { tuning: agent.tuningStatus(loop) } };
+      if (p.action === "abort") {
+        const s = agent.abortTuning(loop, by);
+        return s === null ? { status: "rejected", code: "not-found", reason: `no tuning runs on ${name}` } : { status: "ok", data: { tuning: s } };
+      }
+      try {
+        return { status: "ok", data: { tuning: agent.startTuning(loop, by) } };
+      } catch (err) {
+        return { status: "rejected", code: "refused", reason: (err as Error).message };
+      }
+    }
+
+    case "gains": {
+      const loop = loopOf();
+      if (typeof loop !== "number") return loop;
+      const given = ["rule", "kp", "ki", "kd", "revert"].filter((k) => p[k] !== undefined);
+      if (given.length === 0) return { status: "ok", data: agent.loopGains(loop) };
+      if (p.revert === true) {
+        if (given.length > 1) return { status: "rejected", code: "invalid-params", reason: "revert goes alone" };
+        const had = await agent.revertGains(loop, by);
+        return had ? { status: "ok", data: agent.loopGains(loop) } : { status: "rejected", code: "not-found", reason: `${String(p.loop)} already runs on the config's gains` };
+      }
+      let gains: { rule: string } | { kp: number; ki: number; kd: number };
+      if (p.rule !== undefined) {
+        if (given.length > 1) return { status: "rejected", code: "invalid-params", reason: "rule goes alone: the gains are its proposal's" };
+        gains = { rule: p.rule as string };
+      } else {
+        if (p.kp === undefined || p.ki === undefined) return { status: "rejected", code: "invalid-params", reason: "give rule, or kp and ki (and kd), or revert" };
+        gains = { kp: p.kp as number, ki: p.ki as number, kd: (p.kd as number | undefined) ?? 0 };
+      }
+      try {
+        return { status: "ok", data: { applied: await agent.applyGains(loop, gains, by) } };
+      } catch (err) {
+        return { status: "rejected", code: "refused", reason: (err as Error).message };
+      }
+    }
+
     case "record": {
       // a recording of the window around now: moves nothing, and fetching it is local
       // (`podwarden recording export`), so only its id and the recent ones' summaries come back

@@ -3,13 +3,17 @@
 import { Ajv } from "ajv";
 import { describe } from "../../lib/config-file.js";
 
-export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record"] as const;
+export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record", "tune", "gains"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export const ROLES = ["observer", "operator", "engineer"] as const;
 export type Role = (typeof ROLES)[number];
 
-/** What each role may do. Nothing any role can send disables an interlock. */
+/**
+ * What each role may do. Nothing any role can send disables an interlock. Tuning a loop and
+ * changing its gains are the engineer's: a relay autotune moves an actuator on its own for
+ * minutes, and gains decide how every later move is made.
+ */
 export const ROLE_COMMANDS: Record<Role, readonly CommandName[]> = {
   observer: ["snapshot"],
   operator: ["snapshot", "setpoint", "mode", "ack-alarm", "isolate-rack", "return-rack", "record"],
@@ -47,6 +51,22 @@ export const PARAM_SCHEMAS: Record<CommandName, object> = {
   "power-budget": { type: "object", additionalProperties: false, required: ["podKw"], properties: { podKw: finite(0, 1e6) } },
   snapshot: { type: "object", additionalProperties: false, properties: {} },
   record: { type: "object", additionalProperties: false, properties: {} },
+  tune: { type: "object", additionalProperties: false, required: ["loop", "action"], properties: { loop: name, action: { enum: ["start", "abort", "status"] } } },
+  gains: {
+    type: "object",
+    additionalProperties: false,
+    required: ["loop"],
+    properties: {
+      loop: name,
+      rule: { enum: ["simc", "tyreus-luyben", "ziegler-nichols"] },
+      kp: finite(0, 1e6),
+      ki: finite(0, 1e6),
+      kd: finite(0, 1e6),
+      revert: { const: true },
+    },
+    // {loop}: show; {loop, rule}: apply a proposal of the last tuning; {loop, kp, ki[, kd]}: by
+    // hand; {loop, revert: true}: back to the config's. Checked by the executor.
+  },
 };
 
 export const ENVELOPE_SCHEMA = {

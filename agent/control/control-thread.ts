@@ -34,6 +34,24 @@ export interface ControlOutputs {
   tickMs: number;
 }
 
+/** A loop's relay autotune, read from the output frame (hot-path fields LI_TUNE*, LF_TUNE_*). */
+export interface TuneState {
+  /** TUNE_* */
+  phase: number;
+  /** TUNE_END_* of the last tuning (0 while one runs) */
+  end: number;
+  switches: number;
+  /** the start count the worker has applied */
+  applied: number;
+  center: number;
+  hysteresis: number;
+  d: number;
+  pv: number;
+  out: number;
+  status: number;
+  tickMs: number;
+}
+
 export class ControlThread {
   readonly frames: Frames;
   /** the flight recorder's ring (null: no recorder) */
@@ -158,6 +176,36 @@ export class ControlThread {
   restoreLatch(rack: number): void {
     this.frames.rackRestoreCount[rack]++;
     this.frames.commit();
+  }
+
+  /** Starts a relay autotune of `loop` at the worker's next tick (the hot path runs it and ends it on its own checks). */
+  startTune(loop: number): number {
+    const n = ++this.frames.loopTuneStarts[loop];
+    this.frames.commit();
+    return n;
+  }
+
+  /** Stops a relay autotune of `loop` at the worker's next tick, if one runs: the loop returns to its mode. */
+  stopTune(loop: number): void {
+    this.frames.loopTuneStops[loop]++;
+    this.frames.commit();
+  }
+
+  /** A loop's relay autotune as the last tick left it, with its PV and output; undefined if the frame could not be read. */
+  tuneState(loop: number): TuneState | undefined {
+    return this.frames.readOutputs((f) => ({
+      phase: f.loopTune[loop],
+      end: f.loopTuneEnd[loop],
+      switches: f.loopTuneSwitches[loop],
+      applied: f.loopTuneApplied[loop],
+      center: f.loopTuneCenter[loop],
+      hysteresis: f.loopTuneHyst[loop],
+      d: f.loopTuneD[loop],
+      pv: f.loopPv[loop],
+      out: f.loopOut[loop],
+      status: f.loopStatus[loop],
+      tickMs: f.ctrlF[CTRL_F64.LAST_TICK_MS],
+    }));
   }
 
   /** Replaces the bank's config (gains, limits, checks) in place, keeping run-time state. */

@@ -8,7 +8,7 @@
 // One record per recorded tick, in two rows (f64 and i32) at fixed offsets:
 //   f64: tickMs, dtS, point value[P], point ts[P], command sp/manual/override[L], out[L], pv[L]
 //   i32: seq, flags, written[W], command mode[L], manualIsolate[R], resetEdge[R], restoreEdge[R],
-//        loop status[L], rack state/status/supplyOpen/returnOpen/resetResult[R], quality[P]
+//        tuneEdge[L] (a relay autotune started or stopped), loop status[L], rack state/status/supplyOpen/returnOpen/resetResult[R], quality[P]
 // where the inputs are what the bank received before the step (the samples the worker wrote,
 // `written` saying which, and the command frame when FLAG_COMMANDS says it was applied) and the
 // outputs what the step produced. A checkpoint is the bank's every field, over the used slots,
@@ -48,6 +48,7 @@ export interface RecordLayout {
     manualIsolate: number;
     resetEdge: number;
     restoreEdge: number;
+    tuneEdge: number;
     loopStatus: number;
     rackState: number;
     rackStatus: number;
@@ -84,6 +85,7 @@ export function recordLayout(points: number, loops: number, racks: number): Reco
     manualIsolate: at(R),
     resetEdge: at(R),
     restoreEdge: at(R),
+    tuneEdge: at(Lc),
     loopStatus: at(Lc),
     rackState: at(R),
     rackStatus: at(R),
@@ -257,7 +259,7 @@ export class FlightRingWriter {
   // call, and set() from the bank's memory into shared memory takes a slow path. With set() the
   // recorder cost the demo pod's tick 3.9 µs (5.6 against 1.7 µs bare, BENCHMARKS.md); loops
   // copy the same ~300 numbers with no allocation at all.
-  pre(v: BankViews, c: CommandValues, flags: number, resetEdge: Int32Array, restoreEdge: Int32Array, tickMs: number, dtS: number): void {
+  pre(v: BankViews, c: CommandValues, flags: number, resetEdge: Int32Array, restoreEdge: Int32Array, tuneEdge: Int32Array, tickMs: number, dtS: number): void {
     if (!this.on) return;
     const { f, i } = this.l;
     const F = this.f64;
@@ -280,6 +282,7 @@ export class FlightRingWriter {
       F[fo + f.manual + k] = c.loopManual[k];
       F[fo + f.override + k] = c.loopOverride[k];
       I[io + i.mode + k] = c.loopMode[k];
+      I[io + i.tuneEdge + k] = tuneEdge[k];
     }
     for (let r = 0; r < R; r++) {
       I[io + i.manualIsolate + r] = c.rackManualIsolate[r];

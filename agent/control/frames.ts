@@ -3,8 +3,9 @@
 // A synchronous worker loop never processes postMessage, so everything crosses through shared
 // memory and Atomics:
 //   sensor frame   main -> worker   per-point value + source time, each behind its own seqlock
-//   command frame  main -> worker   setpoints, modes, manual/override values, isolate, reset;
-//                                   applied when the command sequence number changes
+//   command frame  main -> worker   setpoints, modes, manual/override values, isolate, reset,
+//                                   relay autotune start/stop; applied when the command
+//                                   sequence number changes
 //   output frame   worker -> main   loop outputs and status, rack isolation state, point quality,
 //                                   behind one seqlock; Atomics.notify when an interlock changed
 //   control words  both             stop, wake, ready, tick counter, lateness histogram
@@ -63,6 +64,9 @@ export class Frames {
   readonly rackManualIsolate: Int32Array;
   readonly rackResetCount: Int32Array;
   readonly rackRestoreCount: Int32Array;
+  /** relay autotune requests per loop: a start when loopTuneStarts moves, a stop when loopTuneStops does */
+  readonly loopTuneStarts: Int32Array;
+  readonly loopTuneStops: Int32Array;
   // output frame
   readonly loopOut: Float64Array;
   readonly loopPv: Float64Array;
@@ -73,6 +77,16 @@ export class Frames {
   readonly rackReturnOpen: Int32Array;
   readonly rackResetResult: Int32Array;
   readonly pointQuality: Int32Array;
+  /** relay autotune per loop: TUNE_* phase, TUNE_END_* of the last one, relay switches */
+  readonly loopTune: Int32Array;
+  readonly loopTuneEnd: Int32Array;
+  readonly loopTuneSwitches: Int32Array;
+  /** the tune start count the worker has applied (a start's state is in the frame once it equals loopTuneStarts) */
+  readonly loopTuneApplied: Int32Array;
+  /** the relay's centre (PV), hysteresis (PV) and amplitude (output) */
+  readonly loopTuneCenter: Float64Array;
+  readonly loopTuneHyst: Float64Array;
+  readonly loopTuneD: Float64Array;
   readonly patch: Uint8Array;
 
   constructor(
@@ -101,6 +115,9 @@ export class Frames {
     this.loopOverride = f64(L);
     this.loopOut = f64(L);
     this.loopPv = f64(L);
+    this.loopTuneCenter = f64(L);
+    this.loopTuneHyst = f64(L);
+    this.loopTuneD = f64(L);
     this.pointSeq = i32(P);
     this.loopMode = i32(L);
     this.rackManualIsolate = i32(R);
@@ -113,13 +130,19 @@ export class Frames {
     this.rackReturnOpen = i32(R);
     this.rackResetResult = i32(R);
     this.pointQuality = i32(P);
+    this.loopTuneStarts = i32(L);
+    this.loopTuneStops = i32(L);
+    this.loopTune = i32(L);
+    this.loopTuneEnd = i32(L);
+    this.loopTuneSwitches = i32(L);
+    this.loopTuneApplied = i32(L);
     this.patch = new Uint8Array(buffers.data, off, PATCH_BYTES);
   }
 
   static allocate(s: FrameSizes): { ctrl: AnyBuffer; data: AnyBuffer } {
     const ctrlBytes = CTRL.COUNT * 4 + CTRL_F64.COUNT * 8 + LOG_HISTOGRAM_BUCKETS * 4;
     const i32Bytes = (n: number): number => Math.ceil((n * 4) / 8) * 8; // keeps the next array 8-aligned
-    const dataBytes = (2 * s.points + 5 * s.loops) * 8 + 2 * i32Bytes(s.points) + 2 * i32Bytes(s.loops) + 8 * i32Bytes(s.racks) + PATCH_BYTES;
+    const dataBytes = (2 * s.points + 8 * s.loops) * 8 + 2 * i32Bytes(s.points) + 8 * i32Bytes(s.loops) + 8 * i32Bytes(s.racks) + PATCH_BYTES;
     return { ctrl: new SharedArrayBuffer(ctrlBytes), data: new SharedArrayBuffer(dataBytes) };
   }
 

@@ -12,7 +12,7 @@ import { WasmHotPath } from "../../hotpath-as/wasm-bank.js";
 import { monoMs } from "../../lib/clock.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
 import { InterlockChangeDetector } from "../../pod/wiring.js";
-import { applyCommands, applyPatch } from "./bank-inputs.js";
+import { applyCommands, applyPatch, TUNE_EDGE_NONE, TUNE_EDGE_START, TUNE_EDGE_STOP } from "./bank-inputs.js";
 import { FLAG_COMMANDS, FLAG_PATCH, FLAG_URGENT, FlightRingWriter, type RingBuffers, type RingShape } from "./flight-ring.js";
 import { CTRL, CTRL_F64, Frames, type FrameSizes } from "./frames.js";
 import { raiseThreadToFifo } from "./sched-fifo.js";
@@ -83,6 +83,10 @@ function run(input: WorkerInput): void {
   // the racks whose reset or restore count moved in this tick's command frame
   const resetEdge = new Int32Array(R);
   const restoreEdge = new Int32Array(R);
+  const lastTuneStart = new Int32Array(Lc);
+  const lastTuneStop = new Int32Array(Lc);
+  // the loops whose tune start or stop count moved (TUNE_EDGE_*)
+  const tuneEdge = new Int32Array(Lc);
   const ring = input.recorder === undefined ? null : new FlightRingWriter(input.recorder.shape, input.recorder.buffers);
   const interlocks = new InterlockChangeDetector(Lc, R);
   let cmdSeq = -1;
@@ -100,7 +104,14 @@ function run(input: WorkerInput): void {
       restoreEdge[r] = restores !== lastRestore[r] ? 1 : 0;
       lastRestore[r] = restores;
     }
-    applyCommands(v, f, Lc, R, resetEdge, restoreEdge, tickMs);
+    for (let i = 0; i < Lc; i++) {
+      const starts = f.loopTuneStarts[i];
+      const stops = f.loopTuneStops[i];
+      tuneEdge[i] = stops !== lastTuneStop[i] ? TUNE_EDGE_STOP : starts !== lastTuneStart[i] ? TUNE_EDGE_START : TUNE_EDGE_NONE;
+      lastTuneStart[i] = starts;
+      lastTuneStop[i] = stops;
+    }
+    applyCommands(v, f, Lc, R, resetEdge, restoreEdge, tuneEdge, tickMs);
   };
 
   const patch = (): void => {
@@ -167,7 +178,7 @@ function run(input: WorkerInput): void {
     // step (an urgent tick and the regular one after it share a period between them)
     const dtS = Math.min(Math.max(tick - last, MIN_DT_MS), periodMs * 5) / 1000;
     last = tick;
-    ring?.pre(v, f, flags, resetEdge, restoreEdge, tick, dtS);
+    ring?.pre(v, f, flags, resetEdge, restoreEdge, tuneEdge, tick, dtS);
     const rc = hp.step(tick, dtS);
     f.ctrlF[CTRL_F64.STEP_NS_LAST] = (now() - tick) * 1e6;
     if (rc !== L.STEP_OK) {
@@ -181,6 +192,13 @@ function run(input: WorkerInput): void {
       f.loopOut[i] = v.loopF.out[i];
       f.loopPv[i] = v.loopF.pv[i];
       f.loopStatus[i] = v.loopI.status[i];
+      f.loopTune[i] = v.loopI.tune[i];
+      f.loopTuneEnd[i] = v.loopI.tuneEnd[i];
+      f.loopTuneSwitches[i] = v.loopI.tuneSwitches[i];
+      f.loopTuneApplied[i] = lastTuneStart[i];
+      f.loopTuneCenter[i] = v.loopF.tuneCenter[i];
+      f.loopTuneHyst[i] = v.loopF.tuneHyst[i];
+      f.loopTuneD[i] = v.loopF.tuneD[i];
     }
     for (let r = 0; r < R; r++) {
       f.rackState[r] = v.rackI.state[r];

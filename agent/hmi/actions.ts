@@ -24,7 +24,7 @@ import { LoginLimiter, sameToken, Sessions, type Session } from "./sessions.js";
 import { loadUsers, verifyPassword, type HmiUser } from "./users.js";
 
 /** What the HMI may do: no power budget (mission control's), nothing a role could not sign. */
-export const HMI_ACTIONS = ["ack-alarm", "reset-leak", "setpoint", "mode", "isolate-rack", "return-rack", "record"] as const satisfies readonly CommandName[];
+export const HMI_ACTIONS = ["ack-alarm", "reset-leak", "setpoint", "mode", "isolate-rack", "return-rack", "record", "tune", "gains"] as const satisfies readonly CommandName[];
 type HmiAction = (typeof HMI_ACTIONS)[number];
 
 const COOKIE = "podwarden_session";

@@ -43,6 +43,13 @@ export function eventWords(e: AgentEvent): { source: string; text: string } {
       return { source: "agent", text: "agent started" };
     case "agent.stopping":
       return { source: "agent", text: `agent stopping: ${e.reason}` };
+    case "tuning.started":
+      return { source: e.loop, text: `relay autotune started by ${e.by}` };
+    case "tuning.ended":
+      return {
+        source: e.loop,
+        text: `relay autotune ${e.state}${e.reason === undefined ? "" : `: ${e.reason}`}${e.ku === undefined || e.puS === undefined ? "" : ` (Ku ${e.ku.toPrecision(3)}, Pu ${e.puS.toPrecision(3)} s, recommended ${e.recommended ?? "?"})`}`,
+      };
     case "command.audit":
       return { source: e.rack ?? "commands", text: `${e.action} by ${e.by}: ${e.result}${e.reason === undefined ? "" : ` (${e.reason})`}${e.suppressed === undefined ? "" : `, ${e.suppressed} more not listed`}` };
   }

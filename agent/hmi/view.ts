@@ -28,7 +28,7 @@ export interface HmiRack {
   isolation: string;
   isolatedByOperator: boolean;
   leak: string;
-  /** what holds the loop: LEAK, FAILSAFE, Manual, Override, Auto */
+  /** what holds the loop: LEAK, FAILSAFE, Tuning, Manual, Override, Auto */
   loopMode: string;
   /** why, in words, when an interlock holds it ("" otherwise) */
   hold: string;

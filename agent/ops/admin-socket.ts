@@ -1,12 +1,29 @@
 // The local admin socket: HTTP over a Unix socket in the state directory, mode 0600, so only the
 // service's user (or root) can use it — the same authority as `systemctl`. It carries the
 // operator actions that must be possible on the controller itself, such as the authorised reset
-// of a leak latch (`podwarden reset-leak`) and an operator's flight recording (`podwarden recording
-// trigger`). Remote commands go through the uplink instead.
+// of a leak latch (`podwarden reset-leak`), an operator's flight recording (`podwarden recording
+// trigger`), and an engineer's relay autotune and gains (`podwarden tune`, `podwarden gains`,
+// carried out by the command executor, so they meet the same checks a signed command does).
+// Remote commands go through the uplink instead.
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
+import { executeCommand } from "../commands/executor.js";
+import { validateParams, type CommandName } from "../commands/schema.js";
 import type { PodCommander, PodReader } from "../pod-api.js";
+
+const BY = "local admin socket";
+
+/** A tune or gains command's parameters from the query string (numbers as numbers). */
+function queryParams(command: "tune" | "gains", q: URLSearchParams): Record<string, unknown> {
+  const p: Record<string, unknown> = {};
+  for (const [k, v] of q) {
+    if (command === "gains" && (k === "kp" || k === "ki" || k === "kd")) p[k] = v === "" ? NaN : Number(v);
+    else if (command === "gains" && k === "revert") p[k] = v === "1" || v === "true" ? true : v;
+    else p[k] = v;
+  }
+  return p;
+}
 
 export class AdminSocket {
   private server: Server | null = null;
@@ -47,6 +64,24 @@ export class AdminSocket {
         }
       }
       if (req.method === "GET" && url.pathname === "/recordings") return send(200, { recordings: agent.recentRecordings(1000) });
+      if (req.method === "POST" && (url.pathname === "/tune" || url.pathname === "/gains")) {
+        const command: CommandName = url.pathname === "/tune" ? "tune" : "gains";
+        const params = validateParams(command, queryParams(command, url.searchParams));
+        if (!params.ok) return send(400, { error: params.reason });
+        executeCommand(agent, { command, params: params.value }, BY).then(
+          (outcome) => {
+            const loop = String(params.value.loop);
+            const what = command === "tune" ? `tune ${String(params.value.action)}` : "gains";
+            if (!(command === "tune" && params.value.action === "status") && !(command === "gains" && Object.keys(params.value).length === 1)) {
+              agent.audit({ action: what, by: BY, result: outcome.status === "ok" ? "accepted" : outcome.code, ...(outcome.status === "ok" ? {} : { reason: `${loop}: ${outcome.reason}` }) });
+            }
+            if (outcome.status === "ok") send(200, outcome.data ?? {});
+            else send(outcome.code === "not-found" ? 404 : 409, { error: outcome.reason });
+          },
+          (err: Error) => send(500, { error: err.message }),
+        );
+        return;
+      }
       send(404, { error: `no route ${req.method ?? "?"} ${url.pathname}` });
     });
     this.server = server;

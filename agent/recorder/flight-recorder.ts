@@ -7,7 +7,7 @@ import { mkdirSync } from "node:fs";
 import type { BankSpec } from "../../hotpath-as/bank-config.js";
 import type { FlightRingReader, RingShape } from "../control/flight-ring.js";
 import type { AgentEvent } from "../pod-api.js";
-import { listRecordings, removeLeftovers, rotateRecordings, streamRecording, type RecordingEntry, type RecordingHeader, type RecordingTrigger } from "./recording-file.js";
+import { listRecordings, RECORDING_VERSION, removeLeftovers, rotateRecordings, streamRecording, type RecordingEntry, type RecordingHeader, type RecordingTrigger } from "./recording-file.js";
 import type { RecorderConfig } from "./schema.js";
 
 /** What a recording's header says of the daemon that wrote it. */
@@ -149,7 +149,7 @@ export class FlightRecorder {
     const end = complete ? o.endSeq : ring.written();
     const head = {
       format: "podwarden-flight-recording" as const,
-      version: 1,
+      version: RECORDING_VERSION,
       id: o.id,
       ...this.d.identity,
       createdAt: o.createdAt,

@@ -108,6 +108,7 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
         R,
         sub(I, io + i.resetEdge, R),
         sub(I, io + i.restoreEdge, R),
+        sub(I, io + i.tuneEdge, Lc),
         tickMs,
       );
     }

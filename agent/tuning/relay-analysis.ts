@@ -72,7 +72,17 @@ export interface RelayAnalysis {
   fopdtWhyNot?: string;
   proposals: GainProposal[];
   recommended: TuneRule;
+  /** what makes Ku and Pu doubtful, in words (none: nothing seen) */
+  warnings: string[];
 }
+
+/**
+ * A relay oscillates where the process's phase is −180° (less the hysteresis's asin(ε/a)).
+ * Further from it than this, something else shaped the oscillation, and Ku and Pu describe
+ * that, not the loop's ultimate point: on the simulator's pump loop the output's slew limit
+ * (10 %/s against a 0.4 s period) held the output to a triangle, and the phase came out −68°.
+ */
+export const PHASE_TOLERANCE_DEG = 30;
 
 /** The model is used only if it reproduces the PV at least this well. */
 export const MIN_FOPDT_FIT = 0.8;
@@ -158,11 +168,19 @@ export function analyseRelay(run: RelayRun): RelayAnalysis {
     else whyNot = `the best model matches the measured response to ${(100 * m.fit).toFixed(0)} % only (at least ${100 * MIN_FOPDT_FIT} % needed)`;
   }
   const proposals = proposeGains(ku, puS, fopdt);
+  const phaseDeg = ((Math.atan2(gi, gr) * 180) / Math.PI + 360) % 360 - 360;
+  const expected = -180 + (Math.asin(eps / amplitude) * 180) / Math.PI;
+  const warnings: string[] = [];
+  let reach = 0;
+  const mid = win.reduce((a, x) => a + x.out, 0) / win.length;
+  for (const x of win) reach = Math.max(reach, Math.abs(x.out - mid));
+  if (reach < 0.9 * run.d) warnings.push(`the output reached ±${reach.toPrecision(3)} of the relay's ±${run.d.toPrecision(3)}: its slew limit (outRate) or the envelope shaped the relay`);
+  if (Math.abs(phaseDeg - expected) > PHASE_TOLERANCE_DEG) warnings.push(`the process's phase at the relay's period is ${phaseDeg.toFixed(0)}°, not near ${expected.toFixed(0)}°: Ku and Pu describe this oscillation, not the loop's ultimate point; check the loop's outRate and tune again`);
   return {
     ku,
     puS,
     // in (−360, 0]: a process lags
-    phaseDeg: ((Math.atan2(gi, gr) * 180) / Math.PI + 360) % 360 - 360,
+    phaseDeg,
     amplitude,
     kuDescribingFunction: (4 * run.d) / (Math.PI * Math.sqrt(amplitude * amplitude - eps * eps)),
     cycles: run.cycles,
@@ -170,6 +188,7 @@ export function analyseRelay(run: RelayRun): RelayAnalysis {
     ...(fopdt === null && whyNot !== undefined ? { fopdtWhyNot: whyNot } : {}),
     proposals,
     recommended: fopdt !== null ? "simc" : "tyreus-luyben",
+    warnings,
   };
 }
 

@@ -250,6 +250,8 @@ function setSession(s) {
     $("#setpoint-form").hidden = !can("setpoint");
     $("#mode-form").hidden = !can("mode");
     $("#record-form").hidden = !can("record");
+    $("#tune-form").hidden = !can("tune");
+    fill($("#tune-loop-select"), loops);
     const l = session.limits;
     $("#envelope").textContent = `envelope: return temperature ${l.returnTempC.min}–${l.returnTempC.max} °C, pump dP ${l.dpKpa.min}–${l.dpKpa.max} kPa, setpoint lease at most ${l.maxLeaseS} s, rack valve ${l.rackOutputPct.min}–${l.rackOutputPct.max} %, pump ${l.pumpOutputPct.min}–${l.pumpOutputPct.max} %`;
   }
@@ -279,7 +281,34 @@ async function act(command, params) {
   if (status === 401) setSession(null);
   if (status === 200) say(`${command}: done`, true);
   else say(`${command}: refused: ${answer.error ?? `HTTP ${status}`}`, false);
+  return status === 200 ? answer.data : null;
 }
+
+// Relay autotune and gains: the tuning's state and proposals, or the loop's gains, in words
+function tuneWords(d) {
+  if (d === null || d === undefined) return "";
+  const g = d.applied !== undefined && d.config === undefined ? d.applied : null;
+  if (g !== null) return `applied kp ${g.kp.toPrecision(3)} ki ${g.ki.toPrecision(3)} (${g.rule})`;
+  if (d.config !== undefined) return `config kp ${d.config.kp} ki ${d.config.ki}; ${d.applied === null ? "running on them" : `running on kp ${d.applied.kp.toPrecision(3)} ki ${d.applied.ki.toPrecision(3)} (${d.applied.rule})`}`;
+  const t = d.tuning;
+  if (t === null) return "not tuned since the agent started";
+  const lines = [`${t.loop}: ${t.state}${t.reason ? ` (${t.reason})` : ""}; ${t.switches} of ${t.switchesNeeded} relay switches`];
+  const r = t.result;
+  if (r) {
+    lines.push(`Ku ${r.ku.toPrecision(3)}, Pu ${r.puS.toPrecision(3)} s${r.fopdt ? `; FOPDT gain ${r.fopdt.gain.toPrecision(3)}, lag ${r.fopdt.tauS.toPrecision(3)} s, dead time ${r.fopdt.deadTimeS.toPrecision(3)} s` : ""}`);
+    for (const p of r.proposals) lines.push(`${p.rule}: kp ${p.kp.toPrecision(3)} ki ${p.ki.toPrecision(3)}${p.margins ? `, GM ${p.margins.gain.toFixed(2)}, PM ${p.margins.phaseDeg.toFixed(0)}°` : ""}${p.rule === r.recommended ? " (recommended)" : ""}`);
+  }
+  return lines.join("\n");
+}
+async function tuneAct(command, params) {
+  const data = await act(command, { loop: $("#tune-loop-select").value, ...params });
+  if (data !== null) $("#tune-result").textContent = tuneWords(data);
+}
+$("#tune-start").addEventListener("click", () => void tuneAct("tune", { action: "start" }));
+$("#tune-abort").addEventListener("click", () => void tuneAct("tune", { action: "abort" }));
+$("#tune-status").addEventListener("click", () => void tuneAct("tune", { action: "status" }));
+$("#gains-apply").addEventListener("click", () => void tuneAct("gains", { rule: $("#tune-rule").value }));
+$("#gains-revert").addEventListener("click", () => void tuneAct("gains", { revert: true }));
 
 $("#login").addEventListener("submit", (e) => {
   e.preventDefault();

@@ -114,7 +114,7 @@ export function sparkplugModel(src: ModelSource): SparkplugModel {
   const cdu: Omit<MetricDef, "alias">[] = [
     { name: "Pump/Speed Command", type: "Double", unit: "%", description: "the pump's speed command", read: (s) => good(s.status.pump.speedCmdPct, s) },
     { name: "Pump/Enabled", type: "Boolean", description: "the pump's enable output", read: (s) => good(s.status.pump.enabled, s) },
-    { name: "Pump/Mode", type: "String", description: "what holds the pump loop: LEAK, FAILSAFE, Manual, Override, Auto", read: (s) => good(loopModeWord(s.status.pump.loopStatus), s) },
+    { name: "Pump/Mode", type: "String", description: "what holds the pump loop: LEAK, FAILSAFE, Tuning (a relay autotune), Manual, Override, Auto", read: (s) => good(loopModeWord(s.status.pump.loopStatus), s) },
     { name: "Pump/Fail-safe Reason", type: "String", description: "why the pump loop is in fail-safe, in words (empty: it is not)", read: (s) => good(failsafeReasons(s.status.pump.loopStatus), s) },
     { ...pointMetric("Loop/dP", "kPa", src.cdu.points.dpKpa, "the secondary loop's differential pressure") },
     { name: "Loop/dP Setpoint", type: "Double", unit: "kPa", setpointLoop: "cdu.pump", description: "the pump loop's dP setpoint in force", read: (s) => good(s.status.pump.setpointKpa, s) },
@@ -131,7 +131,7 @@ export function sparkplugModel(src: ModelSource): SparkplugModel {
       { name: "Return Temperature Setpoint", type: "Double", unit: "°C", setpointLoop: `${r.name}.valve`, description: "the valve loop's return-temperature setpoint in force", read: (s) => good(st(s).setpointC, s) },
       { name: "Valve/Command", type: "Double", unit: "%", description: "the control valve's command", read: (s) => good(st(s).valvePct, s) },
       ...(p.valvePositionPct === undefined ? [] : [pointMetric("Valve/Position", "%", p.valvePositionPct, "the control valve's position feedback")]),
-      { name: "Valve/Mode", type: "String", description: "what holds the valve loop: LEAK, FAILSAFE, Manual, Override, Auto", read: (s) => good(loopModeWord(st(s).loopStatus), s) },
+      { name: "Valve/Mode", type: "String", description: "what holds the valve loop: LEAK, FAILSAFE, Tuning (a relay autotune), Manual, Override, Auto", read: (s) => good(loopModeWord(st(s).loopStatus), s) },
       { name: "Valve/Fail-safe Reason", type: "String", description: "why the valve loop is in fail-safe, in words (empty: it is not)", read: (s) => good(failsafeReasons(st(s).loopStatus), s) },
       { name: "Isolation/State", type: "String", description: "Normal, Isolating, Isolated (proven) or Escalated", read: (s) => good(st(s).isolation, s) },
       { name: "Isolation/Supply Open", type: "Boolean", description: "the supply isolation valve is commanded open", read: (s) => good(st(s).supplyIsolationOpen, s) },
