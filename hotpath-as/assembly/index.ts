@@ -512,6 +512,8 @@ function stepLoops(now: f64, dt: f64, invDt: f64): void {
 // tick, so an abort takes effect in the tick that sees its cause. A tuning never passes an
 // interlock: the leak and fail-safe branches outrank it and end it.
 
+@inline function actionSign(i: i32): f64 { return gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE ? -1.0 : 1.0; }
+
 /** Ends loop i's tuning: the loop goes back to its mode this very tick. */
 @inline function endTune(i: i32, why: i32): void {
   si(li(L.LI_TUNE), i, L.TUNE_OFF);
@@ -523,7 +525,7 @@ function stepLoops(now: f64, dt: f64, invDt: f64): void {
  * Returns TUNE_END_NONE while the tuning goes on (and moves it from the noise phase to the
  * relay when the window is over), else why it ends.
  */
-function tuneCheck(i: i32, pv: f64, now: f64, act: f64, lo: f64, hi: f64): i32 {
+function tuneCheck(i: i32, pv: f64, now: f64, lo: f64, hi: f64): i32 {
   if (racksLeaking != 0) return L.TUNE_END_LEAK;
   if (!(now - gf(lf(L.LF_TUNE_T0), i) < gf(lf(L.LF_TUNE_TIMEOUT_MS), i))) return L.TUNE_END_TIMEOUT;
   const devMax = gf(lf(L.LF_TUNE_DEV_MAX), i);
@@ -559,17 +561,17 @@ function tuneCheck(i: i32, pv: f64, now: f64, act: f64, lo: f64, hi: f64): i32 {
   sf(lf(L.LF_TUNE_CENTER), i, center);
   sf(lf(L.LF_TUNE_HYST), i, hyst);
   sf(lf(L.LF_TUNE_D), i, d);
-  si(li(L.LI_TUNE_RELAY), i, act * (pv - center) >= 0 ? 1 : -1);
+  si(li(L.LI_TUNE_RELAY), i, actionSign(i) * (pv - center) >= 0 ? 1 : -1);
   si(li(L.LI_TUNE_SWITCHES), i, 0);
   si(li(L.LI_TUNE), i, L.TUNE_RELAY);
   return L.TUNE_END_NONE;
 }
 
 /** The output a tuning loop asks for this tick: the bias while the noise is measured, then the relay's. */
-function tuneTarget(i: i32, pv: f64, act: f64): f64 {
+function tuneTarget(i: i32, pv: f64): f64 {
   const bias = gf(lf(L.LF_TUNE_BIAS), i);
   if (gi(li(L.LI_TUNE), i) != L.TUNE_RELAY) return bias;
-  const e = act * (pv - gf(lf(L.LF_TUNE_CENTER), i));
+  const e = actionSign(i) * (pv - gf(lf(L.LF_TUNE_CENTER), i));
   const hyst = gf(lf(L.LF_TUNE_HYST), i);
   const side = gi(li(L.LI_TUNE_RELAY), i);
   let next = side;
@@ -622,7 +624,6 @@ function tuneTarget(i: i32, pv: f64, act: f64): f64 {
   }
   const sp = gf(lf(L.LF_SP), i);
   const rack = gi(li(L.LI_RACK), i);
-  const act: f64 = gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE ? -1.0 : 1.0;
   let tuning = gi(li(L.LI_TUNE), i) != L.TUNE_OFF;
 
   let status: i32 = 0;
@@ -668,7 +669,7 @@ function tuneTarget(i: i32, pv: f64, act: f64): f64 {
         tuning = false;
       }
     } else if (tuning) {
-      const why = tuneCheck(i, pv, now, act, lo, hi);
+      const why = tuneCheck(i, pv, now, lo, hi);
       if (why != L.TUNE_END_NONE) {
         endTune(i, why);
         tuning = false;
@@ -688,7 +689,7 @@ function tuneTarget(i: i32, pv: f64, act: f64): f64 {
       if (tuning) {
         branch = L.BRANCH_TUNE;
         status |= L.LS_TUNING;
-        target = tuneTarget(i, pv, act);
+        target = tuneTarget(i, pv);
       } else if (mode == L.MODE_MANUAL) {
         branch = L.BRANCH_MANUAL;
         status |= L.LS_MANUAL;
@@ -716,6 +717,7 @@ function tuneTarget(i: i32, pv: f64, act: f64): f64 {
         }
         sf(lf(L.LF_SP_RAMPED), i, spr);
 
+        const act: f64 = gi(li(L.LI_ACTION), i) == L.ACTION_REVERSE ? -1.0 : 1.0;
         err = act * (pv - spr);
         if (absf(err) <= gf(lf(L.LF_DEADBAND), i)) err = 0;
 
