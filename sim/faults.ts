@@ -5,6 +5,7 @@ import type { PodPlant } from "./plant/pod-plant.js";
 import type { PodDevices } from "./devices/pod-devices.js";
 import type { SensorFault } from "./devices/field-device.js";
 import type { RedfishBmc } from "./devices/redfish-bmc.js";
+import type { StrokedValve } from "./plant/valve.js";
 
 export type FaultAction =
   | { leak: string; state?: "wet" | "dry" | "cable-fault" }
@@ -12,6 +13,7 @@ export type FaultAction =
   | { device: string; offline?: boolean; slowMs?: number; exception?: { code: number; functions?: number[] } | null }
   | { bmc: string; slowMs?: number; error500?: boolean; unauthorized?: boolean; stale?: boolean; unhealthy?: boolean; dropStream?: boolean }
   | { valveStuck: string; stuck?: boolean }
+  | { valve: string; stuck?: boolean; deadbandPct?: number; stictionPct?: number; strokeFactor?: number }
   | { pumpTrip: boolean }
   | { load: string; pct: number }
   | { primarySupplyTempC: number }
@@ -51,7 +53,11 @@ export const FAULT_ACTION_PROPERTIES = {
   unhealthy: { type: "boolean", description: "with bmc: every sensor says Status.Health Critical, its Reading still there" },
   dropStream: { type: "boolean", description: "with bmc: end its open event streams now" },
   valveStuck: { type: "string", description: "rack name: freeze its control valve" },
-  stuck: { type: "boolean", description: "with valveStuck: false releases it" },
+  stuck: { type: "boolean", description: "with valveStuck or valve: seize it (true) or release it (false)" },
+  valve: { type: "string", description: "a valve: rack-N (its control valve), rack-N.supplyIsolation or rack-N.returnIsolation; with stuck, deadbandPct, stictionPct, strokeFactor (each left as it is when not given)" },
+  deadbandPct: { ...finite, minimum: 0, maximum: 50, description: "with valve: dead band, % of travel (the position answers only beyond half of it, and settles half of it short; 0 clears)" },
+  stictionPct: { ...finite, minimum: 0, maximum: 50, description: "with valve: stiction, % of travel (the position holds until the command is this far away, then slips the whole way at once; 0 clears)" },
+  strokeFactor: { ...finite, minimum: 1, maximum: 100, description: "with valve: its stroke takes this many times as long (1 clears)" },
   pumpTrip: { type: "boolean", description: "trip (true) or reset (false) the CDU pump" },
   load: { type: "string", description: "rack name, or all: set demand" },
   pct: { ...finite, minimum: 0, maximum: 100, description: "with load: demand, %" },
@@ -59,7 +65,7 @@ export const FAULT_ACTION_PROPERTIES = {
   clear: { const: "all", description: "clear every injected fault" },
 };
 
-export const ACTION_KEYS = ["leak", "sensor", "device", "bmc", "valveStuck", "pumpTrip", "load", "primarySupplyTempC", "clear"] as const;
+export const ACTION_KEYS = ["leak", "sensor", "device", "bmc", "valveStuck", "valve", "pumpTrip", "load", "primarySupplyTempC", "clear"] as const;
 
 export const FAULT_ACTION_SCHEMA = {
   type: "object",
@@ -91,6 +97,16 @@ export class FaultTarget {
     const r = m === null ? -1 : Number(m[1]) - 1;
     if (r < 0 || r >= this.plant.racks.length) throw new Error(`no rack "${name}" (rack-1 .. rack-${this.plant.racks.length})`);
     return r;
+  }
+
+  /** A valve by name: rack-N (control), rack-N.supplyIsolation, rack-N.returnIsolation. */
+  private valve(name: string): StrokedValve {
+    const [rackName, which = "control"] = name.split(".", 2);
+    const r = this.plant.racks[this.rack(rackName)];
+    if (which === "control") return r.controlValve;
+    if (which === "supplyIsolation") return r.supplyIso;
+    if (which === "returnIsolation") return r.returnIso;
+    throw new Error(`no valve "${name}" (rack-N, rack-N.supplyIsolation, rack-N.returnIsolation)`);
   }
 
   private device(name: string): PodDevices["all"][number] {
@@ -137,6 +153,12 @@ export class FaultTarget {
       if (a.dropStream === true) b.dropStreams();
     } else if ("valveStuck" in a) {
       this.plant.racks[this.rack(a.valveStuck)].controlValve.stuck = a.stuck ?? true;
+    } else if ("valve" in a) {
+      const f = this.valve(a.valve).faults;
+      if (a.stuck !== undefined) f.stuck = a.stuck;
+      if (a.deadbandPct !== undefined) f.deadbandPct = a.deadbandPct;
+      if (a.stictionPct !== undefined) f.stictionPct = a.stictionPct;
+      if (a.strokeFactor !== undefined) f.strokeFactor = a.strokeFactor;
     } else if ("pumpTrip" in a) {
       this.plant.cdu.pumpTripped = a.pumpTrip;
     } else if ("load" in a) {
@@ -149,7 +171,7 @@ export class FaultTarget {
       for (const b of this.bmcs) b.clearFaults();
       for (const r of this.plant.racks) {
         r.leak = "dry";
-        r.controlValve.stuck = false;
+        for (const v of [r.controlValve, r.supplyIso, r.returnIso]) v.clearFaults();
       }
       this.plant.cdu.pumpTripped = false;
     }

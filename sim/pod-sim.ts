@@ -8,6 +8,7 @@ import { RedfishBmc } from "./devices/redfish-bmc.js";
 import { createPodDevices, type PodDevices } from "./devices/pod-devices.js";
 import { FaultTarget, type FaultAction } from "./faults.js";
 import { PodPlant } from "./plant/pod-plant.js";
+import type { ValveFaults } from "./plant/valve.js";
 import { Prng } from "./prng.js";
 import { ScenarioPlayer, type Scenario } from "./scenario.js";
 
@@ -46,6 +47,8 @@ export interface GroundTruth {
     valvePct: number;
     valveCommandPct: number;
     valveStuck: boolean;
+    /** the faults injected into its control valve and isolation valves (sim/faults.ts `valve`) */
+    valveFaults: { control: ValveFaults; supplyIsolation: ValveFaults; returnIsolation: ValveFaults };
     supplyIsolationPct: number;
     returnIsolationPct: number;
     flowLpm: number;
@@ -208,6 +211,7 @@ export class PodSim {
         valvePct: r.controlValve.position,
         valveCommandPct: r.controlValve.command,
         valveStuck: r.controlValve.stuck,
+        valveFaults: { control: { ...r.controlValve.faults }, supplyIsolation: { ...r.supplyIso.faults }, returnIsolation: { ...r.returnIso.faults } },
         supplyIsolationPct: r.supplyIso.position,
         returnIsolationPct: r.returnIso.position,
         flowLpm: r.flowLpm,

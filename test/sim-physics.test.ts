@@ -5,6 +5,7 @@ import { operatingPoint } from "../sim/plant/hydraulics.js";
 import { PodPlant } from "../sim/plant/pod-plant.js";
 import { relativeKv, StrokedValve } from "../sim/plant/valve.js";
 import { DelayLine } from "../sim/plant/delay-line.js";
+import { PodSim } from "../sim/pod-sim.js";
 
 const plantFor = (over: Parameters<typeof simConfig>[0] = {}): PodPlant => {
   const c = simConfig(over);
@@ -109,6 +110,48 @@ describe("plant building blocks", () => {
     v.stuck = true;
     v.step(1);
     expect(v.position).toBeCloseTo(50, 9);
+  });
+
+  it("models a valve's dead band, stiction and slow travel, and clears them", () => {
+    const settle = (v: StrokedValve, cmd: number): number => {
+      v.command = cmd;
+      for (let k = 0; k < 400; k++) v.step(0.1);
+      return v.position;
+    };
+    const db = new StrokedValve(10, 50);
+    db.faults.deadbandPct = 4;
+    expect(settle(db, 51.5)).toBe(50); // within half the band: no movement
+    expect(settle(db, 60)).toBeCloseTo(58, 9); // beyond it: settles half the band short
+    expect(settle(db, 57)).toBeCloseTo(58, 9); // a reversal smaller than the band: still
+    expect(settle(db, 50)).toBeCloseTo(52, 9);
+    const st = new StrokedValve(10, 50);
+    st.faults.stictionPct = 3;
+    st.command = 52.9;
+    st.step(0.1);
+    expect(st.position).toBe(50); // held by friction
+    st.command = 53.1;
+    st.step(0.1);
+    expect(st.position).toBe(53.1); // slips the whole way in one step
+    const slow = new StrokedValve(10, 0);
+    slow.faults.strokeFactor = 4;
+    slow.command = 100;
+    for (let k = 0; k < 100; k++) slow.step(0.1);
+    expect(slow.position).toBeCloseTo(25, 9); // 10 s at a quarter of the stroke rate
+    slow.clearFaults();
+    expect(settle(slow, 100)).toBe(100);
+  });
+
+  it("injects valve faults by name, isolation valves too, and clear all releases them", () => {
+    const sim = new PodSim(simConfig({}));
+    sim.inject({ valve: "rack-2", stictionPct: 5, strokeFactor: 3 });
+    sim.inject({ valve: "rack-4.supplyIsolation", stuck: true });
+    const r = sim.plant.racks;
+    expect(r[1].controlValve.faults).toEqual({ stuck: false, deadbandPct: 0, stictionPct: 5, strokeFactor: 3 });
+    expect(r[3].supplyIso.stuck).toBe(true);
+    expect(() => sim.inject({ valve: "rack-4.bypass", stuck: true })).toThrow(/no valve "rack-4.bypass"/);
+    sim.inject({ clear: "all" });
+    expect(r[1].controlValve.faults.stictionPct).toBe(0);
+    expect(r[3].supplyIso.stuck).toBe(false);
   });
 
   it("solves the pump operating point on the pump curve", () => {
