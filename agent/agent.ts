@@ -15,7 +15,7 @@ import { measuredValue, PointStore, type Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec, type LoopGains } from "../pod/bank.js";
 import { leaseFailWrites } from "../pod/fail-safe.js";
 import { podLayout, type PodLayout } from "../pod/layout.js";
-import { pumpStatus, rackStatuses } from "../pod/status-view.js";
+import { pumpStatus, rackStatuses, type ValveHealthView } from "../pod/status-view.js";
 import { qualityWords } from "../pod/status-words.js";
 import { ACTUATOR_PASS_MS, PodWiring, type OutputSink, type PodDecisions } from "../pod/wiring.js";
 import { join } from "node:path";
@@ -31,6 +31,7 @@ import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type Operat
 import type { Logger, Logs } from "./log.js";
 import type { AgentEvent, AppliedGains, AuditRecord, CommandLimits, LoopGainsStatus, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad, Range, RecordingSummary, TuningStatus } from "./pod-api.js";
 import { GainsStore } from "./tuning/gains-store.js";
+import { ValveHealth } from "./health/valve-health.js";
 import { LoopTunings } from "./tuning/loop-tuning.js";
 import { noCoolantLimitKw } from "../pod/config.js";
 import { ProblemRegistry } from "./problems.js";
@@ -72,7 +73,7 @@ const UNVERIFIED_GRACE_MS = 5000;
 
 /** Same devices, points, racks and wiring: a reload can patch tuning in place. */
 export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
-  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.redfishClient, c.uplink ?? null, c.control.periodMs, c.control.isolation.leakThread, c.recorder]);
+  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.redfishClient, c.uplink ?? null, c.control.periodMs, c.control.isolation.leakThread, c.recorder, c.valveHealth.enabled]);
   return shape(a) === shape(b);
 }
 
@@ -142,6 +143,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   /** the flight recorder (null: off, or no state directory to write to) */
   private recorder: FlightRecorder | null = null;
   private readonly gainsStore: GainsStore;
+  /** each watched rack's control-valve health, by its position feedback point */
+  private readonly valves = new Map<string, { rack: number; health: ValveHealth; reported: string }>();
   /** relay autotunes and applied gains (set at start) */
   private tunings: LoopTunings | null = null;
 
@@ -198,6 +201,11 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.budgetStore = this.stateDir === undefined ? null : new JsonStateFile(join(this.stateDir, "power-budget.json"), checkBudgetFile);
     this.operatorStore = new OperatorStore(this.stateDir);
     this.gainsStore = new GainsStore(this.stateDir);
+    if (c.valveHealth.enabled) {
+      c.racks.forEach((r, i) => {
+        if (r.points.valvePositionPct !== undefined) this.valves.set(r.points.valvePositionPct, { rack: i, health: new ValveHealth(c.valveHealth), reported: "" });
+      });
+    }
   }
 
   get limits(): CommandLimits {
@@ -346,6 +354,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     // the leak thread wrote its own points into the frames when it read them: what it reports
     // here is for status and telemetry only
     if (this.leakThread?.ownsPoint(p.id) === true) return;
+    const valve = this.valves.get(p.id);
+    // the valve's position against the command in force (the loop's output at the last pass)
+    if (valve !== undefined && p.quality === "good") valve.health.sample(p.sourceTimeMs, this.outputs?.loopOut[this.layout.rackLoops[valve.rack]] ?? NaN, p.value);
     // a leak input that changed is decided now, not at the next tick: the isolation valves'
     // close commands leave up to a period sooner
     if (this.wiring.routeSample(p, this.control, monoMs())) this.control.tickNow();
@@ -425,6 +436,17 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     }
     this.problems.updateAlarms(this.supervisor.alarms);
     if (this.supervisor.mode === "Failsafe") this.tunings?.tuner.abortAll("the pod went to fail-safe");
+    for (const v of this.valves.values()) {
+      const name = this.config.racks[v.rack].name;
+      const problems = v.health.problems();
+      // the alarm's words change only when what is wrong does (a figure that wavers between
+      // 4.0 and 5.0 % must not re-raise it every pass); the figures live in status and metrics
+      const kinds = problems.map((p) => p.kind).join();
+      if (kinds === v.reported) continue;
+      v.reported = kinds;
+      if (problems.length === 0) this.resolveProblem(`valve:${name}`);
+      else this.reportProblem(`valve:${name}`, { severity: "Warning", source: name, message: `${name} control valve: ${problems.map((p) => p.text).join("; ")}` });
+    }
     const overruns = this.control.overruns;
     const stats = this.modbusStats();
     const lay = this.layout;
@@ -767,6 +789,13 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       value: (id: string): number | null => measuredValue(this.points.get(id)),
       setpoints: this.loopSp,
       manualIsolate: this.control.frames.rackManualIsolate,
+      valveHealth: (rack: number): ValveHealthView | null => {
+        const id = this.config.racks[rack].points.valvePositionPct;
+        const h = id === undefined ? undefined : this.valves.get(id)?.health;
+        if (h === undefined) return null;
+        const f = h.figures();
+        return { stickBandPct: f.stickBandPct, kind: f.kind, travelS: f.travelS, stuck: f.stuck, trackingErrorPct: f.trackingErrorPct, problems: h.problems().map((p) => p.text) };
+      },
     };
     const ct = this.control;
     return {
@@ -813,8 +842,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (!sameStructure(this.config, next)) throw new Error("structure changed: a restart is needed");
     this.control.patch(podBankSpec(next.control, this.layout, next.racks, this.tunings?.byIndex()));
     this.leaseFail = leaseFailWrites(next);
+    for (const v of this.valves.values()) v.health.reconfigure(next.valveHealth);
     this.supervisor.reconfigure(next.supervisor, next.control.isolation);
-    Object.assign(this.config, { control: next.control, supervisor: next.supervisor, log: next.log });
+    Object.assign(this.config, { control: next.control, supervisor: next.supervisor, valveHealth: next.valveHealth, log: next.log });
     this.limits_ = commandLimits(this.config);
     defaultSetpoints(next.control, this.layout).forEach((sp, loop) => {
       this.spDefault[loop] = sp;

@@ -50,6 +50,22 @@ export interface RackStatus {
   leak: LeakState;
   loopStatus: number;
   setpointC: number;
+  /** the control valve's health from its position feedback (null: no feedback configured, or not watched) */
+  valveHealth: ValveHealthView | null;
+}
+
+/** What the agent's valve watch (agent/health) finds of a control valve. */
+export interface ValveHealthView {
+  /** the stiction, or the dead band's width, %; null until enough breakaways have been seen */
+  stickBandPct: number | null;
+  kind: "stiction" | "deadband" | null;
+  /** full-stroke time as last seen, s; null until a stroke has been seen */
+  travelS: number | null;
+  stuck: boolean;
+  /** command − position, % */
+  trackingErrorPct: number | null;
+  /** what is wrong, in words (the Warning valve:<rack> says the same) */
+  problems: string[];
 }
 
 export interface PumpStatus {
@@ -82,6 +98,8 @@ export interface ViewInputs {
   setpoints: readonly number[];
   /** 1 where an operator isolated the rack */
   manualIsolate: ArrayLike<number>;
+  /** rack i's control-valve health, where it is watched */
+  valveHealth?: (rack: number) => ValveHealthView | null;
 }
 
 export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: ViewInputs): RackStatus[] {
@@ -110,6 +128,7 @@ export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: V
       leak: leakState(o?.rackState[i] ?? L.RACK_NORMAL, o?.rackStatus[i] ?? 0),
       loopStatus: o?.loopStatus[loop] ?? 0,
       setpointC: v.setpoints[loop],
+      valveHealth: v.valveHealth?.(i) ?? null,
     };
   });
 }

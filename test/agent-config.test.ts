@@ -182,8 +182,10 @@ describe("config types come from the schemas", () => {
     expectTypeOf<AgentConfig["log"]["level"]>().toEqualTypeOf<"fatal" | "error" | "warn" | "info" | "debug" | "trace">();
     // run time: what validation returns has the keys the type says are present
     const c = loadAgentConfig("configs/demo-pod.yaml").config;
-    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "pvFilterS", "safeOnLeak", "safeOnLeaseLoss", "safeOnSensorFault", "safeOnShutdown", "spRamp", "tf"]);
+    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["autotune", "deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "pvFilterS", "safeOnLeak", "safeOnLeaseLoss", "safeOnSensorFault", "safeOnShutdown", "spRamp", "tf"]);
     expect(c.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9464 });
+    expect(c.control.rackLoop.autotune).toEqual({ amplitude: 10, hysteresisMin: 0.02, deviationMax: 2, noiseS: 10, timeoutS: 900, cycles: 4 });
+    expect(c.valveHealth).toEqual({ enabled: true, positionEpsPct: 0.3, stuckErrorPct: 5, stuckS: 20, stickBandWarnPct: 2, travelMaxS: 30, breakaways: 5, responseMs: 300 });
   });
 
   it("refuses to build a schema whose key would be absent while its type says present", () => {

@@ -11,6 +11,7 @@ import type { RedfishDeviceStats } from "../../drivers/redfish/driver.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { PodDiagnostics, PodReader } from "../pod-api.js";
 import { inFailsafe } from "../../pod/status-words.js";
+import type { ValveHealthView } from "../../pod/status-view.js";
 import type { MetricsConfig } from "./metrics-schema.js";
 import type { UplinkStats } from "../uplink/uplink.js";
 import type { SparkplugStats } from "../uplink/sparkplug/edge-node.js";
@@ -68,6 +69,26 @@ export class Metrics {
         for (const x of a().status().racks) if (Number.isFinite(x.valvePct)) this.set({ rack: x.name }, x.valvePct / 100);
       },
     });
+    // control-valve health (agent/health): racks whose valve is watched and has shown the figure
+    const valveGauge = (name: string, help: string, pick: (v: ValveHealthView) => number | null): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ["rack"],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const x of a().status().racks) {
+            const v = x.valveHealth === null ? null : pick(x.valveHealth);
+            if (v !== null) this.set({ rack: x.name }, v);
+          }
+        },
+      });
+    };
+    valveGauge("podwarden_valve_stick_band_ratio", "A control valve's stiction, or its dead band's width, as a fraction of travel (from its position feedback)", (v) => (v.stickBandPct === null ? null : v.stickBandPct / 100));
+    valveGauge("podwarden_valve_travel_seconds", "A control valve's full-stroke time, as last seen stroking", (v) => v.travelS);
+    valveGauge("podwarden_valve_stuck", "1 while a control valve's position stays frozen against its command", (v) => (v.stuck ? 1 : 0));
+    valveGauge("podwarden_valve_tracking_error_ratio", "A control valve's command minus its position feedback, as a fraction of travel", (v) => (v.trackingErrorPct === null ? null : v.trackingErrorPct / 100));
     new Gauge({
       name: "podwarden_isolation_valves_open",
       help: "1 when both isolation valves of a rack are commanded open",
