@@ -30,7 +30,7 @@ export default tseslint.config(
     files: ["agent/hmi/static/**/*.js"],
     languageOptions: {
       sourceType: "module",
-      globals: { document: "readonly", EventSource: "readonly", fetch: "readonly", URLSearchParams: "readonly", performance: "readonly", setInterval: "readonly", uPlot: "readonly" },
+      globals: { document: "readonly", EventSource: "readonly", fetch: "readonly", URLSearchParams: "readonly", performance: "readonly", setInterval: "readonly", setTimeout: "readonly", clearTimeout: "readonly", uPlot: "readonly" },
     },
   },
 );

@@ -428,6 +428,7 @@ describe("podwarden run serves the HMI", () => {
       await page.locator("#login button").click();
       await page.locator("#user", { hasText: "alice (operator)" }).waitFor();
       // an operator may acknowledge, not reset a leak (engineer): the page offers only what the role allows
+      expect(await page.locator("#tune-form").isHidden()).toBe(true); // tuning is the engineer's
       const row = page.locator('#alarms tbody tr[data-alarm="leak:rack-3"]');
       expect(await row.locator("button").allTextContents()).toEqual(["acknowledge"]);
       await row.locator("button", { hasText: "acknowledge" }).click();
@@ -458,6 +459,25 @@ describe("podwarden run serves the HMI", () => {
       // while the daemon serves, the console stays clean (the refused login's 401 is the browser's report of it)
       expect(errors.filter((e) => !/status of 401|status of 409/.test(e))).toEqual([]);
     }, 60_000);
+
+    it("offers an engineer the relay autotune and gains, and says why a tuning is refused while a leak is latched", async () => {
+      await page.locator("#logout").click();
+      await page.locator("#login-name").fill("erin");
+      await page.locator("#login-password").fill("erin-password");
+      await page.locator("#login button").click();
+      await page.locator("#user", { hasText: "erin (engineer)" }).waitFor();
+      expect(await page.locator("#tune-form").isVisible()).toBe(true);
+      await page.locator("#tune-loop-select").selectOption("cdu.pump");
+      await page.locator("#tune-status").click();
+      await page.locator("#tune-result", { hasText: "not tuned since the agent started" }).waitFor();
+      // rack-3's leak is still latched: a tuning would end at once, so it does not start
+      await page.locator("#tune-start").click();
+      await page.locator("#message", { hasText: /tune: refused: a leak or a latched isolation in the pod \(rack-3\)/ }).waitFor();
+      await page.locator("#gains-revert").click();
+      await page.locator("#message", { hasText: "gains: refused: cdu.pump already runs on the config's gains" }).waitFor();
+      const audit = (): Record<string, unknown>[] => daemon.lines.map((l) => l.event as Record<string, unknown> | undefined).filter((e): e is Record<string, unknown> => e?.type === "command.audit");
+      await waitFor(() => audit().some((e) => e.action === "tune" && e.by === "hmi erin" && e.result === "refused"), "the refused tuning audited");
+    }, 30_000);
 
     it("refuses a forged request from another origin's page in the same browser, logged in: a form post and a fetch", async () => {
       // another port of the same host is the same *site*, so SameSite=Strict still sends the

@@ -300,9 +300,20 @@ function tuneWords(d) {
   }
   return lines.join("\n");
 }
+// while a tuning runs the form follows it, every 2 s, until it ends or another loop is chosen
+let tuneFollow = null;
 async function tuneAct(command, params) {
-  const data = await act(command, { loop: $("#tune-loop-select").value, ...params });
-  if (data !== null) $("#tune-result").textContent = tuneWords(data);
+  const loop = $("#tune-loop-select").value;
+  const data = await act(command, { loop, ...params });
+  if (data === null) return;
+  $("#tune-result").textContent = tuneWords(data);
+  clearTimeout(tuneFollow);
+  const state = data.tuning?.state;
+  if (state === "starting" || state === "noise" || state === "relay") {
+    tuneFollow = setTimeout(() => {
+      if ($("#tune-loop-select").value === loop && session !== null) void tuneAct("tune", { action: "status" });
+    }, 2000);
+  }
 }
 $("#tune-start").addEventListener("click", () => void tuneAct("tune", { action: "start" }));
 $("#tune-abort").addEventListener("click", () => void tuneAct("tune", { action: "abort" }));
