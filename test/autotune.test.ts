@@ -4,6 +4,9 @@ import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { loadBank, startTune, stopTune, writeSample, type TuneSpec } from "../hotpath-as/bank-config.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
+import type { TuneState } from "../agent/control/control-thread.js";
+import type { TuningStatus } from "../agent/pod-api.js";
+import { Autotuner } from "../agent/tuning/autotuner.js";
 import { analyseRelay, type TuneSample } from "../agent/tuning/relay-analysis.js";
 import { Fopdt, type FopdtParams } from "../sim/fopdt.js";
 import { DT, PLANT, Rig } from "../sim/fopdt-rig.js";
@@ -308,5 +311,103 @@ describe("a relay autotune aborts at once, and the loop is back in its mode", ()
     startTune(b.v, 0, b.now);
     b.run(DT);
     expect(b.v.loopI.tuneEnd[0]).toBe(L.TUNE_END_LEAK);
+  });
+});
+
+/**
+ * The Autotuner (the main thread's session) against a real bank stepped by the test as the worker
+ * would step it: its start, its samples, its analysis at the end, its abort words, and a start
+ * the control thread never takes.
+ */
+describe("the tuning session", () => {
+  class Bench {
+    readonly rig: Rig;
+    starts = 0;
+    stops = 0;
+    /** the start count the "worker" has applied (the test applies them in tick()) */
+    applied = 0;
+    clock = 0;
+    takeStarts = true;
+    constructor(c: RigCase) {
+      this.rig = new Rig(loadWasmHotPath("release"), { action: c.action, sp: c.sp, kp: 0, ki: 0, kff: 0, mode: "Manual", tune: c.tune, outRate: 0 }, c.u0, 20, c.plant);
+      this.rig.noiseC = c.noise;
+      this.rig.run(c.plant.tauS * 8);
+    }
+    readonly control = {
+      startTune: (): number => ++this.starts,
+      stopTune: (): void => void this.stops++,
+      tuneState: (): TuneState => {
+        const v = this.rig.hp.views;
+        return { phase: v.loopI.tune[0], end: v.loopI.tuneEnd[0], switches: v.loopI.tuneSwitches[0], applied: this.applied, center: v.loopF.tuneCenter[0], hysteresis: v.loopF.tuneHyst[0], d: v.loopF.tuneD[0], pv: v.loopF.pv[0], out: v.loopF.out[0], status: v.loopI.status[0], tickMs: this.rig.now };
+      },
+    };
+    /** the worker's side: the command frame's edges, then `ms` of ticks */
+    tick(ms: number): void {
+      const v = this.rig.hp.views;
+      if (this.takeStarts && this.starts !== this.applied) {
+        this.applied = this.starts;
+        startTune(v, 0, this.rig.now);
+      }
+      if (this.stops > 0) {
+        stopTune(v, 0);
+        this.stops = 0;
+      }
+      this.rig.run(ms / 1000);
+      this.clock += ms;
+    }
+  }
+  const sessionOn = (b: Bench, ended: TuningStatus[]): Autotuner =>
+    new Autotuner(b.control, [{ name: "rack-1.valve", action: "direct", amplitude: 15, cycles: 4 }], { ended: (s) => ended.push(s), now: () => new Date(0), monoMs: () => b.clock }, 1e9);
+
+  it("runs a tuning to its end and analyses it: the same Ku and Pu as the rig's own run", () => {
+    const b = new Bench(RIGS[0]);
+    const ended: TuningStatus[] = [];
+    const tuner = sessionOn(b, ended);
+    expect(tuner.start(0, "test").state).toBe("starting");
+    expect(() => tuner.start(0, "again")).toThrow(/rack-1.valve is being tuned: one tuning at a time/);
+    for (let k = 0; k < 20_000 && tuner.running !== null; k++) {
+      b.tick(10);
+      tuner.poll();
+    }
+    expect(ended).toHaveLength(1);
+    const s = ended[0];
+    expect(s.state).toBe("done");
+    expect(tuner.running).toBeNull();
+    const exact = ultimate(RIGS[0].plant);
+    expect(Math.abs(s.result!.ku / exact.ku - 1)).toBeLessThan(0.1);
+    expect(Math.abs(s.result!.puS / exact.puS - 1)).toBeLessThan(0.1);
+    b.tick(10);
+    expect(b.rig.hp.views.loopI.tuneEnd[0]).toBe(L.TUNE_END_STOPPED); // the session stopped the relay
+  });
+
+  it("says in words why the hot path ended a tuning", () => {
+    const b = new Bench(RIGS[0]);
+    const ended: TuningStatus[] = [];
+    const tuner = sessionOn(b, ended);
+    tuner.start(0, "test");
+    for (let k = 0; k < 600; k++) {
+      b.tick(10);
+      tuner.poll();
+    }
+    b.rig.loadKw = 200; // a load step the relay cannot hold the PV against
+    for (let k = 0; k < 20_000 && tuner.running !== null; k++) {
+      b.tick(10);
+      tuner.poll();
+    }
+    expect(ended[0]).toMatchObject({ state: "aborted", reason: "the hot path ended it: the PV left the operating point by more than control.*.autotune.deviationMax" });
+  });
+
+  it("gives up a start the control thread never takes, rather than holding off every other tuning", () => {
+    const b = new Bench(RIGS[0]);
+    b.takeStarts = false;
+    const ended: TuningStatus[] = [];
+    const tuner = sessionOn(b, ended);
+    tuner.start(0, "test");
+    for (let k = 0; k < 600 && tuner.running !== null; k++) {
+      b.tick(10);
+      tuner.poll();
+    }
+    expect(ended[0]).toMatchObject({ state: "failed", reason: "the control thread did not take the start within 5 s" });
+    expect(tuner.running).toBeNull();
   });
 });

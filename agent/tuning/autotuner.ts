@@ -34,6 +34,9 @@ export interface TunableLoop {
  */
 export const TUNE_SAMPLE_MS = 10;
 
+/** A start the control thread has not taken in this long is given up, ms (it takes one at its next tick). */
+export const START_TIMEOUT_MS = 5000;
+
 /** Samples kept at most: 2 h (the longest timeout) at 10 ms is 720,000 (17 MB as objects). */
 const MAX_SAMPLES = 750_000;
 
@@ -51,6 +54,7 @@ interface Session {
   status: TuningStatus;
   /** the control thread's start count this session waits to see applied */
   applied: number;
+  startedAtMs: number;
   samples: TuneSample[];
   lastTickMs: number;
 }
@@ -64,7 +68,7 @@ export class Autotuner {
   constructor(
     private readonly control: TuneControl,
     private readonly loops: readonly TunableLoop[],
-    private readonly on: { ended(s: TuningStatus): void; now(): Date },
+    private readonly on: { ended(s: TuningStatus): void; now(): Date; monoMs(): number },
     private readonly sampleMs = TUNE_SAMPLE_MS,
   ) {}
 
@@ -91,8 +95,9 @@ export class Autotuner {
     if (!(spec.amplitude > 0)) throw new Error(`${spec.name} has no relay amplitude (control.*.autotune.amplitude is 0): it cannot be tuned`);
     const status: TuningStatus = { loop: spec.name, by, startedAt: this.on.now().toISOString(), state: "starting", switches: 0, switchesNeeded: 2 * spec.cycles + 1 };
     const applied = this.control.startTune(loop);
-    this.session = { loop, status, applied, samples: [], lastTickMs: -Infinity };
+    this.session = { loop, status, applied, startedAtMs: this.on.monoMs(), samples: [], lastTickMs: -Infinity };
     this.timer = setInterval(() => this.poll(), this.sampleMs);
+    this.timer.unref(); // a tuning never keeps a stopping process alive
     return { ...status };
   }
 
@@ -118,7 +123,15 @@ export class Autotuner {
     const s = this.session;
     if (s === null) return;
     const t = this.control.tuneState(s.loop);
-    if (t === undefined || t.applied !== s.applied) return; // the worker has not taken the start yet
+    if (t === undefined || t.applied !== s.applied) {
+      // the worker has not taken the start yet; a worker that never does (stopped, stalled) must
+      // not leave a tuning "starting" for ever, holding off every other
+      if (this.on.monoMs() - s.startedAtMs > START_TIMEOUT_MS) {
+        this.control.stopTune(s.loop);
+        this.finish(s, "failed", `the control thread did not take the start within ${START_TIMEOUT_MS / 1000} s`);
+      }
+      return;
+    }
     if (t.phase === L.TUNE_OFF) {
       this.finish(s, "aborted", `the hot path ended it: ${END_WORDS[t.end] ?? `end code ${t.end}`}`);
       return;

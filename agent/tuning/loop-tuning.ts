@@ -5,6 +5,7 @@ import * as L from "../../hotpath-as/assembly/layout.js";
 import type { LoopGains } from "../../pod/bank.js";
 import type { LoopTuning as LoopTuningConfig } from "../../pod/config.js";
 import type { PodLayout } from "../../pod/layout.js";
+import { monoMs } from "../../lib/clock.js";
 import type { ControlOutputs } from "../control/control-thread.js";
 import type { AgentEvent, AppliedGains, LoopGainsStatus, ProblemReport, TuningStatus } from "../pod-api.js";
 import { Autotuner, type TuneControl } from "./autotuner.js";
@@ -43,7 +44,7 @@ export class LoopTunings {
         const t = host.loopConfig(i).autotune;
         return { name: lay.loopName(i), action: lay.isPumpLoop(i) ? "reverse" : "direct", amplitude: t.amplitude, cycles: t.cycles };
       }),
-      { ended: (s) => this.ended(s), now: () => new Date() },
+      { ended: (s) => this.ended(s), now: () => new Date(), monoMs },
     );
   }
 
