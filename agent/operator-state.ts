@@ -7,10 +7,9 @@
 //
 // The state is kept by name (rack and loop names), not by index, so a reload that reorders or
 // removes racks restores what still exists and says what it could not.
-import { Ajv } from "ajv";
 import { join } from "node:path";
 import { MODE_CODE, type LoopMode } from "../hotpath-as/bank-config.js";
-import { JsonStateFile } from "../lib/json-state-file.js";
+import { JsonStateFile, stateFileCheck } from "../lib/json-state-file.js";
 import { arr, bool, num, obj, oneOf, optional, str, type Infer } from "../lib/schema-builders.js";
 
 const LOOP_MODE = oneOf(Object.keys(MODE_CODE) as LoopMode[], undefined, "loop mode");
@@ -66,12 +65,7 @@ export type OperatorState = Omit<OperatorFile, "savedAt" | "overrides"> & { over
 
 export const EMPTY_OPERATOR_STATE: OperatorState = { isolatedRacks: [], loopModes: [], maintenance: false, setpoints: [], overrides: [] };
 
-const validate = new Ajv({ strict: true, useDefaults: false }).compile(OPERATOR_FILE_SCHEMA);
-
-function checkOperatorFile(data: unknown): OperatorFile {
-  if (!validate(data)) throw new Error(validate.errors?.map((e) => `${e.instancePath || "/"} ${e.message ?? ""}`).join("; ") ?? "invalid");
-  return data as OperatorFile;
-}
+const checkOperatorFile = stateFileCheck<OperatorFile>(OPERATOR_FILE_SCHEMA);
 
 /**
  * The operator state file, operator.json in the state directory. Each change is written (fsync,

@@ -1,9 +1,10 @@
 // Small JSON state files in the state directory (leak latches, command replay guard, power
-// budget): state that must survive a restart. Written to a temporary file, flushed and renamed,
+// budget, operator decisions, applied gains): state that must survive a restart. Written to a temporary file, flushed and renamed,
 // so a crash leaves the old file or the new one, never half of one. Every write also syncs the
 // directory after the rename: until then the rename itself may not survive a power cut. A file
 // that cannot be read is moved aside (quarantined), never silently overwritten: the caller raises
 // an alarm.
+import { Ajv } from "ajv";
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
 import { open, rename } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -15,6 +16,18 @@ export interface StateLoad<T> {
   value?: T;
   /** the file existed but could not be read: it was moved aside */
   problem?: string;
+}
+
+/**
+ * A state file's check from its JSON Schema: the data as T, or an Error naming what is wrong.
+ * No defaults are filled in: a state file says what was saved, or it is damaged.
+ */
+export function stateFileCheck<T>(schema: object): (data: unknown) => T {
+  const validate = new Ajv({ strict: true, useDefaults: false }).compile(schema);
+  return (data) => {
+    if (!validate(data)) throw new Error(validate.errors?.map((e) => `${e.instancePath || "/"} ${e.message ?? ""}`).join("; ") ?? "invalid");
+    return data as T;
+  };
 }
 
 export class JsonStateFile<T> {

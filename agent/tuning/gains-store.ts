@@ -2,9 +2,8 @@
 // the power budget: gains.json in the state directory, written (fsync) before they apply, so a
 // restart never runs a loop on gains other than those in force before it. Kept by loop name; a
 // reload that removes a loop drops its gains, and says so.
-import { Ajv } from "ajv";
 import { join } from "node:path";
-import { JsonStateFile } from "../../lib/json-state-file.js";
+import { JsonStateFile, stateFileCheck } from "../../lib/json-state-file.js";
 import { arr, num, obj, str, type Infer } from "../../lib/schema-builders.js";
 import type { AppliedGains } from "../pod-api.js";
 
@@ -38,12 +37,7 @@ const GAINS_FILE_SCHEMA = obj(
 type GainsFile = Infer<typeof GAINS_FILE_SCHEMA>;
 export type AppliedGainsByLoop = ReadonlyMap<string, AppliedGains>;
 
-const validate = new Ajv({ strict: true, useDefaults: false }).compile(GAINS_FILE_SCHEMA);
-
-function checkGainsFile(data: unknown): GainsFile {
-  if (!validate(data)) throw new Error(validate.errors?.map((e) => `${e.instancePath || "/"} ${e.message ?? ""}`).join("; ") ?? "invalid");
-  return data as GainsFile;
-}
+const checkGainsFile = stateFileCheck<GainsFile>(GAINS_FILE_SCHEMA);
 
 export class GainsStore {
   private readonly store: JsonStateFile<GainsFile> | null;
