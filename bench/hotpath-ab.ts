@@ -9,6 +9,7 @@
 import { resolve } from "node:path";
 import type { BankSpec } from "../hotpath-as/bank-config.js";
 import type { HotPath } from "../hotpath-as/views.js";
+import { median } from "./stats.js";
 
 interface Build {
   loadBank(hp: HotPath, spec: BankSpec): void;
@@ -61,7 +62,6 @@ for (let w = 0; w < 5; w++) for (const k of ["A", "B"] as const) for (const p of
 for (let r = 0; r < 41; r++) {
   for (const k of r % 2 === 0 ? (["A", "B"] as const) : (["B", "A"] as const)) for (const p of ["pair", "scalar"] as const) got[k][p].push(time(banks[k][p]));
 }
-const median = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1];
 console.log(`| build | pair path ns/loop-step, median (min) | scalar path ns/loop-step, median (min) |`);
 console.log(`|---|---:|---:|`);
 for (const k of ["A", "B"] as const) {
