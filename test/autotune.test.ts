@@ -357,7 +357,7 @@ describe("the tuning session", () => {
     }
   }
   const sessionOn = (b: Bench, ended: TuningStatus[]): Autotuner =>
-    new Autotuner(b.control, [{ name: "rack-1.valve", action: "direct", amplitude: 15, cycles: 4 }], { ended: (s) => ended.push(s), now: () => new Date(0), monoMs: () => b.clock }, 1e9);
+    new Autotuner(b.control, (i) => (i === 0 ? { name: "rack-1.valve", action: "direct", amplitude: 15, cycles: 4 } : undefined), { ended: (s) => ended.push(s), now: () => new Date(0), monoMs: () => b.clock }, 1e9);
 
   it("runs a tuning to its end and analyses it: the same Ku and Pu as the rig's own run", () => {
     const b = new Bench(RIGS[0]);
@@ -395,6 +395,18 @@ describe("the tuning session", () => {
       tuner.poll();
     }
     expect(ended[0]).toMatchObject({ state: "aborted", reason: "the hot path ended it: the PV left the operating point by more than control.*.autotune.deviationMax" });
+  });
+
+  it("takes a loop's bounds from the config in force at each start (a reload's periods count)", () => {
+    const b = new Bench(RIGS[0]);
+    let cycles = 4;
+    const tuner = new Autotuner(b.control, (i) => (i === 0 ? { name: "rack-1.valve", action: "direct", amplitude: 15, cycles } : undefined), { ended: () => undefined, now: () => new Date(0), monoMs: () => b.clock }, 1e9);
+    expect(tuner.start(0, "test").switchesNeeded).toBe(9);
+    tuner.abort(0, "test");
+    cycles = 3;
+    expect(tuner.start(0, "test").switchesNeeded).toBe(7);
+    tuner.abort(0, "test");
+    expect(() => tuner.start(1, "test")).toThrow(/no loop 1/);
   });
 
   it("gives up a start the control thread never takes, rather than holding off every other tuning", () => {

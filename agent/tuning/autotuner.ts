@@ -54,6 +54,8 @@ interface Session {
   status: TuningStatus;
   /** the control thread's start count this session waits to see applied */
   applied: number;
+  /** the loop's bounds as they stood at the start: its periods decide its end and its analysis */
+  spec: TunableLoop;
   startedAtMs: number;
   samples: TuneSample[];
   lastTickMs: number;
@@ -67,7 +69,8 @@ export class Autotuner {
 
   constructor(
     private readonly control: TuneControl,
-    private readonly loops: readonly TunableLoop[],
+    /** a loop's bounds as the config has them now (a reload may change them), undefined for no such loop */
+    private readonly loopSpec: (loop: number) => TunableLoop | undefined,
     private readonly on: { ended(s: TuningStatus): void; now(): Date; monoMs(): number },
     private readonly sampleMs = TUNE_SAMPLE_MS,
   ) {}
@@ -89,13 +92,13 @@ export class Autotuner {
    * checks first.
    */
   start(loop: number, by: string): TuningStatus {
-    const spec = this.loops[loop];
+    const spec = this.loopSpec(loop);
     if (spec === undefined) throw new Error(`no loop ${loop}`);
-    if (this.session !== null) throw new Error(`${this.loops[this.session.loop].name} is being tuned: one tuning at a time (abort it first)`);
+    if (this.session !== null) throw new Error(`${this.session.spec.name} is being tuned: one tuning at a time (abort it first)`);
     if (!(spec.amplitude > 0)) throw new Error(`${spec.name} has no relay amplitude (control.*.autotune.amplitude is 0): it cannot be tuned`);
     const status: TuningStatus = { loop: spec.name, by, startedAt: this.on.now().toISOString(), state: "starting", switches: 0, switchesNeeded: 2 * spec.cycles + 1 };
     const applied = this.control.startTune(loop);
-    this.session = { loop, status, applied, startedAtMs: this.on.monoMs(), samples: [], lastTickMs: -Infinity };
+    this.session = { loop, status, applied, spec, startedAtMs: this.on.monoMs(), samples: [], lastTickMs: -Infinity };
     this.timer = setInterval(() => this.poll(), this.sampleMs);
     this.timer.unref(); // a tuning never keeps a stopping process alive
     return { ...status };
@@ -151,9 +154,8 @@ export class Autotuner {
     }
     if (t.switches < s.status.switchesNeeded) return;
     this.control.stopTune(s.loop);
-    const spec = this.loops[s.loop];
     try {
-      const result = analyseRelay({ samples: s.samples, action: spec.action, d: t.d, hysteresis: t.hysteresis, cycles: spec.cycles });
+      const result = analyseRelay({ samples: s.samples, action: s.spec.action, d: t.d, hysteresis: t.hysteresis, cycles: s.spec.cycles });
       s.status.result = result;
       this.finish(s, "done");
     } catch (err) {

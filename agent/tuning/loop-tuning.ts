@@ -40,10 +40,12 @@ export class LoopTunings {
     const lay = host.layout;
     this.tuner = new Autotuner(
       host.control,
-      Array.from({ length: lay.loops }, (_, i) => {
+      // read from the config in force at each start, so a reload's bounds count
+      (i) => {
+        if (!(i >= 0 && i < lay.loops)) return undefined;
         const t = host.loopConfig(i).autotune;
         return { name: lay.loopName(i), action: lay.isPumpLoop(i) ? "reverse" : "direct", amplitude: t.amplitude, cycles: t.cycles };
-      }),
+      },
       { ended: (s) => this.ended(s), now: () => new Date(), monoMs },
     );
   }
