@@ -338,7 +338,7 @@ describe("the tuning session", () => {
       stopTune: (): void => void this.stops++,
       tuneState: (): TuneState => {
         const v = this.rig.hp.views;
-        return { phase: v.loopI.tune[0], end: v.loopI.tuneEnd[0], switches: v.loopI.tuneSwitches[0], applied: this.applied, center: v.loopF.tuneCenter[0], hysteresis: v.loopF.tuneHyst[0], d: v.loopF.tuneD[0], pv: v.loopF.pv[0], out: v.loopF.out[0], status: v.loopI.status[0], tickMs: this.rig.now };
+        return { phase: v.loopI.tune[0], end: v.loopI.tuneEnd[0], switches: v.loopI.tuneSwitches[0], applied: this.applied, center: v.loopF.tuneCenter[0], hysteresis: v.loopF.tuneHyst[0], d: v.loopF.tuneD[0], pv: v.loopF.pv[0], out: v.loopF.out[0], tickMs: this.rig.now };
       },
     };
     /** the worker's side: the command frame's edges, then `ms` of ticks */

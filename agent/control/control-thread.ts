@@ -48,7 +48,6 @@ export interface TuneState {
   d: number;
   pv: number;
   out: number;
-  status: number;
   tickMs: number;
 }
 
@@ -203,7 +202,6 @@ export class ControlThread {
       d: f.loopTuneD[loop],
       pv: f.loopPv[loop],
       out: f.loopOut[loop],
-      status: f.loopStatus[loop],
       tickMs: f.ctrlF[CTRL_F64.LAST_TICK_MS],
     }));
   }
