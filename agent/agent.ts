@@ -258,10 +258,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   async start(): Promise<void> {
     const c = this.config;
     const recording = c.recorder.enabled && this.stateDir !== undefined;
-    // the control thread is created first (the tunings take its handle) and started below; the
-    // gains an engineer applied before the restart are patched into its spec before then, so the
-    // worker loads its bank with them
-    this.control = new ControlThread(podBankSpec(c.control, this.layout, c.racks), {
+    // the gains an engineer applied before the restart: the worker loads its bank with them
+    const gains = this.startTunings().restore();
+    this.control = new ControlThread(podBankSpec(c.control, this.layout, c.racks, gains), {
       periodMs: c.control.periodMs,
       schedFifo: c.control.schedFifo,
       schedPriority: c.control.schedPriority,
@@ -269,9 +268,6 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       recorder: recording ? ringFor(c.recorder, c.control.periodMs) : undefined,
       onLog: (level, message) => this.logs.module("control")[level](message),
     });
-    const tunings = this.startTunings();
-    const gains = tunings.restore();
-    if (gains.some((g) => g !== undefined)) this.control.patch(podBankSpec(c.control, this.layout, c.racks, gains));
     // Racks latched before a restart are isolated again before the first tick.
     if (this.latches.file === null) this.log.warn("no state directory: leak latches and operator decisions will not survive a restart (set stateDir or run under systemd with StateDirectory)");
     const restored = this.latches.load();
@@ -951,7 +947,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     const log = this.logs.module("tuning");
     this.tunings = new LoopTunings(
       {
-        control: this.control,
+        // the control thread is created after the tunings (its bank takes their gains)
+        control: { startTune: (loop) => this.control.startTune(loop), stopTune: (loop) => this.control.stopTune(loop), tuneState: (loop) => this.control.tuneState(loop) },
         layout: this.layout,
         loopConfig: (loop) => (this.layout.isPumpLoop(loop) ? this.config.control.pumpLoop : this.config.control.rackLoop),
         outputs: () => this.control.outputs() ?? this.outputs,
