@@ -23,6 +23,8 @@ import { commandLimits } from "./commands/executor.js";
 import type { AgentConfig, LoadedConfig } from "./config/load.js";
 import { ControlThread, type ControlOutputs } from "./control/control-thread.js";
 import { LeakThread } from "./control/leak-thread.js";
+import type { IsoValve, StrokeResult } from "./health/isolation-stroke.js";
+import { IsolationStrokes, type StrokeStatus } from "./health/isolation-strokes.js";
 import { FlightRecorder, ringFor, tripOf } from "./recorder/flight-recorder.js";
 import type { RecordingEntry } from "./recorder/recording-file.js";
 import { packageVersion } from "./version.js";
@@ -147,6 +149,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private readonly valves = new Map<string, { rack: number; health: ValveHealth; reported: string }>();
   /** relay autotunes and applied gains (set at start) */
   private tunings: LoopTunings | null = null;
+  /** partial-stroke tests of the isolation valves (set at start) */
+  private strokes: IsolationStrokes | null = null;
 
   constructor(
     loaded: LoadedConfig,
@@ -309,6 +313,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.ingest?.start();
     this.redfish?.start();
     this.writeActuators();
+    this.startStrokes();
     this.timers.push(setInterval(() => this.supervise(), c.supervisor.periodMs));
     this.timers.push(setInterval(() => this.writeActuators(), ACTUATOR_PASS_MS));
     void this.interlockWatch();
@@ -362,7 +367,11 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private async interlockWatch(): Promise<void> {
     while (this.running && !this.stopping) {
       await this.control.outputsChanged(1000);
-      if (this.running && !this.stopping) this.writeActuators();
+      if (this.running && !this.stopping) {
+        // a partial-stroke test is released on a leak before anything else is written
+        this.strokes?.step();
+        this.writeActuators();
+      }
     }
   }
 
@@ -859,6 +868,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   async stop(opts: { driveSafe: boolean; reason: string; timeoutMs?: number }): Promise<void> {
     if (!this.running) return;
     this.emit({ type: "agent.stopping", reason: opts.reason });
+    // released while the writes still go out: a valve held for a test opens again
+    this.strokes?.end(`the agent is stopping (${opts.reason})`);
     this.stopping = true; // closes the health gate: no more lease heartbeats
     for (const t of this.timers) clearInterval(t);
     this.timers.length = 0;
@@ -873,6 +884,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     await this.latches.settled();
     await this.operatorChain; // an operator decision being saved lands (or is refused) first
     await this.tunings?.settled(); // and a gains change
+    await this.strokes?.settled(); // and a partial-stroke verdict
     await this.recorder?.stop(); // a recording still open is written with what the ring holds
     await this.control.stop();
     await this.leakThread?.stop();
@@ -962,6 +974,60 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
       this.gainsStore,
     );
     return this.tunings;
+  }
+
+  private startStrokes(): void {
+    const c = this.config;
+    const log = this.logs.module("stroke");
+    this.strokes = new IsolationStrokes(
+      {
+        racks: c.racks.map((r, i) => ({
+          name: r.name,
+          loop: this.layout.rackLoops[i],
+          supplyOpenLimit: r.points.supplyIsolationOpenLimit,
+          supplyClosedLimit: r.points.supplyIsolationClosedLimit,
+          returnOpenLimit: r.points.returnIsolationOpenLimit,
+          returnClosedLimit: r.points.returnIsolationClosedLimit,
+        })),
+        outputs: () => this.control.outputs() ?? this.outputs,
+        podFailsafe: () => this.supervisor.mode === "Failsafe",
+        limit: (id) => {
+          const p = this.points.get(id);
+          return p === undefined || p.quality !== "good" || !Number.isFinite(p.value) ? null : { value: p.value, atMs: p.sourceTimeMs };
+        },
+        setStroke: (rack, bits) => {
+          this.wiring.setStroke(rack, bits);
+          this.leakThread?.setStroke(rack, bits);
+          this.writeActuators();
+        },
+        emit: (e) => this.emit(e),
+        reportProblem: (id, p) => this.reportProblem(id, p),
+        resolveProblem: (id) => this.resolveProblem(id),
+        log: (level, fields, message) => log[level](fields, message),
+        monoMs,
+        wallMs: () => Date.now(),
+      },
+      c.partialStroke,
+      this.stateDir,
+    );
+    this.strokes.begin();
+  }
+
+  private get stroke(): IsolationStrokes {
+    if (this.strokes === null) throw new Error("the agent has not started");
+    return this.strokes;
+  }
+
+  startStroke(rack: number, valve: IsoValve, by: string): StrokeResult {
+    return this.stroke.start(rack, valve, by);
+  }
+
+  abortStroke(by: string): StrokeResult | null {
+    return this.stroke.abort(`aborted by ${by}`);
+  }
+
+  strokeStatus(): StrokeStatus {
+    return this.stroke.status();
   }
 
   private get tuning(): LoopTunings {

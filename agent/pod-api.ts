@@ -10,6 +10,8 @@ import type { RedfishDeviceStats } from "../drivers/redfish/driver.js";
 import type { LoopGains } from "../pod/bank.js";
 import type { PodLayout } from "../pod/layout.js";
 import type { RelayAnalysis } from "./tuning/relay-analysis.js";
+import type { IsoValve, StrokeResult } from "./health/isolation-stroke.js";
+import type { StrokeStatus } from "./health/isolation-strokes.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { Alarm } from "./supervisor/alarms.js";
 import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
@@ -22,6 +24,8 @@ export type AgentEvent =
   | { type: "agent.stopping"; reason: string }
   | { type: "tuning.started"; loop: string; by: string }
   | { type: "tuning.ended"; loop: string; state: TuningStatus["state"]; reason?: string; ku?: number; puS?: number; recommended?: string }
+  | { type: "stroke.started"; rack: string; valve: IsoValve; by: string }
+  | ({ type: "stroke.ended" } & StrokeResult)
   | { type: "command.audit"; action: string; rack?: string; by: string; result: string; transaction?: string; reason?: string; suppressed?: number };
 
 export type AuditRecord = Omit<Extract<AgentEvent, { type: "command.audit" }>, "type">;
@@ -73,6 +77,8 @@ export interface PodDiagnostics {
   ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; oversized: number; silentBrokerDrops: number } | null;
   /** one per BMC of redfishClient (none without) */
   redfishStats(): RedfishDeviceStats[];
+  /** the isolation valves' partial-stroke tests: the running one, and each valve's last */
+  strokeStatus(): StrokeStatus;
 }
 
 export interface Range {
@@ -140,6 +146,13 @@ export interface PodCommander {
   /** back to the config's gains; false when none were applied */
   revertGains(loop: number, by: string): Promise<boolean>;
   loopGains(loop: number): LoopGainsStatus;
+  // partial-stroke tests of isolation valves (docs/engineering.md, Actuator health)
+  /** starts a partial-stroke test of a rack's isolation valve; throws with the reason when refused */
+  startStroke(rack: number, valve: IsoValve, by: string): StrokeResult;
+  /** aborts the running test (its close released at once); null when none runs */
+  abortStroke(by: string): StrokeResult | null;
+  /** the running test, and every valve's last */
+  strokeStatus(): StrokeStatus;
 }
 
 /** A relay autotune of one loop (docs/engineering.md), running or finished. */

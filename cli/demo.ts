@@ -170,7 +170,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     // the pod as a Redfish cooling unit, read-only, on a port of its own choosing
     redfish = new RedfishServer({ pod: a, racks: config.racks, cdu: config.cdu, version: packageVersion() }, { ...config.redfish, enabled: true, port: 0 });
     const redfishUrl = `http://127.0.0.1:${await redfish.listen()}/redfish/v1`;
-    // the controller's local tools (podwarden tune, gains, recording trigger, reset-leak) reach
+    // the controller's local tools (podwarden tune, gains, stroke, recording trigger, reset-leak) reach
     // the demo's agent as they reach a daemon: over the admin socket in its state directory
     admin = new AdminSocket(() => a, join(stateDir, "admin.sock"));
     await admin.listen();
@@ -255,6 +255,7 @@ export function help(brokerUrl: string, site: string, pod: string, controlPort: 
       : [
           `a leak writes a flight recording (docs/engineering.md): node dist/cli/podwarden.js recording list --state-dir ${stateDir}`,
           `relay-autotune a loop and see the gains it proposes: node dist/cli/podwarden.js tune rack-2.valve --state-dir ${stateDir}`,
+          `prove an isolation valve still moves (a partial-stroke test): node dist/cli/podwarden.js stroke rack-4 --valve supply --state-dir ${stateDir}`,
         ]),
     "keys: l leak on the next rack   u unplug/replug rack-5   r reset leaks   c clear faults   q quit",
     `or inject faults yourself: curl -s -XPOST localhost:${controlPort}/fault -d '{"leak":"rack-3"}'`,

@@ -43,6 +43,9 @@ usage:
   podwarden gains <loop> [--rule <r> | --kp <x> --ki <y> [--kd <z>] | --revert] [-c <config.yaml>]
                                                          a loop's gains: show; apply a proposal of its last tuning
                                                          (simc, tyreus-luyben, ziegler-nichols) or gains by hand; back to the config's
+  podwarden stroke <rack> --valve supply|return | --status | --abort [-c <config.yaml>]
+                                                         partial-stroke test of a rack's isolation valve: follows it to
+                                                         the end and prints its figures; Ctrl-C aborts it
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
   podwarden hmi-user --users <file> --name <n> --role <r>[,<r>]
@@ -62,7 +65,7 @@ options:
   -c, --config <file>     config file (YAML)
       --scenario <file>   scenario to play (overrides the config's scenario key)
       --rack <name>       reset-leak: the rack
-      --state-dir <dir>   reset-leak, recording, tune, gains: the daemon's state directory (default: the config's stateDir,
+      --state-dir <dir>   reset-leak, recording, tune, gains, stroke: the daemon's state directory (default: the config's stateDir,
                           $STATE_DIRECTORY, or /var/lib/podwarden)
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
@@ -79,7 +82,9 @@ options:
       --csv               recording export: as CSV
       --with-config <f>   recording replay: replay with this config's tuning instead of the recorded one
       --wasm <file>       recording replay: replay with this hot-path build (build/hotpath.release.wasm of another version)
-      --status, --abort   tune: the loop's running or last tuning; abort the running one
+      --status, --abort   tune: the loop's running or last tuning; abort the running one;
+                          stroke: the running test and each valve's last; abort the running one
+      --valve <v>         stroke: supply or return
       --rule <r>          gains: apply this rule's proposal from the loop's last tuning
       --kp, --ki, --kd <x>  gains: apply these gains (kd default 0)
       --revert            gains: back to the config's gains
@@ -173,6 +178,7 @@ async function main(argv: string[]): Promise<number> {
         ki: { type: "string" },
         kd: { type: "string" },
         revert: { type: "boolean" },
+        valve: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -273,6 +279,20 @@ async function main(argv: string[]): Promise<number> {
           if (err instanceof UsageError) throw err;
           process.stderr.write(`podwarden: ${(err as Error).message}
 `);
+          return 1;
+        }
+      }
+      case "stroke": {
+        if (values.status === true && values.abort === true) throw new UsageError("stroke: --status or --abort, not both");
+        const action = values.abort === true ? "abort" : values.status === true ? "status" : "start";
+        const rack = positionals[1];
+        if (action === "start" && (rack === undefined || (values.valve !== "supply" && values.valve !== "return"))) throw new UsageError("stroke needs <rack> --valve supply|return (or --status, --abort)");
+        if (action !== "start" && rack !== undefined) throw new UsageError(`stroke --${action} takes no rack: one test runs at a time`);
+        const { strokeCommand } = await import("./stroke-command.js");
+        try {
+          return await strokeCommand({ stateDir: stateDir(), log, action, ...(rack === undefined ? {} : { rack, valve: values.valve }) });
+        } catch (err) {
+          process.stderr.write(`podwarden: ${(err as Error).message}\n`);
           return 1;
         }
       }

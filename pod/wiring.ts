@@ -56,12 +56,15 @@ export class PodWiring {
   private readonly routes = new Map<string, number[]>();
   /** leak inputs, with the last value routed: a change is decided at once, not at the next tick */
   private readonly leakPoints = new Map<string, number>();
+  /** each rack's isolation valves held closed for a partial-stroke test: bit 1 supply, bit 2 return */
+  private readonly stroke: Uint8Array;
 
   constructor(
     private readonly pod: Pick<PodConfig, "racks" | "cdu">,
     readonly layout: PodLayout,
     private readonly opts: WiringOptions,
   ) {
+    this.stroke = new Uint8Array(pod.racks.length);
     pod.racks.forEach((r, i) => {
       const p = layout.racks[i];
       this.route(r.points.returnTempC, p.returnTempC);
@@ -178,9 +181,22 @@ export class PodWiring {
     const racks = this.pod.racks;
     for (let i = 0; i < racks.length; i++) {
       const out = racks[i].outputs;
-      if (Number.isFinite(o.rackSupplyOpen[i])) sink.setOutput(out.supplyIsolation, o.rackSupplyOpen[i]);
-      if (Number.isFinite(o.rackReturnOpen[i])) sink.setOutput(out.returnIsolation, o.rackReturnOpen[i]);
+      const held = this.stroke[i];
+      // a partial-stroke test can only turn an open command into a close, never the other way
+      if (Number.isFinite(o.rackSupplyOpen[i])) sink.setOutput(out.supplyIsolation, held & 1 ? 0 : o.rackSupplyOpen[i]);
+      if (Number.isFinite(o.rackReturnOpen[i])) sink.setOutput(out.returnIsolation, held & 2 ? 0 : o.rackReturnOpen[i]);
     }
+  }
+
+  /**
+   * Holds rack `rack`'s isolation valves closed for a partial-stroke test (bits: 1 supply, 2
+   * return; 0 releases them), over whatever the hot path commands (agent/health/isolation-stroke.ts).
+   * Only the writes see it: the rack keeps its coolant through a partial stroke, so its power
+   * coupling (noCoolant) follows the hot path's commands alone. The caller writes the isolation
+   * valves afterwards.
+   */
+  setStroke(rack: number, bits: number): void {
+    this.stroke[rack] = bits & 3;
   }
 
   /** The field points and outputs of the leak path: every leak input and isolation valve. */

@@ -49,6 +49,7 @@ const VALID_PARAMS: Record<CommandName, Record<string, unknown>> = {
   record: {},
   tune: { loop: "rack-4.valve", action: "status" },
   gains: { loop: "rack-4.valve" },
+  stroke: { action: "status" },
 };
 
 /** Independent statement of what an accepted command may contain (not the ajv schemas). */
@@ -67,8 +68,9 @@ const PARAM_RULES: Record<CommandName, Record<string, (x: unknown) => boolean>> 
   record: {},
   tune: { loop: isName, action: (x) => ["start", "abort", "status"].includes(x as string) },
   gains: { loop: isName, rule: (x) => ["simc", "tyreus-luyben", "ziegler-nichols"].includes(x as string), kp: (x) => finiteIn(x, 0, 1e6), ki: (x) => finiteIn(x, 0, 1e6), kd: (x) => finiteIn(x, 0, 1e6), revert: (x) => x === true },
+  stroke: { rack: isName, valve: (x) => x === "supply" || x === "return", action: (x) => ["start", "abort", "status"].includes(x as string) },
 };
-const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [], tune: ["loop", "action"], gains: ["loop"] };
+const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [], tune: ["loop", "action"], gains: ["loop"], stroke: ["action"] };
 
 function invariantViolations(topic: CommandName, body: Record<string, unknown>, now: number, lastSeq: Map<string, number>, keyId: string): string[] {
   const bad: string[] = [];

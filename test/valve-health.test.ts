@@ -136,7 +136,7 @@ function underLoop(faults: Partial<ValveFaults>, hours: number): { h: ValveHealt
   return { h, alarms, worstBand };
 }
 
-describe("control valve health on a running agent against the simulator", () => {
+describe("control valve health and isolation valve partial-stroke tests on a running agent against the simulator", () => {
   let t: TestSim;
   let agent: Agent;
   beforeAll(async () => {
@@ -146,6 +146,7 @@ describe("control valve health on a running agent against the simulator", () => 
     data.log = { level: "warn", modules: {} };
     data.control = { ...(data.control as object), schedFifo: false, warmupTicks: 2000 };
     data.valveHealth = { breakaways: 3, stuckS: 3 };
+    data.partialStroke = { timeoutS: 3 };
     const config = validateAgentConfig(data, "valve test");
     agent = new Agent({ config, hash: "valve-test-hash", path: "t" }, new Logs(config.log, { site: config.site, pod: config.pod }));
     await agent.start();
@@ -190,4 +191,67 @@ describe("control valve health on a running agent against the simulator", () => 
     t.sim.inject({ valve: "rack-4", stuck: false });
     await waitFor(() => alarm("valve:rack-4") === undefined || alarm("valve:rack-4")!.conditionActive === false, "the alarm clearing", 15_000);
   }, 40_000);
+
+  const stroke = (params: Record<string, unknown>) => executeCommand(agent, { command: "stroke", params }, "test engineer");
+  /** the simulator's isolation valve positions of a rack, watched until the test ends */
+  const watchIso = (rack: number) => {
+    const seen = { minSupply: 100, minReturn: 100, powerOff: false };
+    const timer = setInterval(() => {
+      const r = t.sim.truth().racks[rack];
+      seen.minSupply = Math.min(seen.minSupply, r.supplyIsolationPct);
+      seen.minReturn = Math.min(seen.minReturn, r.returnIsolationPct);
+      seen.powerOff ||= r.powerOff;
+    }, 5);
+    return { seen, stop: () => clearInterval(timer) };
+  };
+
+  it("a partial-stroke test over the command path: rack-5's supply valve moves about 10 %, comes back, passes; its power is untouched", async () => {
+    const w = watchIso(4);
+    const r = await stroke({ rack: "rack-5", valve: "supply", action: "start" });
+    expect(r).toMatchObject({ status: "ok", data: { stroke: { rack: "rack-5", valve: "supply", state: "running", by: "test engineer" } } });
+    await waitFor(() => agent.strokeStatus().recent !== null, "the test's end", 10_000);
+    w.stop();
+    const done = agent.strokeStatus().recent!;
+    expect(done).toMatchObject({ rack: "rack-5", valve: "supply", state: "passed" });
+    // the simulator's valve strokes in 4 s; its limit switches are read at 10 Hz
+    expect(done.breakawayMs).toBeLessThan(400);
+    expect(done.returnMs).toBeLessThan(1500);
+    expect(w.seen.minSupply).toBeLessThan(99);
+    expect(w.seen.minSupply).toBeGreaterThan(70);
+    expect(w.seen.minReturn).toBe(100);
+    expect(w.seen.powerOff).toBe(false);
+    await waitFor(() => t.sim.truth().racks[4].supplyIsolationPct >= 99, "rack-5's supply valve fully open", 5000);
+    expect(agent.activeAlarms().filter((a) => a.id.startsWith("stroke:"))).toEqual([]);
+    expect(await stroke({ action: "status" })).toMatchObject({ status: "ok", data: { stroke: { running: null, last: [{ rack: "rack-5", valve: "supply", state: "passed" }] } } });
+  }, 30_000);
+
+  it("a seized isolation valve fails its test: Critical stroke:rack-6.supply, and the close is released", async () => {
+    t.sim.inject({ valve: "rack-6.supplyIsolation", stuck: true });
+    expect((await stroke({ rack: "rack-6", valve: "supply", action: "start" })).status).toBe("ok");
+    await waitFor(() => agent.strokeStatus().recent?.rack === "rack-6", "the test's end", 10_000);
+    expect(agent.strokeStatus().recent).toMatchObject({ state: "failed", critical: true });
+    // released: the open command is back at the device
+    await waitFor(() => agent.outputState("rack-6.supplyIsolationOpen")?.written === 1, "rack-6's supply valve commanded open again", 5000);
+    await waitFor(() => alarm("stroke:rack-6.supply") !== undefined, "stroke:rack-6.supply", 5000);
+    expect(alarm("stroke:rack-6.supply")).toMatchObject({ severity: "Critical", source: "rack-6" });
+    t.sim.inject({ valve: "rack-6.supplyIsolation", stuck: false });
+    expect(t.sim.truth().racks[5].supplyIsolationPct).toBe(100);
+  }, 30_000);
+
+  it("a leak anywhere in the pod aborts a running test and releases its valve; a test is refused while it lasts", async () => {
+    const w = watchIso(4);
+    expect((await stroke({ rack: "rack-5", valve: "return", action: "start" })).status).toBe("ok");
+    await waitFor(() => t.sim.truth().racks[4].returnIsolationPct < 98, "rack-5's return valve on its way", 5000);
+    t.sim.inject({ leak: "rack-7" });
+    await waitFor(() => agent.strokeStatus().recent?.valve === "return", "the test's end", 10_000);
+    expect(agent.strokeStatus().recent).toMatchObject({ rack: "rack-5", state: "aborted", reason: "a leak in the pod (rack-7)" });
+    await waitFor(() => t.sim.truth().racks[4].returnIsolationPct >= 99, "rack-5's return valve open again", 5000);
+    w.stop();
+    expect(w.seen.minReturn).toBeGreaterThan(80);
+    const refused = await stroke({ rack: "rack-5", valve: "return", action: "start" });
+    expect(refused).toMatchObject({ status: "rejected", code: "refused" });
+    expect(refused.status === "rejected" && refused.reason).toMatch(/a leak in the pod \(rack-7/);
+    t.sim.inject({ leak: "rack-7", state: "dry" });
+    await waitFor(async () => (await agent.resetLeak(6)) === "accepted", "rack-7's latch reset", 10_000);
+  }, 30_000);
 });

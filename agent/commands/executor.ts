@@ -2,6 +2,7 @@
 // envelope. Every path here goes through the same agent operations the local tools use, and
 // none of them reaches past the hot path's interlock priority: leak isolation and fail-safe
 // outrank any mode, setpoint or output a command sets.
+import type { IsoValve } from "../health/isolation-stroke.js";
 import type { LoopMode } from "../../hotpath-as/bank-config.js";
 import type { PodConfig } from "../../pod/config.js";
 import type { SupervisorConfig } from "../supervisor/schema.js";
@@ -181,6 +182,24 @@ export async function executeCommand(agent: PodCommander, body: Pick<CommandBody
         return { status: "ok", data: { applied: await agent.applyGains(loop, gains, by) } };
       } catch (err) {
         return { status: "rejected", code: "refused", reason: (err as Error).message };
+      }
+    }
+
+    case "stroke": {
+      if (p.action !== "start") {
+        if (p.rack !== undefined || p.valve !== undefined) return { status: "rejected", code: "invalid-params", reason: `${String(p.action)} takes no rack or valve: one test runs at a time` };
+        if (p.action === "status") return { status: "ok", data: { stroke: agent.strokeStatus() } };
+        const s = agent.abortStroke(by);
+        return s === null ? { status: "rejected", code: "not-found", reason: "no partial-stroke test runs" } : { status: "ok", data: { stroke: s } };
+      }
+      if (p.rack === undefined || p.valve === undefined) return { status: "rejected", code: "invalid-params", reason: "start needs rack and valve (supply or return)" };
+      const rack = rackOf();
+      if (typeof rack !== "number") return rack;
+      const rackName = p.rack as string; // a name, by the schema
+      try {
+        return { status: "ok", rack: rackName, data: { stroke: agent.startStroke(rack, p.valve as IsoValve, by) } };
+      } catch (err) {
+        return { status: "rejected", code: "refused", rack: rackName, reason: (err as Error).message };
       }
     }
 

@@ -3,16 +3,17 @@
 import { Ajv } from "ajv";
 import { describe } from "../../lib/config-file.js";
 
-export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record", "tune", "gains"] as const;
+export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record", "tune", "gains", "stroke"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export const ROLES = ["observer", "operator", "engineer"] as const;
 export type Role = (typeof ROLES)[number];
 
 /**
- * What each role may do. Nothing any role can send disables an interlock. Tuning a loop and
- * changing its gains are the engineer's: a relay autotune moves an actuator on its own for
- * minutes, and gains decide how every later move is made.
+ * What each role may do. Nothing any role can send disables an interlock. Tuning a loop,
+ * changing its gains and stroking an isolation valve are the engineer's: a relay autotune moves
+ * an actuator on its own for minutes, gains decide how every later move is made, and a
+ * partial-stroke test closes part of a rack's coolant path.
  */
 export const ROLE_COMMANDS: Record<Role, readonly CommandName[]> = {
   observer: ["snapshot"],
@@ -52,6 +53,13 @@ export const PARAM_SCHEMAS: Record<CommandName, object> = {
   snapshot: { type: "object", additionalProperties: false, properties: {} },
   record: { type: "object", additionalProperties: false, properties: {} },
   tune: { type: "object", additionalProperties: false, required: ["loop", "action"], properties: { loop: name, action: { enum: ["start", "abort", "status"] } } },
+  stroke: {
+    type: "object",
+    additionalProperties: false,
+    required: ["action"],
+    properties: { rack: name, valve: { enum: ["supply", "return"] }, action: { enum: ["start", "abort", "status"] } },
+    // start needs rack and valve; abort and status take neither (one test runs at a time)
+  },
   gains: {
     type: "object",
     additionalProperties: false,

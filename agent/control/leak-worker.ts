@@ -31,6 +31,8 @@ export interface LeakWorkerInput {
   /** raise this thread to SCHED_FIFO at schedPriority (control.schedFifo) */
   schedFifo: boolean;
   schedPriority: number;
+  /** each rack's isolation valves held closed for a partial-stroke test (PodWiring.setStroke) */
+  strokes: number[];
 }
 
 /** What the leak thread tells the main thread. */
@@ -57,6 +59,7 @@ function run(input: LeakWorkerInput): void {
   }
   const frames = new Frames(input.sizes, input.buffers);
   const wiring = new PodWiring(input.pod, podLayout(input.pod), { writeCaps: false });
+  input.strokes.forEach((bits, rack) => wiring.setStroke(rack, bits));
   const points = new PointStore();
   const driver = new ModbusDriver(input.modbus, { points });
   const outputIds = input.modbus.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`));
@@ -110,7 +113,12 @@ function run(input: LeakWorkerInput): void {
   };
   const reporter = setInterval(report, input.reportMs);
 
-  parentPort?.on("message", (m: { kind: "stop" }) => {
+  parentPort?.on("message", (m: { kind: "stop" } | { kind: "stroke"; rack: number; bits: number }) => {
+    if (m.kind === "stroke") {
+      wiring.setStroke(m.rack, m.bits);
+      if (running) pass();
+      return;
+    }
     if (m.kind !== "stop" || !running) return;
     running = false;
     clearInterval(reporter);

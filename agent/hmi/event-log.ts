@@ -50,6 +50,10 @@ export function eventWords(e: AgentEvent): { source: string; text: string } {
         source: e.loop,
         text: `relay autotune ${e.state}${e.reason === undefined ? "" : `: ${e.reason}`}${e.ku === undefined || e.puS === undefined ? "" : ` (Ku ${e.ku.toPrecision(3)}, Pu ${e.puS.toPrecision(3)} s, recommended ${e.recommended ?? "?"})`}`,
       };
+    case "stroke.started":
+      return { source: e.rack, text: `partial-stroke test of the ${e.valve} isolation valve started by ${e.by}` };
+    case "stroke.ended":
+      return { source: e.rack, text: `partial-stroke test of the ${e.valve} isolation valve ${e.state}${e.reason === undefined ? "" : `: ${e.reason}`}${e.breakawayMs === undefined ? "" : ` (left its open limit in ${e.breakawayMs} ms${e.returnMs === undefined ? "" : `, back in ${e.returnMs} ms`})`}` };
     case "command.audit":
       return { source: e.rack ?? "commands", text: `${e.action} by ${e.by}: ${e.result}${e.reason === undefined ? "" : ` (${e.reason})`}${e.suppressed === undefined ? "" : `, ${e.suppressed} more not listed`}` };
   }

@@ -2,20 +2,21 @@
 // service's user (or root) can use it — the same authority as `systemctl`. It carries the
 // operator actions that must be possible on the controller itself, such as the authorised reset
 // of a leak latch (`podwarden reset-leak`), an operator's flight recording (`podwarden recording
-// trigger`), and an engineer's relay autotune and gains (`podwarden tune`, `podwarden gains`,
-// carried out by the command executor, so they meet the same checks a signed command does).
+// trigger`), and an engineer's relay autotune, gains and partial-stroke tests (`podwarden tune`,
+// `podwarden gains`, `podwarden stroke`, carried out by the command executor, so they meet the
+// same checks a signed command does).
 // Remote commands go through the uplink instead.
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import { executeCommand } from "../commands/executor.js";
-import { validateParams, type CommandName } from "../commands/schema.js";
+import { validateParams } from "../commands/schema.js";
 import type { PodCommander, PodReader } from "../pod-api.js";
 
 const BY = "local admin socket";
 
-/** A tune or gains command's parameters from the query string (numbers as numbers). */
-function queryParams(command: "tune" | "gains", q: URLSearchParams): Record<string, unknown> {
+/** A tune, gains or stroke command's parameters from the query string (numbers as numbers). */
+function queryParams(command: "tune" | "gains" | "stroke", q: URLSearchParams): Record<string, unknown> {
   const p: Record<string, unknown> = {};
   for (const [k, v] of q) {
     if (command === "gains" && (k === "kp" || k === "ki" || k === "kd")) p[k] = v === "" ? NaN : Number(v);
@@ -64,16 +65,19 @@ export class AdminSocket {
         }
       }
       if (req.method === "GET" && url.pathname === "/recordings") return send(200, { recordings: agent.recentRecordings(1000) });
-      if (req.method === "POST" && (url.pathname === "/tune" || url.pathname === "/gains")) {
-        const command: CommandName = url.pathname === "/tune" ? "tune" : "gains";
+      if (req.method === "POST" && (url.pathname === "/tune" || url.pathname === "/gains" || url.pathname === "/stroke")) {
+        const command = url.pathname.slice(1) as "tune" | "gains" | "stroke";
         const params = validateParams(command, queryParams(command, url.searchParams));
         if (!params.ok) return send(400, { error: params.reason });
         executeCommand(agent, { command, params: params.value }, BY).then(
           (outcome) => {
-            const loop = String(params.value.loop);
-            const what = command === "tune" ? `tune ${String(params.value.action)}` : "gains";
-            if (!(command === "tune" && params.value.action === "status") && !(command === "gains" && Object.keys(params.value).length === 1)) {
-              agent.audit({ action: what, by: BY, result: outcome.status === "ok" ? "accepted" : outcome.code, ...(outcome.status === "ok" ? {} : { reason: `${loop}: ${outcome.reason}` }) });
+            // names and enums, by the schema
+            const rack = params.value.rack as string | undefined;
+            const target = command === "stroke" ? [rack, params.value.valve as string | undefined].filter((x) => x !== undefined).join(" ") : (params.value.loop as string);
+            const what = command === "gains" ? "gains" : `${command} ${String(params.value.action)}`;
+            const readOnly = params.value.action === "status" || (command === "gains" && Object.keys(params.value).length === 1);
+            if (!readOnly) {
+              agent.audit({ action: what, by: BY, result: outcome.status === "ok" ? "accepted" : outcome.code, ...(rack === undefined ? {} : { rack }), ...(outcome.status === "ok" ? {} : { reason: `${target}: ${outcome.reason}` }) });
             }
             if (outcome.status === "ok") send(200, outcome.data ?? {});
             else send(outcome.code === "not-found" ? 404 : 409, { error: outcome.reason });

@@ -12,6 +12,7 @@ import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { PodDiagnostics, PodReader } from "../pod-api.js";
 import { inFailsafe } from "../../pod/status-words.js";
 import type { ValveHealthView } from "../../pod/status-view.js";
+import type { StrokeResult } from "../health/isolation-stroke.js";
 import type { MetricsConfig } from "./metrics-schema.js";
 import type { UplinkStats } from "../uplink/uplink.js";
 import type { SparkplugStats } from "../uplink/sparkplug/edge-node.js";
@@ -89,6 +90,26 @@ export class Metrics {
     valveGauge("podwarden_valve_travel_seconds", "A control valve's full-stroke time, as last seen stroking", (v) => v.travelS);
     valveGauge("podwarden_valve_stuck", "1 while a control valve's position stays frozen against its command", (v) => (v.stuck ? 1 : 0));
     valveGauge("podwarden_valve_tracking_error_ratio", "A control valve's command minus its position feedback, as a fraction of travel", (v) => (v.trackingErrorPct === null ? null : v.trackingErrorPct / 100));
+    // isolation valves' partial-stroke tests (agent/health/isolation-strokes.ts): each valve's last verdict
+    const strokeGauge = (name: string, help: string, pick: (v: StrokeResult) => number | null): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ["rack", "valve"],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const s of a().strokeStatus().last) {
+            const v = pick(s);
+            if (v !== null) this.set({ rack: s.rack, valve: s.valve }, v);
+          }
+        },
+      });
+    };
+    strokeGauge("podwarden_isolation_stroke_failed", "1 when an isolation valve failed its last partial-stroke test", (s) => (s.state === "failed" ? 1 : 0));
+    strokeGauge("podwarden_isolation_stroke_breakaway_seconds", "From the close command to the open limit switch clearing, at an isolation valve's last partial-stroke test", (s) => (s.breakawayMs === undefined ? null : s.breakawayMs / 1000));
+    strokeGauge("podwarden_isolation_stroke_return_seconds", "From the open command to the open limit switch made again, at an isolation valve's last partial-stroke test", (s) => (s.returnMs === undefined ? null : s.returnMs / 1000));
+    strokeGauge("podwarden_isolation_stroke_timestamp_seconds", "When an isolation valve's last partial-stroke test started, Unix time", (s) => Date.parse(s.startedAt) / 1000);
     new Gauge({
       name: "podwarden_isolation_valves_open",
       help: "1 when both isolation valves of a rack are commanded open",
