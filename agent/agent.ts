@@ -14,7 +14,7 @@ import { JsonStateFile } from "../lib/json-state-file.js";
 import { measuredValue, PointStore, type Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec, type LoopGains } from "../pod/bank.js";
 import { leaseFailWrites } from "../pod/fail-safe.js";
-import { podLayout, type PodLayout } from "../pod/layout.js";
+import { bankPointIds, podLayout, type PodLayout } from "../pod/layout.js";
 import { pumpStatus, rackStatuses, type ValveHealthView } from "../pod/status-view.js";
 import { qualityWords } from "../pod/status-words.js";
 import { ACTUATOR_PASS_MS, PodWiring, type OutputSink, type PodDecisions } from "../pod/wiring.js";
@@ -913,11 +913,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
           build: { version: packageVersion(), hotPath: this.control.hotPath },
           periodMs: c.control.periodMs,
           names: {
-            points: [
-              ...c.racks.flatMap((r) => [r.points.returnTempC, r.points.supplyTempC, r.points.flowLpm, r.points.powerKw, ...r.points.leak]),
-              c.cdu.points.dpKpa,
-              c.cdu.points.supplyTempC ?? "cdu.supplyTempC (none configured)",
-            ],
+            points: bankPointIds(c),
             loops: Array.from({ length: this.layout.loops }, (_, i) => this.layout.loopName(i)),
             racks: c.racks.map((r) => r.name),
           },

@@ -35,8 +35,9 @@ usage:
   podwarden recording export <id> --csv [--out <file>] [-c <config.yaml>]
                                                          a recording as CSV, one row per tick
   podwarden recording replay <id> [--with-config <file>] [--wasm <file>] [-c <config.yaml>]
-                                                         replay it through the hot path: bit for bit with the
-                                                         recorded config; with another config or build, the trips
+                                                         replay it into the virtual pod (the config's wiring, -c,
+                                                         and the hot path): bit for bit with the recorded config,
+                                                         the actuator writes; with another config or build, the trips
   podwarden tune <loop> [--status | --abort] [-c <config.yaml>]
                                                          relay autotune of a loop (rack-1.valve, cdu.pump): follows it to
                                                          the end and prints Ku, Pu, a model and proposed gains; Ctrl-C aborts
@@ -245,6 +246,7 @@ async function main(argv: string[]): Promise<number> {
             out: values.out,
             withConfig: values["with-config"],
             wasm: values.wasm,
+            config: values.config,
             log,
           });
         } catch (err) {

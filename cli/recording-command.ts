@@ -8,7 +8,7 @@ import * as L from "../hotpath-as/assembly/layout.js";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { recordLayout } from "../agent/control/flight-ring.js";
 import { adminRequest } from "../agent/ops/admin-socket.js";
-import { replayRecording, type RackTrip } from "../agent/recorder/flight-replay.js";
+import { replayRecording, type RackTrip, type ReplayPod } from "../agent/recorder/flight-replay.js";
 import { recordingCsv } from "../agent/recorder/recording-csv.js";
 import { findRecording, listRecordings, readRecording } from "../agent/recorder/recording-file.js";
 import { podBankSpec } from "../pod/bank.js";
@@ -24,6 +24,8 @@ export interface RecordingArgs {
   withConfig: string | undefined;
   /** replay: a changed hot-path build (.wasm) to replay with */
   wasm: string | undefined;
+  /** replay: the daemon's config (-c), whose wiring the samples go through */
+  config: string | undefined;
   log: (line: string) => void;
 }
 
@@ -62,13 +64,20 @@ export async function recordingCommand(a: RecordingArgs): Promise<number> {
       if (a.id === undefined) throw new Error("recording replay needs <id>");
       const rec = await readRecording(findRecording(dir, a.id).file);
       let spec;
+      let pod: ReplayPod | undefined;
       if (a.withConfig !== undefined) {
         const c = loadAgentConfig(a.withConfig).config;
         spec = podBankSpec(c.control, podLayout(c), c.racks);
+        pod = { racks: c.racks, cdu: c.cdu, writeCaps: c.supervisor.powerBudget.writeCaps };
+      } else if (a.config !== undefined) {
+        // the daemon's wiring, with the recorded tuning
+        const l = loadAgentConfig(a.config);
+        pod = { racks: l.config.racks, cdu: l.config.cdu, writeCaps: l.config.supervisor.powerBudget.writeCaps };
+        if (l.hash !== rec.header.configHash) a.log(`note: ${a.config} is not the config the recording was made with (sha256 ${l.hash.slice(0, 12)}, recorded ${rec.header.configHash.slice(0, 12)}): its wiring carries the recorded samples`);
       }
       const module = a.wasm === undefined ? undefined : new WebAssembly.Module(readFileSync(a.wasm));
       const started = performance.now();
-      const r = replayRecording(rec, { spec, module });
+      const r = replayRecording(rec, { spec, module, pod });
       const wallMs = performance.now() - started;
       const h = rec.header;
       const l = recordLayout(h.sizes.points, h.sizes.loops, h.sizes.racks);
@@ -84,6 +93,15 @@ export async function recordingCommand(a: RecordingArgs): Promise<number> {
         a.log(`  ${r.recorded[k].rack.padEnd(10)} recorded: ${rec_}${rep === rec_ ? "  (replay: the same)" : `\n  ${"".padEnd(10)} replayed: ${rep}`}`);
       }
       a.log(r.sameTrips ? "the same racks tripped as in the recording" : "the racks that tripped DIFFER from the recording");
+      if (pod === undefined) a.log("replayed into the hot path only: give the daemon's config (-c) to replay through its wiring and see the actuator writes");
+      else {
+        a.log(`actuator writes by the wiring, on the daemon's schedule: ${r.writes.length + r.writesDropped} changes after the first pass (the supervisor's caps and escalations are not recorded: none replayed)`);
+        for (const t of r.replayed) {
+          if (t.isolationWritten === null) continue;
+          const pass = r.writes.filter((w) => w.seq === t.isolationWritten?.seq);
+          a.log(`  ${t.rack}: isolation written ${t.supplyClosed === null ? "" : `${t.isolationWritten.seq - t.supplyClosed.seq} ticks after the tick that decided it, `}at ${(t.isolationWritten.tickMs - t0).toFixed(1)} ms; that pass wrote ${pass.map((w) => `${w.id}=${w.value}`).join(", ")}`);
+        }
+      }
       return r.sameTrips && (r.identical || a.withConfig !== undefined || a.wasm !== undefined) ? 0 : 1;
     }
     case "trigger": {

@@ -37,6 +37,22 @@ export interface PodLayout {
   rackOfLoop(loop: number): number | undefined;
 }
 
+/**
+ * The field point feeding each bank point, in bank order (what a flight recording names its
+ * slots by, so a replay can route them through the wiring again). A CDU without a supply sensor
+ * names its slot as unconfigured: it is never sampled.
+ */
+export function bankPointIds(pod: { racks: readonly Pick<RackConfig, "points">[]; cdu: Pick<CduConfig, "points"> }): string[] {
+  return [
+    ...pod.racks.flatMap((r) => [r.points.returnTempC, r.points.supplyTempC, r.points.flowLpm, r.points.powerKw, ...r.points.leak]),
+    pod.cdu.points.dpKpa,
+    pod.cdu.points.supplyTempC ?? UNCONFIGURED_CDU_SUPPLY,
+  ];
+}
+
+/** The name of the CDU supply slot when no sensor feeds it. */
+export const UNCONFIGURED_CDU_SUPPLY = "cdu.supplyTempC (none configured)";
+
 /** What a layout needs to know of the pod: its racks' names and leak sensor counts. */
 export type LayoutSource = { racks: readonly Pick<RackConfig, "name" | "points">[]; cdu?: CduConfig };
 

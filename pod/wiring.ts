@@ -223,6 +223,31 @@ export class PodWiring {
 }
 
 /**
+ * When the daemon writes the actuators, for a pod run in virtual time (the virtual pod, a flight
+ * recording's replay): at once after a step that changed an interlock, and every
+ * ACTUATOR_PASS_MS of tick time besides, from the first step on.
+ */
+export class ActuatorSchedule {
+  private readonly interlocks: InterlockChangeDetector;
+  private nextMs: number | null = null;
+
+  constructor(loops: number, racks: number) {
+    this.interlocks = new InterlockChangeDetector(loops, racks);
+  }
+
+  /** Asked after every step, with its tick time: whether the actuators are written now. */
+  due(v: BankViews, nowMs: number): boolean {
+    // the detector must see every step, whether or not a pass is due anyway
+    const changed = this.interlocks.changed(v);
+    if (this.nextMs === null || nowMs >= this.nextMs) {
+      this.nextMs = (this.nextMs ?? nowMs) + ACTUATOR_PASS_MS;
+      return true;
+    }
+    return changed;
+  }
+}
+
+/**
  * Watches a bank for the output changes that must reach the devices at once rather than at the
  * next actuator pass: an isolation valve command that changed, or a loop entering or leaving
  * leak priority. The control worker and the virtual pod both ask it after every step.

@@ -22,7 +22,7 @@ import { podBankSpec } from "../pod/bank.js";
 import { leaseFailWrites } from "../pod/fail-safe.js";
 import type { PodConfig } from "../pod/config.js";
 import { podLayout, type PodLayout } from "../pod/layout.js";
-import { ACTUATOR_PASS_MS, InterlockChangeDetector, PodWiring, type OutputSink, type PodDecisions, type PodOutputs, type SampleSink } from "../pod/wiring.js";
+import { ActuatorSchedule, PodWiring, type OutputSink, type PodDecisions, type PodOutputs, type SampleSink } from "../pod/wiring.js";
 import type { SimConfig } from "./config.js";
 import type { FieldDevice } from "./devices/field-device.js";
 import { PodSim } from "./pod-sim.js";
@@ -98,12 +98,12 @@ export class VirtualPod implements SampleSink, OutputSink {
   private readonly polls: GroupPoll[] = [];
   private readonly outputs = new Map<string, OutputSlot>();
   private readonly leases: { device: SimDevice; address: number; periodMs: number; nextMs: number }[] = [];
-  private readonly interlocks: InterlockChangeDetector;
+  /** the daemon's write schedule: an interlock change at once, the rest every pass */
+  private readonly actuation: ActuatorSchedule;
   private readonly hpOutputs: PodOutputs;
   private tick = 0;
   /** the earliest time a poll or a heartbeat falls due: most ticks have neither */
   private nextIoMs = 0;
-  private nextActuateMs = 0;
   private nextTraceS = 0;
 
   constructor(
@@ -124,7 +124,7 @@ export class VirtualPod implements SampleSink, OutputSink {
     this.layout = podLayout(pod);
     this.wiring = new PodWiring(pod, this.layout, { writeCaps: pod.supervisor?.powerBudget.writeCaps ?? true });
     this.decisions = this.wiring.initialDecisions();
-    this.interlocks = new InterlockChangeDetector(this.layout.loops, this.layout.racks.length);
+    this.actuation = new ActuatorSchedule(this.layout.loops, this.layout.racks.length);
     loadBank(hp, podBankSpec(pod.control, this.layout, pod.racks));
     this.leaseFail = leaseFailWrites(pod);
     const v = hp.views;
@@ -244,10 +244,7 @@ export class VirtualPod implements SampleSink, OutputSink {
       if (now >= this.nextIoMs) this.fieldIo(now);
       if (this.hp.step(now, dtS) !== L.STEP_OK) throw new Error(`hot path refused tick ${this.tick}`);
       // as the daemon: an interlock change is written at once, everything else every pass
-      if (this.interlocks.changed(this.hp.views) || now >= this.nextActuateMs) {
-        this.wiring.writeActuators(this.hpOutputs, this.decisions, this, this.leaseFail);
-        if (now >= this.nextActuateMs) this.nextActuateMs += ACTUATOR_PASS_MS;
-      }
+      if (this.actuation.due(this.hp.views, now)) this.wiring.writeActuators(this.hpOutputs, this.decisions, this, this.leaseFail);
       this.tick++;
       if (this.tick % this.plantEvery === 0) this.sim.step();
       if (this.sim.plant.timeS >= this.nextTraceS) {

@@ -186,7 +186,8 @@ describe("podwarden run (daemon process)", () => {
     const stateDir = mkdtempSync(join(dir, "state-"));
     const recordings = join(stateDir, "recordings");
     // a post-trigger window the daemon will not live to finish
-    const d = await launch(configFile((c) => ((c.stateDir = stateDir), (c.recorder = { preS: 1, postS: 30 }))));
+    const cfg = configFile((c) => ((c.stateDir = stateDir), (c.recorder = { preS: 1, postS: 30 })));
+    const d = await launch(cfg);
     await waitFor(() => leases().every((x) => !x), "leases held");
     await new Promise((r) => setTimeout(r, 1500));
     t.sim.inject({ leak: "rack-2", state: "wet" });
@@ -206,9 +207,13 @@ describe("podwarden run (daemon process)", () => {
     const exported = await run("node", ["dist/cli/podwarden.js", "recording", "export", rec.id.slice(0, 15), "--csv", "--out", csv, "--state-dir", stateDir]);
     expect(exported.code, exported.stderr).toBe(0);
     expect(readFileSync(csv, "utf8").trim().split("\n")).toHaveLength(rec.header.count + 1);
-    const replay = await run("node", ["dist/cli/podwarden.js", "recording", "replay", rec.id, "--state-dir", stateDir]);
+    // into the virtual pod: the daemon's own config gives the wiring
+    const replay = await run("node", ["dist/cli/podwarden.js", "recording", "replay", rec.id, "-c", cfg, "--state-dir", stateDir]);
     expect(replay.code, replay.stdout + replay.stderr).toBe(0);
     expect(replay.stdout).toContain("outputs: identical to the recording, bit for bit");
+    expect(replay.stdout).not.toContain("note:"); // the same config file: no note
+    // the isolation valves first in that pass, the rack's power in the same pass
+    expect(replay.stdout).toMatch(/rack-2: isolation written 0 ticks after the tick that decided it, at -?[\d.]+ ms; that pass wrote rack-2\.supplyIsolationOpen=0, rack-2\.returnIsolationOpen=0, .*rack-2\.powerOff=1/);
     expect(replay.stdout).toMatch(/rack-2 +recorded: left service at -?[\d.]+ ms, supply closed at -?[\d.]+ ms, ends (isolating|isolated) +\(replay: the same\)/);
     const none = await run("node", ["dist/cli/podwarden.js", "recording", "export", "nope", "--csv", "--state-dir", stateDir]);
     expect(none.code).toBe(1);

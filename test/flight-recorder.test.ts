@@ -25,6 +25,7 @@ describe("the flight recorder", () => {
   let t: TestSim;
   let agent: Agent;
   let stateDir: string;
+  let config: ReturnType<typeof validateAgentConfig>;
   const dir = (): string => join(stateDir, "recordings");
   const complete = (): Recording["header"][] => listRecordings(dir()).recordings.map((r) => r.header).filter((h) => h.complete);
 
@@ -37,7 +38,7 @@ describe("the flight recorder", () => {
     data.log = { level: "warn", modules: {} };
     data.control = { ...(data.control as object), schedFifo: false, warmupTicks: 2000 };
     data.recorder = { preS: 2, postS: 0.5, maxFiles: 3 };
-    const config = validateAgentConfig(data, "recorder test");
+    config = validateAgentConfig(data, "recorder test");
     agent = new Agent({ config, hash: "recorder-test-hash", path: "t" }, new Logs(config.log, { site: config.site, pod: config.pod }));
     await agent.start();
     await waitFor(() => agent.status().racks.every((r) => r.returnTempC !== null), "every rack read", 20_000);
@@ -92,6 +93,31 @@ describe("the flight recorder", () => {
     const r3 = same.replayed.find((x) => x.rack === "rack-3")!;
     expect(r3.isolated).not.toBeNull();
     expect(r3.supplyClosed).toEqual(same.recorded.find((x) => x.rack === "rack-3")!.supplyClosed);
+
+    // into the virtual pod: the samples through the wiring by point id, the writes on the daemon's schedule
+    const pod = { racks: config.racks, cdu: config.cdu, writeCaps: config.supervisor.powerBudget.writeCaps };
+    const wired = replayRecording(leak, { pod });
+    expect(wired.firstDifference).toBeNull();
+    expect(wired.identical).toBe(true);
+    const w3 = wired.replayed.find((x) => x.rack === "rack-3")!;
+    // the isolation was written in the pass right after the tick that decided it
+    expect(w3.isolationWritten).toEqual(w3.supplyClosed);
+    const rack3 = config.racks[2];
+    const pass = wired.writes.filter((x) => x.seq === w3.isolationWritten!.seq);
+    // isolation valves first, then the rack's power (its coolant is gone), as the daemon writes them
+    expect(pass.slice(0, 2)).toEqual([
+      { seq: w3.isolationWritten!.seq, tickMs: w3.isolationWritten!.tickMs, id: rack3.outputs.supplyIsolation, value: 0 },
+      { seq: w3.isolationWritten!.seq, tickMs: w3.isolationWritten!.tickMs, id: rack3.outputs.returnIsolation, value: 0 },
+    ]);
+    expect(rack3.noCoolant.action).toBe("power-off");
+    expect(pass.find((x) => x.id === rack3.outputs.powerOff)?.value).toBe(1);
+    expect(wired.initialWrites[rack3.outputs.supplyIsolation]).toBe(1);
+    // no other rack's isolation was written closed
+    expect(wired.replayed.filter((x) => x.isolationWritten !== null).map((x) => x.rack)).toEqual(["rack-3"]);
+    // a config that does not wire the recorded points is refused, not replayed wrong
+    const renamed = structuredClone(pod);
+    renamed.racks[2].points.returnTempC = "rack-3.elsewhere";
+    expect(() => replayRecording(leak, { pod: renamed })).toThrow(/does not wire the recorded points rack-3\.returnTempC/);
 
     // a leak debounce far longer than the window: this config would not have isolated rack-3
     const spec = structuredClone(leak.header.spec);

@@ -1,7 +1,10 @@
-// Replays a flight recording through the hot path, in virtual time: from the recording's first
-// checkpoint (the whole bank as it stood), each recorded tick's samples and commands go into
-// the bank exactly as the control worker put them (agent/control/bank-inputs.ts), the step runs
-// with the recorded time and dt, and its outputs are compared with the recorded ones.
+// Replays a flight recording into the virtual pod, in virtual time: from the recording's first
+// checkpoint (the whole bank as it stood), each recorded tick's field samples go through the pod
+// wiring (pod/wiring.ts, by the point ids the recording names, as the drivers' points do) into
+// the bank, its commands go in exactly as the control worker put them
+// (agent/control/bank-inputs.ts), the step runs with the recorded time and dt, its outputs are
+// compared with the recorded ones, and the wiring writes the actuators on the daemon's schedule
+// (at once on an interlock change, every pass besides), each write logged.
 //  - Same build, same config: every output must come out bit for bit (a difference is a bug in
 //    the recorder or a hot path that is not deterministic).
 //  - A changed config (`spec`) or build (`module`): the outputs may differ; what matters is
@@ -11,6 +14,10 @@ import { writeSample, type BankSpec } from "../../hotpath-as/bank-config.js";
 import { compileHotPath, WasmHotPath } from "../../hotpath-as/wasm-bank.js";
 import { applyCommands, applyPatch } from "../control/bank-inputs.js";
 import { FLAG_COMMANDS, FLAG_PATCH, recordLayout, restoreCheckpoint } from "../control/flight-ring.js";
+import type { Point } from "../../lib/points.js";
+import type { PodConfig } from "../../pod/config.js";
+import { podLayout, UNCONFIGURED_CDU_SUPPLY } from "../../pod/layout.js";
+import { ActuatorSchedule, PodWiring, type OutputSink } from "../../pod/wiring.js";
 import type { Recording } from "./recording-file.js";
 
 export interface ReplayOptions {
@@ -18,7 +25,26 @@ export interface ReplayOptions {
   spec?: BankSpec;
   /** the hot path build to replay with (a changed build); default: this build's release */
   module?: WebAssembly.Module;
+  /**
+   * the pod's wiring (its racks' and CDU's points and outputs, and whether caps are written):
+   * the samples are routed through it by point id and the actuator writes it makes are logged.
+   * Without it the samples go into the bank slot by slot, and nothing is written.
+   */
+  pod?: ReplayPod;
 }
+
+export type ReplayPod = Pick<PodConfig, "racks" | "cdu"> & { writeCaps: boolean };
+
+/** An actuator write the wiring made in the replay: a command that changed, at a tick. */
+export interface ReplayWrite {
+  seq: number;
+  tickMs: number;
+  id: string;
+  value: number;
+}
+
+/** At most this many writes are kept (a window of minutes at most changes a few a pass). */
+export const MAX_REPLAY_WRITES = 20_000;
 
 /** Per rack: the recorded tick (seq and time) at which it left normal service, and when its supply isolation closed. */
 export interface RackTrip {
@@ -29,6 +55,8 @@ export interface RackTrip {
   supplyClosed: { seq: number; tickMs: number } | null;
   /** the state at the end of the window (RACK_* code) */
   finalState: number;
+  /** replayed through the wiring: the first tick after which a close of either isolation valve was written (null: none, or not replayed through it) */
+  isolationWritten: { seq: number; tickMs: number } | null;
 }
 
 export interface ReplayResult {
@@ -45,6 +73,15 @@ export interface ReplayResult {
   sameTrips: boolean;
   /** virtual time covered, ms */
   virtualMs: number;
+  /**
+   * replayed through the wiring: each actuator's command at the first pass, then every change,
+   * in order, isolation valves first within a pass (MAX_REPLAY_WRITES at most; `writesDropped`
+   * more). The supervisor's decisions are not recorded: the replay writes with none (no budget
+   * caps, no escalation's power-off), so a rack's power follows only its coolant here.
+   */
+  initialWrites: Record<string, number>;
+  writes: ReplayWrite[];
+  writesDropped: number;
 }
 
 export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayResult {
@@ -76,7 +113,7 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
   const F = w.f64;
   const I = w.i32;
   const { f, i } = l;
-  const trips = (): RackTrip[] => h.names.racks.map((rack) => ({ rack, isolated: null, supplyClosed: null, finalState: L.RACK_NORMAL }));
+  const trips = (): RackTrip[] => h.names.racks.map((rack) => ({ rack, isolated: null, supplyClosed: null, finalState: L.RACK_NORMAL, isolationWritten: null }));
   const recorded = trips();
   const replayed = trips();
   const note = (t: RackTrip[], r: number, state: number, supplyOpen: number, seq: number, tickMs: number): void => {
@@ -89,6 +126,47 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
   let firstMs = NaN;
   let lastMs = NaN;
   const sub = (a: Float64Array | Int32Array, at: number, n: number) => a.subarray(at, at + n);
+
+  // the wiring: samples in by point id, actuator writes out, as the daemon's main thread does
+  const pod = o.pod;
+  const wiring = pod === undefined ? null : new PodWiring(pod, podLayout(pod), { writeCaps: pod.writeCaps });
+  if (wiring !== null) {
+    const inputs = new Set(wiring.inputs);
+    // a slot the recording names as unconfigured is never sampled
+    const missing = h.names.points.filter((id) => !inputs.has(id) && id !== UNCONFIGURED_CDU_SUPPLY);
+    if (missing.length > 0) throw new Error(`the config replayed does not wire the recorded points ${missing.join(", ")}: a replay needs the same pod`);
+  }
+  const sample: Point = { id: "", value: NaN, sourceTimeMs: 0, quality: "good" };
+  const lastValue = new Float64Array(P).fill(NaN);
+  const lastTs = new Float64Array(P).fill(NaN);
+  const bank = { writeSample: (p: number, value: number, ts: number) => writeSample(v, p, value, ts) };
+  const outputs = { loopOut: v.loopF.out, rackSupplyOpen: v.rackI.supplyOpen, rackReturnOpen: v.rackI.returnOpen };
+  const decisions = wiring?.initialDecisions();
+  const schedule = new ActuatorSchedule(Lc, R);
+  const initialWrites: Record<string, number> = {};
+  const writes: ReplayWrite[] = [];
+  let writesDropped = 0;
+  const last = new Map<string, number>();
+  const isoOutputs = new Map<string, number>();
+  if (pod !== undefined) pod.racks.forEach((r, k) => [r.outputs.supplyIsolation, r.outputs.returnIsolation].forEach((id) => isoOutputs.set(id, k)));
+  let passSeq = 0;
+  let passMs = 0;
+  let firstPass = true;
+  const sink: OutputSink = {
+    // like the driver, only a changed command is a write
+    setOutput: (id, value) => {
+      if (last.get(id) === value) return;
+      last.set(id, value);
+      if (firstPass) {
+        initialWrites[id] = value;
+        return;
+      }
+      if (writes.length < MAX_REPLAY_WRITES) writes.push({ seq: passSeq, tickMs: passMs, id, value });
+      else writesDropped++;
+      const rack = isoOutputs.get(id);
+      if (rack !== undefined && value === 0) replayed[rack].isolationWritten ??= { seq: passSeq, tickMs: passMs };
+    },
+  };
   for (let k = start; k < w.count; k++) {
     const fo = k * FW;
     const io = k * IW;
@@ -97,7 +175,24 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
     if (k === start) firstMs = tickMs;
     lastMs = tickMs;
     for (let p = 0; p < P; p++) {
-      if ((I[io + i.written + (p >>> 5)] >>> (p & 31)) & 1) writeSample(v, p, F[fo + f.value + p], F[fo + f.ts + p]);
+      if (!((I[io + i.written + (p >>> 5)] >>> (p & 31)) & 1)) continue;
+      const value = F[fo + f.value + p];
+      const ts = F[fo + f.ts + p];
+      // The worker copies every sample from its frames into the bank every tick; the wiring saw
+      // only those that were new (a poll's answer). A sample like the last one is the frame copy,
+      // written as the worker wrote it; a new one goes through the wiring, as the driver's did.
+      const fresh = !(Object.is(value, lastValue[p]) && ts === lastTs[p]);
+      lastValue[p] = value;
+      lastTs[p] = ts;
+      if (wiring !== null && fresh) {
+        // one point object, reused: the wiring reads it and keeps nothing of it
+        sample.id = h.names.points[p];
+        sample.value = value;
+        sample.sourceTimeMs = ts;
+        // a NaN sample was an invalid reading, stamped when it was routed
+        sample.quality = Number.isNaN(value) ? "invalid" : "good";
+        wiring.routeSample(sample, bank, ts);
+      } else writeSample(v, p, value, ts);
     }
     const flags = I[io + i.flags];
     if (flags & FLAG_COMMANDS) {
@@ -116,6 +211,12 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
     if (flags & FLAG_PATCH && !whatIf) applyPatch(v, h.spec);
     const rc = hp.step(tickMs, F[fo + f.dtS]);
     if (rc !== L.STEP_OK) throw new Error(`the hot path refused recorded tick ${seq} (code ${rc})`);
+    if (wiring !== null && decisions !== undefined && schedule.due(v, tickMs)) {
+      passSeq = seq;
+      passMs = tickMs;
+      wiring.writeActuators(outputs, decisions, sink);
+      firstPass = false;
+    }
 
     let what: string | null = null;
     for (let n = 0; n < Lc && what === null; n++) {
@@ -156,5 +257,8 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
     replayed,
     sameTrips: recorded.every((t, r) => (t.isolated === null) === (replayed[r].isolated === null)),
     virtualMs: lastMs - firstMs,
+    initialWrites,
+    writes,
+    writesDropped,
   };
 }
