@@ -6,17 +6,20 @@ const TOOLING = ["tooling", "bench", "test", "scripts"];
 /** Folder -> folders it may not import (static imports and re-exports). */
 export const FORBIDDEN_IMPORTS = {
   // pure computation: nothing of ours
-  "hotpath-as": ["lib", "pod", "drivers", "sim", "agent", "cli", ...TOOLING],
+  "hotpath-as": ["lib", "pod", "drivers", "sim", "agent", "hil", "cli", ...TOOLING],
   // generic helpers the product uses
-  lib: ["hotpath-as", "pod", "drivers", "sim", "agent", "cli", ...TOOLING],
+  lib: ["hotpath-as", "pod", "drivers", "sim", "agent", "hil", "cli", ...TOOLING],
   // every byte to the field, and nothing of racks or loops
-  drivers: ["hotpath-as", "pod", "sim", "agent", "cli", ...TOOLING],
+  drivers: ["hotpath-as", "pod", "sim", "agent", "hil", "cli", ...TOOLING],
   // points to actuators: the hot path and generic helpers only
-  pod: ["drivers", "sim", "agent", "cli", ...TOOLING],
+  pod: ["drivers", "sim", "agent", "hil", "cli", ...TOOLING],
   // the plant and its devices: may run the pod stage and the drivers' codecs, never the agent
-  sim: ["agent", "cli", ...TOOLING],
-  // the daemon's parts: never the simulator, the entry points or tooling
-  agent: ["sim", "cli", ...TOOLING],
+  sim: ["agent", "hil", "cli", ...TOOLING],
+  // the daemon's parts: never the simulator, the HIL runner, the entry points or tooling
+  agent: ["sim", "hil", "cli", ...TOOLING],
+  // the HIL runner judges the pod from outside: it runs the simulator and the pod stage, never
+  // the agent's internals (in real time it talks to the daemon as a rig would)
+  hil: ["agent", "cli", ...TOOLING],
   // entry points: product, never tooling
   cli: [...TOOLING],
 };

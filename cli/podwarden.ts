@@ -47,6 +47,9 @@ usage:
   podwarden stroke <rack> --valve supply|return | --status | --abort [-c <config.yaml>]
                                                          partial-stroke test of a rack's isolation valve: follows it to
                                                          the end and prints its figures; Ctrl-C aborts it
+  podwarden hil run <scenario.yaml>... [-c <config.yaml>] [--sim <sim.yaml>] [--junit <file>] [--html <file>]
+                                                         HIL scenarios with expectations, in virtual time against the
+                                                         simulator (docs/hil.md); exit 1 when any expectation fails
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
   podwarden hmi-user --users <file> --name <n> --role <r>[,<r>]
@@ -86,6 +89,9 @@ options:
       --status, --abort   tune: the loop's running or last tuning; abort the running one;
                           stroke: the running test and each valve's last; abort the running one
       --valve <v>         stroke: supply or return
+      --sim <file>        hil run: the simulator's config (default configs/sim-pod.yaml)
+      --junit <file>      hil run: write a JUnit XML report
+      --html <file>       hil run: write the self-contained HTML report
       --rule <r>          gains: apply this rule's proposal from the loop's last tuning
       --kp, --ki, --kd <x>  gains: apply these gains (kd default 0)
       --revert            gains: back to the config's gains
@@ -180,6 +186,9 @@ async function main(argv: string[]): Promise<number> {
         kd: { type: "string" },
         revert: { type: "boolean" },
         valve: { type: "string" },
+        sim: { type: "string" },
+        junit: { type: "string" },
+        html: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -294,6 +303,17 @@ async function main(argv: string[]): Promise<number> {
         try {
           return await strokeCommand({ stateDir: stateDir(), log, action, ...(rack === undefined ? {} : { rack, valve: values.valve }) });
         } catch (err) {
+          process.stderr.write(`podwarden: ${(err as Error).message}\n`);
+          return 1;
+        }
+      }
+      case "hil": {
+        if (positionals[1] !== "run") throw new UsageError("hil: run <scenario.yaml>... (docs/hil.md)");
+        const { hilRun } = await import("./hil-command.js");
+        try {
+          return hilRun({ scenarios: positionals.slice(2), config: values.config, sim: values.sim, junit: values.junit, html: values.html, log });
+        } catch (err) {
+          if (err instanceof ConfigError) throw err;
           process.stderr.write(`podwarden: ${(err as Error).message}\n`);
           return 1;
         }

@@ -1,0 +1,167 @@
+// HIL scenario files: the simulator's timeline of faults and loads (sim/scenario.ts), with what
+// must happen. YAML, checked against a JSON Schema (docs/hil.md lists every key):
+//
+//   name: leak-rack-3
+//   description: a leak on rack-3 is isolated at the device; the other racks keep cooling
+//   seed: 7
+//   duration: 60s
+//   steps:
+//     - { at: 10s, leak: rack-3 }
+//   expect:
+//     - name: rack-3's supply valve commanded closed within 50 ms of the leak
+//       signal: writes.rack-3.supplyIsolationOpen
+//       is: { eq: 0 }
+//       within: 50ms
+//       after: 10s
+//
+// Each expectation has exactly one kind: within (+ after), hold, never, eventually, count.
+import { loadYamlFile, validator } from "../lib/config-file.js";
+import { FAULT_ACTION_PROPERTIES, actionProblems, type FaultAction } from "../sim/faults.js";
+import { parseDuration } from "../sim/scenario.js";
+import type { Condition, Expectation, ExpectationKind } from "./expectations.js";
+import { SIGNAL_PATTERN } from "./signals.js";
+
+const DURATION = { description: "5s, 500ms, 2m, or seconds", oneOf: [{ type: "number", minimum: 0, maximum: 86_400 }, { type: "string", pattern: "^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$", maxLength: 32 }] };
+const NUM = { type: "number" };
+const SIGNAL = { type: "string", pattern: SIGNAL_PATTERN, maxLength: 200 };
+const WINDOW = { type: "object", additionalProperties: false, properties: { from: DURATION, to: DURATION } };
+
+export const HIL_SCENARIO_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["name", "duration", "expect"],
+  properties: {
+    name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$", maxLength: 100, description: "the scenario's name: its JUnit test suite and report section" },
+    description: { type: "string", maxLength: 2000, description: "what it shows, in words" },
+    seed: { type: "integer", minimum: 0, maximum: 2 ** 31 - 1, description: "the plant's seed: the same seed gives the same run and the same report" },
+    duration: { ...DURATION, description: "how long the run lasts, scenario time" },
+    steps: {
+      type: "array",
+      maxItems: 1000,
+      description: "faults and loads at times (the simulator's fault actions: docs/simulator.md)",
+      items: { type: "object", additionalProperties: false, required: ["at"], properties: { at: DURATION, ...FAULT_ACTION_PROPERTIES } },
+    },
+    expect: {
+      type: "array",
+      minItems: 1,
+      maxItems: 200,
+      description: "what must happen",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "is"],
+        properties: {
+          name: { type: "string", minLength: 1, maxLength: 300, description: "the expectation in words: its JUnit test case" },
+          signal: SIGNAL,
+          signals: { type: "array", minItems: 1, maxItems: 64, items: SIGNAL },
+          except: { type: "array", maxItems: 64, items: { type: "string", maxLength: 64 }, description: "racks a `*` signal leaves out" },
+          is: {
+            type: "object",
+            additionalProperties: false,
+            minProperties: 1,
+            properties: { eq: NUM, ne: NUM, lt: NUM, le: NUM, gt: NUM, ge: NUM, between: { type: "array", items: NUM, minItems: 2, maxItems: 2 } },
+            description: "the condition on each signal's value",
+          },
+          within: { ...DURATION, description: "the condition first holds at most this long after `after`" },
+          after: { ...DURATION, description: "with within: from when (scenario time)" },
+          hold: { ...WINDOW, description: "the condition holds at every sample in the window (default: the whole run)" },
+          never: { ...WINDOW, description: "the condition holds at no sample in the window" },
+          eventually: { type: "object", additionalProperties: false, required: ["by"], properties: { by: DURATION } },
+          count: { type: "object", additionalProperties: false, properties: { from: DURATION, to: DURATION, min: { type: "integer", minimum: 0 }, max: { type: "integer", minimum: 0 } }, description: "how many times the condition came to hold (for writes: how many writes met it)" },
+        },
+      },
+    },
+  },
+};
+
+interface RawExpectation {
+  name: string;
+  signal?: string;
+  signals?: string[];
+  except?: string[];
+  is: Condition;
+  within?: number | string;
+  after?: number | string;
+  hold?: { from?: number | string; to?: number | string };
+  never?: { from?: number | string; to?: number | string };
+  eventually?: { by: number | string };
+  count?: { from?: number | string; to?: number | string; min?: number; max?: number };
+}
+
+interface RawHilScenario {
+  name: string;
+  description?: string;
+  seed?: number;
+  duration: number | string;
+  steps?: (Record<string, unknown> & { at: number | string })[];
+  expect: RawExpectation[];
+}
+
+/** An expectation as written, its times in ms, its signals still names (a `*` not expanded, less `except`). */
+export interface ScenarioExpectation extends Expectation {
+  except: string[];
+}
+
+export interface HilScenario {
+  name: string;
+  description: string;
+  seed?: number;
+  durationMs: number;
+  steps: { atS: number; action: FaultAction }[];
+  expect: ScenarioExpectation[];
+  /** where it was read from */
+  file: string;
+}
+
+const toMs = (d: number | string | undefined): number | undefined => (d === undefined ? undefined : Math.round(parseDuration(d) * 1000 * 1000) / 1000);
+
+const KINDS = ["within", "hold", "never", "eventually", "count"] as const;
+
+function problems(s: RawHilScenario): string[] {
+  const out = (s.steps ?? []).flatMap((step, i) => actionProblems(step, `steps[${i}]`));
+  s.expect.forEach((e, i) => {
+    const at = `expect[${i}] (${e.name})`;
+    const kinds = KINDS.filter((k) => e[k] !== undefined);
+    if (kinds.length !== 1) out.push(`${at}: needs exactly one of ${KINDS.join(", ")} (has ${kinds.length === 0 ? "none" : kinds.join(", ")})`);
+    if ((e.within === undefined) !== (e.after === undefined)) out.push(`${at}: within and after go together`);
+    if ((e.signal === undefined) === (e.signals === undefined)) out.push(`${at}: give signal or signals, not both or neither`);
+    if (e.count !== undefined && e.count.min !== undefined && e.count.max !== undefined && e.count.min > e.count.max) out.push(`${at}: count.min is above count.max`);
+    if (e.is.between !== undefined && e.is.between[0] > e.is.between[1]) out.push(`${at}: is.between is [low, high]`);
+    const duration = parseDuration(s.duration);
+    for (const [k, v] of [["after", e.after], ["hold.from", e.hold?.from], ["hold.to", e.hold?.to], ["never.from", e.never?.from], ["never.to", e.never?.to], ["eventually.by", e.eventually?.by], ["count.from", e.count?.from], ["count.to", e.count?.to]] as const) {
+      if (v !== undefined && parseDuration(v) > duration) out.push(`${at}: ${k} (${String(v)}) is after the run's end (${String(s.duration)})`);
+    }
+  });
+  return out;
+}
+
+const validate = validator<RawHilScenario>(HIL_SCENARIO_SCHEMA, problems);
+
+export function parseHilScenario(data: unknown, file = "scenario"): HilScenario {
+  const raw = validate(data, file);
+  const steps = (raw.steps ?? []).map(({ at, ...action }) => ({ atS: parseDuration(at), action: action as FaultAction }));
+  steps.sort((a, b) => a.atS - b.atS);
+  const expect = raw.expect.map((e): ScenarioExpectation => {
+    const kind: ExpectationKind = e.within !== undefined ? "within" : e.hold !== undefined ? "hold" : e.never !== undefined ? "never" : e.eventually !== undefined ? "eventually" : "count";
+    const w = e.hold ?? e.never ?? e.count;
+    return {
+      name: e.name,
+      kind,
+      signals: e.signals ?? [e.signal as string],
+      except: e.except ?? [],
+      is: e.is,
+      withinMs: toMs(e.within),
+      afterMs: toMs(e.after),
+      fromMs: toMs(w?.from),
+      toMs: toMs(w?.to),
+      byMs: toMs(e.eventually?.by),
+      min: e.count?.min,
+      max: e.count?.max,
+    };
+  });
+  return { name: raw.name, description: raw.description ?? "", seed: raw.seed, durationMs: parseDuration(raw.duration) * 1000, steps, expect, file };
+}
+
+export function loadHilScenario(path: string): HilScenario {
+  return parseHilScenario(loadYamlFile(path, validator<unknown>({})), path);
+}

@@ -1,0 +1,133 @@
+// Runs a HIL scenario in virtual time: the virtual pod (sim/virtual-pod.ts: the daemon's pod
+// wiring and the real WASM hot path against the simulator's plant and devices, in lockstep, no
+// I/O), its faults and loads from the scenario's steps, every signal an expectation reads sampled
+// every tick, then judged. Seeded and deterministic: the same config, seed and scenario give the
+// same series and the same verdicts.
+import * as L from "../hotpath-as/assembly/layout.js";
+import type { SimConfig } from "../sim/config.js";
+import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";
+import { judge, type Series, type Verdict } from "./expectations.js";
+import type { HilScenario } from "./scenario.js";
+import { expandSignals, type SignalRef } from "./signals.js";
+
+/** A scenario's run: its verdicts, and the series they were judged on (for the report's plots). */
+export interface ScenarioRun {
+  scenario: HilScenario;
+  mode: "virtual";
+  passed: boolean;
+  verdicts: Verdict[];
+  series: Map<string, Series>;
+  durationMs: number;
+  /** wall time the run took, ms (not in the report: the same seed gives the same report) */
+  wallMs: number;
+}
+
+/** At most this many samples are kept per run (signals × ticks): about 160 MB of series. */
+export const MAX_SAMPLES = 20_000_000;
+
+/** The reader of one signal on a running virtual pod. */
+function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): () => number {
+  const p = vp.sim.plant;
+  const v = vp.hp.views;
+  const lay = vp.layout;
+  const r = s.rack;
+  switch (s.source) {
+    case "truth-rack": {
+      const rack = p.racks[r];
+      const get: Record<string, () => number> = {
+        valvePct: () => rack.controlValve.position,
+        supplyIsolationPct: () => rack.supplyIso.position,
+        returnIsolationPct: () => rack.returnIso.position,
+        flowLpm: () => rack.flowLpm,
+        supplyTempC: () => rack.inletTempC,
+        returnTempC: () => rack.returnTempC,
+        powerKw: () => rack.powerKw,
+        powerOff: () => (rack.powerOff ? 1 : 0),
+        gpuTempC: () => rack.gpuTempC,
+        coolantLostL: () => rack.coolantLostL,
+      };
+      return get[s.field];
+    }
+    case "truth-cdu": {
+      const c = p.cdu;
+      const get: Record<string, () => number> = {
+        dpKpa: () => c.dpKpa,
+        pumpSpeedPct: () => c.pumpSpeedPct,
+        pumpEnabled: () => (c.pumpEnabled ? 1 : 0),
+        supplyTempC: () => c.supplyTempC,
+        returnTempC: () => c.returnTempC,
+        totalFlowLpm: () => c.totalFlowLpm,
+      };
+      return get[s.field];
+    }
+    case "pod-rack": {
+      const loop = lay.rackLoops[r];
+      const get: Record<string, () => number> = {
+        state: () => v.rackI.state[r],
+        isolated: () => (v.rackI.state[r] !== L.RACK_NORMAL ? 1 : 0),
+        supplyOpen: () => v.rackI.supplyOpen[r],
+        returnOpen: () => v.rackI.returnOpen[r],
+        valveOut: () => v.loopF.out[loop],
+        failsafe: () => ((v.loopI.status[loop] & L.LS_INTERLOCK_FAILSAFE) !== 0 ? 1 : 0),
+      };
+      return get[s.field];
+    }
+    case "pod-cdu": {
+      const loop = lay.pumpLoop;
+      return s.field === "pumpOut" ? () => v.loopF.out[loop] : () => ((v.loopI.status[loop] & L.LS_INTERLOCK_FAILSAFE) !== 0 ? 1 : 0);
+    }
+    case "writes": {
+      const id = s.output as string;
+      return () => lastWrite.get(id) ?? NaN;
+    }
+  }
+}
+
+/** The device outputs of a pod config, by id (what `writes.` signals may name). */
+export function outputIds(pod: VirtualPodConfig): Set<string> {
+  return new Set(pod.modbus.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`)));
+}
+
+/** Checks a scenario's signals against a pod without running it; throws naming every unknown one. */
+export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): void {
+  const outputs = outputIds(pod);
+  scenario.expect.forEach((e, i) => expandSignals(e.signals, e.except, pod, outputs, `${scenario.file}: expect[${i}] (${e.name})`));
+}
+
+export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPodConfig): ScenarioRun {
+  const started = performance.now();
+  const outputs = outputIds(pod);
+  const expectations = scenario.expect.map((e, i) => ({ ...e, refs: expandSignals(e.signals, e.except, pod, outputs, `${scenario.file}: expect[${i}] (${e.name})`) }));
+  const refs = new Map<string, SignalRef>();
+  for (const e of expectations) for (const r of e.refs) refs.set(r.name, r);
+  const ticks = Math.round(scenario.durationMs);
+  if (refs.size * ticks > MAX_SAMPLES) throw new Error(`${scenario.file}: ${refs.size} signals over ${ticks} ticks is more than ${MAX_SAMPLES} samples: shorten it, or split it`);
+
+  const vp = new VirtualPod(sim, pod, { seed: scenario.seed, steps: scenario.steps }, { recordWrites: true, traceEveryS: 3600 });
+  const lastWrite = new Map<string, number>();
+  const events = new Map<string, { tMs: number; value: number }[]>();
+  for (const r of refs.values()) if (r.output !== undefined) events.set(r.output, []);
+  // a sample a tick, into arrays sized for the run up front
+  const n = Math.round(scenario.durationMs);
+  const sampled = [...refs.values()].map((r) => ({ ref: r, read: reader(vp, r, lastWrite), v: new Float64Array(n) }));
+  const times = new Float64Array(n);
+  let k = 0;
+  let seen = 0;
+  vp.run(scenario.durationMs / 1000, () => {
+    // the writes the last tick sent: each one an event, the last one the level
+    for (; seen < vp.writes.length; seen++) {
+      const w = vp.writes[seen];
+      lastWrite.set(w.id, w.value);
+      events.get(w.id)?.push({ tMs: w.tMs, value: w.value });
+    }
+    if (k >= n) return;
+    times[k] = vp.timeMs;
+    for (const s of sampled) s.v[k] = s.read();
+    k++;
+  });
+  const series = new Map<string, Series>();
+  for (const s of sampled) series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: times, v: s.v, ...(s.ref.output === undefined ? {} : { events: events.get(s.ref.output) }) });
+  const endMs = n === 0 ? 0 : times[n - 1];
+  const verdicts = expectations.map((e) => judge({ ...e, signals: e.refs.map((r) => r.name) }, series, endMs));
+  return { scenario, mode: "virtual", passed: verdicts.every((v) => v.passed), verdicts, series, durationMs: endMs, wallMs: performance.now() - started };
+}

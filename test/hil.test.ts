@@ -1,0 +1,227 @@
+// The HIL runner: every expectation kind passing where it should and failing where it should;
+// scenario files checked (a typo in a signal is an error, never a silent pass); the standard
+// library passing in virtual time against the simulator, through the pod's real wiring and hot
+// path; the same seed giving the same report; a deliberately broken config failing the library
+// with clear messages; and the reports parsed back by a real browser's XML parser, and the CLI.
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError } from "../lib/config-file.js";
+import { demoAgentConfig } from "../cli/demo-config.js";
+import { judge, type Expectation, type Series } from "../hil/expectations.js";
+import { htmlReport, junitXml } from "../hil/report.js";
+import { loadHilScenario, parseHilScenario } from "../hil/scenario.js";
+import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
+import { loadSimConfig } from "../sim/config.js";
+
+const LIBRARY = "configs/hil";
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+/** A level sampled every ms from 0 to `n` ms. */
+function level(name: string, n: number, f: (t: number) => number): Series {
+  const t = Float64Array.from({ length: n + 1 }, (_, k) => k);
+  return { name, unit: "", t, v: t.map(f) };
+}
+
+const ex = (over: Partial<Expectation> & Pick<Expectation, "kind">): Expectation => ({ name: "x", signals: ["s"], is: { eq: 0 }, ...over });
+
+describe("expectations, each kind", () => {
+  const step = new Map([["s", level("s", 1000, (t) => (t < 120 ? 1 : 0))]]);
+  it("within: met in time passes with the figure; too late, or never, fails saying so", () => {
+    const ok = judge(ex({ kind: "within", afterMs: 100, withinMs: 50 }), step, 1000);
+    expect(ok).toMatchObject({ passed: true, measured: 20, figure: "= 0 in 20 ms (limit 50 ms)" });
+    const late = judge(ex({ kind: "within", afterMs: 100, withinMs: 5 }), step, 1000);
+    expect(late).toMatchObject({ passed: false, measured: 20, figure: "s = 0 only after 20 ms (limit 5.0 ms)" });
+    const never = judge(ex({ kind: "within", afterMs: 100, withinMs: 50, is: { eq: 7 } }), step, 1000);
+    expect(never).toMatchObject({ passed: false, measured: null, figure: "s never = 7 by the end of the run (limit 50 ms)" });
+  });
+
+  it("hold: every sample in the window passes; one outside fails naming it, and a missing value fails too", () => {
+    const temp = new Map([["s", level("s", 1000, (t) => (t === 700 ? 47.5 : 45))]]);
+    expect(judge(ex({ kind: "hold", is: { between: [44, 46] }, fromMs: 0, toMs: 600 }), temp, 1000)).toMatchObject({ passed: true });
+    expect(judge(ex({ kind: "hold", is: { between: [44, 46] } }), temp, 1000)).toMatchObject({ passed: false, measured: 700, figure: "s was 47.50 at 700 ms: not in [44, 46]" });
+    const gap = new Map([["s", level("s", 100, (t) => (t < 10 ? NaN : 1))]]);
+    expect(judge(ex({ kind: "hold", is: { eq: 1 } }), gap, 100).figure).toBe("s was without a value at 0 s: not = 1");
+  });
+
+  it("never: no sample meeting it passes; one fails with its time and value", () => {
+    expect(judge(ex({ kind: "never", is: { eq: 7 } }), step, 1000)).toMatchObject({ passed: true });
+    expect(judge(ex({ kind: "never", is: { eq: 0 } }), step, 1000)).toMatchObject({ passed: false, measured: 120, figure: "s was 0 at 120 ms: = 0" });
+    expect(judge(ex({ kind: "never", is: { eq: 0 }, toMs: 100 }), step, 1000)).toMatchObject({ passed: true });
+  });
+
+  it("eventually: by its deadline passes; after it fails", () => {
+    expect(judge(ex({ kind: "eventually", byMs: 200 }), step, 1000)).toMatchObject({ passed: true, measured: 120 });
+    expect(judge(ex({ kind: "eventually", byMs: 100 }), step, 1000)).toMatchObject({ passed: false, figure: "s not = 0 by 100 ms" });
+  });
+
+  it("count: a level's rises and discrete events (writes), against min and max", () => {
+    const chatter = new Map([["s", level("s", 1000, (t) => (Math.floor(t / 100) % 2 === 1 ? 1 : 0))]]);
+    expect(judge(ex({ kind: "count", is: { eq: 1 }, min: 5, max: 5 }), chatter, 1000)).toMatchObject({ passed: true, measured: 5 });
+    expect(judge(ex({ kind: "count", is: { eq: 1 }, max: 2 }), chatter, 1000)).toMatchObject({ passed: false, figure: "5 times = 1 from 0 s to 1.00 s (expected at most 2)" });
+    const writes: Series = { ...level("w", 1000, () => 0), events: [{ tMs: 10, value: 1 }, { tMs: 500, value: 0 }, { tMs: 501, value: 0 }] };
+    expect(judge(ex({ kind: "count", signals: ["w"], is: { eq: 0 }, min: 2, max: 2 }), new Map([["w", writes]]), 1000)).toMatchObject({ passed: true, measured: 2 });
+    expect(judge(ex({ kind: "count", signals: ["w"], is: { eq: 0 }, fromMs: 0, toMs: 400, min: 1 }), new Map([["w", writes]]), 1000)).toMatchObject({ passed: false, measured: 0 });
+  });
+
+  it("several signals: within is judged on the slowest, hold and never on the first to break", () => {
+    const two = new Map([
+      ["a", level("a", 1000, (t) => (t < 110 ? 1 : 0))],
+      ["b", level("b", 1000, (t) => (t < 140 ? 1 : 0))],
+    ]);
+    expect(judge(ex({ kind: "within", signals: ["a", "b"], afterMs: 100, withinMs: 50 }), two, 1000)).toMatchObject({ passed: true, measured: 40 });
+    expect(judge(ex({ kind: "within", signals: ["a", "b"], afterMs: 100, withinMs: 20 }), two, 1000).figure).toMatch(/^b = 0 only after 40 ms/);
+  });
+});
+
+describe("scenario files", () => {
+  const base = { name: "t", duration: "10s", expect: [{ name: "e", signal: "truth.rack-3.supplyIsolationPct", is: { le: 1 }, eventually: { by: "5s" } }] };
+  const pod = demoAgentConfig();
+
+  it("a typo in a signal's field is a schema error, naming where", () => {
+    const bad = structuredClone(base);
+    bad.expect[0].signal = "truth.rack-3.supplyIsolationPcnt";
+    expect(() => parseHilScenario(bad, "typo.yaml")).toThrow(ConfigError);
+    expect(() => parseHilScenario(bad, "typo.yaml")).toThrow(/expect\[0\]\.signal/);
+  });
+
+  it("a rack or output the pod does not have is an error before anything runs", () => {
+    const rack = parseHilScenario({ ...base, expect: [{ ...base.expect[0], signal: "truth.rack-9.supplyIsolationPct" }] }, "rack.yaml");
+    expect(() => checkScenario(rack, pod)).toThrow(/rack\.yaml: expect\[0\] \(e\): unknown signal truth\.rack-9\.supplyIsolationPct \(no rack "rack-9"/);
+    const out = parseHilScenario({ ...base, expect: [{ ...base.expect[0], signal: "writes.rack-3.nope" }] }, "out.yaml");
+    expect(() => checkScenario(out, pod)).toThrow(/no output "rack-3\.nope"/);
+    const except = parseHilScenario({ ...base, expect: [{ ...base.expect[0], signal: "pod.*.isolated", except: ["rack-33"] }] }, "except.yaml");
+    expect(() => checkScenario(except, pod)).toThrow(/except: no rack rack-33/);
+  });
+
+  it("an expectation needs exactly one kind, within needs after, and its times lie inside the run", () => {
+    const two = { ...base, expect: [{ ...base.expect[0], never: {} }] };
+    expect(() => parseHilScenario(two, "two.yaml")).toThrow(/needs exactly one of within, hold, never, eventually, count \(has never, eventually\)/);
+    const within = { ...base, expect: [{ name: "w", signal: "pod.rack-1.isolated", is: { eq: 1 }, within: "1s" }] };
+    expect(() => parseHilScenario(within, "w.yaml")).toThrow(/within and after go together/);
+    const late = { ...base, expect: [{ ...base.expect[0], eventually: { by: "11s" } }] };
+    expect(() => parseHilScenario(late, "late.yaml")).toThrow(/eventually\.by \(11s\) is after the run's end \(10s\)/);
+    const step = { ...base, steps: [{ at: "1s", leak: "rack-3", sensor: "rack-3.returnTempC" }] };
+    expect(() => parseHilScenario(step, "step.yaml")).toThrow(/steps\[0\]: needs exactly one of/);
+  });
+});
+
+describe("the standard library in virtual time, through the pod's wiring and hot path", () => {
+  const sim = loadSimConfig("configs/sim-pod.yaml");
+  const pod = demoAgentConfig();
+  const files = readdirSync(LIBRARY)
+    .filter((f) => f.endsWith(".yaml"))
+    .sort()
+    .map((f) => join(LIBRARY, f));
+  const runs: ScenarioRun[] = [];
+
+  it.each(files)("%s passes", (file) => {
+    const r = runVirtual(loadHilScenario(file), sim, pod);
+    runs.push(r);
+    expect(r.verdicts.filter((v) => !v.passed).map((v) => `${v.name}: ${v.figure}`)).toEqual([]);
+    expect(r.passed).toBe(true);
+  });
+
+  it("the same seed gives the same report, byte for byte", () => {
+    const s = loadHilScenario(join(LIBRARY, "leak-rack-3.yaml"));
+    const a = runVirtual(s, sim, pod);
+    const b = runVirtual(s, sim, pod);
+    expect(junitXml([b])).toBe(junitXml([a]));
+    expect(htmlReport([b])).toBe(htmlReport([a]));
+    // and a measured figure a person can read
+    expect(a.verdicts[0].figure).toMatch(/^= 0 in \d+ ms \(limit 50 ms\)$/);
+  });
+
+  it("a deliberately broken config (leak isolation debounced past the run) fails the library, saying what was missed", () => {
+    const broken = demoAgentConfig((d) => {
+      const control = (d.control ?? {}) as Record<string, unknown>;
+      control.points = { leak: { debounceFault: 100_000 } };
+      d.control = control;
+    });
+    const r = runVirtual(loadHilScenario(join(LIBRARY, "leak-rack-3.yaml")), sim, broken);
+    expect(r.passed).toBe(false);
+    const failed = new Map(r.verdicts.filter((v) => !v.passed).map((v) => [v.name, v.figure]));
+    expect(failed.get("rack-3's isolation valves commanded shut within 50 ms of the leak")).toMatch(/writes\.rack-3\.supplyIsolationOpen never = 0 by the end of the run \(limit 50 ms\)/);
+    expect(failed.get("rack-3's power off within 100 ms of the leak (coolant and power together)")).toMatch(/never = 1/);
+    expect(junitXml([r])).toMatch(/<failure type="within" message="writes\.rack-3\.supplyIsolationOpen never = 0 by the end of the run \(limit 50 ms\)">/);
+  });
+
+  describe("the reports, parsed back", () => {
+    let browser: Browser;
+    let dir: string;
+    beforeAll(async () => {
+      if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: .ci/run installs Debian's chromium (or set CHROMIUM)`);
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      dir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
+    }, 30_000);
+    afterAll(async () => {
+      await browser?.close();
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    });
+
+    /**
+     * Loads `file` in the browser as XML (an .xml or .xhtml file is parsed strictly: any error
+     * shows as a <parsererror>): the parser's error, or what the report holds.
+     */
+    const parse = async (file: string) => {
+      const page = await browser.newPage();
+      try {
+        await page.goto(pathToFileURL(file).href);
+        const error = (await page.locator("parsererror").count()) > 0 ? await page.locator("parsererror").first().textContent() : null;
+        const suites = [];
+        for (const s of await page.locator("testsuite").all()) {
+          const cases = [];
+          for (const c of await s.locator("testcase").all()) {
+            const f = c.locator("failure");
+            cases.push({ name: await c.getAttribute("name"), failure: (await f.count()) > 0 ? await f.getAttribute("message") : null });
+          }
+          suites.push({ name: await s.getAttribute("name"), tests: Number(await s.getAttribute("tests")), failures: Number(await s.getAttribute("failures")), cases });
+        }
+        return { error, suites, svgs: await page.locator("svg").count() };
+      } finally {
+        await page.close();
+      }
+    };
+
+    it("podwarden hil run: exit 1 when anything fails, a JUnit file CI reads back, and a well-formed HTML report with a plot per expectation", async () => {
+      const junit = join(dir, "hil.xml");
+      const html = join(dir, "hil.html");
+      // a passing library scenario and one of its expectations made impossible
+      const failing = join(dir, "impossible.yaml");
+      const text = readFileSync(join(LIBRARY, "leak-rack-3.yaml"), "utf8").replace("name: leak-rack-3", "name: impossible").replace("within: 50ms", "within: 1ms");
+      writeFileSync(failing, text);
+      const out = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(LIBRARY, "leak-cable-fault-rack-4.yaml"), failing, "--junit", junit, "--html", html], { encoding: "utf8" });
+      expect(out.status, out.stderr).toBe(1);
+      expect(out.stdout).toMatch(/^PASS leak-cable-fault-rack-4 \(30\.0 s of virtual time/m);
+      expect(out.stdout).toMatch(/^FAIL impossible /m);
+      expect(out.stdout).toMatch(/ {2}FAIL rack-3's isolation valves commanded shut within 50 ms of the leak: writes\.rack-3\.\w+IsolationOpen = 0 only after \d+ ms \(limit 1\.0 ms\)/);
+      expect(out.stdout).toMatch(/1 of 2 scenarios failed/);
+
+      const j = await parse(junit);
+      expect(j.error).toBeNull();
+      expect(j.suites.map((s) => [s.name, s.failures])).toEqual([
+        ["leak-cable-fault-rack-4", 0],
+        ["impossible", 1],
+      ]);
+      const bad = j.suites[1].cases.filter((c) => c.failure !== null);
+      expect(bad).toHaveLength(1);
+      expect(bad[0].failure).toMatch(/only after \d+ ms \(limit 1\.0 ms\)/);
+
+      // the HTML as XHTML: parsed strictly, as XML
+      const xhtml = join(dir, "hil.xhtml");
+      copyFileSync(html, xhtml);
+      const h = await parse(xhtml);
+      expect(h.error).toBeNull();
+      expect(h.svgs).toBe(j.suites.reduce((n, s) => n + s.tests, 0));
+
+      const ok = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(LIBRARY, "leak-cable-fault-rack-4.yaml")], { encoding: "utf8" });
+      expect(ok.status, ok.stderr).toBe(0);
+      const typo = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(dir, "missing.yaml")], { encoding: "utf8" });
+      expect(typo.status).toBe(2);
+    }, 60_000);
+  });
+});
