@@ -311,7 +311,7 @@ async function main(argv: string[]): Promise<number> {
         if (positionals[1] !== "run") throw new UsageError("hil: run <scenario.yaml>... (docs/hil.md)");
         const { hilRun } = await import("./hil-command.js");
         try {
-          return hilRun({ scenarios: positionals.slice(2), config: values.config, sim: values.sim, junit: values.junit, html: values.html, log });
+          return await hilRun({ scenarios: positionals.slice(2), config: values.config, sim: values.sim, junit: values.junit, html: values.html, log });
         } catch (err) {
           if (err instanceof ConfigError) throw err;
           process.stderr.write(`podwarden: ${(err as Error).message}\n`);

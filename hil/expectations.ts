@@ -26,6 +26,8 @@ export interface Expectation {
   /** within: the condition must first hold this long after `afterMs` at most */
   withinMs?: number;
   afterMs?: number;
+  /** within: from the first sample at which this signal meets this condition, instead of a time */
+  afterSignal?: { signal: string; is: Condition };
   /** hold, never, count: the window (default: the whole run) */
   fromMs?: number;
   toMs?: number;
@@ -127,8 +129,14 @@ export function judge(e: Expectation, series: ReadonlyMap<string, Series>, endMs
   const base = { name: e.name, kind: e.kind, signals: e.signals };
   switch (e.kind) {
     case "within": {
-      const after = e.afterMs ?? 0;
       const limit = e.withinMs ?? 0;
+      let after = e.afterMs ?? 0;
+      if (e.afterSignal !== undefined) {
+        const ref = series.get(e.afterSignal.signal);
+        const at = ref === undefined ? null : firstHolding(ref, e.afterSignal.is, 0, endMs);
+        if (at === null) return { ...base, passed: false, figure: `its reference, ${e.afterSignal.signal} ${conditionWords(e.afterSignal.is)}, never happened`, measured: null, window: { fromMs: 0, toMs: endMs } };
+        after = at;
+      }
       // every signal must meet it in time: the figure is the slowest
       let worst = -Infinity;
       let late: string | null = null;
@@ -141,8 +149,9 @@ export function judge(e: Expectation, series: ReadonlyMap<string, Series>, endMs
         } else worst = Math.max(worst, t - after);
       }
       const passed = late === null;
+      const since = e.afterSignal === undefined ? "" : ` after ${e.afterSignal.signal} ${conditionWords(e.afterSignal.is)} (at ${ms(after)})`;
       const figure = passed
-        ? `${cond} in ${ms(worst)} (limit ${ms(limit)})`
+        ? `${cond} in ${ms(worst)}${since} (limit ${ms(limit)})`
         : Number.isFinite(worst)
           ? `${late} ${cond} only after ${ms(worst)} (limit ${ms(limit)})`
           : `${late} never ${cond} by the end of the run (limit ${ms(limit)})`;

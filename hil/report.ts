@@ -125,7 +125,11 @@ export function htmlReport(runs: readonly ScenarioRun[], title = "podwarden HIL 
     const s = r.scenario;
     out.push(`<h2 id="${esc(s.name)}">${esc(s.name)} <span class="${r.passed ? "pass" : "fail"}">${r.passed ? "PASS" : "FAIL"}</span></h2>`);
     if (s.description !== "") out.push(`<p>${esc(s.description)}</p>`);
-    out.push(`<p class="muted">${esc(s.file)}: ${r.mode} time, ${esc(ms(r.durationMs))}, seed ${s.seed ?? "of the sim config"}; steps: ${s.steps.length === 0 ? "none" : esc(s.steps.map((x) => `${x.atS} s ${JSON.stringify(x.action)}`).join("; "))}</p>`);
+    const what =
+      s.replay === undefined
+        ? `virtual time, ${ms(r.durationMs)}, seed ${s.seed ?? "of the sim config"}; steps: ${s.steps.length === 0 ? "none" : s.steps.map((x) => `${x.atS} s ${JSON.stringify(x.action)}`).join("; ")}`
+        : `the flight recording ${s.replay} replayed into the virtual pod, ${ms(r.durationMs)}`;
+    out.push(`<p class="muted">${esc(`${s.file}: ${what}`)}</p>`);
     out.push("<table><tr><th>expectation</th><th>kind</th><th>result</th><th>measured</th></tr>");
     for (const v of r.verdicts) out.push(`<tr><td>${esc(v.name)}</td><td>${v.kind}</td><td class="${v.passed ? "pass" : "fail"}">${v.passed ? "PASS" : "FAIL"}</td><td>${esc(v.figure)}</td></tr>`);
     out.push("</table>");

@@ -15,6 +15,7 @@
 //       after: 10s
 //
 // Each expectation has exactly one kind: within (+ after), hold, never, eventually, count.
+import { dirname, resolve } from "node:path";
 import { loadYamlFile, validator } from "../lib/config-file.js";
 import { FAULT_ACTION_PROPERTIES, actionProblems, type FaultAction } from "../sim/faults.js";
 import { parseDuration } from "../sim/scenario.js";
@@ -24,17 +25,25 @@ import { SIGNAL_PATTERN } from "./signals.js";
 const DURATION = { description: "5s, 500ms, 2m, or seconds", oneOf: [{ type: "number", minimum: 0, maximum: 86_400 }, { type: "string", pattern: "^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$", maxLength: 32 }] };
 const NUM = { type: "number" };
 const SIGNAL = { type: "string", pattern: SIGNAL_PATTERN, maxLength: 200 };
+const CONDITION = {
+  type: "object",
+  additionalProperties: false,
+  minProperties: 1,
+  properties: { eq: NUM, ne: NUM, lt: NUM, le: NUM, gt: NUM, ge: NUM, between: { type: "array", items: NUM, minItems: 2, maxItems: 2 } },
+  description: "the condition on each signal's value",
+};
 const WINDOW = { type: "object", additionalProperties: false, properties: { from: DURATION, to: DURATION } };
 
 export const HIL_SCENARIO_SCHEMA = {
   type: "object",
   additionalProperties: false,
-  required: ["name", "duration", "expect"],
+  required: ["name", "expect"],
   properties: {
     name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$", maxLength: 100, description: "the scenario's name: its JUnit test suite and report section" },
     description: { type: "string", maxLength: 2000, description: "what it shows, in words" },
     seed: { type: "integer", minimum: 0, maximum: 2 ** 31 - 1, description: "the plant's seed: the same seed gives the same run and the same report" },
-    duration: { ...DURATION, description: "how long the run lasts, scenario time" },
+    duration: { ...DURATION, description: "how long the run lasts, scenario time (a replay: at most the recording's; default all of it)" },
+    replay: { type: "string", minLength: 1, maxLength: 1000, description: "a flight recording (a .pwrec file, relative to this file) replayed into the virtual pod instead of running the plant: no steps, no seed, no truth signals" },
     steps: {
       type: "array",
       maxItems: 1000,
@@ -55,15 +64,12 @@ export const HIL_SCENARIO_SCHEMA = {
           signal: SIGNAL,
           signals: { type: "array", minItems: 1, maxItems: 64, items: SIGNAL },
           except: { type: "array", maxItems: 64, items: { type: "string", maxLength: 64 }, description: "racks a `*` signal leaves out" },
-          is: {
-            type: "object",
-            additionalProperties: false,
-            minProperties: 1,
-            properties: { eq: NUM, ne: NUM, lt: NUM, le: NUM, gt: NUM, ge: NUM, between: { type: "array", items: NUM, minItems: 2, maxItems: 2 } },
-            description: "the condition on each signal's value",
-          },
+          is: CONDITION,
           within: { ...DURATION, description: "the condition first holds at most this long after `after`" },
-          after: { ...DURATION, description: "with within: from when (scenario time)" },
+          after: {
+            description: "with within: from when: a scenario time, or the first sample at which a signal meets a condition",
+            oneOf: [DURATION, { type: "object", additionalProperties: false, required: ["signal", "is"], properties: { signal: SIGNAL, is: CONDITION } }],
+          },
           hold: { ...WINDOW, description: "the condition holds at every sample in the window (default: the whole run)" },
           never: { ...WINDOW, description: "the condition holds at no sample in the window" },
           eventually: { type: "object", additionalProperties: false, required: ["by"], properties: { by: DURATION } },
@@ -81,7 +87,7 @@ interface RawExpectation {
   except?: string[];
   is: Condition;
   within?: number | string;
-  after?: number | string;
+  after?: number | string | { signal: string; is: Condition };
   hold?: { from?: number | string; to?: number | string };
   never?: { from?: number | string; to?: number | string };
   eventually?: { by: number | string };
@@ -92,7 +98,8 @@ interface RawHilScenario {
   name: string;
   description?: string;
   seed?: number;
-  duration: number | string;
+  duration?: number | string;
+  replay?: string;
   steps?: (Record<string, unknown> & { at: number | string })[];
   expect: RawExpectation[];
 }
@@ -106,7 +113,10 @@ export interface HilScenario {
   name: string;
   description: string;
   seed?: number;
+  /** the run's length; a replay's: at most the recording's (Infinity: all of it) */
   durationMs: number;
+  /** a flight recording replayed instead of the plant (an absolute path) */
+  replay?: string;
   steps: { atS: number; action: FaultAction }[];
   expect: ScenarioExpectation[];
   /** where it was read from */
@@ -117,8 +127,12 @@ const toMs = (d: number | string | undefined): number | undefined => (d === unde
 
 const KINDS = ["within", "hold", "never", "eventually", "count"] as const;
 
+const isTime = (v: RawExpectation["after"]): v is number | string => typeof v === "number" || typeof v === "string";
+
 function problems(s: RawHilScenario): string[] {
   const out = (s.steps ?? []).flatMap((step, i) => actionProblems(step, `steps[${i}]`));
+  if (s.replay === undefined && s.duration === undefined) out.push("duration: required (only a replay may leave it out: the recording's length)");
+  if (s.replay !== undefined && (s.steps !== undefined || s.seed !== undefined)) out.push("replay: a replay has no steps and no seed (its inputs are the recording's)");
   s.expect.forEach((e, i) => {
     const at = `expect[${i}] (${e.name})`;
     const kinds = KINDS.filter((k) => e[k] !== undefined);
@@ -127,9 +141,13 @@ function problems(s: RawHilScenario): string[] {
     if ((e.signal === undefined) === (e.signals === undefined)) out.push(`${at}: give signal or signals, not both or neither`);
     if (e.count !== undefined && e.count.min !== undefined && e.count.max !== undefined && e.count.min > e.count.max) out.push(`${at}: count.min is above count.max`);
     if (e.is.between !== undefined && e.is.between[0] > e.is.between[1]) out.push(`${at}: is.between is [low, high]`);
-    const duration = parseDuration(s.duration);
-    for (const [k, v] of [["after", e.after], ["hold.from", e.hold?.from], ["hold.to", e.hold?.to], ["never.from", e.never?.from], ["never.to", e.never?.to], ["eventually.by", e.eventually?.by], ["count.from", e.count?.from], ["count.to", e.count?.to]] as const) {
-      if (v !== undefined && parseDuration(v) > duration) out.push(`${at}: ${k} (${String(v)}) is after the run's end (${String(s.duration)})`);
+    const duration = s.duration === undefined ? Infinity : parseDuration(s.duration);
+    if (s.replay !== undefined) {
+      const truth = [...(e.signals ?? []), e.signal ?? "", isTime(e.after) || e.after === undefined ? "" : e.after.signal].filter((x) => x.startsWith("truth."));
+      if (truth.length > 0) out.push(`${at}: a replay has no plant, so no ${truth.join(", ")}: pod. and writes. signals only`);
+    }
+    for (const [k, v] of [["after", isTime(e.after) ? e.after : undefined], ["hold.from", e.hold?.from], ["hold.to", e.hold?.to], ["never.from", e.never?.from], ["never.to", e.never?.to], ["eventually.by", e.eventually?.by], ["count.from", e.count?.from], ["count.to", e.count?.to]] as const) {
+      if (v !== undefined && parseDuration(v) > duration) out.push(`${at}: ${k} (${String(v)}) is after the run's end (${String(s.duration ?? "")})`);
     }
   });
   return out;
@@ -151,7 +169,8 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
       except: e.except ?? [],
       is: e.is,
       withinMs: toMs(e.within),
-      afterMs: toMs(e.after),
+      afterMs: isTime(e.after) ? toMs(e.after) : undefined,
+      ...(e.after === undefined || isTime(e.after) ? {} : { afterSignal: e.after }),
       fromMs: toMs(w?.from),
       toMs: toMs(w?.to),
       byMs: toMs(e.eventually?.by),
@@ -159,7 +178,16 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
       max: e.count?.max,
     };
   });
-  return { name: raw.name, description: raw.description ?? "", seed: raw.seed, durationMs: parseDuration(raw.duration) * 1000, steps, expect, file };
+  return {
+    name: raw.name,
+    description: raw.description ?? "",
+    seed: raw.seed,
+    durationMs: raw.duration === undefined ? Infinity : parseDuration(raw.duration) * 1000,
+    ...(raw.replay === undefined ? {} : { replay: resolve(dirname(file), raw.replay) }),
+    steps,
+    expect,
+    file,
+  };
 }
 
 export function loadHilScenario(path: string): HilScenario {

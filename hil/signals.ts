@@ -29,6 +29,7 @@ export const POD_RACK_FIELDS = {
   returnOpen: "0/1",
   valveOut: "%",
   failsafe: "0/1",
+  leak: "0/1 a leak input debounced wet",
 } as const;
 export const POD_CDU_FIELDS = { pumpOut: "%", failsafe: "0/1" } as const;
 

@@ -7,13 +7,15 @@ import * as L from "../hotpath-as/assembly/layout.js";
 import type { SimConfig } from "../sim/config.js";
 import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";
 import { judge, type Series, type Verdict } from "./expectations.js";
-import type { HilScenario } from "./scenario.js";
+import type { BankViews } from "../hotpath-as/views.js";
+import type { PodLayout } from "../pod/layout.js";
+import type { HilScenario, ScenarioExpectation } from "./scenario.js";
 import { expandSignals, type SignalRef } from "./signals.js";
 
 /** A scenario's run: its verdicts, and the series they were judged on (for the report's plots). */
 export interface ScenarioRun {
   scenario: HilScenario;
-  mode: "virtual";
+  mode: "virtual" | "replay";
   passed: boolean;
   verdicts: Verdict[];
   series: Map<string, Series>;
@@ -24,6 +26,26 @@ export interface ScenarioRun {
 
 /** At most this many samples are kept per run (signals × ticks): about 160 MB of series. */
 export const MAX_SAMPLES = 20_000_000;
+
+/** The reader of a pod signal (the hot path's decisions) from a bank: the virtual pod's, or a replay's. */
+export function podReader(v: BankViews, lay: PodLayout, s: SignalRef): () => number {
+  const r = s.rack;
+  if (s.source === "pod-cdu") {
+    const loop = lay.pumpLoop;
+    return s.field === "pumpOut" ? () => v.loopF.out[loop] : () => ((v.loopI.status[loop] & L.LS_INTERLOCK_FAILSAFE) !== 0 ? 1 : 0);
+  }
+  const loop = lay.rackLoops[r];
+  const get: Record<string, () => number> = {
+    state: () => v.rackI.state[r],
+    isolated: () => (v.rackI.state[r] !== L.RACK_NORMAL ? 1 : 0),
+    supplyOpen: () => v.rackI.supplyOpen[r],
+    returnOpen: () => v.rackI.returnOpen[r],
+    valveOut: () => v.loopF.out[loop],
+    failsafe: () => ((v.loopI.status[loop] & L.LS_INTERLOCK_FAILSAFE) !== 0 ? 1 : 0),
+    leak: () => ((v.rackI.status[r] & L.RS_LEAK_WET) !== 0 ? 1 : 0),
+  };
+  return get[s.field];
+}
 
 /** The reader of one signal on a running virtual pod. */
 function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): () => number {
@@ -60,22 +82,9 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
       };
       return get[s.field];
     }
-    case "pod-rack": {
-      const loop = lay.rackLoops[r];
-      const get: Record<string, () => number> = {
-        state: () => v.rackI.state[r],
-        isolated: () => (v.rackI.state[r] !== L.RACK_NORMAL ? 1 : 0),
-        supplyOpen: () => v.rackI.supplyOpen[r],
-        returnOpen: () => v.rackI.returnOpen[r],
-        valveOut: () => v.loopF.out[loop],
-        failsafe: () => ((v.loopI.status[loop] & L.LS_INTERLOCK_FAILSAFE) !== 0 ? 1 : 0),
-      };
-      return get[s.field];
-    }
-    case "pod-cdu": {
-      const loop = lay.pumpLoop;
-      return s.field === "pumpOut" ? () => v.loopF.out[loop] : () => ((v.loopI.status[loop] & L.LS_INTERLOCK_FAILSAFE) !== 0 ? 1 : 0);
-    }
+    case "pod-rack":
+    case "pod-cdu":
+      return podReader(v, lay, s);
     case "writes": {
       const id = s.output as string;
       return () => lastWrite.get(id) ?? NaN;
@@ -88,18 +97,32 @@ export function outputIds(pod: VirtualPodConfig): Set<string> {
   return new Set(pod.modbus.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`)));
 }
 
+/**
+ * A scenario's expectations with their signals expanded against a pod (a `*` rack, `except`,
+ * an `after` signal), and every signal to sample; throws naming every unknown one.
+ */
+export function scenarioSignals(scenario: HilScenario, pod: VirtualPodConfig): { expectations: (ScenarioExpectation & { refs: SignalRef[] })[]; refs: Map<string, SignalRef> } {
+  const outputs = outputIds(pod);
+  const refs = new Map<string, SignalRef>();
+  const expectations = scenario.expect.map((e, i) => {
+    const where = `${scenario.file}: expect[${i}] (${e.name})`;
+    const own = expandSignals(e.signals, e.except, pod, outputs, where);
+    const after = e.afterSignal === undefined ? [] : expandSignals([e.afterSignal.signal], [], pod, outputs, `${where}: after`);
+    for (const r of [...own, ...after]) refs.set(r.name, r);
+    return { ...e, refs: own };
+  });
+  return { expectations, refs };
+}
+
 /** Checks a scenario's signals against a pod without running it; throws naming every unknown one. */
 export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): void {
-  const outputs = outputIds(pod);
-  scenario.expect.forEach((e, i) => expandSignals(e.signals, e.except, pod, outputs, `${scenario.file}: expect[${i}] (${e.name})`));
+  scenarioSignals(scenario, pod);
 }
 
 export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPodConfig): ScenarioRun {
   const started = performance.now();
-  const outputs = outputIds(pod);
-  const expectations = scenario.expect.map((e, i) => ({ ...e, refs: expandSignals(e.signals, e.except, pod, outputs, `${scenario.file}: expect[${i}] (${e.name})`) }));
-  const refs = new Map<string, SignalRef>();
-  for (const e of expectations) for (const r of e.refs) refs.set(r.name, r);
+  if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario (hil/replay-runner.ts)`);
+  const { expectations, refs } = scenarioSignals(scenario, pod);
   const ticks = Math.round(scenario.durationMs);
   if (refs.size * ticks > MAX_SAMPLES) throw new Error(`${scenario.file}: ${refs.size} signals over ${ticks} ticks is more than ${MAX_SAMPLES} samples: shorten it, or split it`);
 

@@ -13,6 +13,11 @@ import { validateAgentConfig } from "../agent/config/load.js";
 import { recordLayout } from "../agent/control/flight-ring.js";
 import { Logs } from "../agent/log.js";
 import { replayRecording } from "../agent/recorder/flight-replay.js";
+import { loadHilScenario } from "../hil/scenario.js";
+import { runReplay } from "../hil/replay-runner.js";
+import type { BankViews } from "../hotpath-as/views.js";
+import { podBankSpec } from "../pod/bank.js";
+import { podLayout } from "../pod/layout.js";
 import { recordingCsv } from "../agent/recorder/recording-csv.js";
 import { listRecordings, readRecording, type Recording } from "../agent/recorder/recording-file.js";
 import { executeCommand } from "../agent/commands/executor.js";
@@ -26,13 +31,14 @@ describe("the flight recorder", () => {
   let agent: Agent;
   let stateDir: string;
   let config: ReturnType<typeof validateAgentConfig>;
+  let data: Record<string, unknown>;
   const dir = (): string => join(stateDir, "recordings");
   const complete = (): Recording["header"][] => listRecordings(dir()).recordings.map((r) => r.header).filter((h) => h.complete);
 
   beforeAll(async () => {
     t = await startTestSim();
     stateDir = mkdtempSync(join(tmpdir(), "pw-recorder-"));
-    const data = demoConfigData((d) => t.port(d));
+    data = demoConfigData((d) => t.port(d));
     data.stateDir = stateDir;
     data.site = "recorder-test";
     data.log = { level: "warn", modules: {} };
@@ -52,12 +58,14 @@ describe("the flight recorder", () => {
   });
 
   let leak: Recording;
+  let leakFile: string;
   it("records a leak: the pre-trigger window holds the leak sample arriving, and the isolation from the tick that took it", async () => {
     t.sim.inject({ leak: "rack-3", state: "wet" });
     await waitFor(() => complete().some((h) => h.triggers.some((x) => x.reason === "alarm:leak:rack-3")), "a complete recording of rack-3's leak", 15_000);
     // (another trip just before, an overrun burst on a loaded machine, may have opened the
     // recording the leak joined: its trigger is then not the first)
     const entry = listRecordings(dir()).recordings.find((r) => r.header.complete && r.header.triggers.some((x) => x.reason === "alarm:leak:rack-3"))!;
+    leakFile = entry.file;
     leak = await readRecording(entry.file);
     const h = leak.header;
     expect(h).toMatchObject({ site: "recorder-test", configHash: "recorder-test-hash", decimation: 1, complete: true });
@@ -126,6 +134,47 @@ describe("the flight recorder", () => {
     expect(changed.sameTrips).toBe(false);
     expect(changed.replayed.find((x) => x.rack === "rack-3")!.isolated).toBeNull();
     expect(changed.identical).toBe(false);
+  });
+
+  it("is a HIL scenario's input: the recorded leak, replayed with this build, judged against expectations; a config that would not isolate fails them", () => {
+    const yaml = [
+      "name: recorded-leak",
+      `replay: ${leakFile}`,
+      "expect:",
+      "  - name: rack-3's isolation valves written shut within 5 ms of its leak reading",
+      "    signals: [writes.rack-3.supplyIsolationOpen, writes.rack-3.returnIsolationOpen]",
+      "    is: { eq: 0 }",
+      "    within: 5ms",
+      "    after: { signal: pod.rack-3.leak, is: { eq: 1 } }",
+      "  - name: no other rack isolated",
+      "    signal: pod.*.isolated",
+      "    except: [rack-3]",
+      "    is: { eq: 1 }",
+      "    never: {}",
+    ].join("\n");
+    const file = join(stateDir, "recorded-leak.yaml");
+    writeFileSync(file, yaml);
+    const scenario = loadHilScenario(file);
+    const source = (c: typeof config) => ({
+      ticks: leak.header.count,
+      run: (onTick: (tickMs: number, v: BankViews) => void) =>
+        replayRecording(leak, { spec: podBankSpec(c.control, podLayout(c), c.racks), pod: { racks: c.racks, cdu: c.cdu, writeCaps: c.supervisor.powerBudget.writeCaps }, onTick }),
+    });
+    const r = runReplay(scenario, config, source(config));
+    expect(r.identical).toBe(true);
+    expect(r.verdicts.map((v) => [v.passed, v.figure])).toEqual([
+      [true, expect.stringMatching(/^= 0 in 0 s after pod\.rack-3\.leak = 1 \(at [\d.]+ s\) \(limit 5\.0 ms\)$/)],
+      [true, expect.stringMatching(/^never = 1/)],
+    ]);
+    // a config whose leak debounce outlasts the recording: the same recording, the build fails it
+    const slow = validateAgentConfig({ ...structuredClone(data), control: { ...(data.control as object), points: { leak: { debounceFault: 100_000 } } } }, "slow leak");
+    const broken = runReplay(scenario, slow, source(slow));
+    expect(broken.identical).toBe(false);
+    expect(broken.passed).toBe(false);
+    expect(broken.verdicts[0].figure).toMatch(/its reference, pod\.rack-3\.leak = 1, never happened/);
+    // a replay has no plant: a truth signal is refused before anything runs
+    writeFileSync(file, yaml.replace("writes.rack-3.supplyIsolationOpen, writes.rack-3.returnIsolationOpen", "truth.rack-3.supplyIsolationPct"));
+    expect(() => loadHilScenario(file)).toThrow(/a replay has no plant, so no truth\.rack-3\.supplyIsolationPct/);
   });
 
   it("exports a recording as CSV, one row per tick, every point, loop and rack named", () => {
@@ -201,7 +250,7 @@ describe("the flight recorder", () => {
   }, 20_000);
 
   it("refuses an operator's recording, saying why, when the recorder is off", async () => {
-    const data = demoConfigData((d) => t.port(d));
+    data = demoConfigData((d) => t.port(d));
     data.recorder = { enabled: false };
     const config = validateAgentConfig(data, "recorder off");
     // never started: nothing connects, and the refusal needs none of it

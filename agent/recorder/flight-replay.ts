@@ -12,6 +12,7 @@
 import * as L from "../../hotpath-as/assembly/layout.js";
 import { writeSample, type BankSpec } from "../../hotpath-as/bank-config.js";
 import { compileHotPath, WasmHotPath } from "../../hotpath-as/wasm-bank.js";
+import type { BankViews } from "../../hotpath-as/views.js";
 import { applyCommands, applyPatch } from "../control/bank-inputs.js";
 import { FLAG_COMMANDS, FLAG_PATCH, recordLayout, restoreCheckpoint } from "../control/flight-ring.js";
 import type { Point } from "../../lib/points.js";
@@ -31,6 +32,8 @@ export interface ReplayOptions {
    * Without it the samples go into the bank slot by slot, and nothing is written.
    */
   pod?: ReplayPod;
+  /** called after every replayed tick (and its writes), with the tick's time and the bank: what a HIL scenario samples */
+  onTick?: (tickMs: number, v: BankViews) => void;
 }
 
 export type ReplayPod = Pick<PodConfig, "racks" | "cdu"> & { writeCaps: boolean };
@@ -217,6 +220,7 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
       wiring.writeActuators(outputs, decisions, sink);
       firstPass = false;
     }
+    o.onTick?.(tickMs, v);
 
     let what: string | null = null;
     for (let n = 0; n < Lc && what === null; n++) {
