@@ -213,9 +213,10 @@ describe("control valve health and isolation valve partial-stroke tests on a run
     w.stop();
     const done = agent.strokeStatus().recent!;
     expect(done).toMatchObject({ rack: "rack-5", valve: "supply", state: "passed" });
-    // the simulator's valve strokes in 4 s; its limit switches are read at 10 Hz
-    expect(done.breakawayMs).toBeLessThan(400);
-    expect(done.returnMs).toBeLessThan(1500);
+    // the simulator's valve strokes in 4 s; its limit switches are read at 10 Hz (the figures'
+    // precision is the unit test's: here a loaded machine may read the switches late)
+    expect(done.breakawayMs).toBeLessThan(2000);
+    expect(done.returnMs).toBeLessThan(3000);
     expect(w.seen.minSupply).toBeLessThan(99);
     expect(w.seen.minSupply).toBeGreaterThan(70);
     expect(w.seen.minReturn).toBe(100);
