@@ -97,6 +97,13 @@ describe("one partial-stroke test against the simulator's valve", () => {
     expect(100 - lowest).toBeLessThan(3);
   });
 
+  it("a long stroke passes: the way back may take as long as the close was held, beyond timeoutS", () => {
+    // 10 % of a 40 s stroke: held 4 s, back in about 4 s, with a 3 s timeout
+    const { verdict } = runOne(new StrokedValve(40, 100), { holdMs: 4000, timeoutMs: 3000 });
+    expect(verdict.state).toBe("passed");
+    expect(verdict.returnMs).toBeGreaterThan(3000);
+  });
+
   it("a valve far faster than fullStrokeS says goes all the way: failed, not Critical (it does close), and released", () => {
     const { verdict } = runOne(new StrokedValve(0.2, 100));
     expect(verdict.state).toBe("failed");

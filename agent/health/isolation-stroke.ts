@@ -89,8 +89,10 @@ export class StrokeTest {
     if (open.value === 1 && open.atMs >= this.releasedAtMs) {
       return this.end({ state: "passed", returnMs: Math.max(0, open.atMs - this.releasedAtMs) });
     }
-    if (nowMs - this.releasedAtMs >= t.timeoutMs) {
-      return this.end({ state: "failed", critical: true, reason: `it did not come back to its open limit within ${(t.timeoutMs / 1000).toFixed(1)} s of the open command: stuck part-closed` });
+    // it needs about as long to come back as the close was held: a long hold must not read as stuck
+    const back = t.timeoutMs + (this.releasedAtMs - this.startMs);
+    if (nowMs - this.releasedAtMs >= back) {
+      return this.end({ state: "failed", critical: true, reason: `it did not come back to its open limit within ${(back / 1000).toFixed(1)} s of the open command: stuck part-closed` });
     }
     return null;
   }

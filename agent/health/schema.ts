@@ -21,7 +21,7 @@ export const PARTIAL_STROKE_SCHEMA = obj(
   {
     travelPct: num(1, 50, 10, "how far a partial-stroke test moves an isolation valve off its open limit, % of a full stroke: the close command is held for this share of fullStrokeS (longer only until the open limit switch is seen to clear)"),
     fullStrokeS: num(0.5, 600, 4, "the isolation valves' full-stroke time as rated, s"),
-    timeoutS: num(1, 600, 10, "a valve whose open limit switch has not cleared this long after the close command, or is not made again this long after the open command, fails its test: Critical alarm stroke:<rack>.<valve>, s"),
+    timeoutS: num(1, 600, 10, "a valve whose open limit switch has not cleared this long after the close command, or is not made again this long (plus the time the close was held) after the open command, fails its test: Critical alarm stroke:<rack>.<valve>, s"),
     intervalH: num(0, 8760, 0, "test every isolation valve this often, h, one valve at a time; 0: only by command (podwarden stroke, the stroke command)"),
     gapS: num(1, 86_400, 60, "between two scheduled tests, s"),
   },
