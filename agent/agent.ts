@@ -991,9 +991,10 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
           const p = this.points.get(id);
           return p === undefined || p.quality !== "good" || !Number.isFinite(p.value) ? null : { value: p.value, atMs: p.sourceTimeMs };
         },
-        setStroke: (rack, bits) => {
+        holdBounded: (rack, valve) => this.leakThread?.ownsOutput(valve === "supply" ? c.racks[rack].outputs.supplyIsolation : c.racks[rack].outputs.returnIsolation) === true,
+        setStroke: (rack, bits, maxMs) => {
           this.wiring.setStroke(rack, bits);
-          this.leakThread?.setStroke(rack, bits);
+          this.leakThread?.setStroke(rack, bits, maxMs);
           this.writeActuators();
         },
         emit: (e) => this.emit(e),
@@ -1023,7 +1024,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   }
 
   strokeStatus(): StrokeStatus {
-    return this.stroke.status();
+    // metrics may be scraped before the start: no tests yet, rather than an error
+    return this.strokes?.status() ?? { running: null, recent: null, last: [] };
   }
 
   private get tuning(): LoopTunings {

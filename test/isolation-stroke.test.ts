@@ -138,6 +138,8 @@ describe("the pod's partial-stroke tests", () => {
   let events: AgentEvent[];
   let problems: Map<string, ProblemReport>;
   let limitGood = true;
+  /** a rack whose isolation valves the main thread writes (-1: none) */
+  let serialRack = -1;
   /** every manager a test made: ended and settled before its directory goes */
   let made: IsolationStrokes[] = [];
   const strokes = (cfg: PartialStrokeSection = CONFIG): IsolationStrokes => {
@@ -156,6 +158,7 @@ describe("the pod's partial-stroke tests", () => {
       if (!limitGood) return null;
       return { value: which.endsWith("OpenLimit") ? openLimit(v) : closedLimit(v), atMs: now };
     },
+    holdBounded: (rack) => !(serialRack === rack),
     setStroke: (rack, bits) => (held[rack] = bits),
     emit: (e) => events.push(e),
     reportProblem: (id, p) => problems.set(id, p),
@@ -192,6 +195,7 @@ describe("the pod's partial-stroke tests", () => {
     out = { loopStatus: [L.LS_AUTOMATIC, L.LS_AUTOMATIC], rackState: [L.RACK_NORMAL, L.RACK_NORMAL], rackStatus: [0, 0], rackSupplyOpen: [1, 1], rackReturnOpen: [1, 1] };
     failsafe = false;
     limitGood = true;
+    serialRack = -1;
     valves = [0, 1].map(() => ({ supply: new StrokedValve(4, 100), return: new StrokedValve(4, 100) }));
     held = [0, 0];
     events = [];
@@ -236,6 +240,9 @@ describe("the pod's partial-stroke tests", () => {
     valves[0].supply.position = 50;
     expect(s.refusal(0, "supply")).toMatch(/not at its open limit/);
     valves[0].supply.position = 100;
+    serialRack = 0;
+    expect(s.refusal(0, "supply")).toMatch(/written by the agent's main thread .* not tested/);
+    serialRack = -1;
     s.start(0, "supply", "eng");
     expect(() => s.start(0, "return", "eng")).toThrow(/a test of r0\.supply is running: one valve at a time/);
     s.end("test end");
@@ -321,6 +328,18 @@ describe("the pod's partial-stroke tests", () => {
     expect(s.abort("again")).toBeNull();
     expect(held).toEqual([0, 0]);
     s.end("test end");
+  });
+
+  it("a stalled main thread aborts the test on its next step (the leak thread released the hold meanwhile): no verdict, no alarm", () => {
+    const s = strokes();
+    s.begin();
+    s.start(0, "supply", "eng");
+    advance(100);
+    now += 2500; // the main thread blocked: no timer ran
+    s.step();
+    expect(ended().at(-1)).toMatchObject({ state: "aborted", reason: "the agent's main thread stalled for 2.5 s during the test: no verdict" });
+    expect(held[0]).toBe(0);
+    expect(problems.size).toBe(0);
   });
 
   it("a damaged record file is moved aside with a Warning; one that cannot be written raises state:strokes-write", async () => {

@@ -94,8 +94,8 @@ describe("the leak thread against a simulator process", () => {
   });
 
   /** An agent on the simulator's devices, leak sensors polled every 5 ms, until its inputs are in. */
-  async function startAgent(leakThread: boolean): Promise<Agent> {
-    const data = demoConfigData((name) => sim.ports[name]) as unknown as Record<string, unknown> & { modbus: { groups: { name: string; periodMs: number }[] }; control?: Record<string, unknown> };
+  async function startAgent(leakThread: boolean, extra: Record<string, unknown> = {}): Promise<Agent> {
+    const data = { ...(demoConfigData((name) => sim.ports[name]) as unknown as Record<string, unknown>), ...extra } as Record<string, unknown> & { modbus: { groups: { name: string; periodMs: number }[] }; control?: Record<string, unknown> };
     for (const g of data.modbus.groups) if (g.name === "safety") g.periodMs = 5;
     const control = data.control ?? {};
     data.control = { ...control, isolation: { ...(control.isolation as object | undefined), leakThread } };
@@ -107,8 +107,8 @@ describe("the leak thread against a simulator process", () => {
   }
 
   /** Runs `body` on an agent from startAgent(), then stops it and clears the simulator's faults. */
-  async function withAgent(leakThread: boolean, body: (agent: Agent) => Promise<void>): Promise<void> {
-    const agent = await startAgent(leakThread);
+  async function withAgent(leakThread: boolean, body: (agent: Agent) => Promise<void>, extra: Record<string, unknown> = {}): Promise<void> {
+    const agent = await startAgent(leakThread, extra);
     try {
       await body(agent);
     } finally {
@@ -173,6 +173,58 @@ describe("the leak thread against a simulator process", () => {
       await waitFor(() => !agent.activeAlarms().some((a) => a.id === "leak-thread" && a.conditionActive), "the alarm's condition cleared", 10_000);
       expect(leakWhileBlocked(3, 2000), "the restarted thread isolates while the main thread is blocked").toBe(true);
     });
+  }, 60_000);
+
+  it("a partial-stroke hold is released by the leak thread at its deadline while the main thread is blocked: the valve moves and comes back open", async () => {
+    await withAgent(
+      true,
+      async (agent) => {
+        await waitFor(() => agent.points.get(agent.config.racks[4].points.supplyIsolationOpenLimit ?? "")?.value === 1, "rack-5's open limit read", 5000);
+        // right after the start a reading may not have had its clean ticks yet: the test is refused until it has
+        await waitFor(
+          () => {
+            try {
+              return agent.startStroke(4, "supply", "test").state === "running";
+            } catch {
+              return false;
+            }
+          },
+          "the partial-stroke test started",
+          10_000,
+        );
+        // the hold's deadline: max(hold 0.4 s, timeout 1 s) + 0.5 s, inside a 4 s block
+        const flag = new Float64Array(new SharedArrayBuffer(24)); // [done, lowest, last]
+        const script = `
+          const { workerData: w } = require("node:worker_threads");
+          const flag = new Float64Array(w.buffer);
+          (async () => {
+            let lowest = 100, last = NaN;
+            const t0 = Date.now();
+            while (Date.now() - t0 < w.watchMs) {
+              const t = await (await fetch(w.url + "/truth")).json();
+              last = t.racks[4].supplyIsolationPct;
+              lowest = Math.min(lowest, last);
+              await new Promise((r) => setTimeout(r, 20));
+            }
+            flag[1] = lowest; flag[2] = last; Atomics.store(new Int32Array(w.buffer), 0, 1);
+          })();`;
+        const watcher = new Worker(script, { eval: true, workerData: { buffer: flag.buffer, url: sim.controlUrl, watchMs: 4000 } });
+        const done = new Int32Array(flag.buffer);
+        const t0 = performance.now();
+        while (Atomics.load(done, 0) === 0 && performance.now() - t0 < 15_000) {
+          // blocked: the main thread releases nothing until the watcher is done
+        }
+        void watcher.terminate();
+        expect(Atomics.load(done, 0), "the watcher finished while the main thread was blocked").toBe(1);
+        expect(flag[1], "the valve moved").toBeLessThan(95);
+        expect(flag[2], "and came back open while the main thread was still blocked").toBeGreaterThanOrEqual(99);
+        // the main thread, once free, gives no verdict on what it missed
+        await waitFor(() => agent.strokeStatus().recent !== null, "the test's end", 5000);
+        expect(agent.strokeStatus().recent?.state).toBe("aborted");
+        expect(agent.strokeStatus().recent?.reason).toMatch(/main thread stalled/);
+      },
+      { partialStroke: { timeoutS: 1 } },
+    );
   }, 60_000);
 
   it("without the leak thread (isolation.leakThread off) the same close waits for the main thread", async () => {

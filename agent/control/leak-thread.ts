@@ -38,20 +38,17 @@ export class LeakThread {
   private readonly points: ReadonlySet<string>;
   private readonly outputs = new Map<string, OutputState>();
   private last: DriverStats = { devices: [], buses: [], polls: [] };
-  /** each rack's isolation valves held closed for a partial-stroke test (PodWiring.setStroke): a restarted thread gets them too */
-  private readonly strokes: number[];
   /** whether the running thread got SCHED_FIFO */
   sched: "on" | "refused" | "off" = "off";
 
   constructor(private readonly o: LeakThreadOptions) {
-    this.strokes = o.pod.racks.map(() => 0);
     this.points = new Set(o.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)));
     for (const d of o.modbus.devices) for (const out of d.outputs) this.outputs.set(`${d.name}.${out.name}`, { id: `${d.name}.${out.name}`, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 });
   }
 
   /** Starts the thread on the control worker's frames; resolves when its driver runs. */
   async start(frames: Frames): Promise<void> {
-    const input: LeakWorkerInput = { modbus: this.o.modbus, pod: this.o.pod, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0, strokes: [...this.strokes] };
+    const input: LeakWorkerInput = { modbus: this.o.modbus, pod: this.o.pod, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0 };
     // A driver and a few connections: its heap holds 8–10 MB (measured under the bench's 1 ms
     // polls), so 32 MB of old generation bounds a leak without ever being reached. The young
     // generation is not set here: the process's --max-semi-space-size/--optimize-for-size flags
@@ -108,10 +105,14 @@ export class LeakThread {
     clearTimeout(timer);
   }
 
-  /** Holds (or releases, 0) a rack's isolation valves closed for a partial-stroke test; the thread writes them at once. */
-  setStroke(rack: number, bits: number): void {
-    this.strokes[rack] = bits;
-    this.worker?.postMessage({ kind: "stroke", rack, bits });
+  /**
+   * Holds (or releases, 0) a rack's isolation valves closed for a partial-stroke test; the thread
+   * writes them at once, and releases a hold on its own after `maxMs` (a stalled main thread must
+   * not let the valve close all the way).
+   */
+  setStroke(rack: number, bits: number, maxMs: number): void {
+    // a thread restarted during a test starts with every hold released: the safe side
+    this.worker?.postMessage({ kind: "stroke", rack, bits, maxMs });
   }
 
   get running(): boolean {

@@ -31,8 +31,6 @@ export interface LeakWorkerInput {
   /** raise this thread to SCHED_FIFO at schedPriority (control.schedFifo) */
   schedFifo: boolean;
   schedPriority: number;
-  /** each rack's isolation valves held closed for a partial-stroke test (PodWiring.setStroke) */
-  strokes: number[];
 }
 
 /** What the leak thread tells the main thread. */
@@ -59,7 +57,6 @@ function run(input: LeakWorkerInput): void {
   }
   const frames = new Frames(input.sizes, input.buffers);
   const wiring = new PodWiring(input.pod, podLayout(input.pod), { writeCaps: false });
-  input.strokes.forEach((bits, rack) => wiring.setStroke(rack, bits));
   const points = new PointStore();
   const driver = new ModbusDriver(input.modbus, { points });
   const outputIds = input.modbus.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`));
@@ -113,10 +110,25 @@ function run(input: LeakWorkerInput): void {
   };
   const reporter = setInterval(report, input.reportMs);
 
-  parentPort?.on("message", (m: { kind: "stop" } | { kind: "stroke"; rack: number; bits: number }) => {
+  // a partial-stroke hold ends here on its own at its deadline, whatever the main thread does
+  const strokeEnds = new Map<number, NodeJS.Timeout>();
+  const stroke = (rack: number, bits: number): void => {
+    wiring.setStroke(rack, bits);
+    if (running) pass();
+  };
+  parentPort?.on("message", (m: { kind: "stop" } | { kind: "stroke"; rack: number; bits: number; maxMs: number }) => {
     if (m.kind === "stroke") {
-      wiring.setStroke(m.rack, m.bits);
-      if (running) pass();
+      clearTimeout(strokeEnds.get(m.rack));
+      stroke(m.rack, m.bits);
+      if (m.bits !== 0) {
+        strokeEnds.set(
+          m.rack,
+          setTimeout(() => {
+            send({ kind: "warn", message: `partial-stroke hold on rack ${m.rack} released by the leak thread at its ${m.maxMs} ms deadline: the main thread did not release it` });
+            stroke(m.rack, 0);
+          }, m.maxMs),
+        );
+      }
       return;
     }
     if (m.kind !== "stop" || !running) return;

@@ -61,6 +61,14 @@ export class StrokeTest {
     readonly startMs: number,
   ) {}
 
+  get holdMs(): number {
+    return this.timing.holdMs;
+  }
+
+  get timeoutMs(): number {
+    return this.timing.timeoutMs;
+  }
+
   get closing(): boolean {
     return this.phase === "closing";
   }

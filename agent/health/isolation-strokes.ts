@@ -11,6 +11,8 @@ import type { PartialStrokeSection } from "./schema.js";
 
 /** While a test runs it is stepped this often, ms: its timing figures are good to about this plus the limit switch's poll period. */
 export const STROKE_STEP_MS = 20;
+/** A gap between two steps longer than this is a stalled main thread: the test is aborted, not judged on what it missed, ms. */
+export const STROKE_STALL_MS = 1000;
 /** The schedule is looked at this often, ms. */
 const SCHEDULE_MS = 1000;
 
@@ -39,8 +41,18 @@ export interface StrokeHost {
   podFailsafe(): boolean;
   /** a limit switch's good reading, or null */
   limit(pointId: string): LimitReading;
-  /** holds (bits) or releases (0) the close of a rack's isolation valves for a test */
-  setStroke(rack: number, bits: number): void;
+  /**
+   * whether this valve's writer ends a hold by itself at its deadline (the leak thread's Modbus
+   * TCP outputs); a valve the main thread writes (a serial device, or the leak thread off) is
+   * not tested: a stalled main thread would leave its close in force
+   */
+  holdBounded(rack: number, valve: IsoValve): boolean;
+  /**
+   * holds (bits) or releases (0) the close of a rack's isolation valves for a test; a hold is
+   * released by the writer on its own after `maxMs` whatever this side does (a stalled main
+   * thread must not let the valve close all the way)
+   */
+  setStroke(rack: number, bits: number, maxMs: number): void;
   emit(e: AgentEvent): void;
   reportProblem(id: string, p: ProblemReport): void;
   resolveProblem(id: string): void;
@@ -100,6 +112,8 @@ interface Running {
   valve: IsoValve;
   test: StrokeTest;
   result: StrokeResult;
+  /** when it was last stepped, monotonic ms */
+  steppedMs: number;
 }
 
 export class IsolationStrokes {
@@ -169,6 +183,7 @@ export class IsolationStrokes {
     const r = h.racks[rack];
     const openLimit = this.openLimitOf(r, valve);
     if (openLimit === undefined) return `${r.name}'s ${valve} isolation valve has no open limit switch in the config (racks[].points.${valve}IsolationOpenLimit): nothing can see it move`;
+    if (!this.host.holdBounded(rack, valve)) return `${r.name}'s ${valve} isolation valve is written by the agent's main thread (a serial device, or control.isolation.leakThread off), which cannot bound a test's close if it stalls: not tested`;
     if (this.running !== null) return `a test of ${key(h.racks[this.running.rack].name, this.running.valve)} is running: one valve at a time`;
     if (h.podFailsafe()) return "the pod is in fail-safe";
     const o = h.outputs();
@@ -192,8 +207,9 @@ export class IsolationStrokes {
     const c = this.config;
     const test = new StrokeTest({ holdMs: (c.travelPct / 100) * c.fullStrokeS * 1000, timeoutMs: c.timeoutS * 1000 }, h.monoMs());
     const result: StrokeResult = { rack: name, valve, state: "running", by, startedAt: new Date(h.wallMs()).toISOString() };
-    this.running = { rack, valve, test, result };
-    h.setStroke(rack, strokeBit(valve));
+    this.running = { rack, valve, test, result, steppedMs: test.startMs };
+    // the longest a sound test holds: until the valve is seen to leave (at most the timeout), or the hold
+    h.setStroke(rack, strokeBit(valve), Math.max(test.holdMs, test.timeoutMs) + 500);
     h.emit({ type: "stroke.started", rack: name, valve, by });
     h.log("warn", { rack: name, valve, by, travelPct: c.travelPct }, "partial-stroke test started: the isolation valve's close command is held");
     this.stepTimer = setInterval(() => this.step(), STROKE_STEP_MS);
@@ -208,7 +224,12 @@ export class IsolationStrokes {
     const r = h.racks[run.rack];
     const o = h.outputs();
     const now = h.monoMs();
-    const stop = h.podFailsafe() ? "the pod went to fail-safe" : o === undefined ? null : (podLeak(o, h.racks.map((x) => x.name)) ?? rackInterlock(o, run.rack, r.loop, r.name));
+    // a stalled main thread saw nothing of the valve meanwhile (the leak thread released the hold
+    // at its deadline): no verdict on what it missed
+    const gap = now - run.steppedMs;
+    run.steppedMs = now;
+    const stalled = gap > STROKE_STALL_MS ? `the agent's main thread stalled for ${(gap / 1000).toFixed(1)} s during the test: no verdict` : null;
+    const stop = stalled ?? (h.podFailsafe() ? "the pod went to fail-safe" : o === undefined ? null : (podLeak(o, h.racks.map((x) => x.name)) ?? rackInterlock(o, run.rack, r.loop, r.name)));
     if (stop !== null) {
       this.finish(run.test.abort(now, stop));
       return;
@@ -217,7 +238,7 @@ export class IsolationStrokes {
     const closedLimit = this.closedLimitOf(r, run.valve);
     const v = run.test.step(now, h.limit(openLimit), closedLimit === undefined ? null : h.limit(closedLimit));
     if (v !== null) this.finish(v);
-    else if (!run.test.closing) h.setStroke(run.rack, 0);
+    else if (!run.test.closing) h.setStroke(run.rack, 0, 0);
   }
 
   /** Aborts the running test, if any (its close is released at once). */
@@ -231,7 +252,7 @@ export class IsolationStrokes {
     const run = this.running as Running;
     const h = this.host;
     // released first: nothing below may keep a valve closed
-    h.setStroke(run.rack, 0);
+    h.setStroke(run.rack, 0, 0);
     clearInterval(this.stepTimer);
     this.running = null;
     const rounded = (x: number | undefined): number | undefined => (x === undefined ? undefined : Math.round(x));
