@@ -4,6 +4,7 @@
 // every tick, then judged. Seeded and deterministic: the same config, seed and scenario give the
 // same series and the same verdicts.
 import * as L from "../hotpath-as/assembly/layout.js";
+import { ConfigError } from "../lib/config-file.js";
 import type { SimConfig } from "../sim/config.js";
 import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";
 import { judge, type Series, type Verdict } from "./expectations.js";
@@ -99,18 +100,29 @@ export function outputIds(pod: VirtualPodConfig): Set<string> {
 
 /**
  * A scenario's expectations with their signals expanded against a pod (a `*` rack, `except`,
- * an `after` signal), and every signal to sample; throws naming every unknown one.
+ * an `after` signal), and every signal to sample; throws a ConfigError naming every unknown one
+ * (a scenario that does not fit the pod is a bad file, like one that does not fit the schema).
  */
 export function scenarioSignals(scenario: HilScenario, pod: VirtualPodConfig): { expectations: (ScenarioExpectation & { refs: SignalRef[] })[]; refs: Map<string, SignalRef> } {
   const outputs = outputIds(pod);
   const refs = new Map<string, SignalRef>();
+  const problems: string[] = [];
+  const expand = (names: readonly string[], except: readonly string[], where: string): SignalRef[] => {
+    try {
+      return expandSignals(names, except, pod, outputs, where);
+    } catch (err) {
+      problems.push((err as Error).message);
+      return [];
+    }
+  };
   const expectations = scenario.expect.map((e, i) => {
-    const where = `${scenario.file}: expect[${i}] (${e.name})`;
-    const own = expandSignals(e.signals, e.except, pod, outputs, where);
-    const after = e.afterSignal === undefined ? [] : expandSignals([e.afterSignal.signal], [], pod, outputs, `${where}: after`);
+    const where = `expect[${i}] (${e.name})`;
+    const own = expand(e.signals, e.except, where);
+    const after = e.afterSignal === undefined ? [] : expand([e.afterSignal.signal], [], `${where}: after`);
     for (const r of [...own, ...after]) refs.set(r.name, r);
     return { ...e, refs: own };
   });
+  if (problems.length > 0) throw new ConfigError(scenario.file, problems);
   return { expectations, refs };
 }
 

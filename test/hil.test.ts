@@ -91,7 +91,8 @@ describe("scenario files", () => {
 
   it("a rack or output the pod does not have is an error before anything runs", () => {
     const rack = parseHilScenario({ ...base, expect: [{ ...base.expect[0], signal: "truth.rack-9.supplyIsolationPct" }] }, "rack.yaml");
-    expect(() => checkScenario(rack, pod)).toThrow(/rack\.yaml: expect\[0\] \(e\): unknown signal truth\.rack-9\.supplyIsolationPct \(no rack "rack-9"/);
+    expect(() => checkScenario(rack, pod)).toThrow(ConfigError);
+    expect(() => checkScenario(rack, pod)).toThrow(/rack\.yaml: invalid config\n {2}- expect\[0\] \(e\): unknown signal truth\.rack-9\.supplyIsolationPct \(no rack "rack-9"/);
     const out = parseHilScenario({ ...base, expect: [{ ...base.expect[0], signal: "writes.rack-3.nope" }] }, "out.yaml");
     expect(() => checkScenario(out, pod)).toThrow(/no output "rack-3\.nope"/);
     const except = parseHilScenario({ ...base, expect: [{ ...base.expect[0], signal: "pod.*.isolated", except: ["rack-33"] }] }, "except.yaml");
@@ -222,6 +223,13 @@ describe("the standard library in virtual time, through the pod's wiring and hot
       expect(ok.status, ok.stderr).toBe(0);
       const typo = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(dir, "missing.yaml")], { encoding: "utf8" });
       expect(typo.status).toBe(2);
+      // a signal the pod does not have: a bad file too, before anything runs
+      const unknown = join(dir, "unknown.yaml");
+      writeFileSync(unknown, text.replace("signal: truth.rack-3.powerOff", "signal: truth.rack-33.powerOff"));
+      const wrong = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(LIBRARY, "leak-cable-fault-rack-4.yaml"), unknown], { encoding: "utf8" });
+      expect(wrong.status).toBe(2);
+      expect(wrong.stderr).toMatch(/unknown signal truth\.rack-33\.powerOff \(no rack "rack-33"/);
+      expect(wrong.stdout).toBe(""); // nothing ran
     }, 60_000);
   });
 });
