@@ -79,13 +79,18 @@ function stepBlock(ticks: number, ring: FlightRingWriter | null, hp: ReturnType<
   return Number(process.hrtime.bigint() - start) / ticks;
 }
 
-function tickCost(quick: boolean): { off: number[]; on: number[]; ring: FlightRingReader } {
+/** The demo bank loaded into a release hot path, and a ring at the default window for it. */
+function demoRing() {
   const { spec } = demoBank();
   const shape: RingShape = { points: spec.points.length, loops: spec.loops.length, racks: spec.racks.length, ...ringFor(defaults(), 1) };
   const buffers = allocateRing(shape);
-  const writer = new FlightRingWriter(shape, buffers);
   const hp = loadWasmHotPath("release");
   loadBank(hp, spec);
+  return { spec, shape, hp, writer: new FlightRingWriter(shape, buffers), reader: new FlightRingReader(shape, buffers) };
+}
+
+function tickCost(quick: boolean): { off: number[]; on: number[]; ring: FlightRingReader } {
+  const { spec, shape, hp, writer, reader } = demoRing();
   const P = spec.points.length;
   let t = 1;
   // warm-up, and a full ring for the copy and replay figures after
@@ -102,20 +107,15 @@ function tickCost(quick: boolean): { off: number[]; on: number[]; ring: FlightRi
     on.push(stepBlock(block, writer, hp, P, t));
     t += block;
   }
-  return { off, on, ring: new FlightRingReader(shape, buffers) };
+  return { off, on, ring: reader };
 }
 
 /** A full ring of the demo bank sampled at the demo's poll rates (leak inputs every 20 ms, the rest every 100 ms), as a daemon's recording holds it. */
 function polledRing(): FlightRingReader {
-  const { spec } = demoBank();
-  const shape: RingShape = { points: spec.points.length, loops: spec.loops.length, racks: spec.racks.length, ...ringFor(defaults(), 1) };
-  const buffers = allocateRing(shape);
-  const writer = new FlightRingWriter(shape, buffers);
-  const hp = loadWasmHotPath("release");
-  loadBank(hp, spec);
+  const { spec, shape, hp, writer, reader } = demoRing();
   const every = spec.points.map((p) => (p.kind === "leak" ? 20 : 100));
   stepBlock(3 * shape.capacity, writer, hp, spec.points.length, 1, every);
-  return new FlightRingReader(shape, buffers);
+  return reader;
 }
 
 async function lateness(seconds: number, rounds: number): Promise<RecorderBenchResult["lateness"]> {
