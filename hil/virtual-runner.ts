@@ -4,6 +4,7 @@
 // every tick, then judged. Seeded and deterministic: the same config, seed and scenario give the
 // same series and the same verdicts.
 import * as L from "../hotpath-as/assembly/layout.js";
+import { modbusOutputIds } from "../drivers/modbus/config.js";
 import { ConfigError } from "../lib/config-file.js";
 import type { SimConfig } from "../sim/config.js";
 import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";
@@ -95,7 +96,7 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
 
 /** The device outputs of a pod config, by id (what `writes.` signals may name). */
 export function outputIds(pod: VirtualPodConfig): Set<string> {
-  return new Set(pod.modbus.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`)));
+  return new Set(modbusOutputIds(pod.modbus));
 }
 
 /**

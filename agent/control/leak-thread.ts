@@ -2,7 +2,7 @@
 // frames, republishes what it reports into the agent's point store, answers for the outputs it
 // owns, stops it.
 import { Worker } from "node:worker_threads";
-import type { ModbusConfig } from "../../drivers/modbus/config.js";
+import { modbusOutputIds, type ModbusConfig } from "../../drivers/modbus/config.js";
 import type { BusStats, ModbusDriver, OutputState } from "../../drivers/modbus/driver.js";
 import type { Point } from "../../lib/points.js";
 import type { PodConfig } from "../../pod/config.js";
@@ -43,7 +43,7 @@ export class LeakThread {
 
   constructor(private readonly o: LeakThreadOptions) {
     this.points = new Set(o.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)));
-    for (const d of o.modbus.devices) for (const out of d.outputs) this.outputs.set(`${d.name}.${out.name}`, { id: `${d.name}.${out.name}`, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 });
+    for (const id of modbusOutputIds(o.modbus)) this.outputs.set(id, { id, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 });
   }
 
   /** Starts the thread on the control worker's frames; resolves when its driver runs. */

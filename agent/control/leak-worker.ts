@@ -8,7 +8,7 @@
 // worker decides go straight to the valves. The main thread still sees every point and output
 // state, in reports a few times a second, for status, telemetry and alarms.
 import { parentPort, workerData } from "node:worker_threads";
-import type { ModbusConfig } from "../../drivers/modbus/config.js";
+import { modbusOutputIds, type ModbusConfig } from "../../drivers/modbus/config.js";
 import { ModbusDriver, type OutputState } from "../../drivers/modbus/driver.js";
 import { monoMs } from "../../lib/clock.js";
 import { PointStore, type Point } from "../../lib/points.js";
@@ -59,7 +59,7 @@ function run(input: LeakWorkerInput): void {
   const wiring = new PodWiring(input.pod, podLayout(input.pod), { writeCaps: false });
   const points = new PointStore();
   const driver = new ModbusDriver(input.modbus, { points });
-  const outputIds = input.modbus.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`));
+  const outputIds = modbusOutputIds(input.modbus);
   const changed = new Map<string, Point>();
   let running = true;
 

@@ -126,6 +126,8 @@ export class IsolationStrokes {
   private scheduleTimer: NodeJS.Timeout | undefined;
   /** when the schedule last started a test, monotonic ms */
   private lastScheduledMs = -Infinity;
+  /** the racks' names, for the leak check of every step */
+  private readonly names: string[];
 
   constructor(
     private readonly host: StrokeHost,
@@ -133,6 +135,7 @@ export class IsolationStrokes {
     stateDir: string | undefined,
   ) {
     this.file = stateDir === undefined ? null : new JsonStateFile(join(stateDir, "strokes.json"), checkStrokesFile);
+    this.names = host.racks.map((r) => r.name);
   }
 
   /** Loads the records (a failed valve's Critical alarm is raised again) and starts the schedule. */
@@ -188,7 +191,7 @@ export class IsolationStrokes {
     if (h.podFailsafe()) return "the pod is in fail-safe";
     const o = h.outputs();
     if (o === undefined) return "the control loop has produced no outputs yet";
-    const leak = podLeak(o, h.racks.map((x) => x.name));
+    const leak = podLeak(o, this.names);
     if (leak !== null) return leak;
     const interlock = rackInterlock(o, rack, r.loop, r.name);
     if (interlock !== null) return interlock;
@@ -229,7 +232,7 @@ export class IsolationStrokes {
     const gap = now - run.steppedMs;
     run.steppedMs = now;
     const stalled = gap > STROKE_STALL_MS ? `the agent's main thread stalled for ${(gap / 1000).toFixed(1)} s during the test: no verdict` : null;
-    const stop = stalled ?? (h.podFailsafe() ? "the pod went to fail-safe" : o === undefined ? null : (podLeak(o, h.racks.map((x) => x.name)) ?? rackInterlock(o, run.rack, r.loop, r.name)));
+    const stop = stalled ?? (h.podFailsafe() ? "the pod went to fail-safe" : o === undefined ? null : (podLeak(o, this.names) ?? rackInterlock(o, run.rack, r.loop, r.name)));
     if (stop !== null) {
       this.finish(run.test.abort(now, stop));
       return;
