@@ -8,6 +8,7 @@ import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { ControlThread } from "../agent/control/control-thread.js";
+import { CommandCopy, CTRL, Frames } from "../agent/control/frames.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
@@ -133,6 +134,51 @@ describe("control worker", () => {
     } finally {
       clearInterval(feed);
     }
+  });
+
+  it("applies a command frame whole or not at all: a mode never arrives without its manual value", async () => {
+    const ct = await started();
+    const lay = podLayout(DEMO);
+    const feed = (): void => {
+      for (let i = 0; i < lay.points; i++) ct.writeSample(i, lay.racks.some((r) => r.leaks.includes(i)) ? 0 : 40, monoMs());
+    };
+    const timer = setInterval(feed, 20);
+    try {
+      await waitFor(() => (ct.outputs()!.loopStatus[0] & L.LS_AUTOMATIC) !== 0, "automatic");
+      let ticked = 0;
+      let seenManual = false;
+      ct.frames.command((f) => {
+        f.loopMode[0] = L.MODE_MANUAL;
+        // the main thread stops between the mode and its value (GC, a slow handler): ticks go
+        // on, and none of them may apply Manual with the last manual value (NaN: fail-safe)
+        const before = ct.ticks;
+        const t0 = monoMs();
+        while (monoMs() - t0 < 100) {
+          const o = ct.outputs();
+          if (o !== undefined && (o.loopStatus[0] & (L.LS_MANUAL | L.LS_CMD_INVALID)) !== 0) seenManual = true;
+        }
+        ticked = ct.ticks - before;
+        f.loopManual[0] = 42;
+      });
+      expect(ticked).toBeGreaterThan(20);
+      expect(seenManual).toBe(false);
+      await waitFor(() => ct.outputs()!.loopOut[0] === 42 && (ct.outputs()!.loopStatus[0] & L.LS_MANUAL) !== 0, "the whole frame applied");
+    } finally {
+      clearInterval(timer);
+    }
+  });
+
+  it("copies the command frame only as published: not while it is written, not once it moved on", () => {
+    const f = new Frames({ points: 2, loops: 2, racks: 2 });
+    const copy = new CommandCopy(f.sizes);
+    const published = Atomics.load(f.ctrl, CTRL.CMD_SEQ);
+    f.command((w) => {
+      w.loopSp[1] = 21.5;
+      expect(f.copyCommands(Atomics.load(f.ctrl, CTRL.CMD_SEQ), copy)).toBe(false); // odd: being written
+    });
+    expect(f.copyCommands(published, copy)).toBe(false); // a newer frame is out
+    expect(f.copyCommands(Atomics.load(f.ctrl, CTRL.CMD_SEQ), copy)).toBe(true);
+    expect(copy.loopSp[1]).toBe(21.5);
   });
 
   async function commandsAndPatch(ct: ControlThread): Promise<void> {

@@ -148,46 +148,53 @@ export class ControlThread {
   }
 
   setSetpoint(loop: number, sp: number): void {
-    this.frames.loopSp[loop] = sp;
-    this.frames.commit();
+    this.frames.command((f) => {
+      f.loopSp[loop] = sp;
+    });
   }
 
   setMode(loop: number, mode: LoopMode, value?: number): void {
-    const f = this.frames;
-    f.loopMode[loop] = MODE_CODE[mode];
-    if (mode === "Manual") f.loopManual[loop] = value ?? f.loopOut[loop];
-    if (mode === "Override") f.loopOverride[loop] = value ?? f.loopOut[loop];
-    f.commit();
+    this.frames.command((f) => {
+      f.loopMode[loop] = MODE_CODE[mode];
+      if (mode === "Manual") f.loopManual[loop] = value ?? f.loopOut[loop];
+      if (mode === "Override") f.loopOverride[loop] = value ?? f.loopOut[loop];
+    });
   }
 
   setManualIsolate(rack: number, isolate: boolean): void {
-    this.frames.rackManualIsolate[rack] = isolate ? 1 : 0;
-    this.frames.commit();
+    this.frames.command((f) => {
+      f.rackManualIsolate[rack] = isolate ? 1 : 0;
+    });
   }
 
   /** Requests a leak-latch reset; the worker consumes it at its next tick (see rackResetResult). */
   requestReset(rack: number): void {
-    this.frames.rackResetCount[rack]++;
-    this.frames.commit();
+    this.frames.command((f) => {
+      f.rackResetCount[rack]++;
+    });
   }
 
   /** Puts a rack back into its latched leak isolation (after a restart); the hot path proves it again. */
   restoreLatch(rack: number): void {
-    this.frames.rackRestoreCount[rack]++;
-    this.frames.commit();
+    this.frames.command((f) => {
+      f.rackRestoreCount[rack]++;
+    });
   }
 
   /** Starts a relay autotune of `loop` at the worker's next tick (the hot path runs it and ends it on its own checks). */
   startTune(loop: number): number {
-    const n = ++this.frames.loopTuneStarts[loop];
-    this.frames.commit();
+    let n = 0;
+    this.frames.command((f) => {
+      n = ++f.loopTuneStarts[loop];
+    });
     return n;
   }
 
   /** Stops a relay autotune of `loop` at the worker's next tick, if one runs: the loop returns to its mode. */
   stopTune(loop: number): void {
-    this.frames.loopTuneStops[loop]++;
-    this.frames.commit();
+    this.frames.command((f) => {
+      f.loopTuneStops[loop]++;
+    });
   }
 
   /** A loop's relay autotune as the last tick left it, with its PV and output; undefined if the frame could not be read. */

@@ -4,8 +4,9 @@
 // memory and Atomics:
 //   sensor frame   main -> worker   per-point value + source time, each behind its own seqlock
 //   command frame  main -> worker   setpoints, modes, manual/override values, isolate, reset,
-//                                   relay autotune start/stop; applied when the command
-//                                   sequence number changes
+//                                   relay autotune start/stop, behind one seqlock (CMD_SEQ odd
+//                                   while the main thread writes it); the worker copies it whole
+//                                   when the sequence number moves, and applies and records the copy
 //   output frame   worker -> main   loop outputs and status, rack isolation state, point quality,
 //                                   behind one seqlock; Atomics.notify when an interlock changed
 //   control words  both             stop, wake, ready, tick counter, lateness histogram
@@ -15,7 +16,7 @@ export const CTRL = {
   STOP: 0,
   WAKE: 1, // bumped to wake the worker: to stop, or to tick now because a safety input changed
   OUT_SEQ: 2,
-  CMD_SEQ: 3,
+  CMD_SEQ: 3, // the command frame's seqlock: odd while the main thread writes it
   TICKS: 4,
   READY: 5,
   OUT_CHANGED: 6,
@@ -46,6 +47,36 @@ export interface FrameSizes {
 }
 
 type AnyBuffer = SharedArrayBuffer;
+
+/**
+ * The worker's own copy of the command frame, taken whole behind its seqlock. The worker applies
+ * this copy and the flight recorder records it: reading the shared frame twice (once to apply,
+ * once to record) let a command the main thread wrote in between be recorded for a tick that had
+ * applied the one before, and the replay then differed from the run (a CI run showed it).
+ */
+export class CommandCopy {
+  readonly loopSp: Float64Array;
+  readonly loopManual: Float64Array;
+  readonly loopOverride: Float64Array;
+  readonly loopMode: Int32Array;
+  readonly rackManualIsolate: Int32Array;
+  readonly rackResetCount: Int32Array;
+  readonly rackRestoreCount: Int32Array;
+  readonly loopTuneStarts: Int32Array;
+  readonly loopTuneStops: Int32Array;
+
+  constructor(sizes: FrameSizes) {
+    this.loopSp = new Float64Array(sizes.loops);
+    this.loopManual = new Float64Array(sizes.loops);
+    this.loopOverride = new Float64Array(sizes.loops);
+    this.loopMode = new Int32Array(sizes.loops);
+    this.rackManualIsolate = new Int32Array(sizes.racks);
+    this.rackResetCount = new Int32Array(sizes.racks);
+    this.rackRestoreCount = new Int32Array(sizes.racks);
+    this.loopTuneStarts = new Int32Array(sizes.loops);
+    this.loopTuneStops = new Int32Array(sizes.loops);
+  }
+}
 
 /** Typed views over the shared frames; both threads construct the same views from the buffers. */
 export class Frames {
@@ -177,9 +208,36 @@ export class Frames {
     if (w.async) await w.value;
   }
 
-  /** Publishes the command frame: the worker applies it at its next tick. */
-  commit(): void {
+  /**
+   * Writes the command frame behind its seqlock and publishes it: the worker applies it at its
+   * next tick, whole. A tick that comes while `write` runs sees an odd sequence number and applies
+   * nothing (the frame waits one tick), so a mode and its manual value always arrive together.
+   */
+  command(write: (f: this) => void): void {
     Atomics.add(this.ctrl, CTRL.CMD_SEQ, 1);
+    try {
+      write(this);
+    } finally {
+      Atomics.add(this.ctrl, CTRL.CMD_SEQ, 1);
+    }
+  }
+
+  /**
+   * Copies the command frame published as sequence number `seq` into `into`: false if it is being
+   * written, or was rewritten during the copy (the caller tries again at its next tick).
+   */
+  copyCommands(seq: number, into: CommandCopy): boolean {
+    if (seq & 1) return false;
+    into.loopSp.set(this.loopSp);
+    into.loopManual.set(this.loopManual);
+    into.loopOverride.set(this.loopOverride);
+    into.loopMode.set(this.loopMode);
+    into.rackManualIsolate.set(this.rackManualIsolate);
+    into.rackResetCount.set(this.rackResetCount);
+    into.rackRestoreCount.set(this.rackRestoreCount);
+    into.loopTuneStarts.set(this.loopTuneStarts);
+    into.loopTuneStops.set(this.loopTuneStops);
+    return Atomics.load(this.ctrl, CTRL.CMD_SEQ) === seq;
   }
 
   /**

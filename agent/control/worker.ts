@@ -14,7 +14,7 @@ import { LogHistogram } from "../../lib/log-histogram.js";
 import { InterlockChangeDetector } from "../../pod/wiring.js";
 import { applyCommands, applyPatch, TUNE_EDGE_NONE, TUNE_EDGE_START, TUNE_EDGE_STOP } from "./bank-inputs.js";
 import { FLAG_COMMANDS, FLAG_PATCH, FLAG_URGENT, FlightRingWriter, type RingBuffers, type RingShape } from "./flight-ring.js";
-import { CTRL, CTRL_F64, Frames, type FrameSizes } from "./frames.js";
+import { CommandCopy, CTRL, CTRL_F64, Frames, type FrameSizes } from "./frames.js";
 import { raiseThreadToFifo } from "./sched-fifo.js";
 import { warmupSamples, warmupSpec } from "./warmup.js";
 
@@ -89,6 +89,8 @@ function run(input: WorkerInput): void {
   const tuneEdge = new Int32Array(Lc);
   const ring = input.recorder === undefined ? null : new FlightRingWriter(input.recorder.shape, input.recorder.buffers);
   const interlocks = new InterlockChangeDetector(Lc, R);
+  // the command frame as this worker last copied it whole: applied, and recorded, from here
+  const cmd = new CommandCopy(input.sizes);
   let cmdSeq = -1;
   let patchGen = Atomics.load(f.ctrl, CTRL.PATCH_GEN);
   const t0 = now();
@@ -97,21 +99,21 @@ function run(input: WorkerInput): void {
 
   const commandFrame = (tickMs: number): void => {
     for (let r = 0; r < R; r++) {
-      const resets = f.rackResetCount[r];
+      const resets = cmd.rackResetCount[r];
       resetEdge[r] = resets !== lastReset[r] ? 1 : 0;
       lastReset[r] = resets;
-      const restores = f.rackRestoreCount[r];
+      const restores = cmd.rackRestoreCount[r];
       restoreEdge[r] = restores !== lastRestore[r] ? 1 : 0;
       lastRestore[r] = restores;
     }
     for (let i = 0; i < Lc; i++) {
-      const starts = f.loopTuneStarts[i];
-      const stops = f.loopTuneStops[i];
+      const starts = cmd.loopTuneStarts[i];
+      const stops = cmd.loopTuneStops[i];
       tuneEdge[i] = stops !== lastTuneStop[i] ? TUNE_EDGE_STOP : starts !== lastTuneStart[i] ? TUNE_EDGE_START : TUNE_EDGE_NONE;
       lastTuneStart[i] = starts;
       lastTuneStop[i] = stops;
     }
-    applyCommands(v, f, Lc, R, resetEdge, restoreEdge, tuneEdge, tickMs);
+    applyCommands(v, cmd, Lc, R, resetEdge, restoreEdge, tuneEdge, tickMs);
   };
 
   const patch = (): void => {
@@ -162,7 +164,7 @@ function run(input: WorkerInput): void {
     }
     let flags = urgent ? FLAG_URGENT : 0;
     const seq = Atomics.load(f.ctrl, CTRL.CMD_SEQ);
-    if (seq !== cmdSeq) {
+    if (seq !== cmdSeq && f.copyCommands(seq, cmd)) {
       cmdSeq = seq;
       commandFrame(tick);
       flags |= FLAG_COMMANDS;
@@ -178,7 +180,7 @@ function run(input: WorkerInput): void {
     // step (an urgent tick and the regular one after it share a period between them)
     const dtS = Math.min(Math.max(tick - last, MIN_DT_MS), periodMs * 5) / 1000;
     last = tick;
-    ring?.pre(v, f, flags, resetEdge, restoreEdge, tuneEdge, tick, dtS);
+    ring?.pre(v, cmd, flags, resetEdge, restoreEdge, tuneEdge, tick, dtS);
     const rc = hp.step(tick, dtS);
     f.ctrlF[CTRL_F64.STEP_NS_LAST] = (now() - tick) * 1e6;
     if (rc !== L.STEP_OK) {
