@@ -1,9 +1,20 @@
-// `podwarden hil run <scenario.yaml…> [-c <config.yaml>] [--sim <sim.yaml>] [--junit <file>]
-// [--html <file>]`: HIL scenarios with their expectations, run in virtual time against the
-// simulator's plant through the pod's real wiring and hot path, or against a flight recording
-// replayed into it (docs/hil.md). Prints a line per
-// expectation, writes the JUnit XML and the HTML report, and exits non-zero when anything fails.
-import { writeFileSync } from "node:fs";
+// `podwarden hil run <scenario.yaml…> [-c <config.yaml>] [--sim <sim.yaml> | --rig <rig.yaml>]
+// [--junit <file>] [--html <file>]`: HIL scenarios with their expectations, run in virtual time
+// against the simulator's plant through the pod's real wiring and hot path, against a flight
+// recording replayed into it, or (--rig) in real time: this program's daemon (`podwarden run`) in
+// a process of its own against a rig (docs/hil.md). Prints a line per expectation, writes the
+// JUnit XML and the HTML report, and exits non-zero when anything fails.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+import { adminRequest } from "../agent/ops/admin-socket.js";
+import { ConfigError, parseYaml } from "../lib/config-file.js";
+import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RunningDaemon } from "../hil/realtime-runner.js";
+import { loadRig, type RigAdapter } from "../hil/rig.js";
 import { loadAgentConfig, type AgentConfig } from "../agent/config/load.js";
 import { replayRecording } from "../agent/recorder/flight-replay.js";
 import { readRecording } from "../agent/recorder/recording-file.js";
@@ -14,7 +25,7 @@ import { loadHilScenario, type HilScenario } from "../hil/scenario.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
 import { loadSimConfig } from "../sim/config.js";
-import { demoAgentConfig } from "./demo-config.js";
+import { DEMO_AGENT_CONFIG, demoAgentConfig } from "./demo-config.js";
 
 export interface HilArgs {
   scenarios: string[];
@@ -22,6 +33,8 @@ export interface HilArgs {
   config: string | undefined;
   /** the simulator's config (default: configs/sim-pod.yaml) */
   sim: string | undefined;
+  /** a rig adapter: run in real time against that rig */
+  rig?: string | undefined;
   junit: string | undefined;
   html: string | undefined;
   log: (line: string) => void;
@@ -42,20 +55,138 @@ async function replayScenario(s: HilScenario, pod: AgentConfig, log: (line: stri
   return r;
 }
 
+/** The daemon's config for one real-time run: the rig's device addresses, a fresh state directory, ephemeral listeners. */
+function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string): Record<string, unknown> {
+  const data = parseYaml(readFileSync(configPath, "utf8"), configPath) as Record<string, unknown>;
+  const modbus = ((data.modbus as { devices?: { name: string; unitId?: number; tcp?: { host?: string; port?: number } }[] } | undefined)?.devices ?? []);
+  const redfish = ((data.redfishClient as { devices?: { name: string; url: string }[] } | undefined)?.devices ?? []);
+  const problems: string[] = [];
+  for (const [name, d] of Object.entries(rig.devices)) {
+    const m = modbus.find((x) => x.name === name);
+    const b = redfish.find((x) => x.name === name);
+    if (m !== undefined && d.url === undefined) {
+      if (m.tcp === undefined) problems.push(`devices.${name}: the config reaches it over RTU, not TCP`);
+      else {
+        if (d.host !== undefined) m.tcp.host = d.host;
+        if (d.port !== undefined) m.tcp.port = d.port;
+      }
+      if (d.unitId !== undefined) m.unitId = d.unitId;
+    } else if (b !== undefined && d.url !== undefined) b.url = d.url;
+    else problems.push(`devices.${name}: ${configPath} has no ${d.url === undefined ? "Modbus" : "Redfish"} device "${name}"`);
+  }
+  if (problems.length > 0) throw new ConfigError(rig.file, problems);
+  // its own state (no latch from an earlier scenario), and no listener that a running demo holds
+  data.stateDir = stateDir;
+  // the events (alarm.raised, …) are logged at info, from the agent module: the runner reads them
+  const log = (data.log ?? {}) as { level?: string; modules?: Record<string, string> };
+  data.log = { ...log, level: log.level === "debug" || log.level === "trace" ? log.level : "info", modules: { ...log.modules, agent: "info" } };
+  for (const k of ["metrics", "hmi", "redfish"]) data[k] = { ...(data[k] as object | undefined), port: 0 };
+  return data;
+}
+
+/** An event line is read up to this size, and a run keeps at most this many events. */
+const MAX_EVENT_LINE = 64 * 1024;
+const MAX_EVENTS = 100_000;
+
+/** `podwarden run` in its own process (this very program, with its shebang's flags), until it says it runs. */
+async function startRigDaemon(configPath: string, rig: RigAdapter): Promise<RunningDaemon> {
+  const stateDir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
+  const file = join(stateDir, "agent.yaml");
+  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir)));
+  const child = spawn(fileURLToPath(new URL("./podwarden.js", import.meta.url)), ["run", "-c", file], { stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  let errText = "";
+  child.stderr.on("data", (d: Buffer) => (errText = (errText + d.toString()).slice(-4000)));
+  const events: DaemonEvent[] = [];
+  const running = new Promise<void>((resolve) => {
+    const lines = createInterface({ input: child.stdout });
+    lines.on("line", (line) => {
+      const atMs = performance.now();
+      if (line.includes('"msg":"podwarden running"')) resolve();
+      // an event line is a few hundred bytes; the runner keeps a run's worth of them
+      if (line.length > MAX_EVENT_LINE || events.length >= MAX_EVENTS || !line.includes('"event":')) return;
+      try {
+        const e = (JSON.parse(line) as { event?: { type?: unknown; alarm?: { id?: unknown; severity?: unknown } } }).event;
+        if (typeof e?.type !== "string") return;
+        const a = e.alarm;
+        events.push({ atMs, type: e.type, ...(typeof a?.id === "string" && typeof a.severity === "string" ? { alarm: { id: a.id, severity: a.severity } } : {}) });
+      } catch {
+        // not a JSON line: the daemon's own output, not an event
+      }
+    });
+  });
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      await exited;
+      clearTimeout(t);
+    }
+    rmSync(stateDir, { recursive: true, force: true });
+  };
+  const first = await Promise.race([running.then(() => "running" as const), exited.then((code) => ({ code })), new Promise<"late">((r) => setTimeout(() => r("late"), 60_000).unref())]);
+  if (first !== "running") {
+    await stop();
+    throw new Error(`podwarden run on the rig ${first === "late" ? "did not start in 60 s" : `exited ${String(first.code)}`}: ${errText.trim() || "(no output)"}`);
+  }
+  const sock = join(stateDir, "admin.sock");
+  return {
+    status: async () => {
+      try {
+        const r = await adminRequest(sock, "GET", "/status");
+        return r.status === 200 ? (r.body as unknown as PodView) : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    events: () => events,
+    stop,
+  };
+}
+
+/** Asks the operator at the terminal, and waits for Enter; refused without one. */
+async function promptOperator(text: string): Promise<void> {
+  if (!process.stdin.readable) throw new Error(`a manual step needs an operator at the terminal: ${text}`);
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      rl.once("close", () => reject(new Error(`no operator answered: ${text}`)));
+      rl.question(`${text}\n(press Enter when done) `, () => resolve());
+    });
+  } finally {
+    rl.removeAllListeners("close");
+    rl.close();
+  }
+}
+
+const modeWords = (r: ScenarioRun): string => (r.mode === "replay" ? "a recording replayed" : r.mode === "real-time" ? `real time on the rig ${r.rig ?? ""}` : "virtual time");
+
 /** Runs every scenario; 0 when every expectation was met, 1 otherwise. Throws on a bad file. */
 export async function hilRun(a: HilArgs): Promise<number> {
   if (a.scenarios.length === 0) throw new Error("hil run needs at least one scenario file");
   const pod = a.config === undefined ? demoAgentConfig() : loadAgentConfig(a.config).config;
+  const rig = a.rig === undefined ? undefined : loadRig(a.rig);
   const sim = loadSimConfig(a.sim ?? "configs/sim-pod.yaml");
   // every file is read and checked before the first runs: a typo fails at once, not after an hour
   const scenarios: HilScenario[] = a.scenarios.map((f) => loadHilScenario(f));
-  for (const s of scenarios) checkScenario(s, pod);
+  for (const s of scenarios) {
+    if (rig === undefined) checkScenario(s, pod);
+    else realTimePlan(s, pod, rig);
+  }
+  if (rig !== undefined) rigDaemonConfig(a.config ?? DEMO_AGENT_CONFIG, rig, "unused");
   const runs: ScenarioRun[] = [];
   for (const s of scenarios) {
-    const r = s.replay === undefined ? runVirtual(s, sim, pod) : await replayScenario(s, pod, a.log);
+    const r =
+      rig !== undefined
+        ? await runRealTime(s, pod, rig, { startDaemon: () => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig), prompt: promptOperator, log: a.log })
+        : s.replay === undefined
+          ? runVirtual(s, sim, pod)
+          : await replayScenario(s, pod, a.log);
     runs.push(r);
-    a.log(`${r.passed ? "PASS" : "FAIL"} ${s.name} (${(r.durationMs / 1000).toFixed(1)} s of ${r.mode === "replay" ? "a recording replayed" : "virtual time"} in ${(r.wallMs / 1000).toFixed(2)} s, ${(r.durationMs / r.wallMs).toFixed(0)}x real time)`);
-    for (const v of r.verdicts) a.log(`  ${v.passed ? "ok  " : "FAIL"} ${v.name}: ${v.figure}`);
+    // real time: the wall time includes the daemon's start and the pod's settling
+    const speed = r.mode === "real-time" ? "with the daemon's start and settling" : `${(r.durationMs / r.wallMs).toFixed(0)}x real time`;
+    a.log(`${r.passed ? "PASS" : "FAIL"} ${s.name} (${(r.durationMs / 1000).toFixed(1)} s of ${modeWords(r)} in ${(r.wallMs / 1000).toFixed(2)} s, ${speed})`);
+    for (const v of r.verdicts) a.log(`  ${v.skipped !== undefined ? "skip" : v.passed ? "ok  " : "FAIL"} ${v.name}: ${v.figure}`);
   }
   if (a.junit !== undefined) writeFileSync(a.junit, junitXml(runs));
   if (a.html !== undefined) writeFileSync(a.html, htmlReport(runs));

@@ -47,9 +47,10 @@ usage:
   podwarden stroke <rack> --valve supply|return | --status | --abort [-c <config.yaml>]
                                                          partial-stroke test of a rack's isolation valve: follows it to
                                                          the end and prints its figures; Ctrl-C aborts it
-  podwarden hil run <scenario.yaml>... [-c <config.yaml>] [--sim <sim.yaml>] [--junit <file>] [--html <file>]
+  podwarden hil run <scenario.yaml>... [-c <config.yaml>] [--sim <sim.yaml> | --rig <rig.yaml>] [--junit <file>] [--html <file>]
                                                          HIL scenarios with expectations, in virtual time against the
-                                                         simulator (docs/hil.md); exit 1 when any expectation fails
+                                                         simulator, or (--rig) in real time: the daemon against a rig
+                                                         (docs/hil.md); exit 1 when any expectation fails
   podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
   podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
   podwarden hmi-user --users <file> --name <n> --role <r>[,<r>]
@@ -90,6 +91,8 @@ options:
                           stroke: the running test and each valve's last; abort the running one
       --valve <v>         stroke: supply or return
       --sim <file>        hil run: the simulator's config (default configs/sim-pod.yaml)
+      --rig <file>        hil run: run in real time, podwarden run against the rig this adapter describes
+                          (configs/hil/rigs/sim-pod.yaml: podwarden sim -c configs/sim-pod.yaml as the rig)
       --junit <file>      hil run: write a JUnit XML report
       --html <file>       hil run: write the self-contained HTML report
       --rule <r>          gains: apply this rule's proposal from the loop's last tuning
@@ -187,6 +190,7 @@ async function main(argv: string[]): Promise<number> {
         revert: { type: "boolean" },
         valve: { type: "string" },
         sim: { type: "string" },
+        rig: { type: "string" },
         junit: { type: "string" },
         html: { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -309,9 +313,10 @@ async function main(argv: string[]): Promise<number> {
       }
       case "hil": {
         if (positionals[1] !== "run") throw new UsageError("hil: run <scenario.yaml>... (docs/hil.md)");
+        if (values.rig !== undefined && values.sim !== undefined) throw new UsageError("hil run: --sim (virtual time) or --rig (real time), not both");
         const { hilRun } = await import("./hil-command.js");
         try {
-          return await hilRun({ scenarios: positionals.slice(2), config: values.config, sim: values.sim, junit: values.junit, html: values.html, log });
+          return await hilRun({ scenarios: positionals.slice(2), config: values.config, sim: values.sim, rig: values.rig, junit: values.junit, html: values.html, log });
         } catch (err) {
           if (err instanceof ConfigError) throw err;
           process.stderr.write(`podwarden: ${(err as Error).message}\n`);

@@ -56,6 +56,8 @@ export interface Verdict {
   figure: string;
   /** the measured number (ms, a value or a count), null when there is none */
   measured: number | null;
+  /** why it was not judged (real time cannot see a device write): not a pass, not a failure */
+  skipped?: string;
   /** what the plot draws: the window, and the condition's bounds */
   window: { fromMs: number; toMs: number };
   signals: string[];

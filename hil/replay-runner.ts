@@ -7,9 +7,9 @@
 import type { BankViews } from "../hotpath-as/views.js";
 import { podLayout } from "../pod/layout.js";
 import type { VirtualPodConfig } from "../sim/virtual-pod.js";
-import { judge, type Series } from "./expectations.js";
+import type { Series } from "./expectations.js";
 import type { HilScenario } from "./scenario.js";
-import { MAX_SAMPLES, podReader, scenarioSignals, type ScenarioRun } from "./virtual-runner.js";
+import { MAX_SAMPLES, planRun, podReader, supervisorOnly, verdictsOf, type ScenarioRun } from "./virtual-runner.js";
 
 /** A recording, ready to replay: how many ticks, and the replay itself. */
 export interface ReplaySource {
@@ -20,8 +20,8 @@ export interface ReplaySource {
 
 export function runReplay(scenario: HilScenario, pod: VirtualPodConfig, source: ReplaySource): ScenarioRun & { identical: boolean } {
   const started = performance.now();
-  const { expectations, refs } = scenarioSignals(scenario, pod);
-  const all = [...refs.values()];
+  const plan = planRun(scenario, pod, "a replay", supervisorOnly("a replay"));
+  const all = plan.sampled;
   const bad = all.filter((r) => r.source === "truth-rack" || r.source === "truth-cdu");
   if (bad.length > 0) throw new Error(`${scenario.file}: a replay has no plant: ${bad.map((r) => r.name).join(", ")}`);
   const cap = Math.min(source.ticks, Number.isFinite(scenario.durationMs) ? Math.round(scenario.durationMs) : source.ticks);
@@ -60,6 +60,6 @@ export function runReplay(scenario: HilScenario, pod: VirtualPodConfig, source: 
     series.set(r.name, { name: r.name, unit: "", t, v, events });
   }
   const endMs = n === 0 ? 0 : t[n - 1];
-  const verdicts = expectations.map((e) => judge({ ...e, signals: e.refs.map((r) => r.name) }, series, endMs));
+  const verdicts = verdictsOf(plan, series, endMs);
   return { scenario, mode: "replay", passed: verdicts.every((v) => v.passed), verdicts, series, durationMs: endMs, wallMs: performance.now() - started, identical: out.identical };
 }

@@ -9,24 +9,30 @@ import type { ScenarioRun } from "./virtual-runner.js";
 
 const esc = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
 
-/** JUnit XML: a test suite per scenario, a test case per expectation, a failure with its figure. */
+const skippedCount = (r: ScenarioRun): number => r.verdicts.filter((v) => v.skipped !== undefined).length;
+const result = (v: Verdict): string => (v.skipped !== undefined ? "skipped" : v.passed ? "pass" : "fail");
+
+/** JUnit XML: a test suite per scenario, a test case per expectation, a failure with its figure (a skipped one: why). */
 export function junitXml(runs: readonly ScenarioRun[]): string {
   const tests = runs.reduce((n, r) => n + r.verdicts.length, 0);
   const failures = runs.reduce((n, r) => n + r.verdicts.filter((v) => !v.passed).length, 0);
-  const out = [`<?xml version="1.0" encoding="UTF-8"?>`, `<testsuites name="podwarden hil" tests="${tests}" failures="${failures}" errors="0">`];
+  const skipped = runs.reduce((n, r) => n + skippedCount(r), 0);
+  const out = [`<?xml version="1.0" encoding="UTF-8"?>`, `<testsuites name="podwarden hil" tests="${tests}" failures="${failures}" errors="0" skipped="${skipped}">`];
   for (const r of runs) {
     const s = r.scenario;
     const f = r.verdicts.filter((v) => !v.passed).length;
     // time: the scenario time run (virtual time is deterministic; wall time is not)
-    out.push(`  <testsuite name="${esc(s.name)}" tests="${r.verdicts.length}" failures="${f}" errors="0" time="${(r.durationMs / 1000).toFixed(3)}">`);
+    out.push(`  <testsuite name="${esc(s.name)}" tests="${r.verdicts.length}" failures="${f}" errors="0" skipped="${skippedCount(r)}" time="${(r.durationMs / 1000).toFixed(3)}">`);
     out.push(`    <properties>`);
     out.push(`      <property name="file" value="${esc(s.file)}"/>`);
     out.push(`      <property name="mode" value="${r.mode}"/>`);
-    out.push(`      <property name="seed" value="${s.seed ?? "the sim config's"}"/>`);
+    out.push(`      <property name="seed" value="${r.mode === "real-time" ? "none: real time" : (s.seed ?? "the sim config's")}"/>`);
+    if (r.rig !== undefined) out.push(`      <property name="rig" value="${esc(r.rig)}"/>`);
     out.push(`    </properties>`);
     for (const v of r.verdicts) {
       const head = `    <testcase classname="${esc(s.name)}" name="${esc(v.name)}" time="0">`;
-      if (v.passed) out.push(`${head}<system-out>${esc(v.figure)}</system-out></testcase>`);
+      if (v.skipped !== undefined) out.push(`${head}<skipped message="${esc(v.skipped)}"/></testcase>`);
+      else if (v.passed) out.push(`${head}<system-out>${esc(v.figure)}</system-out></testcase>`);
       else out.push(`${head}<failure type="${v.kind}" message="${esc(v.figure)}">${esc(`${v.kind} on ${v.signals.join(", ")}: ${v.figure}`)}</failure></testcase>`);
     }
     out.push(`  </testsuite>`);
@@ -110,15 +116,16 @@ export function plotSvg(v: Verdict, series: ReadonlyMap<string, Series>, endMs: 
 export function htmlReport(runs: readonly ScenarioRun[], title = "podwarden HIL report"): string {
   const total = runs.reduce((n, r) => n + r.verdicts.length, 0);
   const failed = runs.reduce((n, r) => n + r.verdicts.filter((v) => !v.passed).length, 0);
+  const skippedAll = runs.reduce((n, r) => n + skippedCount(r), 0);
   const out: string[] = [
     "<!DOCTYPE html>",
     `<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head><meta charset="utf-8"/><title>${esc(title)}</title>`,
-    "<style>body{font:14px system-ui,sans-serif;margin:24px;max-width:980px;color:#222}table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}.pass{color:#1b5e20;font-weight:600}.fail{color:#b71c1c;font-weight:600}.legend{font-size:12px;margin:2px 0 14px}.key{margin-right:12px}.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}h2{margin-top:32px;border-bottom:1px solid #ccc}.muted{color:#666}</style>",
+    "<style>body{font:14px system-ui,sans-serif;margin:24px;max-width:980px;color:#222}table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}.pass{color:#1b5e20;font-weight:600}.fail{color:#b71c1c;font-weight:600}.legend{font-size:12px;margin:2px 0 14px}.key{margin-right:12px}.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}h2{margin-top:32px;border-bottom:1px solid #ccc}.muted{color:#666}.skipped{color:#666;font-weight:600}</style>",
     "</head><body>",
     `<h1>${esc(title)}</h1>`,
-    `<p class="${failed === 0 ? "pass" : "fail"}">${failed === 0 ? "PASS" : "FAIL"}: ${total - failed} of ${total} expectations met in ${runs.length} scenario${runs.length === 1 ? "" : "s"}.</p>`,
+    `<p class="${failed === 0 ? "pass" : "fail"}">${failed === 0 ? "PASS" : "FAIL"}: ${total - failed - skippedAll} of ${total} expectations met${skippedAll === 0 ? "" : ` (${skippedAll} skipped)`} in ${runs.length} scenario${runs.length === 1 ? "" : "s"}.</p>`,
     "<table><tr><th>scenario</th><th>mode</th><th>result</th><th>expectations</th></tr>",
-    ...runs.map((r) => `<tr><td><a href="#${esc(r.scenario.name)}">${esc(r.scenario.name)}</a></td><td>${r.mode}</td><td class="${r.passed ? "pass" : "fail"}">${r.passed ? "PASS" : "FAIL"}</td><td>${r.verdicts.filter((v) => v.passed).length} of ${r.verdicts.length}</td></tr>`),
+    ...runs.map((r) => `<tr><td><a href="#${esc(r.scenario.name)}">${esc(r.scenario.name)}</a></td><td>${r.mode}</td><td class="${r.passed ? "pass" : "fail"}">${r.passed ? "PASS" : "FAIL"}</td><td>${r.verdicts.filter((v) => v.passed && v.skipped === undefined).length} of ${r.verdicts.length}${skippedCount(r) === 0 ? "" : `, ${skippedCount(r)} skipped`}</td></tr>`),
     "</table>",
   ];
   for (const r of runs) {
@@ -126,15 +133,18 @@ export function htmlReport(runs: readonly ScenarioRun[], title = "podwarden HIL 
     out.push(`<h2 id="${esc(s.name)}">${esc(s.name)} <span class="${r.passed ? "pass" : "fail"}">${r.passed ? "PASS" : "FAIL"}</span></h2>`);
     if (s.description !== "") out.push(`<p>${esc(s.description)}</p>`);
     const what =
-      s.replay === undefined
+      r.mode === "real-time"
+        ? `real time on the rig ${r.rig ?? "?"}, ${ms(r.durationMs)}; ${(r.notes ?? []).join("; ") || "no steps"}`
+        : s.replay === undefined
         ? `virtual time, ${ms(r.durationMs)}, seed ${s.seed ?? "of the sim config"}; steps: ${s.steps.length === 0 ? "none" : s.steps.map((x) => `${x.atS} s ${JSON.stringify(x.action)}`).join("; ")}`
         : `the flight recording ${s.replay} replayed into the virtual pod, ${ms(r.durationMs)}`;
     out.push(`<p class="muted">${esc(`${s.file}: ${what}`)}</p>`);
     out.push("<table><tr><th>expectation</th><th>kind</th><th>result</th><th>measured</th></tr>");
-    for (const v of r.verdicts) out.push(`<tr><td>${esc(v.name)}</td><td>${v.kind}</td><td class="${v.passed ? "pass" : "fail"}">${v.passed ? "PASS" : "FAIL"}</td><td>${esc(v.figure)}</td></tr>`);
+    for (const v of r.verdicts) out.push(`<tr><td>${esc(v.name)}</td><td>${v.kind}</td><td class="${result(v)}">${result(v).toUpperCase()}</td><td>${esc(v.figure)}</td></tr>`);
     out.push("</table>");
     r.verdicts.forEach((v, i) => {
       const e = s.expect[i];
+      if (v.skipped !== undefined) return;
       out.push(`<h3>${esc(v.name)}</h3><p class="muted">${esc(`${v.kind}: ${v.signals.length} signal${v.signals.length === 1 ? "" : "s"} ${conditionWords(e.is)}`)}</p>`);
       out.push(plotSvg(v, r.series, r.durationMs, conditionLines(e.is)));
     });

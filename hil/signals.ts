@@ -5,6 +5,9 @@
 //   pod.cdu.<field>
 //   writes.<output id>     the commands that reached a device (the last one as a level; each one
 //                          an event for `count`)
+//   alarm.<id>             1 while the daemon's alarm <id> is active (docs/agent.md's ids)
+//   alarms.critical|warning  how many alarms of that severity are active (`except`: ids left out)
+//   events.<type>          the daemon's events of that type (a count so far; each one an event)
 // A name's shape and field are checked by the scenario schema; its rack and output by the pod
 // the scenario runs on (expandSignals): a typo is an error, never a signal that is always empty.
 import type { PodConfig } from "../pod/config.js";
@@ -33,6 +36,72 @@ export const POD_RACK_FIELDS = {
 } as const;
 export const POD_CDU_FIELDS = { pumpOut: "%", failsafe: "0/1" } as const;
 
+/**
+ * The daemon's alarm ids (docs/agent.md, "Alarms"), by what follows the colon: a rack, a loop
+ * (`<rack>.valve`, `cdu.pump`), a Modbus device, a rack's isolation valve, or a fixed id. An
+ * `alarm.` signal or an excepted id outside these is an error: a typo would never be active, and
+ * a `never` on it would pass in silence. test/hil.test.ts holds this list to the docs' table.
+ */
+export const ALARM_IDS = {
+  rack: ["leak", "isolation-failed", "flow-meter", "leak-sensor", "overtemp", "flow", "heat-balance", "no-coolant-power", "valve"],
+  loop: ["failsafe", "tune"],
+  device: ["device"],
+  valve: ["stroke"],
+  fixed: [
+    "control:overrun",
+    "control:stalled",
+    "power:budget",
+    "state:latches",
+    "state:latches-write",
+    "state:power-budget",
+    "state:operator",
+    "state:operator-write",
+    "state:operator-dropped",
+    "state:gains",
+    "state:gains-write",
+    "state:gains-dropped",
+    "state:strokes",
+    "state:strokes-write",
+    "recorder",
+  ],
+} as const;
+
+/** The daemon's event types (agent/pod-api.ts AgentEvent); test/hil.test.ts holds this list to the agent's. */
+export const EVENT_TYPES = [
+  "agent.started",
+  "agent.stopping",
+  "alarm.acknowledged",
+  "alarm.cleared",
+  "alarm.escalated",
+  "alarm.raised",
+  "command.audit",
+  "isolation.proven",
+  "leak.escalated",
+  "maintenance.changed",
+  "mode.changed",
+  "override.expired",
+  "setpoint.expired",
+  "stroke.ended",
+  "stroke.started",
+  "tuning.ended",
+  "tuning.started",
+] as const;
+
+/** Why `id` is not one of this pod's alarm ids, or null when it is. */
+export function alarmIdProblem(id: string, pod: Pick<PodConfig, "racks">, devices: readonly string[]): string | null {
+  if ((ALARM_IDS.fixed as readonly string[]).includes(id)) return null;
+  const colon = id.indexOf(":");
+  const kind = colon < 0 ? id : id.slice(0, colon);
+  const subject = colon < 0 ? "" : id.slice(colon + 1);
+  const racks = pod.racks.map((r) => r.name);
+  const is = (list: readonly string[]): boolean => list.includes(kind);
+  if (is(ALARM_IDS.rack)) return racks.includes(subject) ? null : `no rack "${subject}" for ${kind}: (${racks.join(", ")})`;
+  if (is(ALARM_IDS.loop)) return subject === "cdu.pump" || racks.some((r) => subject === `${r}.valve`) ? null : `no loop "${subject}" for ${kind}: (<rack>.valve, cdu.pump)`;
+  if (is(ALARM_IDS.device)) return devices.includes(subject) ? null : `no device "${subject}" (${devices.join(", ")})`;
+  if (is(ALARM_IDS.valve)) return racks.some((r) => subject === `${r}.supply` || subject === `${r}.return`) ? null : `no isolation valve "${subject}" for stroke: (<rack>.supply, <rack>.return)`;
+  return `no alarm kind "${kind}"`;
+}
+
 const alt = (o: object): string => Object.keys(o).join("|");
 /** The schema's pattern for one signal name (a rack may be `*`: every rack, less `except`). */
 export const SIGNAL_PATTERN =
@@ -40,9 +109,12 @@ export const SIGNAL_PATTERN =
   `|truth\\.cdu\\.(${alt(TRUTH_CDU_FIELDS)})` +
   `|pod\\.([A-Za-z0-9_-]+|\\*)\\.(${alt(POD_RACK_FIELDS)})` +
   `|pod\\.cdu\\.(${alt(POD_CDU_FIELDS)})` +
-  `|writes\\.[A-Za-z0-9_.:-]+)$`;
+  `|writes\\.[A-Za-z0-9_.:-]+` +
+  `|alarm\\.[A-Za-z0-9_.:-]+` +
+  `|alarms\\.(critical|warning)` +
+  `|events\\.(${EVENT_TYPES.map((t) => t.replace(".", "\\.")).join("|")}))$`;
 
-export type SignalSource = "truth-rack" | "truth-cdu" | "pod-rack" | "pod-cdu" | "writes";
+export type SignalSource = "truth-rack" | "truth-cdu" | "pod-rack" | "pod-cdu" | "writes" | "alarm" | "alarms" | "events";
 
 export interface SignalRef {
   name: string;
@@ -52,6 +124,10 @@ export interface SignalRef {
   field: string;
   /** writes: the output id */
   output?: string;
+  /** alarm: its id; alarms: the severity; events: the type */
+  key?: string;
+  /** alarms: the ids left out */
+  exceptIds?: string[];
   unit: string;
 }
 
@@ -59,11 +135,29 @@ export interface SignalRef {
  * Expands names (a `*` rack is every rack but those in `except`) into signals of this pod, or
  * throws naming every one it does not have.
  */
-export function expandSignals(names: readonly string[], except: readonly string[], pod: Pick<PodConfig, "racks" | "cdu">, outputs: ReadonlySet<string>, where: string): SignalRef[] {
+export function expandSignals(names: readonly string[], except: readonly string[], pod: Pick<PodConfig, "racks" | "cdu">, outputs: ReadonlySet<string>, devices: readonly string[], where: string): SignalRef[] {
   const racks = pod.racks.map((r) => r.name);
   const unknown: string[] = [];
   const out: SignalRef[] = [];
+  // an excepted name is a rack (for a `*` rack) or an alarm id (for alarms.<severity>)
+  const exceptIds = except.filter((x) => !racks.includes(x) && alarmIdProblem(x, pod, devices) === null);
   for (const name of names) {
+    if (name.startsWith("alarm.")) {
+      const id = name.slice("alarm.".length);
+      const problem = alarmIdProblem(id, pod, devices);
+      if (problem !== null) unknown.push(`${name} (${problem})`);
+      else out.push({ name, source: "alarm", rack: -1, field: "", key: id, unit: "0/1 active" });
+      continue;
+    }
+    if (name.startsWith("alarms.")) {
+      const severity = name.slice("alarms.".length) === "critical" ? "Critical" : "Warning";
+      out.push({ name: exceptIds.length === 0 ? name : `${name} except ${exceptIds.join(", ")}`, source: "alarms", rack: -1, field: "", key: severity, exceptIds, unit: `${severity} alarms active` });
+      continue;
+    }
+    if (name.startsWith("events.")) {
+      out.push({ name, source: "events", rack: -1, field: "", key: name.slice("events.".length), unit: "events so far" });
+      continue;
+    }
     if (name.startsWith("writes.")) {
       const id = name.slice("writes.".length);
       if (!outputs.has(id)) unknown.push(`${name} (no output "${id}" in the pod's devices)`);
@@ -86,8 +180,8 @@ export function expandSignals(names: readonly string[], except: readonly string[
       else out.push({ name: `${kind}.${rack}.${field}`, source: kind === "truth" ? "truth-rack" : "pod-rack", rack: index, field, unit });
     }
   }
-  const badExcept = except.filter((r) => !racks.includes(r));
-  if (badExcept.length > 0) unknown.push(`except: no rack ${badExcept.join(", ")}`);
+  const badExcept = except.filter((r) => !racks.includes(r) && !exceptIds.includes(r));
+  if (badExcept.length > 0) unknown.push(`except: no rack or alarm id ${badExcept.join(", ")}`);
   if (unknown.length > 0) throw new Error(`${where}: unknown signal${unknown.length === 1 ? "" : "s"} ${unknown.join("; ")}`);
   return out;
 }

@@ -17,13 +17,16 @@ import { expandSignals, type SignalRef } from "./signals.js";
 /** A scenario's run: its verdicts, and the series they were judged on (for the report's plots). */
 export interface ScenarioRun {
   scenario: HilScenario;
-  mode: "virtual" | "replay";
+  mode: "virtual" | "replay" | "real-time";
   passed: boolean;
   verdicts: Verdict[];
   series: Map<string, Series>;
   durationMs: number;
   /** wall time the run took, ms (not in the report: the same seed gives the same report) */
   wallMs: number;
+  /** real time: the rig's name, and what happened when (each step's injection) */
+  rig?: string;
+  notes?: string[];
 }
 
 /** At most this many samples are kept per run (signals × ticks): about 160 MB of series. */
@@ -91,6 +94,11 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
       const id = s.output as string;
       return () => lastWrite.get(id) ?? NaN;
     }
+    case "alarm":
+    case "alarms":
+    case "events":
+      // planRun skips every expectation on them in virtual time
+      throw new Error(`${s.name}: no supervisor in virtual time`);
   }
 }
 
@@ -106,11 +114,12 @@ export function outputIds(pod: VirtualPodConfig): Set<string> {
  */
 export function scenarioSignals(scenario: HilScenario, pod: VirtualPodConfig): { expectations: (ScenarioExpectation & { refs: SignalRef[] })[]; refs: Map<string, SignalRef> } {
   const outputs = outputIds(pod);
+  const devices = pod.modbus.devices.map((d) => d.name);
   const refs = new Map<string, SignalRef>();
   const problems: string[] = [];
   const expand = (names: readonly string[], except: readonly string[], where: string): SignalRef[] => {
     try {
-      return expandSignals(names, except, pod, outputs, where);
+      return expandSignals(names, except, pod, outputs, devices, where);
     } catch (err) {
       problems.push((err as Error).message);
       return [];
@@ -127,25 +136,71 @@ export function scenarioSignals(scenario: HilScenario, pod: VirtualPodConfig): {
   return { expectations, refs };
 }
 
-/** Checks a scenario's signals against a pod without running it; throws naming every unknown one. */
+/**
+ * What a run judges: the scenario's expectations expanded against the pod, those this mode cannot
+ * judge (skipped, with why), and the signals the rest read. `why` says, of an expectation's
+ * signals, why this mode cannot judge them (null: it can). A scenario of which nothing can be
+ * judged is refused: a run that judges nothing must not pass.
+ */
+export interface RunPlan {
+  expectations: (ScenarioExpectation & { refs: SignalRef[] })[];
+  skipped: Map<number, string>;
+  /** every signal the judged expectations read, `after` signals included */
+  sampled: SignalRef[];
+}
+
+export function planRun(scenario: HilScenario, pod: VirtualPodConfig, mode: string, why: (refs: readonly SignalRef[]) => string | null): RunPlan {
+  const { expectations, refs } = scenarioSignals(scenario, pod);
+  const skipped = new Map<number, string>();
+  const used = new Set<string>();
+  expectations.forEach((e, i) => {
+    const all = [...e.refs, ...(e.afterSignal === undefined ? [] : [refs.get(e.afterSignal.signal) as SignalRef])];
+    const reason = why(all);
+    if (reason !== null) skipped.set(i, reason);
+    else for (const r of all) used.add(r.name);
+  });
+  if (expectations.length > 0 && skipped.size === expectations.length) throw new Error(`${scenario.file}: nothing it expects can be judged in ${mode}: ${[...skipped.values()][0]}`);
+  return { expectations, skipped, sampled: [...refs.values()].filter((r) => used.has(r.name)) };
+}
+
+/** The plan's verdicts on the sampled series: each skipped one says why. */
+export function verdictsOf(plan: RunPlan, series: ReadonlyMap<string, Series>, endMs: number): Verdict[] {
+  return plan.expectations.map((e, i) => {
+    const signals = e.refs.map((r) => r.name);
+    const why = plan.skipped.get(i);
+    if (why !== undefined) return { name: e.name, kind: e.kind, passed: true, skipped: why, figure: why, measured: null, window: { fromMs: 0, toMs: endMs }, signals };
+    return judge({ ...e, signals }, series, endMs);
+  });
+}
+
+/** In virtual time and in a replay: the supervisor's alarms and the daemon's events do not exist (they run only in the daemon). */
+export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => string | null {
+  return (refs) => {
+    const names = refs.filter((r) => r.source === "alarm" || r.source === "alarms" || r.source === "events").map((r) => r.name);
+    return names.length === 0 ? null : `skipped in ${mode}: alarms and events are the daemon's supervisor's (${names.join(", ")}); real time (--rig) judges it`;
+  };
+}
+
+/** Checks a scenario's signals against a pod without running it; throws naming every unknown one, or when virtual time can judge none of it. */
 export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): void {
-  scenarioSignals(scenario, pod);
+  if (scenario.replay === undefined) planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
+  else planRun(scenario, pod, "a replay", supervisorOnly("a replay"));
 }
 
 export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPodConfig): ScenarioRun {
   const started = performance.now();
   if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario (hil/replay-runner.ts)`);
-  const { expectations, refs } = scenarioSignals(scenario, pod);
+  const plan = planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
   const ticks = Math.round(scenario.durationMs);
-  if (refs.size * ticks > MAX_SAMPLES) throw new Error(`${scenario.file}: ${refs.size} signals over ${ticks} ticks is more than ${MAX_SAMPLES} samples: shorten it, or split it`);
+  if (plan.sampled.length * ticks > MAX_SAMPLES) throw new Error(`${scenario.file}: ${plan.sampled.length} signals over ${ticks} ticks is more than ${MAX_SAMPLES} samples: shorten it, or split it`);
 
   const vp = new VirtualPod(sim, pod, { seed: scenario.seed, steps: scenario.steps }, { recordWrites: true, traceEveryS: 3600 });
   const lastWrite = new Map<string, number>();
   const events = new Map<string, { tMs: number; value: number }[]>();
-  for (const r of refs.values()) if (r.output !== undefined) events.set(r.output, []);
+  for (const r of plan.sampled) if (r.output !== undefined) events.set(r.output, []);
   // a sample a tick, into arrays sized for the run up front
   const n = Math.round(scenario.durationMs);
-  const sampled = [...refs.values()].map((r) => ({ ref: r, read: reader(vp, r, lastWrite), v: new Float64Array(n) }));
+  const sampled = plan.sampled.map((r) => ({ ref: r, read: reader(vp, r, lastWrite), v: new Float64Array(n) }));
   const times = new Float64Array(n);
   let k = 0;
   let seen = 0;
@@ -164,6 +219,6 @@ export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPo
   const series = new Map<string, Series>();
   for (const s of sampled) series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: times, v: s.v, ...(s.ref.output === undefined ? {} : { events: events.get(s.ref.output) }) });
   const endMs = n === 0 ? 0 : times[n - 1];
-  const verdicts = expectations.map((e) => judge({ ...e, signals: e.refs.map((r) => r.name) }, series, endMs));
+  const verdicts = verdictsOf(plan, series, endMs);
   return { scenario, mode: "virtual", passed: verdicts.every((v) => v.passed), verdicts, series, durationMs: endMs, wallMs: performance.now() - started };
 }

@@ -48,6 +48,8 @@ export interface RackStatus {
   /** an operator isolated the rack (isolate-rack); kept until return-rack, across restarts */
   isolatedByOperator: boolean;
   leak: LeakState;
+  /** the hot path's rack status bits (RS_*: a leak input wet, a leak sensor fault, …) */
+  rackStatus: number;
   loopStatus: number;
   setpointC: number;
   /** the control valve's health from its position feedback (null: no feedback configured, or not watched) */
@@ -126,6 +128,7 @@ export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: V
       isolation: isolationState(o?.rackState[i] ?? L.RACK_NORMAL),
       isolatedByOperator: v.manualIsolate[i] === 1,
       leak: leakState(o?.rackState[i] ?? L.RACK_NORMAL, o?.rackStatus[i] ?? 0),
+      rackStatus: o?.rackStatus[i] ?? 0,
       loopStatus: o?.loopStatus[loop] ?? 0,
       setpointC: v.setpoints[loop],
       valveHealth: v.valveHealth?.(i) ?? null,

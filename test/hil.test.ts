@@ -16,6 +16,8 @@ import { judge, type Expectation, type Series } from "../hil/expectations.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import { loadHilScenario, parseHilScenario } from "../hil/scenario.js";
 import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
+import { eventSeries, type DaemonEvent } from "../hil/realtime-runner.js";
+import { ALARM_IDS, EVENT_TYPES, expandSignals } from "../hil/signals.js";
 import { loadSimConfig } from "../sim/config.js";
 
 const LIBRARY = "configs/hil";
@@ -96,7 +98,72 @@ describe("scenario files", () => {
     const out = parseHilScenario({ ...base, expect: [{ ...base.expect[0], signal: "writes.rack-3.nope" }] }, "out.yaml");
     expect(() => checkScenario(out, pod)).toThrow(/no output "rack-3\.nope"/);
     const except = parseHilScenario({ ...base, expect: [{ ...base.expect[0], signal: "pod.*.isolated", except: ["rack-33"] }] }, "except.yaml");
-    expect(() => checkScenario(except, pod)).toThrow(/except: no rack rack-33/);
+    expect(() => checkScenario(except, pod)).toThrow(/except: no rack or alarm id rack-33/);
+  });
+
+  it("an alarm id or an event type the daemon does not have is an error; virtual time skips the daemon's alarms and events, saying so", () => {
+    const withSignal = (signal: string, more: object = {}): ReturnType<typeof parseHilScenario> =>
+      parseHilScenario({ ...base, expect: [base.expect[0], { name: "a", signal, is: { eq: 0 }, hold: {}, ...more }] }, "alarm.yaml");
+    expect(() => checkScenario(withSignal("alarm.leak:rack-99"), pod)).toThrow(/unknown signal alarm\.leak:rack-99 \(no rack "rack-99" for leak/);
+    expect(() => checkScenario(withSignal("alarm.lek:rack-1"), pod)).toThrow(/alarm\.lek:rack-1 \(no alarm kind "lek"\)/);
+    expect(() => checkScenario(withSignal("alarm.failsafe:rack-1.pump"), pod)).toThrow(/no loop "rack-1\.pump" for failsafe/);
+    expect(() => checkScenario(withSignal("alarm.device:rack-77"), pod)).toThrow(/no device "rack-77"/);
+    expect(() => checkScenario(withSignal("alarms.critical", { except: ["leak:rack-1", "stale:rack-1"] }), pod)).toThrow(/except: no rack or alarm id stale:rack-1/);
+    expect(() => parseHilScenario({ ...base, expect: [{ name: "e", signal: "events.alarm.rased", is: { eq: 1 }, count: { min: 1 } }] }, "ev.yaml")).toThrow(/expect\[0\]\.signal/);
+    for (const ok of ["alarm.leak:rack-1", "alarm.failsafe:cdu.pump", "alarm.stroke:rack-2.return", "alarm.control:stalled", "alarm.device:cdu", "events.isolation.proven"]) expect(() => checkScenario(withSignal(ok), pod)).not.toThrow();
+    // virtual time judges what it can, and skips the rest with the reason
+    const r = runVirtual(withSignal("alarms.critical", { except: ["leak:rack-1"] }), loadSimConfig("configs/sim-pod.yaml"), pod);
+    expect(r.verdicts[1].passed).toBe(true);
+    expect(r.verdicts[1].skipped).toMatch(/skipped in virtual time: alarms and events are the daemon's supervisor's \(alarms\.critical except leak:rack-1\); real time \(--rig\) judges it/);
+    // and a scenario of nothing but those is refused: a run that judges nothing must not pass
+    const only = parseHilScenario({ ...base, expect: [{ name: "a", signal: "alarm.leak:rack-1", is: { eq: 0 }, hold: {} }] }, "only.yaml");
+    expect(() => checkScenario(only, pod)).toThrow(/only\.yaml: nothing it expects can be judged in virtual time/);
+  });
+
+  it("holds its alarm ids to the daemon's documented ones, and its event types to the agent's", () => {
+    // docs/agent.md's alarm table: `<kind>:<rack|loop|device|…>` or a fixed id
+    const table = readFileSync("docs/agent.md", "utf8").split("\n").filter((l) => /^\| `[a-z]/.test(l));
+    const documented = new Set(table.flatMap((l) => [...l.split(" | ")[0].matchAll(/`([a-z-]+(?::[a-z-]+)?)(?::<[^`]*)?`/g)].map((m) => m[1])));
+    const ours = new Set([...ALARM_IDS.rack, ...ALARM_IDS.loop, ...ALARM_IDS.device, ...ALARM_IDS.valve, ...ALARM_IDS.fixed]);
+    expect([...ours].sort()).toEqual([...documented].sort());
+    // the agent's event types, as its sources emit them
+    const types = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const f of readdirSync(dir, { withFileTypes: true })) {
+        if (f.isDirectory()) walk(join(dir, f.name));
+        else if (f.name.endsWith(".ts")) for (const m of readFileSync(join(dir, f.name), "utf8").matchAll(/type: "([a-z]+\.[a-z.-]+)"/g)) types.add(m[1]);
+      }
+    };
+    walk("agent");
+    expect([...EVENT_TYPES].sort()).toEqual([...types].sort());
+  });
+
+  it("an alarm's level, a severity's count less its exceptions, and events counted, from the daemon's events", () => {
+    const refs = expandSignals(["alarm.leak:rack-1", "alarms.critical", "events.alarm.raised"], ["leak:rack-1"], pod, new Set(), ["rack-1"], "t");
+    const t = Float64Array.from([0, 100, 200, 300]);
+    const t0 = 1000;
+    const ev = (atMs: number, type: string, id?: string, severity = "Critical"): DaemonEvent => ({ atMs: t0 + atMs, type, ...(id === undefined ? {} : { alarm: { id, severity } }) });
+    const series = eventSeries(
+      refs,
+      [
+        // raised while the pod settled, before time 0: active at 0, not counted as an event of the run
+        ev(-500, "alarm.raised", "flow:rack-2"),
+        ev(50, "alarm.raised", "leak:rack-1"),
+        ev(150, "alarm.cleared", "flow:rack-2"),
+        ev(250, "alarm.raised", "overtemp:rack-3", "Warning"),
+        ev(260, "alarm.escalated", "overtemp:rack-3", "Critical"),
+      ],
+      t0,
+      t,
+    );
+    expect(series.map((x) => x.name)).toEqual(["alarm.leak:rack-1", "alarms.critical except leak:rack-1", "events.alarm.raised"]);
+    expect([...series[0].v]).toEqual([0, 1, 1, 1]);
+    expect([...series[1].v]).toEqual([1, 1, 0, 1]);
+    expect([...series[2].v]).toEqual([0, 1, 1, 2]);
+    expect(series[2].events).toEqual([
+      { tMs: 50, value: 1 },
+      { tMs: 250, value: 1 },
+    ]);
   });
 
   it("an expectation needs exactly one kind, within needs after, and its times lie inside the run", () => {
@@ -180,7 +247,7 @@ describe("the standard library in virtual time, through the pod's wiring and hot
             const f = c.locator("failure");
             cases.push({ name: await c.getAttribute("name"), failure: (await f.count()) > 0 ? await f.getAttribute("message") : null });
           }
-          suites.push({ name: await s.getAttribute("name"), tests: Number(await s.getAttribute("tests")), failures: Number(await s.getAttribute("failures")), cases });
+          suites.push({ name: await s.getAttribute("name"), tests: Number(await s.getAttribute("tests")), failures: Number(await s.getAttribute("failures")), skipped: Number(await s.getAttribute("skipped")), cases });
         }
         return { error, suites, svgs: await page.locator("svg").count() };
       } finally {
@@ -217,7 +284,9 @@ describe("the standard library in virtual time, through the pod's wiring and hot
       copyFileSync(html, xhtml);
       const h = await parse(xhtml);
       expect(h.error).toBeNull();
-      expect(h.svgs).toBe(j.suites.reduce((n, s) => n + s.tests, 0));
+      // a plot per judged expectation (leak-rack-3's three on the daemon's alarms and events are skipped in virtual time)
+      expect(j.suites.map((s) => s.skipped)).toEqual([0, 3]);
+      expect(h.svgs).toBe(j.suites.reduce((n, s) => n + s.tests - s.skipped, 0));
 
       const ok = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(LIBRARY, "leak-cable-fault-rack-4.yaml")], { encoding: "utf8" });
       expect(ok.status, ok.stderr).toBe(0);

@@ -1,0 +1,236 @@
+// Runs a HIL scenario in real time: the real daemon (`podwarden run`, started fresh for the
+// scenario by the caller, since this stage does not import the agent or the CLI) against a rig,
+// which may be the simulator in its own process reached only through its Modbus devices and its
+// fault API (configs/hil/rigs/sim-pod.yaml) or real hardware. The rig adapter (hil/rig.ts) says
+// how each step is injected and where the ground truth comes from.
+//
+// Every `sampleMs` the runner reads the pod's state from the daemon's admin socket and the
+// rig's truth, and stamps each with the monotonic time its answer arrived: a figure's
+// resolution is the sample period plus one request (a few ms on loopback). The alarm and event
+// signals come from the daemon's own events (its log), stamped as they arrive. Device writes are
+// not observable from outside the daemon, so expectations on writes.* signals are skipped, with
+// the reason in the report, as are truth.* ones on a rig without a truth source. A real rig
+// cannot be seeded: the same scenario gives close, not identical, figures run to run.
+import * as L from "../hotpath-as/assembly/layout.js";
+import type { PumpStatus, RackStatus } from "../pod/status-view.js";
+import type { VirtualPodConfig } from "../sim/virtual-pod.js";
+import type { Series } from "./expectations.js";
+import { inject, injectorFor, type RigAdapter } from "./rig.js";
+import type { HilScenario } from "./scenario.js";
+import type { SignalRef } from "./signals.js";
+import { MAX_SAMPLES, planRun, verdictsOf, type RunPlan, type ScenarioRun } from "./virtual-runner.js";
+
+/** The part of the daemon's GET /status the pod signals read. */
+export interface PodView {
+  racks: Pick<RackStatus, "name" | "isolation" | "supplyIsolationOpen" | "returnIsolationOpen" | "valvePct" | "loopStatus" | "rackStatus">[];
+  pump: Pick<PumpStatus, "speedCmdPct" | "loopStatus">;
+}
+
+/** One of the daemon's events (its log's `event`), stamped with performance.now() when it arrived. */
+export interface DaemonEvent {
+  atMs: number;
+  type: string;
+  /** alarm.*: the alarm as it is now (an escalated one has its new severity) */
+  alarm?: { id: string; severity: string };
+}
+
+/** The daemon under test, started for one scenario. */
+export interface RunningDaemon {
+  /** the pod's state now; undefined when the daemon did not answer */
+  status: () => Promise<PodView | undefined>;
+  /** every event since it started, in order */
+  events: () => readonly DaemonEvent[];
+  /** stops it (SIGTERM, and SIGKILL if it does not exit) */
+  stop: () => Promise<void>;
+}
+
+export interface RealTimeDeps {
+  /** starts the daemon on the rig and resolves once it runs */
+  startDaemon: () => Promise<RunningDaemon>;
+  /** asks the operator to do something by hand, resolves when they confirm */
+  prompt: (text: string) => Promise<void>;
+  log: (line: string) => void;
+}
+
+/** The truth a rig serves: the simulator's GET /truth shape (the fields the signals read). */
+interface TruthJson {
+  racks: (Record<string, unknown> & { name: string })[];
+  cdu: Record<string, unknown>;
+}
+
+const ISOLATION_CODE: Record<string, number> = { Normal: L.RACK_NORMAL, Isolating: L.RACK_ISOLATING, Isolated: L.RACK_ISOLATED, Escalated: L.RACK_ESCALATED };
+
+const num = (x: unknown): number => (typeof x === "number" ? x : typeof x === "boolean" ? (x ? 1 : 0) : NaN);
+
+/** The reader of a pod signal from the daemon's status (NaN when it did not answer). */
+function podStatusReader(s: SignalRef): (p: PodView | undefined) => number {
+  const failsafe = (status: number): number => ((status & L.LS_INTERLOCK_FAILSAFE) !== 0 ? 1 : 0);
+  if (s.source === "pod-cdu") return s.field === "pumpOut" ? (p) => p?.pump.speedCmdPct ?? NaN : (p) => (p === undefined ? NaN : failsafe(p.pump.loopStatus));
+  const r = s.rack;
+  const get: Record<string, (x: PodView["racks"][number]) => number> = {
+    state: (x) => ISOLATION_CODE[x.isolation] ?? NaN,
+    isolated: (x) => (x.isolation === "Normal" ? 0 : 1),
+    supplyOpen: (x) => (x.supplyIsolationOpen ? 1 : 0),
+    returnOpen: (x) => (x.returnIsolationOpen ? 1 : 0),
+    valveOut: (x) => x.valvePct,
+    failsafe: (x) => failsafe(x.loopStatus),
+    leak: (x) => ((x.rackStatus & L.RS_LEAK_WET) !== 0 ? 1 : 0),
+  };
+  const f = get[s.field];
+  return (p) => (p === undefined || p.racks[r] === undefined ? NaN : f(p.racks[r]));
+}
+
+/** The reader of a truth signal from the rig's truth (NaN when it did not answer, or has no such field). */
+function truthReader(s: SignalRef, rackName: string): (t: TruthJson | undefined) => number {
+  if (s.source === "truth-cdu") return (t) => num(t?.cdu[s.field]);
+  return (t) => num(t?.racks.find((x) => x.name === rackName)?.[s.field]);
+}
+
+/** A rig's answer is read up to this size before it is parsed: an 8-rack truth is ~6 kB. */
+const MAX_TRUTH_BYTES = 1024 * 1024;
+
+async function readTruth(url: string, timeoutMs: number): Promise<TruthJson | undefined> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) return undefined;
+    const text = await res.text();
+    if (text.length > MAX_TRUTH_BYTES) return undefined;
+    const t = JSON.parse(text) as TruthJson;
+    return Array.isArray(t.racks) && typeof t.cdu === "object" && t.cdu !== null ? t : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+/** Why an expectation cannot be judged on this rig in real time, or null. */
+function unobservable(rig: RigAdapter): (refs: readonly SignalRef[]) => string | null {
+  return (refs) => {
+    const writes = refs.filter((r) => r.source === "writes").map((r) => r.name);
+    if (writes.length > 0) return `skipped in real time: a device write is seen only inside the daemon (${writes.join(", ")}); virtual time judges it`;
+    const truth = refs.filter((r) => r.source === "truth-rack" || r.source === "truth-cdu").map((r) => r.name);
+    if (truth.length > 0 && rig.truth === undefined) return `skipped: the rig "${rig.name}" has no truth source (${truth.join(", ")})`;
+    return null;
+  };
+}
+
+/**
+ * The scenario's expectations that real time can judge on this rig, and every signal they read;
+ * throws when a step cannot be injected or nothing can be judged.
+ */
+export function realTimePlan(scenario: HilScenario, pod: VirtualPodConfig, rig: RigAdapter): RunPlan {
+  if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario runs on its recording, not in real time`);
+  for (const s of scenario.steps) injectorFor(rig, s.action);
+  return planRun(scenario, pod, `real time on the rig "${rig.name}"`, unobservable(rig));
+}
+
+/**
+ * The alarm and event signals over a run, from the daemon's events: levels at the sample times
+ * `t` (the state before time 0 included: an alarm raised while the pod settled is active at 0),
+ * and for events.<type> each event after time 0 as an event for `count`.
+ */
+export function eventSeries(refs: readonly SignalRef[], events: readonly DaemonEvent[], t0: number, t: Float64Array): Series[] {
+  const active = new Map<string, string>(); // id -> severity
+  const counts = new Map<string, number>();
+  const out = refs.map((r) => ({ ref: r, v: new Float64Array(t.length), events: [] as { tMs: number; value: number }[] }));
+  const level = (r: SignalRef): number => {
+    if (r.source === "alarm") return active.has(r.key as string) ? 1 : 0;
+    if (r.source === "alarms") {
+      let n = 0;
+      for (const [id, sev] of active) if (sev === r.key && !(r.exceptIds ?? []).includes(id)) n++;
+      return n;
+    }
+    return counts.get(r.key as string) ?? 0;
+  };
+  let e = 0;
+  for (let k = 0; k < t.length; k++) {
+    for (; e < events.length && events[e].atMs - t0 <= t[k]; e++) {
+      const ev = events[e];
+      const rel = ev.atMs - t0;
+      if (ev.alarm !== undefined && (ev.type === "alarm.raised" || ev.type === "alarm.escalated")) active.set(ev.alarm.id, ev.alarm.severity);
+      if (ev.alarm !== undefined && ev.type === "alarm.cleared") active.delete(ev.alarm.id);
+      if (rel >= 0) {
+        counts.set(ev.type, (counts.get(ev.type) ?? 0) + 1);
+        for (const o of out) if (o.ref.source === "events" && o.ref.key === ev.type) o.events.push({ tMs: rel, value: 1 });
+      }
+    }
+    for (const o of out) o.v[k] = level(o.ref);
+  }
+  return out.map((o) => ({ name: o.ref.name, unit: o.ref.unit, t, v: o.v, ...(o.ref.source === "events" ? { events: o.events } : {}) }));
+}
+
+export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, rig: RigAdapter, deps: RealTimeDeps): Promise<ScenarioRun> {
+  const started = performance.now();
+  const plan = realTimePlan(scenario, pod, rig);
+  const durationMs = scenario.durationMs;
+  const expected = Math.ceil(durationMs / rig.sampleMs) + 1;
+  if (plan.sampled.length * expected > MAX_SAMPLES) throw new Error(`${scenario.file}: ${plan.sampled.length} signals every ${rig.sampleMs} ms for ${durationMs / 1000} s is more than ${MAX_SAMPLES} samples`);
+  const racks = pod.racks.map((r) => r.name);
+  const pods = plan.sampled.filter((r) => r.source === "pod-rack" || r.source === "pod-cdu").map((r) => ({ ref: r, read: podStatusReader(r), v: [] as number[] }));
+  const truths = plan.sampled.filter((r) => r.source === "truth-rack" || r.source === "truth-cdu").map((r) => ({ ref: r, read: truthReader(r, racks[r.rack] ?? ""), v: [] as number[] }));
+  const fromEvents = plan.sampled.filter((r) => r.source === "alarm" || r.source === "alarms" || r.source === "events");
+  // the status is read whenever a pod or an event signal is judged: the event levels take its times
+  const readStatus = pods.length > 0 || fromEvents.length > 0;
+  const podT: number[] = [];
+  const truthT: number[] = [];
+
+  if (rig.clear !== undefined) await inject(rig.clear, { clear: "all" }, deps.prompt);
+  const daemon = await deps.startDaemon();
+  const notes: string[] = [];
+  let t0 = NaN;
+  try {
+    if (rig.settleS > 0) {
+      deps.log(`  the pod settles for ${rig.settleS} s`);
+      await sleep(rig.settleS * 1000);
+    }
+    t0 = performance.now();
+    const now = (): number => performance.now() - t0;
+    let done = false;
+    // the steps, each at its time (a manual one waits for the operator; the next waits for it)
+    const steps = (async (): Promise<void> => {
+      for (const s of scenario.steps) {
+        await sleep(s.atS * 1000 - now());
+        if (done) return;
+        const asked = now();
+        await inject(injectorFor(rig, s.action), s.action, deps.prompt);
+        const note = `step at ${s.atS} s: ${JSON.stringify(s.action)} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s`;
+        notes.push(note);
+        deps.log(`  ${note}`);
+      }
+    })();
+    // the samples: both sources at once, each stamped when its answer arrived
+    const timeout = Math.max(50, rig.sampleMs * 5);
+    while (now() <= durationMs) {
+      const tick = now();
+      const [p, t] = await Promise.all([
+        readStatus ? daemon.status().then((x) => ({ x, at: now() })) : undefined,
+        truths.length === 0 || rig.truth === undefined ? undefined : readTruth(rig.truth.url, timeout).then((x) => ({ x, at: now() })),
+      ]);
+      if (p !== undefined) {
+        podT.push(p.at);
+        for (const s of pods) s.v.push(s.read(p.x));
+      }
+      if (t !== undefined) {
+        truthT.push(t.at);
+        for (const s of truths) s.v.push(s.read(t.x));
+      }
+      await sleep(rig.sampleMs - (now() - tick));
+    }
+    done = true;
+    await steps;
+  } finally {
+    await daemon.stop();
+    if (rig.clear !== undefined) await inject(rig.clear, { clear: "all" }, deps.prompt).catch((err: Error) => deps.log(`  clearing the rig's faults failed: ${err.message}`));
+  }
+
+  const series = new Map<string, Series>();
+  const pt = Float64Array.from(podT);
+  const tt = Float64Array.from(truthT);
+  for (const s of pods) series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: pt, v: Float64Array.from(s.v) });
+  for (const s of truths) series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: tt, v: Float64Array.from(s.v) });
+  for (const s of eventSeries(fromEvents, daemon.events(), t0, pt)) series.set(s.name, s);
+  const endMs = Math.max(pt.length === 0 ? 0 : pt[pt.length - 1], tt.length === 0 ? 0 : tt[tt.length - 1]);
+  const verdicts = verdictsOf(plan, series, endMs);
+  return { scenario, mode: "real-time", passed: verdicts.every((v) => v.passed), verdicts, series, durationMs: endMs, wallMs: performance.now() - started, notes, rig: rig.name };
+}

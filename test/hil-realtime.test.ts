@@ -1,0 +1,173 @@
+// The HIL runner in real time: `podwarden hil run --rig` starts the real daemon (`podwarden run`)
+// against the simulator held apart in a process of its own and reached only as a rig is, through
+// its Modbus devices and its fault and truth HTTP API, described by a rig adapter. A library
+// scenario passes; its device step is done by hand (the adapter says "manual"), this test
+// acting as the operator who answers each prompt; the JUnit report is parsed back. The adapter's
+// Modbus injector writes a real device's coil; a rig that cannot inject a step, or judge anything,
+// is refused before anything runs.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse, stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoAgentConfig, demoConfigData } from "../cli/demo-config.js";
+import { realTimePlan } from "../hil/realtime-runner.js";
+import { htmlReport, junitXml } from "../hil/report.js";
+import type { ScenarioRun } from "../hil/virtual-runner.js";
+import { inject, parseRig, type RigAdapter } from "../hil/rig.js";
+import { loadHilScenario, parseHilScenario } from "../hil/scenario.js";
+import { startSimProcess, type SimProcess } from "../tooling/sim-process.js";
+import { TEST_POD } from "./helpers/agent.js";
+import { run, stopProcess, waitFor } from "./helpers/processes.js";
+import { startTestSim } from "./helpers/sim.js";
+
+// Its figures have margins of seconds (a loop fails safe within 5 s of its device going silent,
+// its readings stale after 3 s): they judge what the pod does, not how fast this machine is.
+const SCENARIO = "configs/hil/device-offline-rack-5.yaml";
+
+describe("hil run in real time, the daemon against the simulator as a rig", () => {
+  let dir: string;
+  let sim: SimProcess;
+  let rigFile: string;
+  let configFile: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "podwarden-hil-rt-"));
+    // the library's plant (configs/sim-pod.yaml), each device on a port of its own choosing
+    const simPod = parse(readFileSync("configs/sim-pod.yaml", "utf8")) as { plant: Record<string, unknown> };
+    sim = await startSimProcess(dir, 3000, undefined, simPod.plant);
+    const rig = {
+      name: "held-apart-sim",
+      // its Modbus devices (the demo config reads no BMC)
+      devices: Object.fromEntries(Object.entries(sim.ports).filter(([name]) => !name.endsWith(".bmc")).map(([name, port]) => [name, { host: "127.0.0.1", port }])),
+      truth: { url: `${sim.controlUrl}/truth` },
+      sampleMs: 20,
+      settleS: 3,
+      faults: {
+        device: { manual: "Pull the device's network cable: {action}" },
+        default: { http: { url: `${sim.controlUrl}/fault` } },
+      },
+      clear: { http: { url: `${sim.controlUrl}/clear` } },
+    };
+    rigFile = join(dir, "rig.yaml");
+    writeFileSync(rigFile, stringify(rig));
+    // the demo pod under this test's own identity: a running demo keeps its own
+    const data = demoConfigData();
+    data.pod = `${TEST_POD}-hil`;
+    configFile = join(dir, "agent.yaml");
+    writeFileSync(configFile, stringify(data));
+  }, 60_000);
+
+  afterAll(async () => {
+    await stopProcess(sim.child, "SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("passes a library scenario, its device step done by hand at the operator's prompt, and reports it", async () => {
+    const junit = join(dir, "hil.xml");
+    const html = join(dir, "hil.html");
+    const child = spawn("node", ["dist/cli/podwarden.js", "hil", "run", SCENARIO, "-c", configFile, "--rig", rigFile, "--junit", junit, "--html", html], { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    const prompts: string[] = [];
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    // the operator: reads each prompt, does what it says on the rig (the simulator's fault API,
+    // as a person at a real rig would pull a cable), and presses Enter
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+      for (;;) {
+        const m = /Pull the device's network cable: (\{[^\n]*\})\n\(press Enter when done\) /.exec(err);
+        if (m === null) return;
+        err = err.slice(m.index + m[0].length);
+        prompts.push(m[1]);
+        void fetch(`${sim.controlUrl}/fault`, { method: "POST", body: m[1] }).then(() => child.stdin.write("\n"));
+      }
+    });
+    const code = await new Promise<number | null>((r) => child.once("exit", r));
+    expect(code, `${out}\n${err}`).toBe(0);
+    expect(prompts.map((p) => JSON.parse(p) as unknown)).toEqual([{ device: "rack-5", offline: true }]);
+    expect(out).toMatch(/PASS device-offline-rack-5 \(40\.0 s of real time on the rig held-apart-sim/);
+    expect(out).toMatch(/ok {3}rack-5's loop fails safe within 5 s \(its readings stale after 3 s\): = 1 in \d/);
+    expect(out).toMatch(/ok {3}rack-5's valve at its lease fail position \(open\) at the device within 15 s: ≥ 99 in \d/);
+    // the daemon's own alarms, from its events
+    expect(out).toMatch(/ok {3}rack-5's loop's fail-safe alarm raised within 6 s: = 1 in \d/);
+    expect(out).toMatch(/ok {3}no Critical alarm for a silent device: held = 0 from 0 s to 40\.0 s/);
+    const xml = readFileSync(junit, "utf8");
+    expect(xml).toMatch(/<testsuites name="podwarden hil" tests="8" failures="0" errors="0" skipped="0">/);
+    expect(xml).toContain(`<property name="mode" value="real-time"/>`);
+    expect(xml).toContain(`<property name="rig" value="held-apart-sim"/>`);
+    expect(readFileSync(html, "utf8")).toMatch(/real time on the rig held-apart-sim, 40\.0 s; step at 10 s: \{&quot;device&quot;:&quot;rack-5&quot;,&quot;offline&quot;:true\} injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
+    // the daemon it started is gone, and so is its state
+    await waitFor(async () => ((await (await fetch(`${sim.controlUrl}/truth`)).json()) as { devices: { leaseExpired: boolean }[] }).devices.every((d) => d.leaseExpired), "the daemon's leases expired", 10_000, 100);
+  }, 120_000);
+
+  it("refuses, before anything runs, a rig that cannot inject a step or a scenario it cannot judge at all", async () => {
+    const pod = demoAgentConfig();
+    const rig = (over: Partial<RigAdapter>): RigAdapter => ({ ...parseRig({ name: "r", faults: { leak: { manual: "x" } } }, "rig.yaml"), ...over });
+    const s = loadHilScenario("configs/hil/device-offline-rack-5.yaml");
+    expect(() => realTimePlan(s, pod, rig({}))).toThrow(/faults: no way to inject a "device" step .*add faults\.device or faults\.default/);
+    // every expectation reads writes.* or truth.*, and this rig has no truth: nothing to judge
+    const blind = parseHilScenario(
+      {
+        name: "blind",
+        duration: "10s",
+        steps: [{ at: "1s", leak: "rack-1" }],
+        expect: [
+          { name: "written", signal: "writes.rack-1.supplyIsolationOpen", is: { eq: 0 }, within: "50ms", after: "1s" },
+          { name: "closed", signal: "truth.rack-1.supplyIsolationPct", is: { le: 1 }, eventually: { by: "9s" } },
+        ],
+      },
+      "blind.yaml",
+    );
+    expect(() => realTimePlan(blind, pod, rig({}))).toThrow(/blind\.yaml: nothing it expects can be judged in real time on the rig "r"/);
+    // with a truth source, the truth expectation is judged and the write one skipped, saying why
+    const plan = realTimePlan(blind, pod, rig({ truth: { url: "http://127.0.0.1:1/truth" } }));
+    expect([...plan.skipped.keys()]).toEqual([0]);
+    expect(plan.skipped.get(0)).toMatch(/a device write is seen only inside the daemon/);
+    expect(() => parseRig({ name: "r", faults: { lek: { manual: "x" } } }, "rig.yaml")).toThrow(/lek/);
+    const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", "configs/hil/device-offline-rack-5.yaml", "--rig", join(dir, "no-such-rig.yaml")]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/no-such-rig\.yaml/);
+  });
+
+  it("reports a skipped expectation as skipped, with why: not a pass, not a failure", () => {
+    const s = parseHilScenario({ name: "two", duration: "1s", expect: [{ name: "judged", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: {} }, { name: "not judged", signal: "writes.rack-1.supplyIsolationOpen", is: { eq: 1 }, hold: {} }] }, "two.yaml");
+    const t = Float64Array.from([0, 500, 1000]);
+    const run: ScenarioRun = {
+      scenario: s,
+      mode: "real-time",
+      rig: "r",
+      notes: [],
+      passed: true,
+      durationMs: 1000,
+      wallMs: 1000,
+      series: new Map([["pod.rack-1.isolated", { name: "pod.rack-1.isolated", unit: "0/1", t, v: new Float64Array(3) }]]),
+      verdicts: [
+        { name: "judged", kind: "hold", passed: true, figure: "held = 0 from 0 s to 1.00 s", measured: null, window: { fromMs: 0, toMs: 1000 }, signals: ["pod.rack-1.isolated"] },
+        { name: "not judged", kind: "hold", passed: true, skipped: "skipped in real time: why", figure: "skipped in real time: why", measured: null, window: { fromMs: 0, toMs: 1000 }, signals: ["writes.rack-1.supplyIsolationOpen"] },
+      ],
+    };
+    const xml = junitXml([run]);
+    expect(xml).toContain(`tests="2" failures="0" errors="0" skipped="1"`);
+    expect(xml).toContain(`<testcase classname="two" name="not judged" time="0"><skipped message="skipped in real time: why"/></testcase>`);
+    const html = htmlReport([run]);
+    expect(html).toContain("PASS: 1 of 2 expectations met (1 skipped)");
+    expect(html).toContain(`<td class="skipped">SKIPPED</td>`);
+    // one plot, for the judged one only
+    expect(html.match(/<svg /g)?.length).toBe(1);
+  });
+
+  it("injects a step by a Modbus write to a real device", async () => {
+    const t = await startTestSim();
+    try {
+      const port = t.sim.portOf("rack-2") as number;
+      // rack-2's power-off coil (the demo register map: coil 2): the rack loses its power
+      await inject({ modbus: { host: "127.0.0.1", port, unitId: 12, table: "coil", address: 2, value: 1 } }, { pumpTrip: true }, () => Promise.resolve());
+      expect(t.sim.truth().racks[1].powerOff).toBe(true);
+      await expect(inject({ modbus: { host: "127.0.0.1", port, unitId: 12, table: "holding", address: 60000, value: 1 } }, { pumpTrip: true }, () => Promise.resolve())).rejects.toThrow(/modbus 127\.0\.0\.1:\d+ unit 12 holding 60000 = 1: /);
+    } finally {
+      await t.stop();
+    }
+  });
+});
