@@ -2,8 +2,12 @@
 // catalogue (bench/faults.ts) for N minutes, with mission control subscribed at the far end.
 // `npm run soak -- --daemon-rss --minutes N`: instead, the daemon's memory over N minutes
 // (bench/daemon-rss.ts).
+// `npm run soak -- --full-counts`: instead, the fuzzers (test/fuzz-*.test.ts), the broker-restart
+// and Modbus-reconnect stress tests and the hot path's randomised equivalence at their full
+// counts; `npm test` runs a third of them (test/helpers/counts.ts).
 // Reports the RSS slope, tick p99 per window, faults survived, and events (alarms included) lost
 // end to end, which must be 0. A short run is part of `npm test` (test/soak.test.ts).
+import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import mqtt from "mqtt";
 import { waitFor } from "../tooling/processes.js";
@@ -114,8 +118,13 @@ export function printSoak(r: SoakReport): void {
 const isMain = process.argv[1]?.endsWith("soak.js") === true;
 if (isMain) {
   const { values } = parseArgs({
-    options: { minutes: { type: "string", default: "10" }, seed: { type: "string", default: "1" }, "daemon-rss": { type: "boolean", default: false } },
+    options: { minutes: { type: "string", default: "10" }, seed: { type: "string", default: "1" }, "daemon-rss": { type: "boolean", default: false }, "full-counts": { type: "boolean", default: false } },
   });
+  if (values["full-counts"]) {
+    // they are vitest files: run them so, each at its full count
+    const r = spawnSync("npx", ["vitest", "run", "test/fuzz-", "test/uplink-outage", "test/drivers-modbus", "test/hotpath-equivalence"], { stdio: "inherit", env: { ...process.env, FULL_COUNTS: "1" } });
+    process.exit(r.status ?? 1);
+  }
   const minutes = Number(values.minutes);
   if (!(minutes > 0)) throw new Error("--minutes must be a positive number");
   if (values["daemon-rss"]) {

@@ -11,6 +11,10 @@ import { freePort } from "../tooling/free-port.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { modbusConfig, rackPoints } from "./helpers/driver.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { countWords, fullCount } from "./helpers/counts.js";
+
+/** Dropped connections in the reconnect test: 1,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+const DROPS = fullCount(1000);
 
 const drivers: ModbusDriver[] = [];
 /** Each TCP device's transport, as the driver's factory made it (tests drop connections through it). */
@@ -210,7 +214,7 @@ describe("Modbus driver against the simulator (TCP)", () => {
     expect(transport.heldTransactionRecords).toBeLessThanOrEqual(2);
   });
 
-  it("reconnects after the server drops every connection, 1000 times, leaking no sockets or timers", async () => {
+  it(`reconnects after the server drops every connection, ${countWords(DROPS)} times, leaking no sockets or timers`, async () => {
     const d = startDriver({ ...FAST, groups: [{ name: "control", periodMs: 1000, priority: 1 }], devices: [rack(8, { points: rackPoints().slice(0, 1) })] });
     const transport = tcpTransports.get("rack8")!;
     await waitFor(() => transport.connected, "connected");
@@ -222,20 +226,21 @@ describe("Modbus driver against the simulator (TCP)", () => {
     const before = resources();
     globalThis.gc?.();
     const heapBefore = process.memoryUsage().heapUsed;
-    for (let k = 0; k < 1000; k++) {
+    for (let k = 0; k < DROPS; k++) {
       // the client may see its connect before the server has accepted: drop only what exists
       await waitFor(() => t.sim.connections() === 1, `server side of connection ${k}`, 5000, 1);
       t.sim.dropConnections();
       await waitFor(() => !transport.connected, `drop ${k}`, 2000, 1);
       await waitFor(() => transport.connected, `reconnect ${k}`, 5000, 1);
     }
-    expect((transport as { connects: number }).connects).toBeGreaterThanOrEqual(1001);
+    expect((transport as { connects: number }).connects).toBeGreaterThanOrEqual(DROPS + 1);
     await new Promise((r) => setTimeout(r, 50));
     const after = resources();
     expect(after.TCPSocketWrap ?? 0).toBeLessThanOrEqual(before.TCPSocketWrap ?? 0);
     expect(after.Timeout ?? 0).toBeLessThanOrEqual((before.Timeout ?? 0) + 1);
     globalThis.gc?.();
-    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(20 * 1024 * 1024);
+    // 20 kB a reconnect at most (20 MB over the full 1,000)
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(DROPS * 20 * 1024);
     await waitFor(() => point(d, "rack8.valveCommandPct")?.quality === "good", "still polling");
   });
 });

@@ -17,7 +17,11 @@ import { COMMANDS, type CommandName } from "../agent/commands/schema.js";
 import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
 import { agentConfig, demoConfigFor, testAgent } from "./helpers/agent.js";
 import { corpus, fuzzSeed, mutateBytes, mutateJson, Prng } from "./helpers/fuzz.js";
+import { countWords, fullCount } from "./helpers/counts.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+
+/** Generated cases: 100,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+const CASES = fullCount(100_000);
 
 // the replay guard fsyncs every accepted seq: keep it on tmpfs so 100,000 cases stay quick
 const stateDir = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "pw-fuzz-"));
@@ -178,7 +182,7 @@ describe("command fuzzing", () => {
     }
   });
 
-  it("accepts nothing it should not, over 100,000 generated and mutated commands", async () => {
+  it(`accepts nothing it should not, over ${countWords(CASES)} generated and mutated commands`, async () => {
     const seed = fuzzSeed(0x5eed_c0de);
     const rng = new Prng(seed);
     const lastSeq = new Map<string, number>();
@@ -192,14 +196,14 @@ describe("command fuzzing", () => {
     const fail = (what: string, payload: string): never => {
       throw new Error(`FUZZ_SEED=${seed} case ${counts.cases}: ${what}\npayload: ${payload.slice(0, 2000)}`);
     };
-    while (counts.cases < 100_000) {
+    while (counts.cases < CASES) {
       const command = rng.pick(COMMANDS);
       const keyId = rng.chance(0.8) ? "eng" : "ops";
       const spec: CommandSpec = { site: "s1", pod: "p1", command, params: structuredClone(VALID_PARAMS[command]), seq: seq++, keyId, privateKey: parsePrivateKey(keyId === "eng" ? eng.privatePem : ops.privatePem) };
       const original = signedCommand(spec);
       const originalEnv = JSON.parse(original) as Record<string, unknown>;
       // a group of mutations per signed original keeps the case rate up
-      for (let k = 0; k < 10 && counts.cases < 100_000; k++) {
+      for (let k = 0; k < 10 && counts.cases < CASES; k++) {
         counts.cases++;
         const now = Date.now();
         const topic: CommandName = rng.chance(0.9) ? command : rng.pick(COMMANDS);
@@ -267,9 +271,9 @@ describe("command fuzzing", () => {
     for (const stage of ["signature", "expiry", "params", "replay", "executor"]) expect(reach.get(stage), stage).toBeGreaterThan(1000);
     expect(reach.get("executor envelope (out-of-envelope)")).toBeGreaterThan(100);
     expect(reach.get("carried out")).toBeGreaterThan(100);
-    expect(counts.cases).toBe(100_000);
+    expect(counts.cases).toBe(CASES);
     // the fuzzer reached every stage: some mutations stayed valid and were accepted
     expect(counts.accepted).toBeGreaterThan(0);
-    expect(counts.envelope + counts.json + counts.resigned + counts.wellFormed).toBe(100_000);
+    expect(counts.envelope + counts.json + counts.resigned + counts.wellFormed).toBe(CASES);
   }, 300_000);
 });

@@ -13,7 +13,11 @@ import { ModbusDriver } from "../drivers/modbus/driver.js";
 import type { Point } from "../lib/points.js";
 import { modbusConfig } from "./helpers/driver.js";
 import { corpus, fuzzSeed, Prng } from "./helpers/fuzz.js";
+import { countWords, fullCount } from "./helpers/counts.js";
 import { waitFor } from "./helpers/processes.js";
+
+/** Generated cases: 2,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+const CASES = fullCount(2_000);
 
 /** The registers the device holds: value = 1000 + address (holding), 2000 + address (input). */
 const holding = (a: number): number => 1000 + a;
@@ -229,9 +233,9 @@ describe("Modbus TCP against a hostile server", () => {
     await device.close();
   });
 
-  it("accepts no framing error as data over 2,000 hostile answers, and recovers", async () => {
+  it(`accepts no framing error as data over ${countWords(CASES)} hostile answers, and recovers`, async () => {
     const requests = (): number => [...device.used.values()].reduce((a, b) => a + b, 0);
-    await waitFor(() => requests() >= 2000, "2,000 answers", 120_000, 50);
+    await waitFor(() => requests() >= CASES, `${countWords(CASES)} answers`, 120_000, 50);
     device.hostile = false;
     const truth = (id: string): number => {
       const [, table, addr] = /^dev\.([hi])(\d+)$/.exec(id)!;

@@ -11,6 +11,10 @@ import { ReferenceHotPath } from "../hotpath-as/reference.js";
 import type { BankViews, HotPath } from "../hotpath-as/views.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { Prng } from "../sim/prng.js";
+import { countWords, fullCount } from "./helpers/counts.js";
+
+/** Randomised ticks per seed: 10,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+const TICKS = fullCount(10_000);
 
 const RACKS = 8;
 const LOOPS = 96;
@@ -224,7 +228,7 @@ const BUILDS = ["release", "scalar"] as const;
 describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build) => {
   const runs: [Weather, number][] = [["rough", 1], ["rough", 2], ["rough", 3], ["rough", 20261130], ["calm", 4], ["calm", 5], ["tuning", 6]];
   for (const [weather, seed] of runs) {
-    it(`is bit-identical over 10,000 randomised ticks (${weather}, seed ${seed})`, () => {
+    it(`is bit-identical over ${countWords(TICKS)} randomised ticks (${weather}, seed ${seed})`, () => {
       const rng = new Prng(seed);
       const lay = randomLayout(rng, weather);
       const wasm = loadWasmHotPath(build);
@@ -245,7 +249,7 @@ describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build
         ...{ tuning: 0, relaySwitched: 0, tuneEnded: 0 },
       };
       const lastBranch = new Int32Array(LOOPS);
-      for (let tick = 0; tick < 10_000; tick++) {
+      for (let tick = 0; tick < TICKS; tick++) {
         const dtS = rng.chance(0.002) ? rng.pick([0, -1, NaN, Infinity]) : rng.range(0.0005, 0.002);
         now += rng.chance(0.001) ? rng.range(50, 300) : 1;
         perturb(rng, [wasm.views, ref.views], lay, now, weather);
