@@ -4,7 +4,7 @@
 // recording replayed into it, or (--rig) in real time: this program's daemon (`podwarden run`) in
 // a process of its own against a rig (docs/hil.md). Prints a line per expectation, writes the
 // JUnit XML and the HTML report, and exits non-zero when anything fails.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,7 +21,7 @@ import { readRecording } from "../agent/recorder/recording-file.js";
 import { runReplay } from "../hil/replay-runner.js";
 import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
-import { loadHilScenario, type HilScenario } from "../hil/scenario.js";
+import { loadHilScenario, type DaemonAction, type HilScenario } from "../hil/scenario.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
 import { loadSimConfig } from "../sim/config.js";
@@ -88,16 +88,15 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string):
 const MAX_EVENT_LINE = 64 * 1024;
 const MAX_EVENTS = 100_000;
 
-/** `podwarden run` in its own process (this very program, with its shebang's flags), until it says it runs. */
-async function startRigDaemon(configPath: string, rig: RigAdapter): Promise<RunningDaemon> {
-  const stateDir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
-  const file = join(stateDir, "agent.yaml");
-  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir)));
+/** A daemon step's signal (restart is no signal: a new process once the last has exited). */
+const DAEMON_SIGNALS: Record<Exclude<DaemonAction, "restart">, NodeJS.Signals> = { kill: "SIGKILL", terminate: "SIGTERM", stop: "SIGSTOP", continue: "SIGCONT", reload: "SIGHUP" };
+
+/** One `podwarden run` process (this very program, with its shebang's flags), its events appended to `events`. */
+function spawnDaemon(file: string, events: DaemonEvent[]): { child: ChildProcess; exited: Promise<number | null>; running: Promise<void>; errText: () => string } {
   const child = spawn(fileURLToPath(new URL("./podwarden.js", import.meta.url)), ["run", "-c", file], { stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   let errText = "";
   child.stderr.on("data", (d: Buffer) => (errText = (errText + d.toString()).slice(-4000)));
-  const events: DaemonEvent[] = [];
   const running = new Promise<void>((resolve) => {
     const lines = createInterface({ input: child.stdout });
     lines.on("line", (line) => {
@@ -115,29 +114,74 @@ async function startRigDaemon(configPath: string, rig: RigAdapter): Promise<Runn
       }
     });
   });
+  return { child, exited, running, errText: () => errText };
+}
+
+/** A daemon process ends after SIGTERM within this long, or is killed. */
+const STOP_GRACE_MS = 20_000;
+
+/**
+ * `podwarden run` on the rig, until it says it runs. A restart step starts it again on the same
+ * config and state directory (its latches and decisions carry over, as after a real restart).
+ */
+async function startRigDaemon(configPath: string, rig: RigAdapter): Promise<RunningDaemon> {
+  const stateDir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
+  const file = join(stateDir, "agent.yaml");
+  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir)));
+  const events: DaemonEvent[] = [];
+  let proc = spawnDaemon(file, events);
+  // a terminate asks it to exit: a restart then waits for that
+  let terminating = false;
+  const alive = (): boolean => proc.child.exitCode === null && proc.child.signalCode === null;
+  const untilRunning = async (): Promise<void> => {
+    const first = await Promise.race([proc.running.then(() => "running" as const), proc.exited.then((code) => ({ code })), new Promise<"late">((r) => setTimeout(() => r("late"), 60_000).unref())]);
+    if (first !== "running") throw new Error(`podwarden run on the rig ${first === "late" ? "did not start in 60 s" : `exited ${String(first.code)}`}: ${proc.errText().trim() || "(no output)"}`);
+  };
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 20_000);
-      await exited;
+    if (alive()) {
+      // a stopped process takes no SIGTERM until it is continued
+      proc.child.kill("SIGCONT");
+      proc.child.kill("SIGTERM");
+      const t = setTimeout(() => proc.child.kill("SIGKILL"), STOP_GRACE_MS);
+      await proc.exited;
       clearTimeout(t);
     }
     rmSync(stateDir, { recursive: true, force: true });
   };
-  const first = await Promise.race([running.then(() => "running" as const), exited.then((code) => ({ code })), new Promise<"late">((r) => setTimeout(() => r("late"), 60_000).unref())]);
-  if (first !== "running") {
+  try {
+    await untilRunning();
+  } catch (err) {
     await stop();
-    throw new Error(`podwarden run on the rig ${first === "late" ? "did not start in 60 s" : `exited ${String(first.code)}`}: ${errText.trim() || "(no output)"}`);
+    throw err;
   }
   const sock = join(stateDir, "admin.sock");
   return {
-    status: async () => {
+    status: async (timeoutMs) => {
+      if (!alive()) return undefined;
       try {
-        const r = await adminRequest(sock, "GET", "/status");
+        const r = await adminRequest(sock, "GET", "/status", timeoutMs);
         return r.status === 200 ? (r.body as unknown as PodView) : undefined;
       } catch {
         return undefined;
       }
+    },
+    act: async (action) => {
+      if (action !== "restart") {
+        if (!alive()) throw new Error(`daemon ${action}: it is not running (restart it first)`);
+        proc.child.kill(DAEMON_SIGNALS[action]);
+        if (action === "terminate") terminating = true;
+        return;
+      }
+      if (alive() && !terminating) throw new Error("daemon restart: it still runs (kill or terminate it first)");
+      if (alive()) {
+        // after a terminate, the daemon drives its actuators safe and exits by itself
+        const t = setTimeout(() => proc.child.kill("SIGKILL"), STOP_GRACE_MS);
+        await proc.exited;
+        clearTimeout(t);
+      }
+      terminating = false;
+      proc = spawnDaemon(file, events);
+      await untilRunning();
     },
     events: () => events,
     stop,

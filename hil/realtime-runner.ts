@@ -16,7 +16,7 @@ import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { VirtualPodConfig } from "../sim/virtual-pod.js";
 import type { Series } from "./expectations.js";
 import { inject, injectorFor, type RigAdapter } from "./rig.js";
-import type { HilScenario } from "./scenario.js";
+import type { DaemonAction, HilScenario } from "./scenario.js";
 import type { SignalRef } from "./signals.js";
 import { MAX_SAMPLES, planRun, verdictsOf, type RunPlan, type ScenarioRun } from "./virtual-runner.js";
 
@@ -36,8 +36,10 @@ export interface DaemonEvent {
 
 /** The daemon under test, started for one scenario. */
 export interface RunningDaemon {
-  /** the pod's state now; undefined when the daemon did not answer */
-  status: () => Promise<PodView | undefined>;
+  /** the pod's state now; undefined when the daemon did not answer within timeoutMs (dead, stopped) */
+  status: (timeoutMs: number) => Promise<PodView | undefined>;
+  /** a daemon step: a signal to its process, or a restart once it has exited */
+  act: (action: DaemonAction) => Promise<void>;
   /** every event since it started, in order */
   events: () => readonly DaemonEvent[];
   /** stops it (SIGTERM, and SIGKILL if it does not exit) */
@@ -187,24 +189,33 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     t0 = performance.now();
     const now = (): number => performance.now() - t0;
     let done = false;
-    // the steps, each at its time (a manual one waits for the operator; the next waits for it)
+    // the steps, the rig's faults and the daemon's own, each at its time (a manual one waits for
+    // the operator; the next waits for it)
+    const timeline = [
+      ...scenario.steps.map((s) => ({ atS: s.atS, what: JSON.stringify(s.action), run: () => inject(injectorFor(rig, s.action), s.action, deps.prompt) })),
+      ...scenario.daemonSteps.map((s) => ({ atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) })),
+    ].sort((a, b) => a.atS - b.atS);
+    let stepError: Error | null = null;
     const steps = (async (): Promise<void> => {
-      for (const s of scenario.steps) {
+      for (const s of timeline) {
         await sleep(s.atS * 1000 - now());
         if (done) return;
         const asked = now();
-        await inject(injectorFor(rig, s.action), s.action, deps.prompt);
-        const note = `step at ${s.atS} s: ${JSON.stringify(s.action)} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s`;
+        await s.run();
+        const note = `step at ${s.atS} s: ${s.what} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s`;
         notes.push(note);
         deps.log(`  ${note}`);
       }
-    })();
+    })().catch((err: Error) => {
+      // a step that could not be done ends the run: what follows would not be the scenario
+      stepError = err;
+    });
     // the samples: both sources at once, each stamped when its answer arrived
     const timeout = Math.max(50, rig.sampleMs * 5);
-    while (now() <= durationMs) {
+    while (now() <= durationMs && stepError === null) {
       const tick = now();
       const [p, t] = await Promise.all([
-        readStatus ? daemon.status().then((x) => ({ x, at: now() })) : undefined,
+        readStatus ? daemon.status(timeout).then((x) => ({ x, at: now() })) : undefined,
         truths.length === 0 || rig.truth === undefined ? undefined : readTruth(rig.truth.url, timeout).then((x) => ({ x, at: now() })),
       ]);
       if (p !== undefined) {
@@ -219,6 +230,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     }
     done = true;
     await steps;
+    if (stepError !== null) throw new Error(`${scenario.file}: a step failed at ${(now() / 1000).toFixed(3)} s, so the run stopped: ${(stepError as Error).message}`);
   } finally {
     await daemon.stop();
     if (rig.clear !== undefined) await inject(rig.clear, { clear: "all" }, deps.prompt).catch((err: Error) => deps.log(`  clearing the rig's faults failed: ${err.message}`));

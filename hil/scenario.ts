@@ -34,6 +34,10 @@ const CONDITION = {
 };
 const WINDOW = { type: "object", additionalProperties: false, properties: { from: DURATION, to: DURATION } };
 
+/** What a step may do to the daemon under test (real time only: the runner owns its process). */
+export const DAEMON_ACTIONS = ["kill", "terminate", "stop", "continue", "reload", "restart"] as const;
+export type DaemonAction = (typeof DAEMON_ACTIONS)[number];
+
 export const HIL_SCENARIO_SCHEMA = {
   type: "object",
   additionalProperties: false,
@@ -47,8 +51,17 @@ export const HIL_SCENARIO_SCHEMA = {
     steps: {
       type: "array",
       maxItems: 1000,
-      description: "faults and loads at times (the simulator's fault actions: docs/simulator.md)",
-      items: { type: "object", additionalProperties: false, required: ["at"], properties: { at: DURATION, ...FAULT_ACTION_PROPERTIES } },
+      description: "faults and loads at times (the simulator's fault actions: docs/simulator.md), or what happens to the daemon itself (`daemon`: real time only)",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["at"],
+        properties: {
+          at: DURATION,
+          ...FAULT_ACTION_PROPERTIES,
+          daemon: { enum: [...DAEMON_ACTIONS], description: "real time only: kill (SIGKILL), terminate (SIGTERM), stop (SIGSTOP: stalled), continue (SIGCONT), reload (SIGHUP), restart (start it again once it has exited, on the same state directory)" },
+        },
+      },
     },
     expect: {
       type: "array",
@@ -118,6 +131,8 @@ export interface HilScenario {
   /** a flight recording replayed instead of the plant (an absolute path) */
   replay?: string;
   steps: { atS: number; action: FaultAction }[];
+  /** what happens to the daemon itself, at times (real time only) */
+  daemonSteps: { atS: number; daemon: DaemonAction }[];
   expect: ScenarioExpectation[];
   /** where it was read from */
   file: string;
@@ -130,7 +145,11 @@ const KINDS = ["within", "hold", "never", "eventually", "count"] as const;
 const isTime = (v: RawExpectation["after"]): v is number | string => typeof v === "number" || typeof v === "string";
 
 function problems(s: RawHilScenario): string[] {
-  const out = (s.steps ?? []).flatMap((step, i) => actionProblems(step, `steps[${i}]`));
+  const out = (s.steps ?? []).flatMap((step, i) => {
+    if (!("daemon" in step)) return actionProblems(step, `steps[${i}]`);
+    const more = Object.keys(step).filter((k) => k !== "at" && k !== "daemon");
+    return more.length === 0 ? [] : [`steps[${i}]: a daemon step has nothing else (${more.join(", ")})`];
+  });
   if (s.replay === undefined && s.duration === undefined) out.push("duration: required (only a replay may leave it out: the recording's length)");
   if (s.replay !== undefined && (s.steps !== undefined || s.seed !== undefined)) out.push("replay: a replay has no steps and no seed (its inputs are the recording's)");
   s.expect.forEach((e, i) => {
@@ -157,8 +176,10 @@ const validate = validator<RawHilScenario>(HIL_SCENARIO_SCHEMA, problems);
 
 export function parseHilScenario(data: unknown, file = "scenario"): HilScenario {
   const raw = validate(data, file);
-  const steps = (raw.steps ?? []).map(({ at, ...action }) => ({ atS: parseDuration(at), action: action as FaultAction }));
+  const steps = (raw.steps ?? []).filter((x) => !("daemon" in x)).map(({ at, ...action }) => ({ atS: parseDuration(at), action: action as FaultAction }));
   steps.sort((a, b) => a.atS - b.atS);
+  const daemonSteps = (raw.steps ?? []).filter((x) => "daemon" in x).map((x) => ({ atS: parseDuration(x.at), daemon: x.daemon as DaemonAction }));
+  daemonSteps.sort((a, b) => a.atS - b.atS);
   const expect = raw.expect.map((e): ScenarioExpectation => {
     const kind: ExpectationKind = e.within !== undefined ? "within" : e.hold !== undefined ? "hold" : e.never !== undefined ? "never" : e.eventually !== undefined ? "eventually" : "count";
     const w = e.hold ?? e.never ?? e.count;
@@ -185,6 +206,7 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     durationMs: raw.duration === undefined ? Infinity : parseDuration(raw.duration) * 1000,
     ...(raw.replay === undefined ? {} : { replay: resolve(dirname(file), raw.replay) }),
     steps,
+    daemonSteps,
     expect,
     file,
   };

@@ -181,8 +181,15 @@ export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => st
   };
 }
 
+/** A scenario whose steps act on the daemon runs only in real time, where the runner owns the daemon's process. */
+function refuseDaemonSteps(scenario: HilScenario): void {
+  const d = scenario.daemonSteps;
+  if (d.length > 0) throw new Error(`${scenario.file}: its daemon steps (${d.map((x) => `${x.daemon} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
+}
+
 /** Checks a scenario's signals against a pod without running it; throws naming every unknown one, or when virtual time can judge none of it. */
 export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): void {
+  refuseDaemonSteps(scenario);
   if (scenario.replay === undefined) planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
   else planRun(scenario, pod, "a replay", supervisorOnly("a replay"));
 }
@@ -190,6 +197,7 @@ export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): voi
 export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPodConfig): ScenarioRun {
   const started = performance.now();
   if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario (hil/replay-runner.ts)`);
+  refuseDaemonSteps(scenario);
   const plan = planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
   const ticks = Math.round(scenario.durationMs);
   if (plan.sampled.length * ticks > MAX_SAMPLES) throw new Error(`${scenario.file}: ${plan.sampled.length} signals over ${ticks} ticks is more than ${MAX_SAMPLES} samples: shorten it, or split it`);

@@ -22,9 +22,9 @@ import { TEST_POD } from "./helpers/agent.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim } from "./helpers/sim.js";
 
-// Its figures have margins of seconds (a loop fails safe within 5 s of its device going silent,
-// its readings stale after 3 s): they judge what the pod does, not how fast this machine is.
-const SCENARIO = "configs/hil/device-offline-rack-5.yaml";
+// Its figures have margins of seconds (a loop fails safe within 5 s of its device failing): they
+// judge what the pod does, not how fast this machine is.
+const SCENARIO = "configs/hil/device-exception-rack-6.yaml";
 
 describe("hil run in real time, the daemon against the simulator as a rig", () => {
   let dir: string;
@@ -45,7 +45,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
       sampleMs: 20,
       settleS: 3,
       faults: {
-        device: { manual: "Pull the device's network cable: {action}" },
+        device: { manual: "Make the device fail: {action}" },
         default: { http: { url: `${sim.controlUrl}/fault` } },
       },
       clear: { http: { url: `${sim.controlUrl}/clear` } },
@@ -73,11 +73,11 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     const prompts: string[] = [];
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     // the operator: reads each prompt, does what it says on the rig (the simulator's fault API,
-    // as a person at a real rig would pull a cable), and presses Enter
+    // as a person at a real rig would break a device), and presses Enter
     child.stderr.on("data", (d: Buffer) => {
       err += d.toString();
       for (;;) {
-        const m = /Pull the device's network cable: (\{[^\n]*\})\n\(press Enter when done\) /.exec(err);
+        const m = /Make the device fail: (\{[^\n]*\})\n\(press Enter when done\) /.exec(err);
         if (m === null) return;
         err = err.slice(m.index + m[0].length);
         prompts.push(m[1]);
@@ -86,21 +86,53 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     });
     const code = await new Promise<number | null>((r) => child.once("exit", r));
     expect(code, `${out}\n${err}`).toBe(0);
-    expect(prompts.map((p) => JSON.parse(p) as unknown)).toEqual([{ device: "rack-5", offline: true }]);
-    expect(out).toMatch(/PASS device-offline-rack-5 \(40\.0 s of real time on the rig held-apart-sim/);
-    expect(out).toMatch(/ok {3}rack-5's loop fails safe within 5 s \(its readings stale after 3 s\): = 1 in \d/);
-    expect(out).toMatch(/ok {3}rack-5's valve at its lease fail position \(open\) at the device within 15 s: ≥ 99 in \d/);
+    expect(prompts.map((p) => JSON.parse(p) as unknown)).toEqual([{ device: "rack-6", exception: { code: 4 } }]);
+    expect(out).toMatch(/PASS device-exception-rack-6 \(30\.0 s of real time on the rig held-apart-sim/);
+    expect(out).toMatch(/ok {3}rack-6's loop fails safe within 5 s: = 1 in \d/);
     // the daemon's own alarms, from its events
-    expect(out).toMatch(/ok {3}rack-5's loop's fail-safe alarm raised within 6 s: = 1 in \d/);
-    expect(out).toMatch(/ok {3}no Critical alarm for a silent device: held = 0 from 0 s to 40\.0 s/);
+    expect(out).toMatch(/ok {3}rack-6's loop's fail-safe alarm raised within 6 s: = 1 in \d/);
+    expect(out).toMatch(/ok {3}no Critical alarm for a failing device: held = 0 from 0 s to 30\.0 s/);
     const xml = readFileSync(junit, "utf8");
-    expect(xml).toMatch(/<testsuites name="podwarden hil" tests="8" failures="0" errors="0" skipped="0">/);
+    expect(xml).toMatch(/<testsuites name="podwarden hil" tests="5" failures="0" errors="0" skipped="0">/);
     expect(xml).toContain(`<property name="mode" value="real-time"/>`);
     expect(xml).toContain(`<property name="rig" value="held-apart-sim"/>`);
-    expect(readFileSync(html, "utf8")).toMatch(/real time on the rig held-apart-sim, 40\.0 s; step at 10 s: \{&quot;device&quot;:&quot;rack-5&quot;,&quot;offline&quot;:true\} injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
+    expect(readFileSync(html, "utf8")).toMatch(/real time on the rig held-apart-sim, 30\.0 s; step at 10 s: \{&quot;device&quot;:&quot;rack-6&quot;,&quot;exception&quot;:\{&quot;code&quot;:4\}\} injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
     // the daemon it started is gone, and so is its state
     await waitFor(async () => ((await (await fetch(`${sim.controlUrl}/truth`)).json()) as { devices: { leaseExpired: boolean }[] }).devices.every((d) => d.leaseExpired), "the daemon's leases expired", 10_000, 100);
   }, 120_000);
+
+  it("acts on the daemon itself: killed, then started again on the same state, its events read across both", async () => {
+    const scenario = join(dir, "kill-restart.yaml");
+    writeFileSync(
+      scenario,
+      stringify({
+        name: "kill-restart",
+        duration: "9s",
+        steps: [
+          { at: "2s", daemon: "kill" },
+          { at: "3s", daemon: "restart" },
+        ],
+        expect: [
+          { name: "no status while it is dead", signal: "pod.rack-1.isolated", is: { ge: 0 }, never: { from: "2.2s", to: "2.9s" } },
+          { name: "the restarted daemon answers", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: { from: "7s", to: "9s" } },
+          { name: "the restarted daemon said it started", signal: "events.agent.started", is: { eq: 1 }, count: { from: "3s", min: 1, max: 1 } },
+        ],
+      }),
+    );
+    const fast = join(dir, "rig-fast.yaml");
+    writeFileSync(fast, stringify({ ...(parse(readFileSync(rigFile, "utf8")) as object), settleS: 1 }));
+    const r = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 60_000);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/step at 2 s: daemon kill injected at \d+\.\d{3} s/);
+    expect(r.stdout).toMatch(/step at 3 s: daemon restart injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
+    expect(r.stdout).toMatch(/ok {3}the restarted daemon said it started: 1 time = 1 from 3\.00 s to \d/);
+    // virtual time refuses it: only the real daemon can be killed
+    const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/kill-restart\.yaml: its daemon steps \(kill at 2 s, restart at 3 s\) need the real daemon: run it in real time, with --rig/);
+    // a daemon step is a step of its own
+    expect(() => parseHilScenario({ name: "x", duration: "5s", steps: [{ at: "1s", daemon: "kill", leak: "rack-1" }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: {} }] }, "x.yaml")).toThrow(/steps\[0\]: a daemon step has nothing else \(leak\)/);
+  }, 90_000);
 
   it("refuses, before anything runs, a rig that cannot inject a step or a scenario it cannot judge at all", async () => {
     const pod = demoAgentConfig();

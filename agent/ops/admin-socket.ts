@@ -100,10 +100,10 @@ export class AdminSocket {
   }
 }
 
-/** Client side, for the CLI: one request to the daemon's admin socket. */
-export function adminRequest(socketPath: string, method: string, path: string): Promise<{ status: number; body: Record<string, unknown> }> {
+/** Client side, for the CLI: one request to the daemon's admin socket, given up after timeoutMs without an answer. */
+export function adminRequest(socketPath: string, method: string, path: string, timeoutMs = 5000): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath, method, path, timeout: 5000 }, (res) => {
+    const req = request({ socketPath, method, path, timeout: timeoutMs }, (res) => {
       let text = "";
       res.on("data", (d: Buffer) => (text += d.toString()));
       res.on("end", () => {
