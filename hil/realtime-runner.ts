@@ -84,6 +84,7 @@ function podStatusReader(s: SignalRef): (p: PodView | undefined) => number {
 
 /** The reader of a truth signal from the rig's truth (NaN when it did not answer, or has no such field). */
 function truthReader(s: SignalRef, rackName: string): (t: TruthJson | undefined) => number {
+  if (s.source === "truth-cdu" && s.field === "podPowerKw") return (t) => (t === undefined ? NaN : t.racks.reduce((a, r) => a + num(r.powerKw), 0));
   if (s.source === "truth-cdu") return (t) => num(t?.cdu[s.field]);
   return (t) => num(t?.racks.find((x) => x.name === rackName)?.[s.field]);
 }

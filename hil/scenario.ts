@@ -47,6 +47,7 @@ export const HIL_SCENARIO_SCHEMA = {
     description: { type: "string", maxLength: 2000, description: "what it shows, in words" },
     seed: { type: "integer", minimum: 0, maximum: 2 ** 31 - 1, description: "the plant's seed: the same seed gives the same run and the same report" },
     duration: { ...DURATION, description: "how long the run lasts, scenario time (a replay: at most the recording's; default all of it)" },
+    realTime: { const: true, description: "runs only in real time: what it expects is the daemon's supervisor's (the power budget, escalation), which virtual time does not run; virtual time refuses it before anything runs" },
     replay: { type: "string", minLength: 1, maxLength: 1000, description: "a flight recording (a .pwrec file, relative to this file) replayed into the virtual pod instead of running the plant: no steps, no seed, no truth signals" },
     steps: {
       type: "array",
@@ -113,6 +114,7 @@ interface RawHilScenario {
   seed?: number;
   duration?: number | string;
   replay?: string;
+  realTime?: true;
   steps?: (Record<string, unknown> & { at: number | string })[];
   expect: RawExpectation[];
 }
@@ -133,6 +135,8 @@ export interface HilScenario {
   steps: { atS: number; action: FaultAction }[];
   /** what happens to the daemon itself, at times (real time only) */
   daemonSteps: { atS: number; daemon: DaemonAction }[];
+  /** runs only in real time (`realTime: true`, or a daemon step) */
+  realTimeOnly: boolean;
   expect: ScenarioExpectation[];
   /** where it was read from */
   file: string;
@@ -207,6 +211,7 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     ...(raw.replay === undefined ? {} : { replay: resolve(dirname(file), raw.replay) }),
     steps,
     daemonSteps,
+    realTimeOnly: raw.realTime === true || daemonSteps.length > 0,
     expect,
     file,
   };

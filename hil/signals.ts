@@ -1,6 +1,7 @@
 // The signals a HIL scenario's expectations read, by name:
 //   truth.<rack>.<field>   the plant's ground truth (the simulator's, or a rig's)
 //   truth.cdu.<field>
+//   truth.pod.powerKw      every rack's power drawn, summed: the pod against its power budget
 //   pod.<rack>.<field>     what the pod decided: the hot path's state and commands
 //   pod.cdu.<field>
 //   writes.<output id>     the commands that reached a device (the last one as a level; each one
@@ -165,6 +166,11 @@ export function expandSignals(names: readonly string[], except: readonly string[
       continue;
     }
     const [kind, who, field] = name.split(".");
+    if (kind === "truth" && who === "pod" && field === "powerKw") {
+      // read like the CDU's truth: one value for the pod (a rack may not be named "pod" then)
+      out.push({ name, source: "truth-cdu", rack: -1, field: "podPowerKw", unit: "kW" });
+      continue;
+    }
     if (who === "cdu") {
       const unit = kind === "truth" ? TRUTH_CDU_FIELDS[field as keyof typeof TRUTH_CDU_FIELDS] : POD_CDU_FIELDS[field as keyof typeof POD_CDU_FIELDS];
       if (unit === undefined) unknown.push(name);

@@ -84,6 +84,7 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
         supplyTempC: () => c.supplyTempC,
         returnTempC: () => c.returnTempC,
         totalFlowLpm: () => c.totalFlowLpm,
+        podPowerKw: () => p.racks.reduce((a, r) => a + r.powerKw, 0),
       };
       return get[s.field];
     }
@@ -181,10 +182,14 @@ export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => st
   };
 }
 
-/** A scenario whose steps act on the daemon runs only in real time, where the runner owns the daemon's process. */
+/**
+ * A scenario whose steps act on the daemon runs only in real time, where the runner owns the
+ * daemon's process; so does one that says `realTime: true` (it expects what the supervisor does).
+ */
 function refuseDaemonSteps(scenario: HilScenario): void {
   const d = scenario.daemonSteps;
   if (d.length > 0) throw new Error(`${scenario.file}: its daemon steps (${d.map((x) => `${x.daemon} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
+  if (scenario.realTimeOnly) throw new Error(`${scenario.file}: it says realTime: true (it expects what the daemon's supervisor does): run it in real time, with --rig`);
 }
 
 /** Checks a scenario's signals against a pod without running it; throws naming every unknown one, or when virtual time can judge none of it. */

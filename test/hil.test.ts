@@ -120,6 +120,18 @@ describe("scenario files", () => {
     expect(() => checkScenario(only, pod)).toThrow(/only\.yaml: nothing it expects can be judged in virtual time/);
   });
 
+  it("reads the pod's total power from the plant, and refuses a realTime scenario in virtual time", () => {
+    const total = parseHilScenario({ ...base, duration: "2s", expect: [{ name: "p", signal: "truth.pod.powerKw", is: { between: [100, 960] }, hold: { from: "1s" } }] }, "total.yaml");
+    const r = runVirtual(total, loadSimConfig("configs/sim-pod.yaml"), pod);
+    expect(r.verdicts[0].passed).toBe(true);
+    // the sum of the racks' power (the plant starts from rest): the sim pod's loads of 8 × 120 kW
+    const v = r.series.get("truth.pod.powerKw")!.v;
+    expect(v[v.length - 1]).toBeGreaterThan(300);
+    const rt = parseHilScenario({ ...base, realTime: true }, "rt.yaml");
+    expect(() => checkScenario(rt, pod)).toThrow(/rt\.yaml: it says realTime: true \(it expects what the daemon's supervisor does\): run it in real time, with --rig/);
+    expect(() => runVirtual(rt, loadSimConfig("configs/sim-pod.yaml"), pod)).toThrow(/realTime: true/);
+  });
+
   it("holds its alarm ids to the daemon's documented ones, and its event types to the agent's", () => {
     // docs/agent.md's alarm table: `<kind>:<rack|loop|device|…>` or a fixed id
     const table = readFileSync("docs/agent.md", "utf8").split("\n").filter((l) => /^\| `[a-z]/.test(l));
