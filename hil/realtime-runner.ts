@@ -12,6 +12,7 @@
 // the reason in the report, as are truth.* ones on a rig without a truth source. A real rig
 // cannot be seeded: the same scenario gives close, not identical, figures run to run.
 import * as L from "../hotpath-as/assembly/layout.js";
+import { readResponseBounded } from "../lib/bounded-read.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { VirtualPodConfig } from "../sim/virtual-pod.js";
 import type { Series } from "./expectations.js";
@@ -96,9 +97,7 @@ async function readTruth(url: string, timeoutMs: number): Promise<TruthJson | un
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
     if (!res.ok) return undefined;
-    const text = await res.text();
-    if (text.length > MAX_TRUTH_BYTES) return undefined;
-    const t = JSON.parse(text) as TruthJson;
+    const t = JSON.parse(await readResponseBounded(res, MAX_TRUTH_BYTES)) as TruthJson;
     return Array.isArray(t.racks) && typeof t.cdu === "object" && t.cdu !== null ? t : undefined;
   } catch {
     return undefined;

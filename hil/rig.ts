@@ -15,6 +15,7 @@
 // The simulator run as its own process (`podwarden sim`) is a rig like any other:
 // configs/hil/rigs/sim-pod.yaml reaches it only through its Modbus devices and its fault API.
 import { ModbusClient } from "../drivers/modbus/modbus-serial.js";
+import { readResponseBounded } from "../lib/bounded-read.js";
 import { ConfigError, loadYamlFile, validator } from "../lib/config-file.js";
 import { ACTION_KEYS, type FaultAction } from "../sim/faults.js";
 
@@ -181,7 +182,7 @@ export async function inject(inj: Injector, action: FaultAction | { clear: "all"
     const h = inj.http;
     const method = h.method ?? "POST";
     const res = await fetch(h.url, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(h.body ?? action), signal: AbortSignal.timeout(INJECT_TIMEOUT_MS) });
-    const text = (await res.text()).slice(0, MAX_ANSWER_BYTES);
+    const text = await readResponseBounded(res, MAX_ANSWER_BYTES).catch((err: Error) => `(${err.message})`);
     if (!res.ok) throw new Error(`${method} ${h.url}: ${res.status} ${text}`);
     return;
   }

@@ -29,3 +29,26 @@ export function readFileBounded(path: string, maxBytes: number = MAX_SMALL_FILE_
 export function readTextBounded(path: string, maxBytes: number = MAX_SMALL_FILE_BYTES): string {
   return readFileBounded(path, maxBytes).toString("utf8");
 }
+
+/**
+ * A fetch() answer's body as text, read only up to maxBytes: a larger one is cancelled unread
+ * past the limit and refused (an answer's Content-Length is not trusted; the bytes are counted).
+ */
+export async function readResponseBounded(res: Response, maxBytes: number): Promise<string> {
+  if (res.body === null) return "";
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  for (;;) {
+    const r: { done: boolean; value?: Uint8Array } = await reader.read();
+    if (r.done || r.value === undefined) break;
+    const value = r.value;
+    n += value.byteLength;
+    if (n > maxBytes) {
+      await reader.cancel();
+      throw new Error(`answer larger than ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

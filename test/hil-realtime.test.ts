@@ -13,6 +13,7 @@ import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoAgentConfig, demoConfigData } from "../cli/demo-config.js";
 import { realTimePlan } from "../hil/realtime-runner.js";
+import { readResponseBounded } from "../lib/bounded-read.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import type { ScenarioRun } from "../hil/virtual-runner.js";
 import { inject, parseRig, type RigAdapter } from "../hil/rig.js";
@@ -188,6 +189,11 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(html).toContain(`<td class="skipped">SKIPPED</td>`);
     // one plot, for the judged one only
     expect(html.match(/<svg /g)?.length).toBe(1);
+  });
+
+  it("reads a rig's answer only up to its limit: a larger one is refused, not read whole", async () => {
+    await expect(readResponseBounded(new Response("x".repeat(5000)), 4096)).rejects.toThrow(/answer larger than 4096 bytes/);
+    expect(await readResponseBounded(new Response("{}"), 4096)).toBe("{}");
   });
 
   it("injects a step by a Modbus write to a real device", async () => {
