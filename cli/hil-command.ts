@@ -188,16 +188,20 @@ async function startRigDaemon(configPath: string, rig: RigAdapter): Promise<Runn
   };
 }
 
-/** Asks the operator at the terminal, and waits for Enter; refused without one. */
-async function promptOperator(text: string): Promise<void> {
+/** Asks the operator at the terminal, and waits for Enter (until the run ends); refused without one. */
+async function promptOperator(text: string, until?: AbortSignal): Promise<void> {
   if (!process.stdin.readable) throw new Error(`a manual step needs an operator at the terminal: ${text}`);
+  if (until?.aborted === true) throw new Error(`the run ended before this manual step: ${text}`);
   const rl = createInterface({ input: process.stdin, output: process.stderr });
+  const onEnd = (): void => void rl.close();
+  until?.addEventListener("abort", onEnd);
   try {
     await new Promise<void>((resolve, reject) => {
-      rl.once("close", () => reject(new Error(`no operator answered: ${text}`)));
+      rl.once("close", () => reject(new Error(`no operator answered by the end of the run: ${text}`)));
       rl.question(`${text}\n(press Enter when done) `, () => resolve());
     });
   } finally {
+    until?.removeEventListener("abort", onEnd);
     rl.removeAllListeners("close");
     rl.close();
   }

@@ -16,7 +16,7 @@ import { readResponseBounded } from "../lib/bounded-read.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { VirtualPodConfig } from "../sim/virtual-pod.js";
 import type { Series } from "./expectations.js";
-import { inject, injectorFor, type RigAdapter } from "./rig.js";
+import { inject, injectorFor, type Prompt, type RigAdapter } from "./rig.js";
 import type { DaemonAction, HilScenario } from "./scenario.js";
 import type { SignalRef } from "./signals.js";
 import { MAX_SAMPLES, planRun, verdictsOf, type RunPlan, type ScenarioRun } from "./virtual-runner.js";
@@ -50,8 +50,8 @@ export interface RunningDaemon {
 export interface RealTimeDeps {
   /** starts the daemon on the rig and resolves once it runs */
   startDaemon: () => Promise<RunningDaemon>;
-  /** asks the operator to do something by hand, resolves when they confirm */
-  prompt: (text: string) => Promise<void>;
+  /** asks the operator to do something by hand, resolves when they confirm, rejects once `until` aborts */
+  prompt: Prompt;
   log: (line: string) => void;
 }
 
@@ -191,8 +191,10 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     let done = false;
     // the steps, the rig's faults and the daemon's own, each at its time (a manual one waits for
     // the operator; the next waits for it)
+    // a manual step not done by the end of the run is given up, and fails it
+    const ended = new AbortController();
     const timeline = [
-      ...scenario.steps.map((s) => ({ atS: s.atS, what: JSON.stringify(s.action), run: () => inject(injectorFor(rig, s.action), s.action, deps.prompt) })),
+      ...scenario.steps.map((s) => ({ atS: s.atS, what: JSON.stringify(s.action), run: () => inject(injectorFor(rig, s.action), s.action, deps.prompt, ended.signal) })),
       ...scenario.daemonSteps.map((s) => ({ atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) })),
     ].sort((a, b) => a.atS - b.atS);
     let stepError: Error | null = null;
@@ -229,6 +231,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
       await sleep(rig.sampleMs - (now() - tick));
     }
     done = true;
+    ended.abort();
     await steps;
     if (stepError !== null) throw new Error(`${scenario.file}: a step failed at ${(now() / 1000).toFixed(3)} s, so the run stopped: ${(stepError as Error).message}`);
   } finally {

@@ -172,12 +172,15 @@ const INJECT_TIMEOUT_MS = 5000;
 /** A rig's answer is read up to this size: an error message, not a stream. */
 const MAX_ANSWER_BYTES = 16 * 1024;
 
+/** Asks the operator to do something, resolves when they confirm; rejects once `until` aborts (the run ended). */
+export type Prompt = (text: string, until?: AbortSignal) => Promise<void>;
+
 /**
  * Injects one action the way the rig says. `prompt` asks the operator (and resolves when they
- * confirm). Throws with the rig's answer when the injection failed.
+ * confirm), until `until` aborts. Throws with the rig's answer when the injection failed.
  */
-export async function inject(inj: Injector, action: FaultAction | { clear: "all" }, prompt: (text: string) => Promise<void>): Promise<void> {
-  if ("manual" in inj) return prompt(inj.manual.replaceAll("{action}", JSON.stringify(action)));
+export async function inject(inj: Injector, action: FaultAction | { clear: "all" }, prompt: Prompt, until?: AbortSignal): Promise<void> {
+  if ("manual" in inj) return prompt(inj.manual.replaceAll("{action}", JSON.stringify(action)), until);
   if ("http" in inj) {
     const h = inj.http;
     const method = h.method ?? "POST";

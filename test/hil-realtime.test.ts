@@ -135,6 +135,21 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(() => parseHilScenario({ name: "x", duration: "5s", steps: [{ at: "1s", daemon: "kill", leak: "rack-1" }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: {} }] }, "x.yaml")).toThrow(/steps\[0\]: a daemon step has nothing else \(leak\)/);
   }, 90_000);
 
+  it("fails the run when a manual step is not done by its end, naming the step, and stops the daemon", async () => {
+    const scenario = join(dir, "unanswered.yaml");
+    writeFileSync(scenario, stringify({ name: "unanswered", duration: "3s", steps: [{ at: "1s", device: "rack-1", offline: true }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 1 }, never: {} }] }));
+    const fast = join(dir, "rig-fast-2.yaml");
+    writeFileSync(fast, stringify({ ...(parse(readFileSync(rigFile, "utf8")) as object), settleS: 1 }));
+    // an operator at the terminal who never presses Enter
+    const child = spawn("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], { stdio: ["pipe", "pipe", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((r) => child.once("exit", r));
+    expect(code).toBe(1);
+    expect(err).toMatch(/unanswered\.yaml: a step failed at \d+\.\d{3} s, so the run stopped: no operator answered by the end of the run: Make the device fail: \{"device":"rack-1","offline":true\}/);
+    await waitFor(async () => ((await (await fetch(`${sim.controlUrl}/truth`)).json()) as { devices: { leaseExpired: boolean }[] }).devices.every((d) => d.leaseExpired), "the daemon's leases expired", 10_000, 100);
+  }, 60_000);
+
   it("refuses, before anything runs, a rig that cannot inject a step or a scenario it cannot judge at all", async () => {
     const pod = demoAgentConfig();
     const rig = (over: Partial<RigAdapter>): RigAdapter => ({ ...parseRig({ name: "r", faults: { leak: { manual: "x" } } }, "rig.yaml"), ...over });
