@@ -70,6 +70,9 @@ export interface TuneSpec {
 
 export interface RackSpec {
   flowPoint?: number;
+  /** the isolation valves' closed limit switches (1 at the limit): where given, the proof needs them closed too */
+  supplyClosedPoint?: number;
+  returnClosedPoint?: number;
   isolatedFlowMaxLpm: number;
   isolationDeadlineMs: number;
   leakSensorFault?: "hold" | "isolate";
@@ -188,6 +191,8 @@ export function stopTune(v: BankViews, i: number): void {
 
 export function writeRack(v: BankViews, r: number, s: RackSpec): void {
   v.rackI.flowPoint[r] = s.flowPoint ?? -1;
+  v.rackI.supplyClosedPoint[r] = s.supplyClosedPoint ?? -1;
+  v.rackI.returnClosedPoint[r] = s.returnClosedPoint ?? -1;
   v.rackF.isolatedFlowMax[r] = s.isolatedFlowMaxLpm;
   v.rackF.isolationDeadlineMs[r] = s.isolationDeadlineMs;
   v.rackI.sensorFaultAction[r] = s.leakSensorFault === "isolate" ? L.LEAK_FAULT_ISOLATE : L.LEAK_FAULT_HOLD;

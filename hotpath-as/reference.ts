@@ -24,6 +24,9 @@ function safeOutput(action: number, fixed: number, prev: number, lo: number, hi:
   return clampf(fixed, lo, hi);
 }
 
+/** A closed limit switch: none configured, no good sample, a good one off the limit, at it (since isolation began). */
+type ClosedLimit = "none" | "unknown" | "off-limit" | "closed" | "closed-since";
+
 export class ReferenceHotPath implements HotPath {
   readonly views: BankViews;
   private loopCount = 0;
@@ -240,15 +243,23 @@ export class ReferenceHotPath implements HotPath {
         rf.isolatedSince[r] = now;
         flowFresh = false;
       }
+      const since = rf.isolatedSince[r];
+      const supplyLimit = this.closedLimit(ri.supplyClosedPoint[r], since);
+      const returnLimit = this.closedLimit(ri.returnClosedPoint[r], since);
+      const closedNow = (l: ClosedLimit): boolean => l === "none" || l === "closed" || l === "closed-since";
+      const closedSince = (l: ClosedLimit): boolean => l === "none" || l === "closed-since";
+      const limitsClosed = closedNow(supplyLimit) && closedNow(returnLimit);
+      const limitsFresh = closedSince(supplyLimit) && closedSince(returnLimit);
+      const limitLeft = supplyLimit === "off-limit" || returnLimit === "off-limit";
       const threshold = rf.isolatedFlowMax[r];
       if (state === L.RACK_ISOLATING) {
-        if (flowFresh && flow < threshold) {
+        if (flowFresh && flow < threshold && limitsFresh) {
           state = L.RACK_ISOLATED;
-        } else if (!(now - rf.isolatedSince[r] < rf.isolationDeadlineMs[r])) {
+        } else if (!(now - since < rf.isolationDeadlineMs[r])) {
           state = L.RACK_ESCALATED;
         }
       } else if (state === L.RACK_ISOLATED) {
-        if (flowGood && !(flow < threshold)) state = L.RACK_ESCALATED;
+        if ((flowGood && !(flow < threshold)) || limitLeft) state = L.RACK_ESCALATED;
       }
       ri.state[r] = state;
       if (wet !== 0 || state !== L.RACK_NORMAL) this.racksLeaking++;
@@ -267,8 +278,18 @@ export class ReferenceHotPath implements HotPath {
       if (!flowGood) status |= L.RS_FLOW_BAD;
       if (manual) status |= L.RS_MANUAL_ISOLATE;
       if (closed) status |= L.RS_VALVES_CLOSED;
+      if (limitsClosed) status |= L.RS_LIMITS_CLOSED;
       ri.status[r] = status;
     }
+  }
+
+  /** index.ts closedLimit(): what a rack's closed-limit point says; p < 0 is none configured. */
+  private closedLimit(p: number, since: number): ClosedLimit {
+    const { pointF: pf, pointI: q } = this.views;
+    if (p < 0 || p >= this.pointCount) return "none";
+    if (q.quality[p] !== 0 || q.raw[p] !== 0) return "unknown";
+    if (!(pf.held[p] >= 0.5)) return "off-limit";
+    return pf.ts[p] >= since ? "closed-since" : "closed";
   }
 
   /** index.ts tuneCheck(): the checks that end a tuning, and the noise window's bookkeeping. */

@@ -115,6 +115,8 @@ export const RACK_I32_FIELDS = {
   resetResult: L.RI_RESET_RESULT,
   wet: L.RI_WET,
   leakFault: L.RI_LEAK_FAULT,
+  supplyClosedPoint: L.RI_SUPPLY_CLOSED_POINT,
+  returnClosedPoint: L.RI_RETURN_CLOSED_POINT,
 } as const;
 
 type Views<T extends Record<string, number>, A> = { readonly [K in keyof T]: A };

@@ -41,6 +41,7 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
     points[rp.flowLpm] = { ...c.points.flow };
     points[rp.powerKw] = { ...c.points.power };
     for (const l of rp.leaks) points[l] = { kind: "leak", rack: r, min: 0, max: 2, ...c.points.leak };
+    for (const l of [rp.supplyClosedLimit, rp.returnClosedLimit]) if (l !== undefined) points[l] = { min: 0, max: 1, rateMax: 0, ...c.points.limitSwitch };
     const fs = rackFailSafe(c, rackConfigs[r]);
     loops[rp.loop] = {
       ...loopFields(c.rackLoop, gains[rp.loop]),
@@ -54,6 +55,8 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
     };
     racks.push({
       flowPoint: rp.flowLpm,
+      supplyClosedPoint: rp.supplyClosedLimit,
+      returnClosedPoint: rp.returnClosedLimit,
       isolatedFlowMaxLpm: c.isolation.isolatedFlowMaxLpm,
       isolationDeadlineMs: c.isolation.deadlineMs,
       leakSensorFault: c.isolation.leakSensorFault,

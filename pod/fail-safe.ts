@@ -127,7 +127,7 @@ export function failSafeMatrix(c: PodConfig, escalation: Escalation): FailSafeRo
       actuator: `${r.name} isolation valves`,
       outputs: [r.outputs.supplyIsolation, r.outputs.returnIsolation],
       behaviour: {
-        leak: "closed, latched until an authorised reset; the isolation proven by flow",
+        leak: `closed, latched until an authorised reset; the isolation proven by flow${r.points.supplyIsolationClosedLimit !== undefined || r.points.returnIsolationClosedLimit !== undefined ? " and its closed limit switches" : " alone (no closed limit switch configured)"}`,
         badInput: leakFault === "isolate" ? "closed while a leak sensor is faulty (control.isolation.leakSensorFault: isolate)" : "unchanged (a faulty leak sensor raises `leak-sensor:<rack>`; the rack stays in service)",
         commsLoss: isoLease,
         shutdown: "unchanged (an isolated rack stays isolated; the latch is saved)",

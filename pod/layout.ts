@@ -1,6 +1,7 @@
 // The pod layout: the one place that knows which hot-path point, loop and actuator belongs to
 // which rack, the CDU or the pump. Rack loops come first, in rack order, and the pump loop last;
-// points go rack by rack (return, supply, flow, power, then its leak sensors), then the CDU's.
+// points go rack by rack (return, supply, flow, power, its leak sensors, then the isolation
+// valves' closed limit switches it has), then the CDU's.
 // Everything else (the wiring, the supervisor, the commands, the status view) asks here.
 import type { CduConfig, RackConfig } from "./config.js";
 
@@ -12,6 +13,9 @@ export interface RackSlots {
   flowLpm: number;
   powerKw: number;
   leaks: number[];
+  /** the isolation valves' closed limit switches, where the config names them (they join the isolation proof) */
+  supplyClosedLimit?: number;
+  returnClosedLimit?: number;
   /** the rack's valve loop */
   loop: number;
 }
@@ -44,10 +48,16 @@ export interface PodLayout {
  */
 export function bankPointIds(pod: { racks: readonly Pick<RackConfig, "points">[]; cdu: Pick<CduConfig, "points"> }): string[] {
   return [
-    ...pod.racks.flatMap((r) => [r.points.returnTempC, r.points.supplyTempC, r.points.flowLpm, r.points.powerKw, ...r.points.leak]),
+    ...pod.racks.flatMap((r) => [r.points.returnTempC, r.points.supplyTempC, r.points.flowLpm, r.points.powerKw, ...r.points.leak, ...closedLimits(r)]),
     pod.cdu.points.dpKpa,
     pod.cdu.points.supplyTempC ?? UNCONFIGURED_CDU_SUPPLY,
   ];
+}
+
+/** A rack's closed limit switches in bank order (supply, return), those it has. */
+function closedLimits(r: Pick<RackConfig, "points">): string[] {
+  const { supplyIsolationClosedLimit: s, returnIsolationClosedLimit: t } = r.points;
+  return [s, t].filter((id): id is string => id !== undefined);
 }
 
 /** The name of the CDU supply slot when no sensor feeds it. */
@@ -61,7 +71,9 @@ export function podLayout(src: LayoutSource): PodLayout {
   const racks = src.racks.map((r, i) => {
     const base = { name: r.name, returnTempC: next++, supplyTempC: next++, flowLpm: next++, powerKw: next++ };
     const leaks = r.points.leak.map(() => next++);
-    return { ...base, leaks, loop: i };
+    const supplyClosedLimit = r.points.supplyIsolationClosedLimit !== undefined ? next++ : undefined;
+    const returnClosedLimit = r.points.returnIsolationClosedLimit !== undefined ? next++ : undefined;
+    return { ...base, leaks, supplyClosedLimit, returnClosedLimit, loop: i };
   });
   const cdu = { dpKpa: next++, supplyTempC: next++ };
   const pumpLoop = racks.length;

@@ -75,6 +75,9 @@ export class PodWiring {
         this.route(id, p.leaks[k]);
         this.leakPoints.set(id, NaN);
       });
+      const { supplyIsolationClosedLimit: sl, returnIsolationClosedLimit: rl } = r.points;
+      if (sl !== undefined && p.supplyClosedLimit !== undefined) this.route(sl, p.supplyClosedLimit);
+      if (rl !== undefined && p.returnClosedLimit !== undefined) this.route(rl, p.returnClosedLimit);
     });
     this.route(pod.cdu.points.dpKpa, layout.cdu.dpKpa);
     // without a CDU supply sensor its bank point is never sampled: no loop reads it

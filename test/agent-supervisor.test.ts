@@ -338,10 +338,11 @@ describe("supervisor", () => {
     const deadline = config.control.isolation.deadlineMs;
     const clock = { t: 0 };
     const s = supervisor(() => undefined, () => clock.t);
-    const at = (nowMs: number, flow: { value: number; good: boolean; why?: string }): SupervisorInputs => {
+    const at = (nowMs: number, flow: { value: number; good: boolean; why?: string }, limitsClosed = true): SupervisorInputs => {
       clock.t = nowMs;
       const i = inputs({ nowMs });
       i.racks[4] = { ...i.racks[4], flowLpm: flow, manualIsolate: true, noCoolant: true, powerKw: good(0) };
+      (i.rackStatus as number[])[4] = L.RS_MANUAL_ISOLATE | L.RS_VALVES_CLOSED | (limitsClosed ? L.RS_LIMITS_CLOSED : 0);
       return i;
     };
     s.evaluate(at(0, good(60))); // valves still closing
@@ -359,6 +360,9 @@ describe("supervisor", () => {
     s.evaluate(at(deadline + 2 + config.supervisor.alarmClearDwellMs, bad));
     expect(s.alarms.get("flow-meter:rack-5")?.severity).toBe("Critical");
     expect(s.alarms.get("isolation-failed:rack-5")?.message).toMatch(/not proven after 15 s: the flow meter has no good reading \(rack-5\.flowLpm: stale\)/);
+    // no flow, but a valve off its closed limit switch (seized open, the control valve passing little): not proven either, and it says so
+    s.evaluate(at(deadline + 3 + config.supervisor.alarmClearDwellMs, good(0), false));
+    expect(s.alarms.get("isolation-failed:rack-5")?.message).toMatch(/not proven after 15 s: an isolation valve is not at its closed limit switch/);
     // a rack in service is not proven at all
     const t = supervisor(() => undefined, () => 0);
     for (const nowMs of [0, 2 * deadline]) t.evaluate(inputs({ nowMs }));

@@ -6,7 +6,7 @@
 // every field of every configured slot is compared as raw bits.
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { loadBank, startTune, stopTune, writeSample, type BankSpec, type LoopSpec, type PointSpec, type SafeAction } from "../hotpath-as/bank-config.js";
+import { loadBank, startTune, stopTune, writeSample, type BankSpec, type LoopSpec, type PointSpec, type RackSpec, type SafeAction } from "../hotpath-as/bank-config.js";
 import { ReferenceHotPath } from "../hotpath-as/reference.js";
 import type { BankViews, HotPath } from "../hotpath-as/views.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
@@ -23,6 +23,7 @@ interface Layout {
   spec: BankSpec;
   leakPoints: number[];
   flowPoints: number[];
+  limitPoints: number[];
 }
 
 function randomSafe(rng: Prng): SafeAction {
@@ -59,7 +60,7 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
   };
   const leakPoints: number[] = [];
   const flowPoints: number[] = [];
-  const racks = [];
+  const racks: RackSpec[] = [];
   for (let r = 0; r < RACKS; r++) {
     flowPoints.push(analog());
     for (let k = 0; k < rng.int(1, 2); k++) {
@@ -110,7 +111,17 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
         : undefined,
     });
   }
-  return { spec: { points, loops, racks }, leakPoints, flowPoints };
+  // the isolation valves' closed limit switches, on most racks (some with one only)
+  const limitPoints: number[] = [];
+  racks.forEach((r) => {
+    for (const key of ["supplyClosedPoint", "returnClosedPoint"] as const) {
+      if (!rng.chance(0.7)) continue;
+      points.push({ min: 0, max: 1, staleMs: rng.chance(0.5) ? rng.range(20, 200) : 0, debounceFault: rng.int(1, 3), debounceClear: rng.int(1, 6) });
+      r[key] = points.length - 1;
+      limitPoints.push(points.length - 1);
+    }
+  });
+  return { spec: { points, loops, racks }, leakPoints, flowPoints, limitPoints };
 }
 
 /** Applies the same random disturbance to every bank. */
@@ -155,6 +166,12 @@ function perturb(rng: Prng, banks: BankViews[], lay: Layout, now: number, weathe
     if (!rng.chance(0.05)) continue;
     const value = calm ? 0 : rng.pick([0, 0, 0, 0, 1, 2, 0.5, NaN, 7]);
     set((v) => writeSample(v, lp, value, now));
+  }
+  for (const lp of lay.limitPoints) {
+    if (!rng.chance(0.3)) continue;
+    const value = rng.pick([1, 1, 1, 1, 1, 0, !calm ? NaN : 1]);
+    const ts = now - rng.range(0, 5);
+    set((v) => writeSample(v, lp, value, ts));
   }
   if (rng.chance(0.01)) {
     const r = rng.int(0, RACKS - 1);
@@ -241,6 +258,8 @@ describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build
       let now = 1000;
       const seen = {
         ...{ leak: 0, failsafe: 0, auto: 0, manual: 0, satHigh: 0, satLow: 0, held: 0, escalate: 0, proven: 0, badDt: 0 },
+        // a rack with closed limit switches proven, and one whose switches are off or unknown
+        ...{ provenByLimits: 0, limitsNotClosed: 0 },
         // the WASM step runs a pair of loops on SIMD lanes when both stay in automatic
         // (see stepAutomaticPair); these count that path, that path at a limit, and a pair
         // split between it and the scalar path
@@ -288,13 +307,16 @@ describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build
           const s = wasm.views.rackI.status[r];
           if (s & L.RS_ESCALATE) seen.escalate++;
           if (s & L.RS_PROVEN) seen.proven++;
+          const hasLimits = lay.spec.racks[r].supplyClosedPoint !== undefined || lay.spec.racks[r].returnClosedPoint !== undefined;
+          if (hasLimits && s & L.RS_PROVEN) seen.provenByLimits++;
+          if (hasLimits && !(s & L.RS_LIMITS_CLOSED)) seen.limitsNotClosed++;
         }
       }
       // The run only proves something if it actually visited every branch.
       // (a tuning pod has no leak, so no isolation; the others tune too, but their leaks end
       // the tunings before they show)
       const tuneOnly = ["tuning", "relaySwitched", "tuneEnded"];
-      const isolationOnly = ["leak", "escalate", "proven"];
+      const isolationOnly = ["leak", "escalate", "proven", "provenByLimits"];
       for (const [what, count] of Object.entries(seen)) {
         if ((weather === "tuning" ? isolationOnly : tuneOnly).includes(what)) continue;
         expect(count, what).toBeGreaterThan(0);

@@ -325,3 +325,97 @@ describe.each(IMPLEMENTATIONS)("interlocks (%s)", (_name, make) => {
     }
   });
 });
+
+// The isolation valves' closed limit switches join the proof where the rack has them: flow alone
+// read a rack with both isolation valves seized open as isolated when its control valve, at its
+// leak value, passed less than the threshold (docs/hotpath.md).
+describe.each(IMPLEMENTATIONS)("isolation proof by the closed limit switches (%s)", (_name, make) => {
+  const P_SUPPLY_CL = 6;
+  const P_RETURN_CL = 7;
+  let now = 0;
+  let hp: HotPath;
+  const limit = (over: Partial<Parameters<typeof analogPoint>[0]> = {}) => analogPoint({ min: 0, max: 1, ...over });
+  const start = (): void => {
+    hp = make();
+    now = 1000;
+    const base = twoRacks();
+    loadBank(hp, {
+      ...base,
+      points: [...base.points, limit(), limit()],
+      racks: [rack(P_FLOW0, { isolationDeadlineMs: 100, supplyClosedPoint: P_SUPPLY_CL, returnClosedPoint: P_RETURN_CL }), base.racks[1]],
+    });
+    tick({ leak: 0, supply: 0, ret: 0 });
+  };
+  /** one tick; a limit given NaN is an invalid reading, one left out keeps its last sample */
+  const tick = (s: { leak?: number; flow?: number; supply?: number; ret?: number; limitTs?: number }): void => {
+    now += 1;
+    writeSample(hp.views, P_TEMP0, 40, now);
+    writeSample(hp.views, P_TEMP1, 40, now);
+    writeSample(hp.views, P_FLOW0, s.flow ?? 60, now);
+    writeSample(hp.views, P_FLOW1, 60, now);
+    writeSample(hp.views, P_LEAK1, 0, now);
+    if (s.leak !== undefined) writeSample(hp.views, P_LEAK0, s.leak, now);
+    if (s.supply !== undefined) writeSample(hp.views, P_SUPPLY_CL, s.supply, s.limitTs ?? now);
+    if (s.ret !== undefined) writeSample(hp.views, P_RETURN_CL, s.ret, s.limitTs ?? now);
+    expect(hp.step(now, 0.001)).toBe(L.STEP_OK);
+  };
+  const leak = (): void => {
+    for (let k = 0; k < 3; k++) tick({ leak: 1, supply: 0, ret: 0 });
+    expect(hp.views.rackI.state[0]).toBe(L.RACK_ISOLATING);
+  };
+  const limitsClosedBit = (): number => hp.views.rackI.status[0] & L.RS_LIMITS_CLOSED;
+
+  it("does not prove an isolation while a valve is off its closed limit, however low the flow, and escalates at the deadline", () => {
+    start();
+    leak();
+    const t0 = hp.views.rackF.isolatedSince[0];
+    while (now - t0 < 100) {
+      expect(hp.views.rackI.state[0]).toBe(L.RACK_ISOLATING);
+      tick({ leak: 1, flow: 0.5, supply: 1, ret: 0 }); // the return valve seized open
+    }
+    expect(hp.views.rackI.state[0]).toBe(L.RACK_ESCALATED);
+    expect(limitsClosedBit()).toBe(0);
+    expect(hp.views.rackI.status[0] & L.RS_PROVEN).toBe(0);
+  });
+
+  it("proves it once both switches read closed on samples taken after isolation began", () => {
+    start();
+    leak();
+    const t0 = hp.views.rackF.isolatedSince[0];
+    // closed readings from before the isolation began prove nothing, though the flow is low
+    tick({ leak: 1, flow: 0.5, supply: 1, ret: 1, limitTs: t0 - 1 });
+    expect(limitsClosedBit()).toBeTruthy();
+    expect(hp.views.rackI.state[0]).toBe(L.RACK_ISOLATING);
+    tick({ leak: 1, flow: 0.5, supply: 1, ret: 1 });
+    expect(hp.views.rackI.state[0]).toBe(L.RACK_ISOLATED);
+    expect(hp.views.rackI.status[0] & L.RS_PROVEN).toBeTruthy();
+  });
+
+  it("escalates a proven isolation when a valve leaves its closed limit, with the flow still low", () => {
+    start();
+    leak();
+    tick({ leak: 1, flow: 0.5, supply: 1, ret: 1 });
+    expect(hp.views.rackI.state[0]).toBe(L.RACK_ISOLATED);
+    tick({ leak: 1, flow: 0.5, supply: 0 });
+    expect(hp.views.rackI.state[0]).toBe(L.RACK_ESCALATED);
+  });
+
+  it("takes a switch without a good reading as unproven, not as closed", () => {
+    start();
+    leak();
+    const t0 = hp.views.rackF.isolatedSince[0];
+    while (now - t0 < 100) tick({ leak: 1, flow: 0.5, supply: 1, ret: NaN });
+    expect(hp.views.rackI.state[0]).toBe(L.RACK_ESCALATED);
+    expect(limitsClosedBit()).toBe(0);
+  });
+
+  it("proves by flow alone a rack without limit switches, as before", () => {
+    start();
+    hp.views.rackI.supplyClosedPoint[0] = -1;
+    hp.views.rackI.returnClosedPoint[0] = -1;
+    leak();
+    tick({ leak: 1, flow: 0.5 });
+    expect(hp.views.rackI.state[0]).toBe(L.RACK_ISOLATED);
+    expect(limitsClosedBit()).toBeTruthy();
+  });
+});

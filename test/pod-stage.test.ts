@@ -7,7 +7,7 @@ import { validateAgentConfig } from "../agent/config/load.js";
 import type { Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
 import { defaultControl } from "../pod/config.js";
-import { podLayout } from "../pod/layout.js";
+import { bankPointIds, podLayout } from "../pod/layout.js";
 import { rackStatuses, valveSeen } from "../pod/status-view.js";
 import { failsafeReasons, isolationState, leakState, qualityWords } from "../pod/status-words.js";
 import { PodWiring, type PodOutputs } from "../pod/wiring.js";
@@ -40,9 +40,11 @@ describe("pod layout", () => {
     expect(lay.rackLoops).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(lay.pumpLoop).toBe(8);
     expect(lay.loops).toBe(9);
-    expect(lay.racks[0]).toMatchObject({ name: "rack-1", returnTempC: 0, supplyTempC: 1, flowLpm: 2, powerKw: 3, leaks: [4], loop: 0 });
-    expect(lay.racks[1].leaks).toEqual([9, 10]);
-    expect(lay.racks[2].returnTempC).toBe(11);
+    // the demo's racks have both closed limit switches: they follow the leak sensors
+    expect(lay.racks[0]).toMatchObject({ name: "rack-1", returnTempC: 0, supplyTempC: 1, flowLpm: 2, powerKw: 3, leaks: [4], supplyClosedLimit: 5, returnClosedLimit: 6, loop: 0 });
+    expect(lay.racks[1].leaks).toEqual([11, 12]);
+    expect(lay.racks[1]).toMatchObject({ supplyClosedLimit: 13, returnClosedLimit: 14 });
+    expect(lay.racks[2].returnTempC).toBe(15);
     expect(lay.cdu).toEqual({ dpKpa: lay.points - 2, supplyTempC: lay.points - 1 });
   });
 
@@ -92,6 +94,30 @@ describe("pod wiring", () => {
       [lay.racks[2].returnTempC, 44.5, 100],
       [lay.racks[2].flowLpm, NaN, 500],
     ]);
+  });
+
+  it("routes each rack's closed limit switches to the isolation proof; a rack without them is proven by flow alone", () => {
+    const pod = demoAgentConfig((d) => {
+      const r1 = (d.racks as { points: Record<string, unknown> }[])[0].points;
+      delete r1.supplyIsolationClosedLimit;
+      delete r1.returnIsolationClosedLimit;
+    });
+    const l = podLayout(pod);
+    expect(l.racks[0].supplyClosedLimit).toBeUndefined();
+    expect(l.racks[0].returnClosedLimit).toBeUndefined();
+    const spec = podBankSpec(pod.control, l, pod.racks);
+    expect(spec.racks[0]).toMatchObject({ supplyClosedPoint: undefined, returnClosedPoint: undefined });
+    expect(spec.racks[1]).toMatchObject({ supplyClosedPoint: l.racks[1].supplyClosedLimit, returnClosedPoint: l.racks[1].returnClosedLimit });
+    expect(spec.points[l.racks[1].returnClosedLimit ?? -1]).toMatchObject({ min: 0, max: 1, staleMs: pod.control.points.limitSwitch.staleMs });
+    // a recording names each slot by the point that feeds it, in the layout's order
+    const ids = bankPointIds(pod);
+    expect(ids).toHaveLength(l.points);
+    expect(ids[l.racks[1].supplyClosedLimit ?? -1]).toBe(pod.racks[1].points.supplyIsolationClosedLimit);
+    const w = new PodWiring(pod, l, { writeCaps: true });
+    samples.length = 0;
+    w.routeSample(point("rack-2.returnIsoClosedLimit", 1, "good", 100), sink, 500);
+    w.routeSample(point("rack-1.returnIsoClosedLimit", 1, "good", 100), sink, 500); // rack-1's is not wired
+    expect(samples).toEqual([[l.racks[1].returnClosedLimit, 1, 100]]);
   });
 
   it("says when a leak input changed, so the caller ticks at once; an unchanged one or an analog input does not", () => {

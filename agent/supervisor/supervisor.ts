@@ -218,13 +218,22 @@ export class Supervisor {
       }
       if (escalate && !this.escalated[r]) this.emit({ type: "leak.escalated", rack: rack.name, actions });
       this.escalated[r] = escalate;
-      // not proven for want of a reading is not the same as flow that did not stop: say which
-      const why = x.flowLpm.good ? "flow has not stopped" : `the flow meter has no good reading (${x.flowLpm.why ?? "unknown"})`;
+      // not proven for want of a reading is not the same as flow that did not stop, nor as a valve
+      // that never reached its closed limit (seized, with the flow under the threshold): say which
+      const flowStopped = x.flowLpm.good && x.flowLpm.value < this.isolation.isolatedFlowMaxLpm;
+      const limitsClosed = (status & L.RS_LIMITS_CLOSED) !== 0;
+      const why = !x.flowLpm.good
+        ? `the flow meter has no good reading (${x.flowLpm.why ?? "unknown"})`
+        : !flowStopped
+          ? "flow has not stopped"
+          : !limitsClosed
+            ? "an isolation valve is not at its closed limit switch (seized, or the switch has no good reading)"
+            : "flow came back, or a valve left its closed limit";
       // an operator's isolation is proven the same way, on the same deadline: someone may be about
       // to open a hose on the strength of it. It does not escalate (there is no leak), it alarms
       const manual = state === L.RACK_NORMAL && x.manualIsolate === true;
       this.manualIsolatedSince[r] = manual ? (this.manualIsolatedSince[r] ?? now) : null;
-      const manualUnproven = manual && now - (this.manualIsolatedSince[r] ?? now) >= this.isolation.deadlineMs && !(x.flowLpm.good && x.flowLpm.value < this.isolation.isolatedFlowMaxLpm);
+      const manualUnproven = manual && now - (this.manualIsolatedSince[r] ?? now) >= this.isolation.deadlineMs && !(flowStopped && limitsClosed);
       const flowNow = x.flowLpm.good ? ` (${x.flowLpm.value.toFixed(1)} L/min)` : "";
       a.update(`isolation-failed:${rack.name}`, escalate || manualUnproven, {
         severity: "Critical",

@@ -442,17 +442,25 @@ function stepRacks(now: f64): void {
     if (state == L.RACK_NORMAL && (wet != 0 || tripOnFault)) {
       state = L.RACK_ISOLATING;
       sf(rf(L.RF_ISOLATED_SINCE), r, now);
-      flowFresh = false; // a sample from before this instant proves nothing
+      flowFresh = false; // a sample from before this instant proves nothing (nor, so, do the limits this tick)
     }
+    // A configured closed limit switch must read closed too, on a clean sample taken since
+    // isolation began: flow alone passes a seized valve whose control valve passes little.
+    const since = gf(rf(L.RF_ISOLATED_SINCE), r);
+    const supplyLimit = closedLimit(gi(ri(L.RI_SUPPLY_CLOSED_POINT), r), since);
+    const returnLimit = closedLimit(gi(ri(L.RI_RETURN_CLOSED_POINT), r), since);
+    const limitsClosed = (supplyLimit & LIMIT_CLOSED) != 0 && (returnLimit & LIMIT_CLOSED) != 0;
+    const limitsFresh = (supplyLimit & LIMIT_FRESH) != 0 && (returnLimit & LIMIT_FRESH) != 0;
+    const limitLeft = ((supplyLimit | returnLimit) & LIMIT_OPEN) != 0;
     const threshold = gf(rf(L.RF_ISOLATED_FLOW_MAX), r);
     if (state == L.RACK_ISOLATING) {
-      if (flowFresh && flow < threshold) {
+      if (flowFresh && flow < threshold && limitsFresh) {
         state = L.RACK_ISOLATED;
-      } else if (!(now - gf(rf(L.RF_ISOLATED_SINCE), r) < gf(rf(L.RF_ISOLATION_DEADLINE_MS), r))) {
+      } else if (!(now - since < gf(rf(L.RF_ISOLATION_DEADLINE_MS), r))) {
         state = L.RACK_ESCALATED;
       }
     } else if (state == L.RACK_ISOLATED) {
-      if (flowGood && !(flow < threshold)) state = L.RACK_ESCALATED;
+      if ((flowGood && !(flow < threshold)) || limitLeft) state = L.RACK_ESCALATED;
     }
     si(ri(L.RI_STATE), r, state);
     if (wet != 0 || state != L.RACK_NORMAL) racksLeaking++;
@@ -472,8 +480,21 @@ function stepRacks(now: f64): void {
     if (!flowGood) status |= L.RS_FLOW_BAD;
     if (manual) status |= L.RS_MANUAL_ISOLATE;
     if (closed) status |= L.RS_VALVES_CLOSED;
+    if (limitsClosed) status |= L.RS_LIMITS_CLOSED;
     si(ri(L.RI_STATUS), r, status);
   }
+}
+
+const LIMIT_CLOSED: i32 = 1; // unconfigured, or a good sample at the closed limit
+const LIMIT_FRESH: i32 = 2; // unconfigured, or a good sample at the closed limit taken at or after `since`
+const LIMIT_OPEN: i32 = 4; // a good sample off the closed limit
+
+/** What a rack's closed-limit point says (LIMIT_* bits); p < 0 is a limit switch not configured. */
+@inline function closedLimit(p: i32, since: f64): i32 {
+  if (p < 0 || p >= pointCount) return LIMIT_CLOSED | LIMIT_FRESH;
+  if (gi(pi(L.PI_QUALITY), p) != 0 || gi(pi(L.PI_RAW), p) != 0) return 0;
+  if (!(gf(pf(L.PF_HELD), p) >= 0.5)) return LIMIT_OPEN;
+  return gf(pf(L.PF_TS), p) >= since ? LIMIT_CLOSED | LIMIT_FRESH : LIMIT_CLOSED;
 }
 
 @inline function safeOutput(action: i32, fixed: f64, prev: f64, lo: f64, hi: f64): f64 {

@@ -164,7 +164,12 @@ export const RI_RETURN_OPEN = 7; // output: return isolation valve, 1 open / 0 c
 export const RI_RESET_RESULT = 8; // output: RESET_* outcome of the last reset request
 export const RI_WET = 9; // scratch: any leak point of this rack is debounced wet this tick
 export const RI_LEAK_FAULT = 10; // scratch: any leak point of this rack is faulty this tick
-export const RACK_I32_FIELDS = 11;
+// The isolation valves' closed limit switches, where the pod has them: the proof then also needs
+// each to read closed. Flow alone cannot tell a seized isolation valve from a closed one when the
+// control valve's leak position passes less than the threshold (docs/safety.md).
+export const RI_SUPPLY_CLOSED_POINT = 11; // index of the supply valve's closed-limit point (1 at the limit), -1 for none
+export const RI_RETURN_CLOSED_POINT = 12; // index of the return valve's closed-limit point, -1 for none
+export const RACK_I32_FIELDS = 13;
 
 // ---- enumerations -----------------------------------------------------------------------
 export const KIND_ANALOG = 0;
@@ -193,8 +198,8 @@ export const LEAK_FAULT_ISOLATE = 1; // a faulty leak sensor isolates the rack a
 
 export const RACK_NORMAL = 0;
 export const RACK_ISOLATING = 1; // valves commanded closed, waiting for flow to prove it
-export const RACK_ISOLATED = 2; // flow proved below the threshold
-export const RACK_ESCALATED = 3; // proof failed by the deadline, or flow came back: agent escalates
+export const RACK_ISOLATED = 2; // flow proved below the threshold, and the closed limit switches (where configured) at their limit
+export const RACK_ESCALATED = 3; // proof failed by the deadline, or flow came back, or a valve left its closed limit: agent escalates
 
 export const RESET_NONE = 0;
 export const RESET_ACCEPTED = 1;
@@ -258,9 +263,10 @@ export const LS_TUNING = 32768; // priority 3, above the mode: a relay autotune 
 // ---- rack status bits (RS_*) ------------------------------------------------------------
 export const RS_LEAK_WET = 1; // a leak input is debounced wet now
 export const RS_LATCHED = 2; // isolation latched (state != RACK_NORMAL)
-export const RS_PROVEN = 4; // flow proved the isolation
+export const RS_PROVEN = 4; // flow (and the closed limit switches, where configured) proved the isolation
 export const RS_ESCALATE = 8; // isolation not proven by the deadline, or lost: escalate
 export const RS_LEAK_SENSOR_FAULT = 16; // a leak input is faulty (cable fault, stale, ...)
 export const RS_FLOW_BAD = 32; // the flow input is bad, so the isolation cannot be proven
 export const RS_MANUAL_ISOLATE = 64; // valves closed by operator request
 export const RS_VALVES_CLOSED = 128; // isolation valves commanded closed this tick
+export const RS_LIMITS_CLOSED = 256; // every configured closed limit switch reads closed (good) this tick; set when none is configured
