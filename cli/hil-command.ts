@@ -56,7 +56,17 @@ async function replayScenario(s: HilScenario, pod: AgentConfig, log: (line: stri
 }
 
 /** The daemon's config for one real-time run: the rig's device addresses, a fresh state directory, ephemeral listeners. */
-function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string): Record<string, unknown> {
+/**
+ * The daemon's uplink to mission control's broker for a scenario with `uplink: true`: the
+ * runner's own broker on loopback (MQTT 3.1.1: aedes), given up on and reconnected to within a
+ * second or two, so an outage and its end show within a short scenario. Commands stay off: no
+ * signer is part of the rig yet.
+ */
+function rigUplink(url: string): Record<string, unknown> {
+  return { url, protocolVersion: 4, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 1000 }, commands: { enabled: false } };
+}
+
+function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, uplinkUrl?: string): Record<string, unknown> {
   const data = parseYaml(readFileSync(configPath, "utf8"), configPath) as Record<string, unknown>;
   const modbus = ((data.modbus as { devices?: { name: string; unitId?: number; tcp?: { host?: string; port?: number } }[] } | undefined)?.devices ?? []);
   const redfish = ((data.redfishClient as { devices?: { name: string; url: string }[] } | undefined)?.devices ?? []);
@@ -81,6 +91,9 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string):
   const log = (data.log ?? {}) as { level?: string; modules?: Record<string, string> };
   data.log = { ...log, level: log.level === "debug" || log.level === "trace" ? log.level : "info", modules: { ...log.modules, agent: "info" } };
   for (const k of ["metrics", "hmi", "redfish"]) data[k] = { ...(data[k] as object | undefined), port: 0 };
+  // an uplink in the config would reach a broker the scenario does not own: its own, or none
+  if (uplinkUrl !== undefined) data.uplink = rigUplink(uplinkUrl);
+  else delete data.uplink;
   return data;
 }
 
@@ -124,10 +137,10 @@ const STOP_GRACE_MS = 20_000;
  * `podwarden run` on the rig, until it says it runs. A restart step starts it again on the same
  * config and state directory (its latches and decisions carry over, as after a real restart).
  */
-async function startRigDaemon(configPath: string, rig: RigAdapter): Promise<RunningDaemon> {
+async function startRigDaemon(configPath: string, rig: RigAdapter, uplinkUrl?: string): Promise<RunningDaemon> {
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
   const file = join(stateDir, "agent.yaml");
-  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir)));
+  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir, uplinkUrl)));
   const events: DaemonEvent[] = [];
   let proc = spawnDaemon(file, events);
   // a terminate asks it to exit: a restart then waits for that
@@ -226,7 +239,7 @@ export async function hilRun(a: HilArgs): Promise<number> {
   for (const s of scenarios) {
     const r =
       rig !== undefined
-        ? await runRealTime(s, pod, rig, { startDaemon: () => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig), prompt: promptOperator, log: a.log })
+        ? await runRealTime(s, pod, rig, { startDaemon: (o) => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig, o.uplinkUrl), prompt: promptOperator, log: a.log })
         : s.replay === undefined
           ? runVirtual(s, sim, pod)
           : await replayScenario(s, pod, a.log);

@@ -7,7 +7,8 @@
 // Every `sampleMs` the runner reads the pod's state from the daemon's admin socket and the
 // rig's truth, and stamps each with the monotonic time its answer arrived: a figure's
 // resolution is the sample period plus one request (a few ms on loopback). The alarm and event
-// signals come from the daemon's own events (its log), stamped as they arrive. Device writes are
+// signals come from the daemon's own events (its log), stamped as they arrive; the uplink.* ones
+// from mission control's side of the runner's own broker (hil/mission-control.ts). Device writes are
 // not observable from outside the daemon, so expectations on writes.* signals are skipped, with
 // the reason in the report, as are truth.* ones on a rig without a truth source. A real rig
 // cannot be seeded: the same scenario gives close, not identical, figures run to run.
@@ -16,6 +17,7 @@ import { readResponseBounded } from "../lib/bounded-read.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { VirtualPodConfig } from "../sim/virtual-pod.js";
 import type { Series } from "./expectations.js";
+import { startMissionControl, type MissionControl, type UplinkObservation } from "./mission-control.js";
 import { inject, injectorFor, type Prompt, type RigAdapter } from "./rig.js";
 import type { DaemonAction, HilScenario } from "./scenario.js";
 import type { SignalRef } from "./signals.js";
@@ -48,8 +50,8 @@ export interface RunningDaemon {
 }
 
 export interface RealTimeDeps {
-  /** starts the daemon on the rig and resolves once it runs */
-  startDaemon: () => Promise<RunningDaemon>;
+  /** starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where given */
+  startDaemon: (o: { uplinkUrl?: string }) => Promise<RunningDaemon>;
   /** asks the operator to do something by hand, resolves when they confirm, rejects once `until` aborts */
   prompt: Prompt;
   log: (line: string) => void;
@@ -162,6 +164,33 @@ export function eventSeries(refs: readonly SignalRef[], events: readonly DaemonE
   return out.map((o) => ({ name: o.ref.name, unit: o.ref.unit, t, v: o.v, ...(o.ref.source === "events" ? { events: o.events } : {}) }));
 }
 
+/**
+ * The uplink signals over a run, from what mission control saw: levels at the sample times `t`
+ * (what it saw before time 0 included), and for uplink.events.<type> each event received after
+ * time 0 as an event for `count`.
+ */
+export function uplinkSeries(refs: readonly SignalRef[], seen: readonly UplinkObservation[], t0: number, t: Float64Array): Series[] {
+  let online = 0;
+  let alarms = new Set<string>();
+  const counts = new Map<string, number>();
+  const out = refs.map((r) => ({ ref: r, v: new Float64Array(t.length), events: [] as { tMs: number; value: number }[] }));
+  const level = (r: SignalRef): number => (r.source === "uplink-online" ? online : r.source === "uplink-alarm" ? (alarms.has(r.key as string) ? 1 : 0) : (counts.get(r.key as string) ?? 0));
+  let e = 0;
+  for (let k = 0; k < t.length; k++) {
+    for (; e < seen.length && seen[e].atMs - t0 <= t[k]; e++) {
+      const o = seen[e];
+      if (o.online !== undefined) online = o.online ? 1 : 0;
+      if (o.alarms !== undefined) alarms = new Set(o.alarms);
+      if (o.event !== undefined && o.atMs - t0 >= 0) {
+        counts.set(o.event, (counts.get(o.event) ?? 0) + 1);
+        for (const x of out) if (x.ref.source === "uplink-events" && x.ref.key === o.event) x.events.push({ tMs: o.atMs - t0, value: 1 });
+      }
+    }
+    for (const x of out) x.v[k] = level(x.ref);
+  }
+  return out.map((x) => ({ name: x.ref.name, unit: x.ref.unit, t, v: x.v, ...(x.ref.source === "uplink-events" ? { events: x.events } : {}) }));
+}
+
 export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, rig: RigAdapter, deps: RealTimeDeps): Promise<ScenarioRun> {
   const started = performance.now();
   const plan = realTimePlan(scenario, pod, rig);
@@ -172,13 +201,21 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   const pods = plan.sampled.filter((r) => r.source === "pod-rack" || r.source === "pod-cdu").map((r) => ({ ref: r, read: podStatusReader(r), v: [] as number[] }));
   const truths = plan.sampled.filter((r) => r.source === "truth-rack" || r.source === "truth-cdu").map((r) => ({ ref: r, read: truthReader(r, racks[r.rack] ?? ""), v: [] as number[] }));
   const fromEvents = plan.sampled.filter((r) => r.source === "alarm" || r.source === "alarms" || r.source === "events");
-  // the status is read whenever a pod or an event signal is judged: the event levels take its times
-  const readStatus = pods.length > 0 || fromEvents.length > 0;
+  const fromUplink = plan.sampled.filter((r) => r.source.startsWith("uplink-"));
+  // the status is read whenever a pod, an event or an uplink signal is judged: their levels take its times
+  const readStatus = pods.length > 0 || fromEvents.length > 0 || fromUplink.length > 0;
   const podT: number[] = [];
   const truthT: number[] = [];
 
   if (rig.clear !== undefined) await inject(rig.clear, { clear: "all" }, deps.prompt);
-  const daemon = await deps.startDaemon();
+  const mc: MissionControl | undefined = scenario.uplink ? await startMissionControl() : undefined;
+  let daemon: RunningDaemon;
+  try {
+    daemon = await deps.startDaemon({ uplinkUrl: mc?.url });
+  } catch (err) {
+    await mc?.stop();
+    throw err;
+  }
   const notes: string[] = [];
   let t0 = NaN;
   try {
@@ -195,7 +232,11 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     const ended = new AbortController();
     const timeline = [
       ...scenario.steps.map((s) => ({ atS: s.atS, what: JSON.stringify(s.action), run: () => inject(injectorFor(rig, s.action), s.action, deps.prompt, ended.signal) })),
-      ...scenario.daemonSteps.map((s) => ({ atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) })),
+      ...scenario.runnerSteps.map((s) =>
+        "daemon" in s
+          ? { atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) }
+          : { atS: s.atS, what: `broker ${s.broker}`, run: () => (s.broker === "down" ? mc?.down() : mc?.up()) ?? Promise.reject(new Error("no broker: the scenario has no uplink")) },
+      ),
     ].sort((a, b) => a.atS - b.atS);
     let stepError: Error | null = null;
     const steps = (async (): Promise<void> => {
@@ -236,6 +277,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     if (stepError !== null) throw new Error(`${scenario.file}: a step failed at ${(now() / 1000).toFixed(3)} s, so the run stopped: ${(stepError as Error).message}`);
   } finally {
     await daemon.stop();
+    await mc?.stop();
     if (rig.clear !== undefined) await inject(rig.clear, { clear: "all" }, deps.prompt).catch((err: Error) => deps.log(`  clearing the rig's faults failed: ${err.message}`));
   }
 
@@ -245,6 +287,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   for (const s of pods) series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: pt, v: Float64Array.from(s.v) });
   for (const s of truths) series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: tt, v: Float64Array.from(s.v) });
   for (const s of eventSeries(fromEvents, daemon.events(), t0, pt)) series.set(s.name, s);
+  if (mc !== undefined) for (const s of uplinkSeries(fromUplink, mc.observations(), t0, pt)) series.set(s.name, s);
   const endMs = Math.max(pt.length === 0 ? 0 : pt[pt.length - 1], tt.length === 0 ? 0 : tt[tt.length - 1]);
   const verdicts = verdictsOf(plan, series, endMs);
   return { scenario, mode: "real-time", passed: verdicts.every((v) => v.passed), verdicts, series, durationMs: endMs, wallMs: performance.now() - started, notes, rig: rig.name };

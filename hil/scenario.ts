@@ -37,6 +37,13 @@ const WINDOW = { type: "object", additionalProperties: false, properties: { from
 /** What a step may do to the daemon under test (real time only: the runner owns its process). */
 export const DAEMON_ACTIONS = ["kill", "terminate", "stop", "continue", "reload", "restart"] as const;
 export type DaemonAction = (typeof DAEMON_ACTIONS)[number];
+/** What a step may do to mission control's broker (real time, `uplink: true`: the runner owns it). */
+export const BROKER_ACTIONS = ["down", "up"] as const;
+export type BrokerAction = (typeof BROKER_ACTIONS)[number];
+/** A step the runner does itself, not the rig (real time only). */
+export type RunnerStep = { atS: number; daemon: DaemonAction } | { atS: number; broker: BrokerAction };
+/** The keys that make a step the runner's. */
+const RUNNER_KEYS = ["daemon", "broker"] as const;
 
 export const HIL_SCENARIO_SCHEMA = {
   type: "object",
@@ -48,11 +55,12 @@ export const HIL_SCENARIO_SCHEMA = {
     seed: { type: "integer", minimum: 0, maximum: 2 ** 31 - 1, description: "the plant's seed: the same seed gives the same run and the same report" },
     duration: { ...DURATION, description: "how long the run lasts, scenario time (a replay: at most the recording's; default all of it)" },
     realTime: { const: true, description: "runs only in real time: what it expects is the daemon's supervisor's (the power budget, escalation), which virtual time does not run; virtual time refuses it before anything runs" },
+    uplink: { const: true, description: "real time: the daemon gets an uplink to an MQTT broker of the runner's own on loopback, watched from there as mission control would (the uplink.* signals), which `broker` steps take away and bring back" },
     replay: { type: "string", minLength: 1, maxLength: 1000, description: "a flight recording (a .pwrec file, relative to this file) replayed into the virtual pod instead of running the plant: no steps, no seed, no truth signals" },
     steps: {
       type: "array",
       maxItems: 1000,
-      description: "faults and loads at times (the simulator's fault actions: docs/simulator.md), or what happens to the daemon itself (`daemon`: real time only)",
+      description: "faults and loads at times (the simulator's fault actions: docs/simulator.md), or what happens to the daemon itself (`daemon`) or to mission control's broker (`broker`, with `uplink: true`): real time only",
       items: {
         type: "object",
         additionalProperties: false,
@@ -61,6 +69,7 @@ export const HIL_SCENARIO_SCHEMA = {
           at: DURATION,
           ...FAULT_ACTION_PROPERTIES,
           daemon: { enum: [...DAEMON_ACTIONS], description: "real time only: kill (SIGKILL), terminate (SIGTERM), stop (SIGSTOP: stalled), continue (SIGCONT), reload (SIGHUP), restart (start it again once it has exited, on the same state directory)" },
+          broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages) or up (it listens again on the same port)" },
         },
       },
     },
@@ -115,6 +124,7 @@ interface RawHilScenario {
   duration?: number | string;
   replay?: string;
   realTime?: true;
+  uplink?: true;
   steps?: (Record<string, unknown> & { at: number | string })[];
   expect: RawExpectation[];
 }
@@ -133,10 +143,12 @@ export interface HilScenario {
   /** a flight recording replayed instead of the plant (an absolute path) */
   replay?: string;
   steps: { atS: number; action: FaultAction }[];
-  /** what happens to the daemon itself, at times (real time only) */
-  daemonSteps: { atS: number; daemon: DaemonAction }[];
-  /** runs only in real time (`realTime: true`, or a daemon step) */
+  /** what the runner does itself at times, to the daemon or to mission control's broker (real time only) */
+  runnerSteps: RunnerStep[];
+  /** runs only in real time (`realTime: true`, or a runner step) */
   realTimeOnly: boolean;
+  /** the daemon gets an uplink to the runner's own broker, watched as mission control (real time) */
+  uplink: boolean;
   expect: ScenarioExpectation[];
   /** where it was read from */
   file: string;
@@ -150,12 +162,15 @@ const isTime = (v: RawExpectation["after"]): v is number | string => typeof v ==
 
 function problems(s: RawHilScenario): string[] {
   const out = (s.steps ?? []).flatMap((step, i) => {
-    if (!("daemon" in step)) return actionProblems(step, `steps[${i}]`);
-    const more = Object.keys(step).filter((k) => k !== "at" && k !== "daemon");
-    return more.length === 0 ? [] : [`steps[${i}]: a daemon step has nothing else (${more.join(", ")})`];
+    const own = RUNNER_KEYS.find((k) => k in step);
+    if (own === undefined) return actionProblems(step, `steps[${i}]`);
+    const more = Object.keys(step).filter((k) => k !== "at" && k !== own);
+    if (more.length > 0) return [`steps[${i}]: a ${own} step has nothing else (${more.join(", ")})`];
+    return own === "broker" && s.uplink !== true ? [`steps[${i}]: a broker step needs uplink: true (the broker is the runner's own)`] : [];
   });
   if (s.replay === undefined && s.duration === undefined) out.push("duration: required (only a replay may leave it out: the recording's length)");
   if (s.replay !== undefined && (s.steps !== undefined || s.seed !== undefined)) out.push("replay: a replay has no steps and no seed (its inputs are the recording's)");
+  if (s.replay !== undefined && s.uplink === true) out.push("uplink: a replay has no daemon, so no uplink");
   s.expect.forEach((e, i) => {
     const at = `expect[${i}] (${e.name})`;
     const kinds = KINDS.filter((k) => e[k] !== undefined);
@@ -165,6 +180,8 @@ function problems(s: RawHilScenario): string[] {
     if (e.count !== undefined && e.count.min !== undefined && e.count.max !== undefined && e.count.min > e.count.max) out.push(`${at}: count.min is above count.max`);
     if (e.is.between !== undefined && e.is.between[0] > e.is.between[1]) out.push(`${at}: is.between is [low, high]`);
     const duration = s.duration === undefined ? Infinity : parseDuration(s.duration);
+    const uplink = [...(e.signals ?? []), e.signal ?? "", isTime(e.after) || e.after === undefined ? "" : e.after.signal].filter((x) => x.startsWith("uplink."));
+    if (uplink.length > 0 && s.uplink !== true) out.push(`${at}: ${uplink.join(", ")} needs uplink: true (mission control's view of the pod, through the runner's own broker)`);
     if (s.replay !== undefined) {
       const truth = [...(e.signals ?? []), e.signal ?? "", isTime(e.after) || e.after === undefined ? "" : e.after.signal].filter((x) => x.startsWith("truth."));
       if (truth.length > 0) out.push(`${at}: a replay has no plant, so no ${truth.join(", ")}: pod. and writes. signals only`);
@@ -180,10 +197,11 @@ const validate = validator<RawHilScenario>(HIL_SCENARIO_SCHEMA, problems);
 
 export function parseHilScenario(data: unknown, file = "scenario"): HilScenario {
   const raw = validate(data, file);
-  const steps = (raw.steps ?? []).filter((x) => !("daemon" in x)).map(({ at, ...action }) => ({ atS: parseDuration(at), action: action as FaultAction }));
+  const isRunners = (x: object): boolean => RUNNER_KEYS.some((k) => k in x);
+  const steps = (raw.steps ?? []).filter((x) => !isRunners(x)).map(({ at, ...action }) => ({ atS: parseDuration(at), action: action as FaultAction }));
   steps.sort((a, b) => a.atS - b.atS);
-  const daemonSteps = (raw.steps ?? []).filter((x) => "daemon" in x).map((x) => ({ atS: parseDuration(x.at), daemon: x.daemon as DaemonAction }));
-  daemonSteps.sort((a, b) => a.atS - b.atS);
+  const runnerSteps = (raw.steps ?? []).filter(isRunners).map((x): RunnerStep => ("daemon" in x ? { atS: parseDuration(x.at), daemon: x.daemon as DaemonAction } : { atS: parseDuration(x.at), broker: x.broker as BrokerAction }));
+  runnerSteps.sort((a, b) => a.atS - b.atS);
   const expect = raw.expect.map((e): ScenarioExpectation => {
     const kind: ExpectationKind = e.within !== undefined ? "within" : e.hold !== undefined ? "hold" : e.never !== undefined ? "never" : e.eventually !== undefined ? "eventually" : "count";
     const w = e.hold ?? e.never ?? e.count;
@@ -210,8 +228,9 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     durationMs: raw.duration === undefined ? Infinity : parseDuration(raw.duration) * 1000,
     ...(raw.replay === undefined ? {} : { replay: resolve(dirname(file), raw.replay) }),
     steps,
-    daemonSteps,
-    realTimeOnly: raw.realTime === true || daemonSteps.length > 0,
+    runnerSteps,
+    realTimeOnly: raw.realTime === true || runnerSteps.length > 0,
+    uplink: raw.uplink === true,
     expect,
     file,
   };

@@ -9,6 +9,9 @@
 //   alarm.<id>             1 while the daemon's alarm <id> is active (docs/agent.md's ids)
 //   alarms.critical|warning  how many alarms of that severity are active (`except`: ids left out)
 //   events.<type>          the daemon's events of that type (a count so far; each one an event)
+//   uplink.online          mission control's view through the runner's own broker (`uplink: true`):
+//   uplink.alarm.<id>      1 while connected with the pod's last state online; an alarm its last
+//   uplink.events.<type>   `alarms` message listed; its events as they arrived (count; each one)
 // A name's shape and field are checked by the scenario schema; its rack and output by the pod
 // the scenario runs on (expandSignals): a typo is an error, never a signal that is always empty.
 import type { PodConfig } from "../pod/config.js";
@@ -113,9 +116,11 @@ export const SIGNAL_PATTERN =
   `|writes\\.[A-Za-z0-9_.:-]+` +
   `|alarm\\.[A-Za-z0-9_.:-]+` +
   `|alarms\\.(critical|warning)` +
-  `|events\\.(${EVENT_TYPES.map((t) => t.replace(".", "\\.")).join("|")}))$`;
+  `|(uplink\\.)?events\\.(${EVENT_TYPES.map((t) => t.replace(".", "\\.")).join("|")})` +
+  `|uplink\\.online` +
+  `|uplink\\.alarm\\.[A-Za-z0-9_.:-]+)$`;
 
-export type SignalSource = "truth-rack" | "truth-cdu" | "pod-rack" | "pod-cdu" | "writes" | "alarm" | "alarms" | "events";
+export type SignalSource = "truth-rack" | "truth-cdu" | "pod-rack" | "pod-cdu" | "writes" | "alarm" | "alarms" | "events" | "uplink-online" | "uplink-alarm" | "uplink-events";
 
 export interface SignalRef {
   name: string;
@@ -125,7 +130,7 @@ export interface SignalRef {
   field: string;
   /** writes: the output id */
   output?: string;
-  /** alarm: its id; alarms: the severity; events: the type */
+  /** alarm, uplink-alarm: its id; alarms: the severity; events, uplink-events: the type */
   key?: string;
   /** alarms: the ids left out */
   exceptIds?: string[];
@@ -143,11 +148,20 @@ export function expandSignals(names: readonly string[], except: readonly string[
   // an excepted name is a rack (for a `*` rack) or an alarm id (for alarms.<severity>)
   const exceptIds = except.filter((x) => !racks.includes(x) && alarmIdProblem(x, pod, devices) === null);
   for (const name of names) {
-    if (name.startsWith("alarm.")) {
-      const id = name.slice("alarm.".length);
+    if (name === "uplink.online") {
+      out.push({ name, source: "uplink-online", rack: -1, field: "", unit: "0/1 mission control sees the pod online" });
+      continue;
+    }
+    if (name.startsWith("alarm.") || name.startsWith("uplink.alarm.")) {
+      const uplink = name.startsWith("uplink.");
+      const id = name.slice(uplink ? "uplink.alarm.".length : "alarm.".length);
       const problem = alarmIdProblem(id, pod, devices);
       if (problem !== null) unknown.push(`${name} (${problem})`);
-      else out.push({ name, source: "alarm", rack: -1, field: "", key: id, unit: "0/1 active" });
+      else out.push({ name, source: uplink ? "uplink-alarm" : "alarm", rack: -1, field: "", key: id, unit: uplink ? "0/1 active at mission control" : "0/1 active" });
+      continue;
+    }
+    if (name.startsWith("uplink.events.")) {
+      out.push({ name, source: "uplink-events", rack: -1, field: "", key: name.slice("uplink.events.".length), unit: "events received so far" });
       continue;
     }
     if (name.startsWith("alarms.")) {

@@ -11,7 +11,7 @@ import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";
 import { judge, type Series, type Verdict } from "./expectations.js";
 import type { BankViews } from "../hotpath-as/views.js";
 import type { PodLayout } from "../pod/layout.js";
-import type { HilScenario, ScenarioExpectation } from "./scenario.js";
+import type { HilScenario, RunnerStep, ScenarioExpectation } from "./scenario.js";
 import { expandSignals, type SignalRef } from "./signals.js";
 
 /** A scenario's run: its verdicts, and the series they were judged on (for the report's plots). */
@@ -98,8 +98,11 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
     case "alarm":
     case "alarms":
     case "events":
+    case "uplink-online":
+    case "uplink-alarm":
+    case "uplink-events":
       // planRun skips every expectation on them in virtual time
-      throw new Error(`${s.name}: no supervisor in virtual time`);
+      throw new Error(`${s.name}: the daemon's, not in virtual time`);
   }
 }
 
@@ -174,21 +177,25 @@ export function verdictsOf(plan: RunPlan, series: ReadonlyMap<string, Series>, e
   });
 }
 
-/** In virtual time and in a replay: the supervisor's alarms and the daemon's events do not exist (they run only in the daemon). */
+/** In virtual time and in a replay: the supervisor's alarms, the daemon's events and its uplink do not exist (they run only in the daemon). */
 export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => string | null {
   return (refs) => {
     const names = refs.filter((r) => r.source === "alarm" || r.source === "alarms" || r.source === "events").map((r) => r.name);
-    return names.length === 0 ? null : `skipped in ${mode}: alarms and events are the daemon's supervisor's (${names.join(", ")}); real time (--rig) judges it`;
+    if (names.length > 0) return `skipped in ${mode}: alarms and events are the daemon's supervisor's (${names.join(", ")}); real time (--rig) judges it`;
+    const uplink = refs.filter((r) => r.source.startsWith("uplink-")).map((r) => r.name);
+    return uplink.length === 0 ? null : `skipped in ${mode}: mission control sees the daemon's uplink (${uplink.join(", ")}); real time (--rig) judges it`;
   };
 }
 
 /**
- * A scenario whose steps act on the daemon runs only in real time, where the runner owns the
- * daemon's process; so does one that says `realTime: true` (it expects what the supervisor does).
+ * A scenario whose steps act on the daemon or on mission control's broker runs only in real
+ * time, where the runner owns both; so does one that says `realTime: true` (it expects what the
+ * supervisor does).
  */
 function refuseDaemonSteps(scenario: HilScenario): void {
-  const d = scenario.daemonSteps;
-  if (d.length > 0) throw new Error(`${scenario.file}: its daemon steps (${d.map((x) => `${x.daemon} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
+  const d = scenario.runnerSteps;
+  const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : `broker ${x.broker}`);
+  if (d.length > 0) throw new Error(`${scenario.file}: its steps on the daemon or its broker (${d.map((x) => `${words(x)} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
   if (scenario.realTimeOnly) throw new Error(`${scenario.file}: it says realTime: true (it expects what the daemon's supervisor does): run it in real time, with --rig`);
 }
 

@@ -9,6 +9,13 @@ export interface EmbeddedBroker {
   url: string;
   /** drops every client connection (a broker restart, as clients see it) */
   dropClients(): void;
+  /**
+   * stops listening and drops every connection: a broker gone. It keeps its sessions and
+   * retained messages, as a broker restarted with persistence does, for `up()`
+   */
+  down(): Promise<void>;
+  /** listens again on the same port */
+  up(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -20,10 +27,19 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     socket.on("close", () => sockets.delete(socket));
     aedes.handle(socket);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => resolve());
-  });
+  const listen = (p: number): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(p, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  const stopListening = async (): Promise<void> => {
+    for (const s of sockets) s.destroy();
+    if (server.listening) await new Promise<void>((r) => server.close(() => r()));
+  };
+  await listen(port);
   const actual = (server.address() as AddressInfo).port;
   return {
     aedes,
@@ -32,9 +48,10 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     dropClients: () => {
       for (const s of sockets) s.destroy();
     },
+    down: stopListening,
+    up: () => (server.listening ? Promise.resolve() : listen(actual)),
     close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
+      await stopListening();
       await new Promise<void>((r) => aedes.close(() => r()));
     },
   };

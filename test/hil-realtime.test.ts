@@ -130,10 +130,51 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     // virtual time refuses it: only the real daemon can be killed
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/kill-restart\.yaml: its daemon steps \(kill at 2 s, restart at 3 s\) need the real daemon: run it in real time, with --rig/);
+    expect(bad.stderr).toMatch(/kill-restart\.yaml: its steps on the daemon or its broker \(daemon kill at 2 s, daemon restart at 3 s\) need the real daemon: run it in real time, with --rig/);
     // a daemon step is a step of its own
     expect(() => parseHilScenario({ name: "x", duration: "5s", steps: [{ at: "1s", daemon: "kill", leak: "rack-1" }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: {} }] }, "x.yaml")).toThrow(/steps\[0\]: a daemon step has nothing else \(leak\)/);
   }, 90_000);
+
+  it("gives the daemon an uplink to a broker of its own, takes the broker away during a leak and brings it back: the leak isolated all the same, and mission control told afterwards", async () => {
+    const scenario = join(dir, "broker-outage.yaml");
+    writeFileSync(
+      scenario,
+      stringify({
+        name: "broker-outage",
+        uplink: true,
+        duration: "10s",
+        steps: [
+          { at: "1s", broker: "down" },
+          { at: "2s", leak: "rack-1" },
+          { at: "4s", broker: "up" },
+        ],
+        expect: [
+          { name: "online before", signal: "uplink.online", is: { eq: 1 }, hold: { from: "0s", to: "0.9s" } },
+          { name: "gone", signal: "uplink.online", is: { eq: 0 }, within: "1s", after: "1s" },
+          { name: "power off, the broker gone", signal: "truth.rack-1.powerOff", is: { eq: 1 }, within: "100ms", after: "2s" },
+          { name: "back", signal: "uplink.online", is: { eq: 1 }, within: "4s", after: "4s" },
+          { name: "the leak alarm at mission control", signal: "uplink.alarm.leak:rack-1", is: { eq: 1 }, within: "4s", after: "4s" },
+          { name: "its raising delivered from the spool", signal: "uplink.events.alarm.raised", is: { eq: 1 }, count: { from: "4s", min: 1 } },
+          { name: "nothing while gone", signal: "uplink.events.alarm.raised", is: { eq: 1 }, count: { from: "1s", to: "3.9s", max: 0 } },
+        ],
+      }),
+    );
+    const fast = join(dir, "rig-fast-3.yaml");
+    writeFileSync(fast, stringify({ ...(parse(readFileSync(rigFile, "utf8")) as object), settleS: 1 }));
+    const r = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 60_000);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/step at 1 s: broker down injected at \d+\.\d{3} s/);
+    expect(r.stdout).toMatch(/ok {3}the leak alarm at mission control: = 1 in \d+ ms \(limit 4\.00 s\)/);
+    // virtual time refuses it: the broker is the real daemon's
+    const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon or its broker \(broker down at 1 s, broker up at 4 s\) need the real daemon/);
+    // a broker step, or an uplink signal, needs the runner's broker; a replay has no uplink
+    const base = { name: "x", duration: "5s", expect: [{ name: "e", signal: "uplink.online", is: { eq: 1 }, hold: {} }] };
+    expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", broker: "down" }] }, "x.yaml")).toThrow(/steps\[0\]: a broker step needs uplink: true[\s\S]*uplink\.online needs uplink: true/);
+    expect(() => parseHilScenario({ ...base, uplink: true, steps: [{ at: "1s", broker: "down", leak: "rack-1" }] }, "x.yaml")).toThrow(/steps\[0\]: a broker step has nothing else \(leak\)/);
+    expect(() => parseHilScenario({ ...base, duration: undefined, uplink: true, replay: "r.pwrec" }, "x.yaml")).toThrow(/uplink: a replay has no daemon, so no uplink/);
+  }, 60_000);
 
   it("fails the run when a manual step is not done by its end, naming the step, and stops the daemon", async () => {
     const scenario = join(dir, "unanswered.yaml");

@@ -15,8 +15,8 @@ import { demoAgentConfig } from "../cli/demo-config.js";
 import { judge, type Expectation, type Series } from "../hil/expectations.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import { loadHilScenario, parseHilScenario } from "../hil/scenario.js";
-import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
-import { eventSeries, type DaemonEvent } from "../hil/realtime-runner.js";
+import { checkScenario, planRun, runVirtual, supervisorOnly, type ScenarioRun } from "../hil/virtual-runner.js";
+import { eventSeries, uplinkSeries, type DaemonEvent } from "../hil/realtime-runner.js";
 import { ALARM_IDS, EVENT_TYPES, expandSignals } from "../hil/signals.js";
 import { loadSimConfig } from "../sim/config.js";
 
@@ -176,6 +176,40 @@ describe("scenario files", () => {
       { tMs: 50, value: 1 },
       { tMs: 250, value: 1 },
     ]);
+  });
+
+  it("mission control's view, from what it saw: online, an alarm its last alarms message listed, events received", () => {
+    const refs = expandSignals(["uplink.online", "uplink.alarm.leak:rack-1", "uplink.events.isolation.proven"], [], pod, new Set(), ["rack-1"], "t");
+    const t = Float64Array.from([0, 100, 200, 300]);
+    const t0 = 1000;
+    const series = uplinkSeries(
+      refs,
+      [
+        // seen while the pod settled: the level at 0, not an event of the run
+        { atMs: t0 - 500, online: true },
+        { atMs: t0 - 400, event: "isolation.proven" },
+        { atMs: t0 + 50, online: false },
+        { atMs: t0 + 150, online: true },
+        { atMs: t0 + 160, alarms: ["leak:rack-1", "flow:rack-2"] },
+        { atMs: t0 + 170, event: "isolation.proven" },
+        { atMs: t0 + 250, alarms: [] },
+      ],
+      t0,
+      t,
+    );
+    expect([...series[0].v]).toEqual([1, 0, 1, 1]);
+    expect([...series[1].v]).toEqual([0, 0, 1, 0]);
+    expect([...series[2].v]).toEqual([0, 0, 1, 1]);
+    expect(series[2].events).toEqual([{ tMs: 170, value: 1 }]);
+    // a typo in the alarm id is an error, as for alarm.<id>
+    expect(() => expandSignals(["uplink.alarm.lek:rack-1"], [], pod, new Set(), ["rack-1"], "t")).toThrow(/uplink\.alarm\.lek:rack-1 \(no alarm kind "lek"\)/);
+  });
+
+  it("skips mission control's view in virtual time, saying why, and judges the rest", () => {
+    const s = parseHilScenario({ ...base, uplink: true, expect: [...base.expect, { name: "told", signal: "uplink.alarm.leak:rack-1", is: { eq: 1 }, eventually: { by: "9s" } }] }, "u.yaml");
+    const plan = planRun(s, pod, "virtual time", supervisorOnly("virtual time"));
+    expect([...plan.skipped.keys()]).toEqual([1]);
+    expect(plan.skipped.get(1)).toMatch(/skipped in virtual time: mission control sees the daemon's uplink \(uplink\.alarm\.leak:rack-1\)/);
   });
 
   it("an expectation needs exactly one kind, within needs after, and its times lie inside the run", () => {
