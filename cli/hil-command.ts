@@ -19,9 +19,10 @@ import { loadAgentConfig, type AgentConfig } from "../agent/config/load.js";
 import { replayRecording } from "../agent/recorder/flight-replay.js";
 import { readRecording } from "../agent/recorder/recording-file.js";
 import { runReplay } from "../hil/replay-runner.js";
+import { readTelemetryLog, telemetryReplaySource } from "../hil/telemetry-replay.js";
 import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
-import { loadHilScenario, type DaemonAction, type HilScenario } from "../hil/scenario.js";
+import { isFlightRecording, loadHilScenario, type DaemonAction, type HilScenario } from "../hil/scenario.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
 import { loadSimConfig } from "../sim/config.js";
@@ -45,7 +46,15 @@ export interface HilArgs {
  * tuning and this build (what is under test), the expectations judged on it.
  */
 async function replayScenario(s: HilScenario, pod: AgentConfig, log: (line: string) => void): Promise<ScenarioRun> {
-  const rec = await readRecording(s.replay as string);
+  const file = s.replay as string;
+  // a flight recording by its extension; anything else is read as a captured telemetry log
+  if (!isFlightRecording(file)) {
+    const tl = readTelemetryLog(file);
+    const r = runReplay(s, pod, telemetryReplaySource(tl, pod));
+    log(`  ${file}: a telemetry log, ${tl.messages} messages, ${tl.readings.length} readings, replayed with this config and build (nothing recorded to compare its outputs with)`);
+    return r;
+  }
+  const rec = await readRecording(file);
   const spec = podBankSpec(pod.control, podLayout(pod), pod.racks);
   const r = runReplay(s, pod, {
     ticks: rec.header.count,
@@ -55,7 +64,6 @@ async function replayScenario(s: HilScenario, pod: AgentConfig, log: (line: stri
   return r;
 }
 
-/** The daemon's config for one real-time run: the rig's device addresses, a fresh state directory, ephemeral listeners. */
 /**
  * The daemon's uplink to mission control's broker for a scenario with `uplink: true`: the
  * runner's own broker on loopback (MQTT 3.1.1: aedes), given up on and reconnected to within a
@@ -66,6 +74,7 @@ function rigUplink(url: string): Record<string, unknown> {
   return { url, protocolVersion: 4, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 1000 }, commands: { enabled: false } };
 }
 
+/** The daemon's config for one real-time run: the rig's device addresses, a fresh state directory, ephemeral listeners, the runner's uplink or none. */
 function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, uplinkUrl?: string): Record<string, unknown> {
   const data = parseYaml(readFileSync(configPath, "utf8"), configPath) as Record<string, unknown>;
   const modbus = ((data.modbus as { devices?: { name: string; unitId?: number; tcp?: { host?: string; port?: number } }[] } | undefined)?.devices ?? []);
@@ -220,7 +229,8 @@ async function promptOperator(text: string, until?: AbortSignal): Promise<void> 
   }
 }
 
-const modeWords = (r: ScenarioRun): string => (r.mode === "replay" ? "a recording replayed" : r.mode === "real-time" ? `real time on the rig ${r.rig ?? ""}` : "virtual time");
+const modeWords = (r: ScenarioRun): string =>
+  r.mode === "replay" ? (isFlightRecording(r.scenario.replay ?? "") ? "a recording replayed" : "a telemetry log replayed") : r.mode === "real-time" ? `real time on the rig ${r.rig ?? ""}` : "virtual time";
 
 /** Runs every scenario; 0 when every expectation was met, 1 otherwise. Throws on a bad file. */
 export async function hilRun(a: HilArgs): Promise<number> {

@@ -1,4 +1,5 @@
-// Runs a HIL scenario against a flight recording instead of the plant: the recording replayed
+// Runs a HIL scenario against a flight recording, or a captured telemetry log
+// (hil/telemetry-replay.ts), instead of the plant: the recording replayed
 // into the virtual pod (its field samples through the pod's wiring into the hot path, the
 // wiring's writes on the daemon's schedule: agent/recorder/flight-replay.ts, handed in by the
 // caller as a ReplaySource, since this stage does not import the agent), with the config and
@@ -14,11 +15,14 @@ import { MAX_SAMPLES, planRun, podReader, supervisorOnly, verdictsOf, type Scena
 /** A recording, ready to replay: how many ticks, and the replay itself. */
 export interface ReplaySource {
   ticks: number;
-  /** replays it, calling onTick after every tick; the writes the wiring made, and whether the hot path's outputs came out as recorded */
-  run(onTick: (tickMs: number, v: BankViews) => void): { initialWrites: Record<string, number>; writes: { tickMs: number; id: string; value: number }[]; identical: boolean };
+  /**
+   * replays it, calling onTick after every tick; the writes the wiring made, and whether the hot
+   * path's outputs came out as recorded (null: nothing was recorded to compare with, a telemetry log)
+   */
+  run(onTick: (tickMs: number, v: BankViews) => void): { initialWrites: Record<string, number>; writes: { tickMs: number; id: string; value: number }[]; identical: boolean | null };
 }
 
-export function runReplay(scenario: HilScenario, pod: VirtualPodConfig, source: ReplaySource): ScenarioRun & { identical: boolean } {
+export function runReplay(scenario: HilScenario, pod: VirtualPodConfig, source: ReplaySource): ScenarioRun & { identical: boolean | null } {
   const started = performance.now();
   const plan = planRun(scenario, pod, "a replay", supervisorOnly("a replay"));
   const all = plan.sampled;

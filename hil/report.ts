@@ -6,6 +6,7 @@
 // parser checks both.
 import { conditionLines, conditionWords, ms, type Series, type Verdict } from "./expectations.js";
 import type { ScenarioRun } from "./virtual-runner.js";
+import { isFlightRecording } from "./scenario.js";
 
 const esc = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
 
@@ -137,7 +138,7 @@ export function htmlReport(runs: readonly ScenarioRun[], title = "podwarden HIL 
         ? `real time on the rig ${r.rig ?? "?"}, ${ms(r.durationMs)}; ${(r.notes ?? []).join("; ") || "no steps"}`
         : s.replay === undefined
         ? `virtual time, ${ms(r.durationMs)}, seed ${s.seed ?? "of the sim config"}; steps: ${s.steps.length === 0 ? "none" : s.steps.map((x) => `${x.atS} s ${JSON.stringify(x.action)}`).join("; ")}`
-        : `the flight recording ${s.replay} replayed into the virtual pod, ${ms(r.durationMs)}`;
+        : `the ${isFlightRecording(s.replay) ? "flight recording" : "telemetry log"} ${s.replay} replayed into the virtual pod, ${ms(r.durationMs)}`;
     out.push(`<p class="muted">${esc(`${s.file}: ${what}`)}</p>`);
     out.push("<table><tr><th>expectation</th><th>kind</th><th>result</th><th>measured</th></tr>");
     for (const v of r.verdicts) out.push(`<tr><td>${esc(v.name)}</td><td>${v.kind}</td><td class="${result(v)}">${result(v).toUpperCase()}</td><td>${esc(v.figure)}</td></tr>`);

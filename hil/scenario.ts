@@ -34,6 +34,12 @@ const CONDITION = {
 };
 const WINDOW = { type: "object", additionalProperties: false, properties: { from: DURATION, to: DURATION } };
 
+/**
+ * A replay's input is a flight recording when its file has the recorder's suffix (the agent's
+ * RECORDING_SUFFIX: test/hil-telemetry-replay.test.ts holds them equal), else a telemetry log.
+ */
+export const isFlightRecording = (file: string): boolean => file.endsWith(".pwrec");
+
 /** What a step may do to the daemon under test (real time only: the runner owns its process). */
 export const DAEMON_ACTIONS = ["kill", "terminate", "stop", "continue", "reload", "restart"] as const;
 export type DaemonAction = (typeof DAEMON_ACTIONS)[number];
@@ -56,7 +62,7 @@ export const HIL_SCENARIO_SCHEMA = {
     duration: { ...DURATION, description: "how long the run lasts, scenario time (a replay: at most the recording's; default all of it)" },
     realTime: { const: true, description: "runs only in real time: what it expects is the daemon's supervisor's (the power budget, escalation), which virtual time does not run; virtual time refuses it before anything runs" },
     uplink: { const: true, description: "real time: the daemon gets an uplink to an MQTT broker of the runner's own on loopback, watched from there as mission control would (the uplink.* signals), which `broker` steps take away and bring back" },
-    replay: { type: "string", minLength: 1, maxLength: 1000, description: "a flight recording (a .pwrec file, relative to this file) replayed into the virtual pod instead of running the plant: no steps, no seed, no truth signals" },
+    replay: { type: "string", minLength: 1, maxLength: 1000, description: "a flight recording (a .pwrec file) or a captured telemetry log (any other file: the pod's telemetry messages, one a line, as JSON or as `mosquitto_sub -v` prints them), relative to this file, replayed into the virtual pod instead of running the plant: no steps, no seed, no truth signals" },
     steps: {
       type: "array",
       maxItems: 1000,
