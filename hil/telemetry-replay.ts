@@ -46,8 +46,15 @@ export interface TelemetryReading {
 
 export interface TelemetryLog {
   file: string;
-  /** every reading, by source time, each a change from the point's last (a snapshot repeats most) */
+  /**
+   * every reading that acts on the pod (good, or invalid: NaN), by source time, each a change
+   * from the point's last (a snapshot repeats most). A reading of any other quality (stale,
+   * timeout, offline, …) carries the time of the point's last good read, which may be long
+   * before the log: it is left out, as the wiring would hand the hot path nothing for it.
+   */
   readings: TelemetryReading[];
+  /** every point the log reports, whatever its quality */
+  reported: Set<string>;
   /** the telemetry messages read */
   messages: number;
 }
@@ -63,6 +70,7 @@ export function readTelemetryLog(file: string): TelemetryLog {
 
 export function parseTelemetryLog(text: string, file = "telemetry log"): TelemetryLog {
   const all: TelemetryReading[] = [];
+  const reported = new Set<string>();
   let messages = 0;
   const lines = text.split("\n");
   lines.forEach((raw, n) => {
@@ -91,17 +99,20 @@ export function parseTelemetryLog(text: string, file = "telemetry log"): Telemet
       const r = p as { value?: unknown; quality?: unknown; sourceTime?: unknown };
       if (typeof r !== "object" || r === null) throw new Error(`${at}: points.${id} is not a reading`);
       if (typeof r.quality !== "string" || !QUALITY_SET.has(r.quality)) throw new Error(`${at}: points.${id}.quality ${JSON.stringify(r.quality)} is none of ${QUALITIES.join(", ")}`);
+      reported.add(id);
       const tMs = typeof r.sourceTime === "string" ? Date.parse(r.sourceTime) : NaN;
       // a point never read has no source time: nothing to replay of it yet
       if (r.sourceTime === null) continue;
       if (!Number.isFinite(tMs)) throw new Error(`${at}: points.${id}.sourceTime ${JSON.stringify(r.sourceTime)} is not a time`);
       const good = r.quality === "good";
       if (good && (typeof r.value !== "number" || !Number.isFinite(r.value))) throw new Error(`${at}: points.${id} is good with no number for its value`);
+      if (!good && r.quality !== "invalid") continue;
       if (all.length >= MAX_TELEMETRY_SAMPLES) throw new Error(`${at}: more than ${MAX_TELEMETRY_SAMPLES} readings: cut the log to the window to replay`);
       all.push({ tMs, id, value: good ? (r.value as number) : NaN, quality: r.quality as Quality });
     }
   });
   if (messages === 0) throw new Error(`${file}: no telemetry message in it`);
+  if (all.length === 0) throw new Error(`${file}: no good or invalid reading in it: nothing to replay`);
   // by source time (stable: a log's order breaks ties), each point's repeats and older readings left out
   all.sort((a, b) => a.tMs - b.tMs);
   const last = new Map<string, TelemetryReading>();
@@ -113,7 +124,7 @@ export function parseTelemetryLog(text: string, file = "telemetry log"): Telemet
   });
   const span = readings[readings.length - 1].tMs - readings[0].tMs;
   if (span > MAX_TELEMETRY_SPAN_MS) throw new Error(`${file}: spans ${(span / 3_600_000).toFixed(1)} h, more than a replay may (24 h): cut it to the window to replay`);
-  return { file, readings, messages };
+  return { file, readings, reported, messages };
 }
 
 /**
@@ -124,8 +135,7 @@ export function parseTelemetryLog(text: string, file = "telemetry log"): Telemet
 export function telemetryReplaySource(log: TelemetryLog, pod: PodConfig & { supervisor?: { powerBudget: { writeCaps: boolean } } }): ReplaySource {
   const layout = podLayout(pod);
   const wiring = new PodWiring(pod, layout, { writeCaps: pod.supervisor?.powerBudget.writeCaps ?? true });
-  const seen = new Set(log.readings.map((r) => r.id));
-  const missing = [...wiring.inputs].filter((id) => !seen.has(id));
+  const missing = [...wiring.inputs].filter((id) => !log.reported.has(id));
   if (missing.length > 0) throw new Error(`${log.file}: the log never reports ${missing.join(", ")}, which this pod's hot path reads: a replay needs the same pod`);
   const periodMs = pod.control.periodMs;
   const base = log.readings[0].tMs;

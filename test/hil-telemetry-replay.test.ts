@@ -121,6 +121,11 @@ describe("a captured telemetry log replayed as a scenario's input", () => {
     expect(() => parseTelemetryLog(JSON.stringify({ points: { a: { value: null, quality: "good", sourceTime: t } } }), "x.log")).toThrow(/x\.log:1: points\.a is good with no number/);
     expect(() => parseTelemetryLog("podwarden/s/p/events {}\n", "x.log")).toThrow(/x\.log: no telemetry message in it/);
     expect(() => parseTelemetryLog(`{"points":{}}\n${"x".repeat(1024 * 1024 + 1)}\n`, "x.log")).toThrow(/x\.log:2: a line of 1048577 characters/);
+    // a stale reading carries its last good read's time, long before the log: it neither acts nor stretches the replay
+    const stale = JSON.stringify({ points: { "rack-1.flowLpm": { value: 40, quality: "good", sourceTime: t }, "rack-2.flowLpm": { value: null, quality: "stale", sourceTime: "2026-12-01T00:00:00.000Z" } } });
+    const sl = parseTelemetryLog(stale, "x.log");
+    expect(sl.readings.map((r) => r.id)).toEqual(["rack-1.flowLpm"]);
+    expect([...sl.reported].sort()).toEqual(["rack-1.flowLpm", "rack-2.flowLpm"]);
     // a log of one point cannot drive a pod that reads forty
     expect(() => telemetryReplaySource(parseTelemetryLog(good, "x.log"), pod.config)).toThrow(/x\.log: the log never reports rack-1\.returnTempC, .*a replay needs the same pod/);
   });
