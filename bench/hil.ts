@@ -1,7 +1,8 @@
 // The HIL standard library (configs/hil/) in virtual time: each scenario's wall time and its
 // speed against real time, and the whole library's, over a few rounds; and the real-time subset
 // (`podwarden hil run --rig`, the daemon against the simulator in its own process): its wall
-// time beside its scenarios' own time (docs/hil.md).
+// time beside its scenarios' own time; and the time-to-safe campaign through the runner
+// (docs/hil.md).
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,8 +11,9 @@ import { parse, stringify } from "yaml";
 import { demoConfigData } from "../cli/demo-config.js";
 import { startSimProcess } from "../tooling/sim-process.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
-import { loadHilScenario } from "../hil/scenario.js";
-import { runVirtual } from "../hil/virtual-runner.js";
+import { loadHilScenario, type HilScenario } from "../hil/scenario.js";
+import { campaignRun, campaignTable, summariseCampaign } from "../hil/campaign.js";
+import { runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
 import { loadSimConfig } from "../sim/config.js";
 import { fmt } from "./stats.js";
 
@@ -21,13 +23,18 @@ export interface HilBenchResult {
   totalVirtualS: number;
 }
 
-export function runHilBench(quick: boolean): HilBenchResult {
-  const sim = loadSimConfig("configs/sim-pod.yaml");
-  const pod = demoAgentConfig();
-  const files = readdirSync("configs/hil")
+/** The standard library, configs/hil/*.yaml, by name. */
+function libraryScenarios(): HilScenario[] {
+  return readdirSync("configs/hil")
     .filter((f) => f.endsWith(".yaml"))
     .sort()
     .map((f) => loadHilScenario(join("configs/hil", f)));
+}
+
+export function runHilBench(quick: boolean): HilBenchResult {
+  const sim = loadSimConfig("configs/sim-pod.yaml");
+  const pod = demoAgentConfig();
+  const files = libraryScenarios();
   const scenarios = files.map((s) => ({ name: s.name, virtualS: s.durationMs / 1000, wallMs: [] as number[] }));
   const totalWallMs: number[] = [];
   for (let round = 0; round < (quick ? 1 : 3); round++) {
@@ -50,6 +57,33 @@ export function printHilBench(r: HilBenchResult): void {
   console.log("|---|---|---|---|");
   for (const s of r.scenarios) console.log(`| ${s.name} | ${s.virtualS} | ${list(s.wallMs, 0)} | ${list(s.wallMs.map((w) => (s.virtualS * 1000) / w), 0)} |`);
   console.log(`| **the library** | ${r.totalVirtualS} | ${list(r.totalWallMs, 0)} | ${list(r.totalWallMs.map((w) => (r.totalVirtualS * 1000) / w), 0)} |`);
+}
+
+/**
+ * The time-to-safe campaign through the runner (hil/campaign.ts): every library scenario run
+ * `runs` times in virtual time, seeds and phases varied, each `within` expectation's figure
+ * summarised beside its limit. The same files, the same runner, as `npm test` and a rig.
+ */
+export function runHilCampaign(quick: boolean): { runs: number; scenarios: number; wallMs: number; table: string } {
+  const sim = loadSimConfig("configs/sim-pod.yaml");
+  const pod = demoAgentConfig();
+  const files = libraryScenarios();
+  const n = quick ? 10 : 50;
+  const all: ScenarioRun[] = [];
+  const t0 = performance.now();
+  for (const s of files) {
+    for (let k = 0; k < n; k++) {
+      const r = runVirtual(s, sim, pod, campaignRun(k, n, s.seed));
+      if (!r.passed) throw new Error(`bench: ${s.name} run ${k + 1} of ${n} failed: ${r.verdicts.filter((v) => !v.passed).map((v) => `${v.name}: ${v.figure}`).join("; ")}`);
+      all.push(r);
+    }
+  }
+  return { runs: n, scenarios: files.length, wallMs: performance.now() - t0, table: campaignTable(summariseCampaign(all)) };
+}
+
+export function printHilCampaign(r: ReturnType<typeof runHilCampaign>): void {
+  console.log(`\n## HIL time-to-safe campaign, virtual time (${r.scenarios} scenarios x ${r.runs} runs, seeds and phases varied: ${fmt(r.wallMs / 1000, 1)} s)\n`);
+  console.log(r.table);
 }
 
 /**

@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-realtime, faults), or
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-campaign, hil-realtime, faults), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
@@ -19,7 +19,7 @@ import { printHmi, runHmiBench } from "./hmi.js";
 import { printSparkplug, runSparkplugBench } from "./sparkplug.js";
 import { printRedfish, runRedfishBench } from "./redfish.js";
 import { printRecorder, runRecorderBench } from "./recorder.js";
-import { printHilBench, printHilRealtimeBench, runHilBench, runHilRealtimeBench } from "./hil.js";
+import { printHilBench, printHilCampaign, printHilRealtimeBench, runHilBench, runHilCampaign, runHilRealtimeBench } from "./hil.js";
 
 const { values } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false }, "leak-poll-ms": { type: "string" } },
@@ -81,5 +81,6 @@ if (wants("recorder")) {
   else runWithDaemonFlags("recorder");
 }
 if (wants("hil")) printHilBench(runHilBench(values.quick));
+if (wants("hil-campaign")) printHilCampaign(runHilCampaign(values.quick));
 if (wants("hil-realtime")) printHilRealtimeBench(await runHilRealtimeBench());
 if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));

@@ -1,16 +1,10 @@
 // Small statistics helpers shared by the benchmarks.
+import { quantile } from "../lib/quantile.js";
+
+export { quantile };
+
 export function median(xs: readonly number[]): number {
   return quantile(xs, 0.5);
-}
-
-/** Linear-interpolated quantile, q in [0, 1]. */
-export function quantile(xs: readonly number[], q: number): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const pos = (s.length - 1) * q;
-  const lo = Math.floor(pos);
-  const hi = Math.ceil(pos);
-  return s[lo] + (s[hi] - s[lo]) * (pos - lo);
 }
 
 export function fmt(x: number, digits = 2): string {

@@ -23,6 +23,7 @@ import { readTelemetryLog, telemetryReplaySource } from "../hil/telemetry-replay
 import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
 import { isFlightRecording, loadHilScenario, type DaemonAction, type HilScenario } from "../hil/scenario.js";
+import { campaignRun, campaignTable, PHASE_SPAN_MS, MAX_REPEAT, summariseCampaign } from "../hil/campaign.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
 import { loadSimConfig } from "../sim/config.js";
@@ -38,6 +39,8 @@ export interface HilArgs {
   rig?: string | undefined;
   junit: string | undefined;
   html: string | undefined;
+  /** run each scenario this many times, as a campaign (hil/campaign.ts); default 1 */
+  repeat?: number;
   log: (line: string) => void;
 }
 
@@ -245,20 +248,30 @@ export async function hilRun(a: HilArgs): Promise<number> {
     else realTimePlan(s, pod, rig);
   }
   if (rig !== undefined) rigDaemonConfig(a.config ?? DEMO_AGENT_CONFIG, rig, "unused");
+  const repeat = a.repeat ?? 1;
+  if (!(Number.isInteger(repeat) && repeat >= 1 && repeat <= MAX_REPEAT)) throw new Error(`hil run: --repeat ${repeat}: a whole number of runs, 1 to ${MAX_REPEAT}`);
+  const replays = scenarios.filter((s) => s.replay !== undefined).map((s) => s.file);
+  if (repeat > 1 && replays.length > 0) throw new Error(`hil run: --repeat: a replay is the same run every time (${replays.join(", ")})`);
   const runs: ScenarioRun[] = [];
   for (const s of scenarios) {
-    const r =
-      rig !== undefined
-        ? await runRealTime(s, pod, rig, { startDaemon: (o) => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig, o.uplinkUrl), prompt: promptOperator, log: a.log })
-        : s.replay === undefined
-          ? runVirtual(s, sim, pod)
-          : await replayScenario(s, pod, a.log);
-    runs.push(r);
-    // real time: the wall time includes the daemon's start and the pod's settling
-    const speed = r.mode === "real-time" ? "with the daemon's start and settling" : `${(r.durationMs / r.wallMs).toFixed(0)}x real time`;
-    a.log(`${r.passed ? "PASS" : "FAIL"} ${s.name} (${(r.durationMs / 1000).toFixed(1)} s of ${modeWords(r)} in ${(r.wallMs / 1000).toFixed(2)} s, ${speed})`);
-    for (const v of r.verdicts) a.log(`  ${v.skipped !== undefined ? "skip" : v.passed ? "ok  " : "FAIL"} ${v.name}: ${v.figure}`);
+    for (let k = 0; k < repeat; k++) {
+      const variant = rig === undefined && repeat > 1 ? campaignRun(k, repeat, s.seed) : {};
+      const r =
+        rig !== undefined
+          ? await runRealTime(s, pod, rig, { startDaemon: (o) => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig, o.uplinkUrl), prompt: promptOperator, log: a.log })
+          : s.replay === undefined
+            ? runVirtual(s, sim, pod, variant)
+            : await replayScenario(s, pod, a.log);
+      if (repeat > 1) r.campaign = { run: k + 1, of: repeat, ...variant };
+      runs.push(r);
+      // real time: the wall time includes the daemon's start and the pod's settling
+      const speed = r.mode === "real-time" ? "with the daemon's start and settling" : `${(r.durationMs / r.wallMs).toFixed(0)}x real time`;
+      const which = repeat > 1 ? ` run ${k + 1} of ${repeat}` : "";
+      a.log(`${r.passed ? "PASS" : "FAIL"} ${s.name}${which} (${(r.durationMs / 1000).toFixed(1)} s of ${modeWords(r)} in ${(r.wallMs / 1000).toFixed(2)} s, ${speed})`);
+      for (const v of r.verdicts) a.log(`  ${v.skipped !== undefined ? "skip" : v.passed ? "ok  " : "FAIL"} ${v.name}: ${v.figure}`);
+    }
   }
+  if (repeat > 1) a.log(`\ncampaign: ${repeat} runs of each scenario${rig === undefined ? `, seeds and phases (0-${PHASE_SPAN_MS} ms) varied` : ""}; each time to safe over the runs\n\n${campaignTable(summariseCampaign(runs))}\n`);
   if (a.junit !== undefined) writeFileSync(a.junit, junitXml(runs));
   if (a.html !== undefined) writeFileSync(a.html, htmlReport(runs));
   const failed = runs.filter((r) => !r.passed).length;

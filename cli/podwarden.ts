@@ -47,7 +47,7 @@ usage:
   podwarden stroke <rack> --valve supply|return | --status | --abort [-c <config.yaml>]
                                                          partial-stroke test of a rack's isolation valve: follows it to
                                                          the end and prints its figures; Ctrl-C aborts it
-  podwarden hil run <scenario.yaml>... [-c <config.yaml>] [--sim <sim.yaml> | --rig <rig.yaml>] [--junit <file>] [--html <file>]
+  podwarden hil run <scenario.yaml>... [-c <config.yaml>] [--sim <sim.yaml> | --rig <rig.yaml>] [--repeat <n>] [--junit <file>] [--html <file>]
                                                          HIL scenarios with expectations, in virtual time against the
                                                          simulator, or (--rig) in real time: the daemon against a rig
                                                          (docs/hil.md); exit 1 when any expectation fails
@@ -93,6 +93,8 @@ options:
       --sim <file>        hil run: the simulator's config (default configs/sim-pod.yaml)
       --rig <file>        hil run: run in real time, podwarden run against the rig this adapter describes
                           (configs/hil/rigs/sim-pod.yaml: podwarden sim -c configs/sim-pod.yaml as the rig)
+      --repeat <n>        hil run: run each scenario n times, a campaign: seeds and phases varied in virtual time;
+                          each time to safe's p50, p99 and max over the runs (default 1)
       --junit <file>      hil run: write a JUnit XML report
       --html <file>       hil run: write the self-contained HTML report
       --rule <r>          gains: apply this rule's proposal from the loop's last tuning
@@ -192,6 +194,7 @@ async function main(argv: string[]): Promise<number> {
         sim: { type: "string" },
         rig: { type: "string" },
         junit: { type: "string" },
+        repeat: { type: "string" },
         html: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -314,9 +317,10 @@ async function main(argv: string[]): Promise<number> {
       case "hil": {
         if (positionals[1] !== "run") throw new UsageError("hil: run <scenario.yaml>... (docs/hil.md)");
         if (values.rig !== undefined && values.sim !== undefined) throw new UsageError("hil run: --sim (virtual time) or --rig (real time), not both");
+        if (values.repeat !== undefined && !/^\d{1,4}$/.test(values.repeat)) throw new UsageError(`hil run: --repeat ${values.repeat}: a whole number of runs`);
         const { hilRun } = await import("./hil-command.js");
         try {
-          return await hilRun({ scenarios: positionals.slice(2), config: values.config, sim: values.sim, rig: values.rig, junit: values.junit, html: values.html, log });
+          return await hilRun({ scenarios: positionals.slice(2), config: values.config, sim: values.sim, rig: values.rig, junit: values.junit, html: values.html, repeat: values.repeat === undefined ? undefined : Number(values.repeat), log });
         } catch (err) {
           if (err instanceof ConfigError) throw err;
           process.stderr.write(`podwarden: ${(err as Error).message}\n`);

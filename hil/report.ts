@@ -5,7 +5,7 @@
 // The HTML is also well-formed XML (every element closed, every attribute quoted), so one XML
 // parser checks both.
 import { conditionLines, conditionWords, ms, type Series, type Verdict } from "./expectations.js";
-import type { ScenarioRun } from "./virtual-runner.js";
+import { runName, type ScenarioRun } from "./virtual-runner.js";
 import { isFlightRecording } from "./scenario.js";
 
 const esc = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
@@ -23,15 +23,16 @@ export function junitXml(runs: readonly ScenarioRun[]): string {
     const s = r.scenario;
     const f = r.verdicts.filter((v) => !v.passed).length;
     // time: the scenario time run (virtual time is deterministic; wall time is not)
-    out.push(`  <testsuite name="${esc(s.name)}" tests="${r.verdicts.length}" failures="${f}" errors="0" skipped="${skippedCount(r)}" time="${(r.durationMs / 1000).toFixed(3)}">`);
+    out.push(`  <testsuite name="${esc(runName(r))}" tests="${r.verdicts.length}" failures="${f}" errors="0" skipped="${skippedCount(r)}" time="${(r.durationMs / 1000).toFixed(3)}">`);
     out.push(`    <properties>`);
     out.push(`      <property name="file" value="${esc(s.file)}"/>`);
     out.push(`      <property name="mode" value="${r.mode}"/>`);
-    out.push(`      <property name="seed" value="${r.mode === "real-time" ? "none: real time" : (s.seed ?? "the sim config's")}"/>`);
+    out.push(`      <property name="seed" value="${r.mode === "real-time" ? "none: real time" : (r.campaign?.seed ?? s.seed ?? "the sim config's")}"/>`);
+    if (r.campaign !== undefined) out.push(`      <property name="campaign" value="run ${r.campaign.run} of ${r.campaign.of}${r.campaign.ioPhaseMs === undefined ? "" : `, I/O phase ${r.campaign.ioPhaseMs} ms`}"/>`);
     if (r.rig !== undefined) out.push(`      <property name="rig" value="${esc(r.rig)}"/>`);
     out.push(`    </properties>`);
     for (const v of r.verdicts) {
-      const head = `    <testcase classname="${esc(s.name)}" name="${esc(v.name)}" time="0">`;
+      const head = `    <testcase classname="${esc(runName(r))}" name="${esc(v.name)}" time="0">`;
       if (v.skipped !== undefined) out.push(`${head}<skipped message="${esc(v.skipped)}"/></testcase>`);
       else if (v.passed) out.push(`${head}<system-out>${esc(v.figure)}</system-out></testcase>`);
       else out.push(`${head}<failure type="${v.kind}" message="${esc(v.figure)}">${esc(`${v.kind} on ${v.signals.join(", ")}: ${v.figure}`)}</failure></testcase>`);
@@ -126,18 +127,18 @@ export function htmlReport(runs: readonly ScenarioRun[], title = "podwarden HIL 
     `<h1>${esc(title)}</h1>`,
     `<p class="${failed === 0 ? "pass" : "fail"}">${failed === 0 ? "PASS" : "FAIL"}: ${total - failed - skippedAll} of ${total} expectations met${skippedAll === 0 ? "" : ` (${skippedAll} skipped)`} in ${runs.length} scenario${runs.length === 1 ? "" : "s"}.</p>`,
     "<table><tr><th>scenario</th><th>mode</th><th>result</th><th>expectations</th></tr>",
-    ...runs.map((r) => `<tr><td><a href="#${esc(r.scenario.name)}">${esc(r.scenario.name)}</a></td><td>${r.mode}</td><td class="${r.passed ? "pass" : "fail"}">${r.passed ? "PASS" : "FAIL"}</td><td>${r.verdicts.filter((v) => v.passed && v.skipped === undefined).length} of ${r.verdicts.length}${skippedCount(r) === 0 ? "" : `, ${skippedCount(r)} skipped`}</td></tr>`),
+    ...runs.map((r) => `<tr><td><a href="#${esc(runName(r))}">${esc(runName(r))}</a></td><td>${r.mode}</td><td class="${r.passed ? "pass" : "fail"}">${r.passed ? "PASS" : "FAIL"}</td><td>${r.verdicts.filter((v) => v.passed && v.skipped === undefined).length} of ${r.verdicts.length}${skippedCount(r) === 0 ? "" : `, ${skippedCount(r)} skipped`}</td></tr>`),
     "</table>",
   ];
   for (const r of runs) {
     const s = r.scenario;
-    out.push(`<h2 id="${esc(s.name)}">${esc(s.name)} <span class="${r.passed ? "pass" : "fail"}">${r.passed ? "PASS" : "FAIL"}</span></h2>`);
+    out.push(`<h2 id="${esc(runName(r))}">${esc(runName(r))} <span class="${r.passed ? "pass" : "fail"}">${r.passed ? "PASS" : "FAIL"}</span></h2>`);
     if (s.description !== "") out.push(`<p>${esc(s.description)}</p>`);
     const what =
       r.mode === "real-time"
         ? `real time on the rig ${r.rig ?? "?"}, ${ms(r.durationMs)}; ${(r.notes ?? []).join("; ") || "no steps"}`
         : s.replay === undefined
-        ? `virtual time, ${ms(r.durationMs)}, seed ${s.seed ?? "of the sim config"}; steps: ${s.steps.length === 0 ? "none" : s.steps.map((x) => `${x.atS} s ${JSON.stringify(x.action)}`).join("; ")}`
+        ? `virtual time, ${ms(r.durationMs)}, seed ${r.campaign?.seed ?? s.seed ?? "of the sim config"}${r.campaign?.ioPhaseMs === undefined ? "" : `, I/O phase ${r.campaign.ioPhaseMs} ms`}; steps: ${s.steps.length === 0 ? "none" : s.steps.map((x) => `${x.atS} s ${JSON.stringify(x.action)}`).join("; ")}`
         : `the ${isFlightRecording(s.replay) ? "flight recording" : "telemetry log"} ${s.replay} replayed into the virtual pod, ${ms(r.durationMs)}`;
     out.push(`<p class="muted">${esc(`${s.file}: ${what}`)}</p>`);
     out.push("<table><tr><th>expectation</th><th>kind</th><th>result</th><th>measured</th></tr>");

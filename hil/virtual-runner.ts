@@ -27,7 +27,12 @@ export interface ScenarioRun {
   /** real time: the rig's name, and what happened when (each step's injection) */
   rig?: string;
   notes?: string[];
+  /** one run of a campaign: the reports name it `<scenario> #<run>`; its seed and I/O phase in virtual time */
+  campaign?: { run: number; of: number; seed?: number; ioPhaseMs?: number };
 }
+
+/** A run's name in a report: the scenario's, and its number in a campaign. */
+export const runName = (r: Pick<ScenarioRun, "scenario" | "campaign">): string => (r.campaign === undefined ? r.scenario.name : `${r.scenario.name} #${r.campaign.run}`);
 
 /** At most this many samples are kept per run (signals × ticks): about 160 MB of series. */
 export const MAX_SAMPLES = 20_000_000;
@@ -206,15 +211,29 @@ export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): voi
   else planRun(scenario, pod, "a replay", supervisorOnly("a replay"));
 }
 
-export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPodConfig): ScenarioRun {
+/** How a campaign's run differs from the scenario as written (hil/campaign.ts). */
+export interface VirtualRunOptions {
+  /** the plant's seed, over the scenario's */
+  seed?: number;
+  /**
+   * how far into its period each of the pod's polls and heartbeats starts (ms), so that they meet
+   * the steps at another phase: what makes a time-to-safe figure vary run to run, as it does on a
+   * rig, where a fault lands anywhere in a poll period
+   */
+  ioPhaseMs?: number;
+}
+
+export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPodConfig, o: VirtualRunOptions = {}): ScenarioRun {
   const started = performance.now();
+  const phase = o.ioPhaseMs ?? 0;
+  if (!(phase >= 0 && phase <= 60_000 && Number.isInteger(phase))) throw new Error(`I/O phase ${phase} ms: a whole number of ms, 0 to 60000`);
   if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario (hil/replay-runner.ts)`);
   refuseDaemonSteps(scenario);
   const plan = planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
   const ticks = Math.round(scenario.durationMs);
   if (plan.sampled.length * ticks > MAX_SAMPLES) throw new Error(`${scenario.file}: ${plan.sampled.length} signals over ${ticks} ticks is more than ${MAX_SAMPLES} samples: shorten it, or split it`);
 
-  const vp = new VirtualPod(sim, pod, { seed: scenario.seed, steps: scenario.steps }, { recordWrites: true, traceEveryS: 3600 });
+  const vp = new VirtualPod(sim, pod, { seed: o.seed ?? scenario.seed, steps: scenario.steps }, { recordWrites: true, traceEveryS: 3600, ioPhaseMs: phase });
   const lastWrite = new Map<string, number>();
   const events = new Map<string, { tMs: number; value: number }[]>();
   for (const r of plan.sampled) if (r.output !== undefined) events.set(r.output, []);

@@ -56,9 +56,15 @@ export interface VirtualOptions {
   traceEveryS: number;
   /** keep every device write in `writes` (tests of write order) */
   recordWrites: boolean;
+  /**
+   * how far into its period each poll and heartbeat starts, ms: the phase at which the pod's
+   * field I/O meets the plant's faults (a HIL campaign varies it, as a fault lands anywhere in a
+   * poll period on a rig)
+   */
+  ioPhaseMs: number;
 }
 
-const DEFAULTS: VirtualOptions = { tickMs: 1, traceEveryS: 1, recordWrites: false };
+const DEFAULTS: VirtualOptions = { tickMs: 1, traceEveryS: 1, recordWrites: false, ioPhaseMs: 0 };
 
 const round = (x: number, digits = 6): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -142,7 +148,7 @@ export class VirtualPod implements SampleSink, OutputSink {
       for (const g of m.groups) {
         const points = dc.points.filter((p) => p.group === g.name && inputs.has(`${dc.name}.${p.name}`));
         const blocks = planReads(dc, points);
-        if (blocks.length > 0) this.polls.push({ device, deviceName: dc.name, blocks, periodMs: g.periodMs, nextMs: 0 });
+        if (blocks.length > 0) this.polls.push({ device, deviceName: dc.name, blocks, periodMs: g.periodMs, nextMs: this.opts.ioPhaseMs % g.periodMs });
       }
       for (const oc of dc.outputs) this.outputs.set(`${dc.name}.${oc.name}`, { device, config: oc, lastValue: NaN, lastRaw: null });
       this.addLease(device, dc);
@@ -150,7 +156,7 @@ export class VirtualPod implements SampleSink, OutputSink {
   }
 
   private addLease(device: SimDevice, dc: DeviceConfig): void {
-    if (dc.lease !== undefined) this.leases.push({ device, address: dc.lease.address, periodMs: dc.lease.periodMs, nextMs: 0 });
+    if (dc.lease !== undefined) this.leases.push({ device, address: dc.lease.address, periodMs: dc.lease.periodMs, nextMs: this.opts.ioPhaseMs % dc.lease.periodMs });
   }
 
   get timeMs(): number {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../lib/config-file.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { judge, type Expectation, type Series } from "../hil/expectations.js";
+import { campaignRun, campaignTable, summariseCampaign } from "../hil/campaign.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import { loadHilScenario, parseHilScenario } from "../hil/scenario.js";
 import { checkScenario, planRun, runVirtual, supervisorOnly, type ScenarioRun } from "../hil/virtual-runner.js";
@@ -346,5 +347,54 @@ describe("the standard library in virtual time, through the pod's wiring and hot
       expect(wrong.stderr).toMatch(/unknown signal truth\.rack-33\.powerOff \(no rack "rack-33"/);
       expect(wrong.stdout).toBe(""); // nothing ran
     }, 60_000);
+  });
+
+  it("a campaign: each run another seed and phase against the pod's polls, the same campaign the same table, each time to safe over the runs beside its limit", () => {
+    expect([0, 1, 2, 3].map((k) => campaignRun(k, 4, 7))).toEqual([
+      { seed: 7, ioPhaseMs: 0 },
+      { seed: 8, ioPhaseMs: 25 },
+      { seed: 9, ioPhaseMs: 50 },
+      { seed: 10, ioPhaseMs: 75 },
+    ]);
+    const s = loadHilScenario(join(LIBRARY, "leak-rack-3.yaml"));
+    // seven phases, so that they fall at different points of the 20 ms leak poll
+    const campaign = (): ScenarioRun[] => Array.from({ length: 7 }, (_, k) => runVirtual(s, sim, pod, campaignRun(k, 7, s.seed)));
+    const runs7 = campaign();
+    for (const r of runs7) expect(r.verdicts.filter((v) => !v.passed).map((v) => v.figure)).toEqual([]);
+    const figures = runs7.map((r) => r.verdicts[0].measured as number);
+    expect(new Set(figures).size, `the isolation write's figure moves with the phase: ${figures.join(", ")}`).toBeGreaterThan(1);
+    const lines = summariseCampaign(runs7);
+    const iso = lines[0];
+    expect(iso).toMatchObject({ scenario: "leak-rack-3", expectation: s.expect[0].name, kind: "within", runs: 7, passed: 7, skipped: 0, max: Math.max(...figures), limitMs: 50 });
+    expect(iso.p50).toBeLessThanOrEqual(iso.p99);
+    expect(summariseCampaign(campaign())).toEqual(lines);
+    const table = campaignTable(lines);
+    expect(table).toMatch(/\| leak-rack-3 \| rack-3's isolation valves commanded shut within 50 ms of the leak \| 7\/7 \| [\d.]+ ms \| [\d.]+ ms \| [\d.]+ ms \| 50 ms \|/);
+    // only the within expectations unless asked
+    expect(table.split("\n")).toHaveLength(2 + lines.filter((l) => l.kind === "within").length);
+    // a run of a campaign is named so in the reports
+    runs7[2].campaign = { run: 3, of: 7, ...campaignRun(2, 7, s.seed) };
+    expect(junitXml([runs7[2]])).toMatch(/<testsuite name="leak-rack-3 #3"[\s\S]*<property name="seed" value="9"\/>\s*<property name="campaign" value="run 3 of 7, I\/O phase 28 ms"\/>/);
+  });
+
+  it("podwarden hil run --repeat: a campaign's runs and its table; refused for a replay and for a count that is not one", () => {
+    const out = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(LIBRARY, "leak-chatter-rack-6.yaml"), "--repeat", "3"], { encoding: "utf8" });
+    expect(out.status, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/^PASS leak-chatter-rack-6 run 3 of 3 \(/m);
+    expect(out.stdout).toMatch(/campaign: 3 runs of each scenario, seeds and phases \(0-100 ms\) varied/);
+    expect(out.stdout).toMatch(/\| leak-chatter-rack-6 \| .* \| 3\/3 \|/);
+    const bad = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(LIBRARY, "leak-chatter-rack-6.yaml"), "--repeat", "lots"], { encoding: "utf8" });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--repeat lots: a whole number of runs/);
+    const dir = mkdtempSync(join(tmpdir(), "podwarden-hil-repeat-"));
+    try {
+      const replay = join(dir, "a-replay.yaml");
+      writeFileSync(replay, "name: a-replay\nreplay: capture.log\nexpect:\n  - { name: e, signal: pod.rack-1.isolated, is: { eq: 1 }, never: {} }\n");
+      const refused = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", replay, "--repeat", "2"], { encoding: "utf8" });
+      expect(refused.status).not.toBe(0);
+      expect(refused.stderr).toMatch(/--repeat: a replay is the same run every time/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
