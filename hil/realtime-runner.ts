@@ -16,7 +16,7 @@ import * as L from "../hotpath-as/assembly/layout.js";
 import { readResponseBounded } from "../lib/bounded-read.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { VirtualPodConfig } from "../sim/virtual-pod.js";
-import type { Series } from "./expectations.js";
+import { holds, type Series } from "./expectations.js";
 import { startMissionControl, type MissionControl, type UplinkObservation } from "./mission-control.js";
 import { inject, injectorFor, type Prompt, type RigAdapter } from "./rig.js";
 import type { DaemonAction, HilScenario } from "./scenario.js";
@@ -125,8 +125,14 @@ function unobservable(rig: RigAdapter): (refs: readonly SignalRef[]) => string |
  */
 export function realTimePlan(scenario: HilScenario, pod: VirtualPodConfig, rig: RigAdapter): RunPlan {
   if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario runs on its recording, not in real time`);
-  for (const s of scenario.steps) injectorFor(rig, s.action);
-  return planRun(scenario, pod, `real time on the rig "${rig.name}"`, unobservable(rig));
+  for (const s of [...scenario.steps, ...scenario.whenSteps]) injectorFor(rig, s.action);
+  const plan = planRun(scenario, pod, `real time on the rig "${rig.name}"`, unobservable(rig));
+  // a step's condition is read as the samples arrive: the alarms, events and mission control's
+  // view are put together from their logs once the run is over
+  for (const t of plan.triggers) {
+    if (!["pod-rack", "pod-cdu", "truth-rack", "truth-cdu"].includes(t.ref.source)) throw new Error(`${scenario.file}: steps[${t.step.index}] waits on ${t.ref.name}: in real time a step waits on a pod. or truth. signal`);
+  }
+  return plan;
 }
 
 /**
@@ -218,6 +224,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   }
   const notes: string[] = [];
   let t0 = NaN;
+  let firedAtMs: (number | null)[] | undefined;
   try {
     if (rig.settleS > 0) {
       deps.log(`  the pod settles for ${rig.settleS} s`);
@@ -253,6 +260,20 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
       // a step that could not be done ends the run: what follows would not be the scenario
       stepError = err;
     });
+    // the steps on conditions: each fires once, at the first sample its signal meets its
+    // condition, and is injected `delay` later as a timed step is
+    const read = [...pods, ...truths];
+    const triggers = plan.triggers.map((t) => ({ t, s: read.find((x) => x.ref.name === t.ref.name), firedAt: null as number | null }));
+    const fired: Promise<void>[] = [];
+    const fire = async (x: (typeof triggers)[number], heldAt: number): Promise<void> => {
+      await sleep(heldAt + x.t.step.delayMs - now());
+      if (done) return;
+      const asked = now();
+      await inject(injectorFor(rig, x.t.step.action), x.t.step.action, deps.prompt, ended.signal);
+      const note = `step ${x.t.step.index} when ${x.t.ref.name}: held at ${(heldAt / 1000).toFixed(3)} s, ${JSON.stringify(x.t.step.action)} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s`;
+      notes.push(note);
+      deps.log(`  ${note}`);
+    };
     // the samples: both sources at once, each stamped when its answer arrived
     const timeout = Math.max(50, rig.sampleMs * 5);
     while (now() <= durationMs && stepError === null) {
@@ -269,11 +290,23 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
         truthT.push(t.at);
         for (const s of truths) s.v.push(s.read(t.x));
       }
+      for (const x of triggers) {
+        const v = x.s?.v[x.s.v.length - 1];
+        if (x.firedAt !== null || v === undefined || !holds(x.t.step.when.is, v)) continue;
+        x.firedAt = (x.s?.ref.source.startsWith("truth") === true ? t?.at : p?.at) ?? now();
+        fired.push(
+          fire(x, x.firedAt).catch((err: Error) => {
+            stepError = err;
+          }),
+        );
+      }
       await sleep(rig.sampleMs - (now() - tick));
     }
     done = true;
     ended.abort();
     await steps;
+    await Promise.all(fired);
+    firedAtMs = triggers.map((x) => x.firedAt);
     if (stepError !== null) throw new Error(`${scenario.file}: a step failed at ${(now() / 1000).toFixed(3)} s, so the run stopped: ${(stepError as Error).message}`);
   } finally {
     await daemon.stop();
@@ -289,6 +322,6 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   for (const s of eventSeries(fromEvents, daemon.events(), t0, pt)) series.set(s.name, s);
   if (mc !== undefined) for (const s of uplinkSeries(fromUplink, mc.observations(), t0, pt)) series.set(s.name, s);
   const endMs = Math.max(pt.length === 0 ? 0 : pt[pt.length - 1], tt.length === 0 ? 0 : tt[tt.length - 1]);
-  const verdicts = verdictsOf(plan, series, endMs);
+  const verdicts = verdictsOf(plan, series, endMs, firedAtMs ?? []);
   return { scenario, mode: "real-time", passed: verdicts.every((v) => v.passed), verdicts, series, durationMs: endMs, wallMs: performance.now() - started, notes, rig: rig.name };
 }

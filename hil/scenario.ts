@@ -70,9 +70,16 @@ export const HIL_SCENARIO_SCHEMA = {
       items: {
         type: "object",
         additionalProperties: false,
-        required: ["at"],
         properties: {
-          at: DURATION,
+          at: { ...DURATION, description: "when the step happens, scenario time (or `when`)" },
+          when: {
+            type: "object",
+            additionalProperties: false,
+            required: ["signal", "is"],
+            properties: { signal: SIGNAL, is: CONDITION },
+            description: "instead of `at`: the step happens at the first sample at which this one signal (a pod. or truth. one; writes. too in virtual time) meets the condition, `delay` later; once. A fault action only",
+          },
+          delay: { ...DURATION, description: "with when: how long after the condition first held" },
           ...FAULT_ACTION_PROPERTIES,
           daemon: { enum: [...DAEMON_ACTIONS], description: "real time only: kill (SIGKILL), terminate (SIGTERM), stop (SIGSTOP: stalled), continue (SIGCONT), reload (SIGHUP), restart (start it again once it has exited, on the same state directory)" },
           broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages) or up (it listens again on the same port)" },
@@ -131,8 +138,16 @@ interface RawHilScenario {
   replay?: string;
   realTime?: true;
   uplink?: true;
-  steps?: (Record<string, unknown> & { at: number | string })[];
+  steps?: (Record<string, unknown> & { at?: number | string; when?: { signal: string; is: Condition }; delay?: number | string })[];
   expect: RawExpectation[];
+}
+
+/** A step on a condition (`when`), with where it was written (`steps[<index>]`). */
+export interface WhenStep {
+  index: number;
+  when: { signal: string; is: Condition };
+  delayMs: number;
+  action: FaultAction;
 }
 
 /** An expectation as written, its times in ms, its signals still names (a `*` not expanded, less `except`). */
@@ -149,6 +164,8 @@ export interface HilScenario {
   /** a flight recording replayed instead of the plant (an absolute path) */
   replay?: string;
   steps: { atS: number; action: FaultAction }[];
+  /** fault actions on a condition: at the first sample at which `when` holds, `delayMs` later, once */
+  whenSteps: WhenStep[];
   /** what the runner does itself at times, to the daemon or to mission control's broker (real time only) */
   runnerSteps: RunnerStep[];
   /** runs only in real time (`realTime: true`, or a runner step) */
@@ -168,7 +185,11 @@ const isTime = (v: RawExpectation["after"]): v is number | string => typeof v ==
 
 function problems(s: RawHilScenario): string[] {
   const out = (s.steps ?? []).flatMap((step, i) => {
+    const timing = (step.at === undefined) === (step.when === undefined) ? [`steps[${i}]: needs at or when, not both or neither`] : [];
+    if (step.delay !== undefined && step.when === undefined) timing.push(`steps[${i}]: delay goes with when`);
+    if (timing.length > 0) return timing;
     const own = RUNNER_KEYS.find((k) => k in step);
+    if (own !== undefined && step.when !== undefined) return [`steps[${i}]: a ${own} step happens at a time (at), not on a condition`];
     if (own === undefined) return actionProblems(step, `steps[${i}]`);
     const more = Object.keys(step).filter((k) => k !== "at" && k !== own);
     if (more.length > 0) return [`steps[${i}]: a ${own} step has nothing else (${more.join(", ")})`];
@@ -187,6 +208,7 @@ function problems(s: RawHilScenario): string[] {
     if (e.is.between !== undefined && e.is.between[0] > e.is.between[1]) out.push(`${at}: is.between is [low, high]`);
     const duration = s.duration === undefined ? Infinity : parseDuration(s.duration);
     const uplink = [...(e.signals ?? []), e.signal ?? "", isTime(e.after) || e.after === undefined ? "" : e.after.signal].filter((x) => x.startsWith("uplink."));
+    // (a step's `when` signal is checked against the run's mode by the runner: virtual-runner planRun)
     if (uplink.length > 0 && s.uplink !== true) out.push(`${at}: ${uplink.join(", ")} needs uplink: true (mission control's view of the pod, through the runner's own broker)`);
     if (s.replay !== undefined) {
       const truth = [...(e.signals ?? []), e.signal ?? "", isTime(e.after) || e.after === undefined ? "" : e.after.signal].filter((x) => x.startsWith("truth."));
@@ -204,9 +226,11 @@ const validate = validator<RawHilScenario>(HIL_SCENARIO_SCHEMA, problems);
 export function parseHilScenario(data: unknown, file = "scenario"): HilScenario {
   const raw = validate(data, file);
   const isRunners = (x: object): boolean => RUNNER_KEYS.some((k) => k in x);
-  const steps = (raw.steps ?? []).filter((x) => !isRunners(x)).map(({ at, ...action }) => ({ atS: parseDuration(at), action: action as FaultAction }));
+  const timed = (raw.steps ?? []).map((x, index) => ({ x, index })).filter(({ x }) => x.at !== undefined);
+  const steps = timed.filter(({ x }) => !isRunners(x)).map(({ x: { at, ...action } }) => ({ atS: parseDuration(at as number | string), action: action as FaultAction }));
   steps.sort((a, b) => a.atS - b.atS);
-  const runnerSteps = (raw.steps ?? []).filter(isRunners).map((x): RunnerStep => ("daemon" in x ? { atS: parseDuration(x.at), daemon: x.daemon as DaemonAction } : { atS: parseDuration(x.at), broker: x.broker as BrokerAction }));
+  const runnerSteps = timed.filter(({ x }) => isRunners(x)).map(({ x }): RunnerStep => ("daemon" in x ? { atS: parseDuration(x.at as number | string), daemon: x.daemon as DaemonAction } : { atS: parseDuration(x.at as number | string), broker: x.broker as BrokerAction }));
+  const whenSteps = (raw.steps ?? []).flatMap(({ when, delay, at: _at, ...action }, index): WhenStep[] => (when === undefined ? [] : [{ index, when, delayMs: toMs(delay) ?? 0, action: action as FaultAction }]));
   runnerSteps.sort((a, b) => a.atS - b.atS);
   const expect = raw.expect.map((e): ScenarioExpectation => {
     const kind: ExpectationKind = e.within !== undefined ? "within" : e.hold !== undefined ? "hold" : e.never !== undefined ? "never" : e.eventually !== undefined ? "eventually" : "count";
@@ -234,6 +258,7 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     durationMs: raw.duration === undefined ? Infinity : parseDuration(raw.duration) * 1000,
     ...(raw.replay === undefined ? {} : { replay: resolve(dirname(file), raw.replay) }),
     steps,
+    whenSteps,
     runnerSteps,
     realTimeOnly: raw.realTime === true || runnerSteps.length > 0,
     uplink: raw.uplink === true,

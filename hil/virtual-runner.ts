@@ -8,10 +8,10 @@ import { modbusOutputIds } from "../drivers/modbus/config.js";
 import { ConfigError } from "../lib/config-file.js";
 import type { SimConfig } from "../sim/config.js";
 import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";
-import { judge, type Series, type Verdict } from "./expectations.js";
+import { conditionWords, holds, judge, ms, type Series, type Verdict } from "./expectations.js";
 import type { BankViews } from "../hotpath-as/views.js";
 import type { PodLayout } from "../pod/layout.js";
-import type { HilScenario, RunnerStep, ScenarioExpectation } from "./scenario.js";
+import type { HilScenario, RunnerStep, ScenarioExpectation, WhenStep } from "./scenario.js";
 import { expandSignals, type SignalRef } from "./signals.js";
 
 /** A scenario's run: its verdicts, and the series they were judged on (for the report's plots). */
@@ -121,7 +121,7 @@ export function outputIds(pod: VirtualPodConfig): Set<string> {
  * an `after` signal), and every signal to sample; throws a ConfigError naming every unknown one
  * (a scenario that does not fit the pod is a bad file, like one that does not fit the schema).
  */
-export function scenarioSignals(scenario: HilScenario, pod: VirtualPodConfig): { expectations: (ScenarioExpectation & { refs: SignalRef[] })[]; refs: Map<string, SignalRef> } {
+export function scenarioSignals(scenario: HilScenario, pod: VirtualPodConfig): { expectations: (ScenarioExpectation & { refs: SignalRef[] })[]; refs: Map<string, SignalRef>; triggers: Trigger[] } {
   const outputs = outputIds(pod);
   const devices = pod.modbus.devices.map((d) => d.name);
   const refs = new Map<string, SignalRef>();
@@ -141,8 +141,30 @@ export function scenarioSignals(scenario: HilScenario, pod: VirtualPodConfig): {
     for (const r of [...own, ...after]) refs.set(r.name, r);
     return { ...e, refs: own };
   });
+  const triggers = scenario.whenSteps.flatMap((step): Trigger[] => {
+    const where = `steps[${step.index}].when`;
+    const got = expand([step.when.signal], [], where);
+    if (got.length > 1) problems.push(`${where}: one signal, not ${step.when.signal} (${got.length} of them)`);
+    if (got.length !== 1) return [];
+    refs.set(got[0].name, got[0]);
+    return [{ step, ref: got[0] }];
+  });
   if (problems.length > 0) throw new ConfigError(scenario.file, problems);
-  return { expectations, refs };
+  return { expectations, refs, triggers };
+}
+
+/** A step on a condition, with the one signal it waits on. */
+export interface Trigger {
+  step: WhenStep;
+  ref: SignalRef;
+}
+
+/** A step on a condition as the report shows it: a verdict that it happened (when), or did not. */
+export function triggerVerdict(t: Trigger, firedAtMs: number | null, endMs: number): Verdict {
+  const what = `steps[${t.step.index}] (${JSON.stringify(t.step.action)}) when ${t.ref.name} ${conditionWords(t.step.when.is)}`;
+  return firedAtMs === null
+    ? { name: what, kind: "eventually", passed: false, figure: `its condition never held by the end of the run: the step was not injected, so what the scenario tests did not happen`, measured: null, window: { fromMs: 0, toMs: endMs }, signals: [t.ref.name] }
+    : { name: what, kind: "eventually", passed: true, figure: `held at ${ms(firedAtMs)}: injected ${ms(t.step.delayMs)} later`, measured: firedAtMs, window: { fromMs: 0, toMs: endMs }, signals: [t.ref.name] };
 }
 
 /**
@@ -154,12 +176,14 @@ export function scenarioSignals(scenario: HilScenario, pod: VirtualPodConfig): {
 export interface RunPlan {
   expectations: (ScenarioExpectation & { refs: SignalRef[] })[];
   skipped: Map<number, string>;
-  /** every signal the judged expectations read, `after` signals included */
+  /** every signal the judged expectations read, `after` signals included, and the steps' `when` signals */
   sampled: SignalRef[];
+  /** the steps on conditions */
+  triggers: Trigger[];
 }
 
 export function planRun(scenario: HilScenario, pod: VirtualPodConfig, mode: string, why: (refs: readonly SignalRef[]) => string | null): RunPlan {
-  const { expectations, refs } = scenarioSignals(scenario, pod);
+  const { expectations, refs, triggers } = scenarioSignals(scenario, pod);
   const skipped = new Map<number, string>();
   const used = new Set<string>();
   expectations.forEach((e, i) => {
@@ -169,11 +193,21 @@ export function planRun(scenario: HilScenario, pod: VirtualPodConfig, mode: stri
     else for (const r of all) used.add(r.name);
   });
   if (expectations.length > 0 && skipped.size === expectations.length) throw new Error(`${scenario.file}: nothing it expects can be judged in ${mode}: ${[...skipped.values()][0]}`);
-  return { expectations, skipped, sampled: [...refs.values()].filter((r) => used.has(r.name)) };
+  // a step waits on its signal whatever is judged: one this mode cannot read would never fire
+  for (const t of triggers) {
+    const reason = why([t.ref]);
+    if (reason !== null) throw new Error(`${scenario.file}: steps[${t.step.index}] waits on ${t.ref.name}, which ${mode} cannot read (${reason})`);
+    used.add(t.ref.name);
+  }
+  return { expectations, skipped, sampled: [...refs.values()].filter((r) => used.has(r.name)), triggers };
 }
 
-/** The plan's verdicts on the sampled series: each skipped one says why. */
-export function verdictsOf(plan: RunPlan, series: ReadonlyMap<string, Series>, endMs: number): Verdict[] {
+/** The plan's verdicts on the sampled series: each skipped one says why; then each step on a condition, fired or not (`firedAtMs`, by trigger). */
+export function verdictsOf(plan: RunPlan, series: ReadonlyMap<string, Series>, endMs: number, firedAtMs: readonly (number | null)[] = []): Verdict[] {
+  return [...judged(plan, series, endMs), ...plan.triggers.map((t, i) => triggerVerdict(t, firedAtMs[i] ?? null, endMs))];
+}
+
+function judged(plan: RunPlan, series: ReadonlyMap<string, Series>, endMs: number): Verdict[] {
   return plan.expectations.map((e, i) => {
     const signals = e.refs.map((r) => r.name);
     const why = plan.skipped.get(i);
@@ -243,6 +277,8 @@ export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPo
   const times = new Float64Array(n);
   let k = 0;
   let seen = 0;
+  // the steps on conditions: each fires once, at the first tick its signal meets its condition
+  const triggers = plan.triggers.map((t) => ({ t, read: sampled.find((x) => x.ref.name === t.ref.name)?.read ?? reader(vp, t.ref, lastWrite), firedAt: null as number | null, dueMs: Infinity, done: false }));
   vp.run(scenario.durationMs / 1000, () => {
     // the writes the last tick sent: each one an event, the last one the level
     for (; seen < vp.writes.length; seen++) {
@@ -250,14 +286,25 @@ export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPo
       lastWrite.set(w.id, w.value);
       events.get(w.id)?.push({ tMs: w.tMs, value: w.value });
     }
+    const now = vp.timeMs;
+    for (const x of triggers) {
+      if (x.firedAt === null && holds(x.t.step.when.is, x.read())) {
+        x.firedAt = now;
+        x.dueMs = now + x.t.step.delayMs;
+      }
+      if (!x.done && now >= x.dueMs) {
+        vp.sim.inject(x.t.step.action);
+        x.done = true;
+      }
+    }
     if (k >= n) return;
-    times[k] = vp.timeMs;
+    times[k] = now;
     for (const s of sampled) s.v[k] = s.read();
     k++;
   });
   const series = new Map<string, Series>();
   for (const s of sampled) series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: times, v: s.v, ...(s.ref.output === undefined ? {} : { events: events.get(s.ref.output) }) });
   const endMs = n === 0 ? 0 : times[n - 1];
-  const verdicts = verdictsOf(plan, series, endMs);
+  const verdicts = verdictsOf(plan, series, endMs, triggers.map((x) => x.firedAt));
   return { scenario, mode: "virtual", passed: verdicts.every((v) => v.passed), verdicts, series, durationMs: endMs, wallMs: performance.now() - started };
 }

@@ -102,7 +102,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     await waitFor(async () => ((await (await fetch(`${sim.controlUrl}/truth`)).json()) as { devices: { leaseExpired: boolean }[] }).devices.every((d) => d.leaseExpired), "the daemon's leases expired", 10_000, 100);
   }, 120_000);
 
-  it("acts on the daemon itself: killed, then started again on the same state, its events read across both", async () => {
+  it("acts on the daemon itself: killed, then started again on the same state, its events read across both; and a step on a condition", async () => {
     const scenario = join(dir, "kill-restart.yaml");
     writeFileSync(
       scenario,
@@ -112,8 +112,12 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
         steps: [
           { at: "2s", daemon: "kill" },
           { at: "3s", daemon: "restart" },
+          // once the daemon is seen in service, half a second later, a leak on rack-2
+          { when: { signal: "pod.rack-1.isolated", is: { eq: 0 } }, delay: "0.5s", leak: "rack-2" },
         ],
         expect: [
+          { name: "rack-2 isolated after the step on a condition", signal: "pod.rack-2.isolated", is: { eq: 1 }, eventually: { by: "1.9s" } },
+          { name: "and again by the restarted daemon, from its latch", signal: "pod.rack-2.isolated", is: { eq: 1 }, hold: { from: "7s", to: "9s" } },
           { name: "no status while it is dead", signal: "pod.rack-1.isolated", is: { ge: 0 }, never: { from: "2.2s", to: "2.9s" } },
           { name: "the restarted daemon answers", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: { from: "7s", to: "9s" } },
           { name: "the restarted daemon said it started", signal: "events.agent.started", is: { eq: 1 }, count: { from: "3s", min: 1, max: 1 } },
@@ -127,6 +131,8 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(r.stdout).toMatch(/step at 2 s: daemon kill injected at \d+\.\d{3} s/);
     expect(r.stdout).toMatch(/step at 3 s: daemon restart injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
     expect(r.stdout).toMatch(/ok {3}the restarted daemon said it started: 1 time = 1 from 3\.00 s to \d/);
+    expect(r.stdout).toMatch(/step 2 when pod\.rack-1\.isolated: held at 0\.\d{3} s, \{"leak":"rack-2"\} injected at \d\.\d{3} s/);
+    expect(r.stdout).toMatch(/ok {3}steps\[2\] \(\{"leak":"rack-2"\}\) when pod\.rack-1\.isolated = 0: held at \d+ ms: injected 500 ms later/);
     // virtual time refuses it: only the real daemon can be killed
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);

@@ -213,6 +213,28 @@ describe("scenario files", () => {
     expect(plan.skipped.get(1)).toMatch(/skipped in virtual time: mission control sees the daemon's uplink \(uplink\.alarm\.leak:rack-1\)/);
   });
 
+  it("a step on a condition: at or when, delay only with when, a runner step only at a time, one signal the mode can read; one whose condition never holds fails the run, saying the step was not injected", () => {
+    const step = (x: Record<string, unknown>): unknown => ({ ...base, steps: [x] });
+    const when = { signal: "pod.rack-1.isolated", is: { eq: 1 } };
+    expect(() => parseHilScenario(step({ at: "1s", when, leak: "rack-2" }), "w.yaml")).toThrow(/steps\[0\]: needs at or when, not both or neither/);
+    expect(() => parseHilScenario(step({ leak: "rack-2" }), "w.yaml")).toThrow(/steps\[0\]: needs at or when, not both or neither/);
+    expect(() => parseHilScenario(step({ at: "1s", delay: "1s", leak: "rack-2" }), "w.yaml")).toThrow(/steps\[0\]: delay goes with when/);
+    expect(() => parseHilScenario(step({ when, daemon: "kill" }), "w.yaml")).toThrow(/steps\[0\]: a daemon step happens at a time \(at\), not on a condition/);
+    expect(() => parseHilScenario(step({ when: { signal: "pod.rack-1.isolatd", is: { eq: 1 } }, leak: "rack-2" }), "w.yaml")).toThrow(/steps\[0\]\.when\.signal: must match pattern/);
+    const star = parseHilScenario(step({ when: { signal: "pod.*.isolated", is: { eq: 1 } }, leak: "rack-2" }), "w.yaml");
+    expect(() => checkScenario(star, pod)).toThrow(/steps\[0\]\.when: one signal, not pod\.\*\.isolated \(8 of them\)/);
+    const alarm = parseHilScenario(step({ when: { signal: "alarm.leak:rack-1", is: { eq: 1 } }, leak: "rack-2" }), "w.yaml");
+    expect(() => checkScenario(alarm, pod)).toThrow(/w\.yaml: steps\[0\] waits on alarm\.leak:rack-1, which virtual time cannot read/);
+    // rack-1 never leaks here, so rack-2's leak is never injected: the run fails, and says why
+    const never = parseHilScenario({ ...base, steps: [{ when, delay: "1s", leak: "rack-2" }], expect: [{ name: "rack-2 isolated", signal: "pod.rack-2.isolated", is: { eq: 1 }, never: {} }] }, "never.yaml");
+    const r = runVirtual(never, loadSimConfig("configs/sim-pod.yaml"), pod);
+    expect(r.passed).toBe(false);
+    expect(r.verdicts.map((v) => [v.name, v.passed, v.figure])).toEqual([
+      ["rack-2 isolated", true, expect.stringMatching(/^never = 1/)],
+      ['steps[0] ({"leak":"rack-2"}) when pod.rack-1.isolated = 1', false, "its condition never held by the end of the run: the step was not injected, so what the scenario tests did not happen"],
+    ]);
+  });
+
   it("an expectation needs exactly one kind, within needs after, and its times lie inside the run", () => {
     const two = { ...base, expect: [{ ...base.expect[0], never: {} }] };
     expect(() => parseHilScenario(two, "two.yaml")).toThrow(/needs exactly one of within, hold, never, eventually, count \(has never, eventually\)/);
