@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import { ConfigError, parseYaml } from "../lib/config-file.js";
+import { mergePatch } from "../lib/merge-patch.js";
 import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RunningDaemon } from "../hil/realtime-runner.js";
 import { loadRig, type RigAdapter } from "../hil/rig.js";
 import { loadAgentConfig, type AgentConfig } from "../agent/config/load.js";
@@ -22,7 +23,7 @@ import { runReplay } from "../hil/replay-runner.js";
 import { readTelemetryLog, telemetryReplaySource } from "../hil/telemetry-replay.js";
 import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
-import { isFlightRecording, loadHilScenario, type DaemonAction, type HilScenario } from "../hil/scenario.js";
+import { isFlightRecording, loadHilScenario, scenarioPod, type DaemonAction, type HilScenario } from "../hil/scenario.js";
 import { campaignRun, campaignTable, PHASE_SPAN_MS, MAX_REPEAT, summariseCampaign } from "../hil/campaign.js";
 import { htmlReport, junitXml } from "../hil/report.js";
 import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
@@ -78,7 +79,7 @@ function rigUplink(url: string): Record<string, unknown> {
 }
 
 /** The daemon's config for one real-time run: the rig's device addresses, a fresh state directory, ephemeral listeners, the runner's uplink or none. */
-function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, uplinkUrl?: string): Record<string, unknown> {
+function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, uplinkUrl?: string, control?: Record<string, unknown>): Record<string, unknown> {
   const data = parseYaml(readFileSync(configPath, "utf8"), configPath) as Record<string, unknown>;
   const modbus = ((data.modbus as { devices?: { name: string; unitId?: number; tcp?: { host?: string; port?: number } }[] } | undefined)?.devices ?? []);
   const redfish = ((data.redfishClient as { devices?: { name: string; url: string }[] } | undefined)?.devices ?? []);
@@ -106,6 +107,8 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, 
   // an uplink in the config would reach a broker the scenario does not own: its own, or none
   if (uplinkUrl !== undefined) data.uplink = rigUplink(uplinkUrl);
   else delete data.uplink;
+  // the scenario's own tuning over the config's (checked before the run: scenarioPod)
+  if (control !== undefined) data.control = mergePatch(data.control ?? {}, control);
   return data;
 }
 
@@ -149,10 +152,10 @@ const STOP_GRACE_MS = 20_000;
  * `podwarden run` on the rig, until it says it runs. A restart step starts it again on the same
  * config and state directory (its latches and decisions carry over, as after a real restart).
  */
-async function startRigDaemon(configPath: string, rig: RigAdapter, uplinkUrl?: string): Promise<RunningDaemon> {
+async function startRigDaemon(configPath: string, rig: RigAdapter, o: { uplinkUrl?: string; control?: Record<string, unknown> }): Promise<RunningDaemon> {
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
   const file = join(stateDir, "agent.yaml");
-  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir, uplinkUrl)));
+  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir, o.uplinkUrl, o.control)));
   const events: DaemonEvent[] = [];
   let proc = spawnDaemon(file, events);
   // a terminate asks it to exit: a restart then waits for that
@@ -245,7 +248,7 @@ export async function hilRun(a: HilArgs): Promise<number> {
   const scenarios: HilScenario[] = a.scenarios.map((f) => loadHilScenario(f));
   for (const s of scenarios) {
     if (rig === undefined) checkScenario(s, pod);
-    else realTimePlan(s, pod, rig);
+    else realTimePlan(s, scenarioPod(s, pod), rig);
   }
   if (rig !== undefined) rigDaemonConfig(a.config ?? DEMO_AGENT_CONFIG, rig, "unused");
   const repeat = a.repeat ?? 1;
@@ -258,10 +261,10 @@ export async function hilRun(a: HilArgs): Promise<number> {
       const variant = rig === undefined && repeat > 1 ? campaignRun(k, repeat, s.seed) : {};
       const r =
         rig !== undefined
-          ? await runRealTime(s, pod, rig, { startDaemon: (o) => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig, o.uplinkUrl), prompt: promptOperator, log: a.log })
+          ? await runRealTime(s, pod, rig, { startDaemon: (o) => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig, o), prompt: promptOperator, log: a.log })
           : s.replay === undefined
             ? runVirtual(s, sim, pod, variant)
-            : await replayScenario(s, pod, a.log);
+            : await replayScenario(s, scenarioPod(s, pod), a.log);
       if (repeat > 1) r.campaign = { run: k + 1, of: repeat, ...variant };
       runs.push(r);
       // real time: the wall time includes the daemon's start and the pod's settling

@@ -50,8 +50,8 @@ export interface RunningDaemon {
 }
 
 export interface RealTimeDeps {
-  /** starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where given */
-  startDaemon: (o: { uplinkUrl?: string }) => Promise<RunningDaemon>;
+  /** starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where given, and the scenario's `control` patch over its config's */
+  startDaemon: (o: { uplinkUrl?: string; control?: Record<string, unknown> }) => Promise<RunningDaemon>;
   /** asks the operator to do something by hand, resolves when they confirm, rejects once `until` aborts */
   prompt: Prompt;
   log: (line: string) => void;
@@ -217,7 +217,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   const mc: MissionControl | undefined = scenario.uplink ? await startMissionControl() : undefined;
   let daemon: RunningDaemon;
   try {
-    daemon = await deps.startDaemon({ uplinkUrl: mc?.url });
+    daemon = await deps.startDaemon({ uplinkUrl: mc?.url, control: scenario.control });
   } catch (err) {
     await mc?.stop();
     throw err;

@@ -17,6 +17,8 @@
 // Each expectation has exactly one kind: within (+ after), hold, never, eventually, count.
 import { dirname, resolve } from "node:path";
 import { loadYamlFile, validator } from "../lib/config-file.js";
+import { mergePatch } from "../lib/merge-patch.js";
+import { validateControl, type PodConfig } from "../pod/config.js";
 import { FAULT_ACTION_PROPERTIES, actionProblems, type FaultAction } from "../sim/faults.js";
 import { parseDuration } from "../sim/scenario.js";
 import type { Condition, Expectation, ExpectationKind } from "./expectations.js";
@@ -61,6 +63,10 @@ export const HIL_SCENARIO_SCHEMA = {
     seed: { type: "integer", minimum: 0, maximum: 2 ** 31 - 1, description: "the plant's seed: the same seed gives the same run and the same report" },
     duration: { ...DURATION, description: "how long the run lasts, scenario time (a replay: at most the recording's; default all of it)" },
     realTime: { const: true, description: "runs only in real time: what it expects is the daemon's supervisor's (the power budget, escalation), which virtual time does not run; virtual time refuses it before anything runs" },
+    control: {
+      type: "object",
+      description: "a patch over the pod's `control` section for this scenario (merged key by key, a list replaced whole), checked as the config is: what the scenario needs configured, e.g. frozen-sensor detection (points.temperature.stuckMs)",
+    },
     uplink: { const: true, description: "real time: the daemon gets an uplink to an MQTT broker of the runner's own on loopback, watched from there as mission control would (the uplink.* signals), which `broker` steps take away and bring back" },
     replay: { type: "string", minLength: 1, maxLength: 1000, description: "a flight recording (a .pwrec file) or a captured telemetry log (any other file: the pod's telemetry messages, one a line, as JSON or as `mosquitto_sub -v` prints them), relative to this file, replayed into the virtual pod instead of running the plant: no steps, no seed, no truth signals" },
     steps: {
@@ -138,6 +144,7 @@ interface RawHilScenario {
   replay?: string;
   realTime?: true;
   uplink?: true;
+  control?: Record<string, unknown>;
   steps?: (Record<string, unknown> & { at?: number | string; when?: { signal: string; is: Condition }; delay?: number | string })[];
   expect: RawExpectation[];
 }
@@ -172,6 +179,8 @@ export interface HilScenario {
   realTimeOnly: boolean;
   /** the daemon gets an uplink to the runner's own broker, watched as mission control (real time) */
   uplink: boolean;
+  /** a patch over the pod's `control` section for this scenario (scenarioPod) */
+  control?: Record<string, unknown>;
   expect: ScenarioExpectation[];
   /** where it was read from */
   file: string;
@@ -262,9 +271,16 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     runnerSteps,
     realTimeOnly: raw.realTime === true || runnerSteps.length > 0,
     uplink: raw.uplink === true,
+    ...(raw.control === undefined ? {} : { control: raw.control }),
     expect,
     file,
   };
+}
+
+/** The pod a scenario runs on: `pod` with the scenario's `control` patch over its own, checked as the config is (a ConfigError naming the scenario). */
+export function scenarioPod<T extends PodConfig>(s: Pick<HilScenario, "control" | "file">, pod: T): T {
+  if (s.control === undefined) return pod;
+  return { ...pod, control: validateControl(mergePatch(pod.control, s.control), `${s.file}: control`) };
 }
 
 export function loadHilScenario(path: string): HilScenario {

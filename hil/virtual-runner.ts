@@ -11,7 +11,7 @@ import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";
 import { conditionWords, holds, judge, ms, type Series, type Verdict } from "./expectations.js";
 import type { BankViews } from "../hotpath-as/views.js";
 import type { PodLayout } from "../pod/layout.js";
-import type { HilScenario, RunnerStep, ScenarioExpectation, WhenStep } from "./scenario.js";
+import { scenarioPod, type HilScenario, type RunnerStep, type ScenarioExpectation, type WhenStep } from "./scenario.js";
 import { expandSignals, type SignalRef } from "./signals.js";
 
 /** A scenario's run: its verdicts, and the series they were judged on (for the report's plots). */
@@ -241,6 +241,7 @@ function refuseDaemonSteps(scenario: HilScenario): void {
 /** Checks a scenario's signals against a pod without running it; throws naming every unknown one, or when virtual time can judge none of it. */
 export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): void {
   refuseDaemonSteps(scenario);
+  scenarioPod(scenario, pod);
   if (scenario.replay === undefined) planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
   else planRun(scenario, pod, "a replay", supervisorOnly("a replay"));
 }
@@ -257,8 +258,9 @@ export interface VirtualRunOptions {
   ioPhaseMs?: number;
 }
 
-export function runVirtual(scenario: HilScenario, sim: SimConfig, pod: VirtualPodConfig, o: VirtualRunOptions = {}): ScenarioRun {
+export function runVirtual(scenario: HilScenario, sim: SimConfig, base: VirtualPodConfig, o: VirtualRunOptions = {}): ScenarioRun {
   const started = performance.now();
+  const pod = scenarioPod(scenario, base);
   const phase = o.ioPhaseMs ?? 0;
   if (!(phase >= 0 && phase <= 60_000 && Number.isInteger(phase))) throw new Error(`I/O phase ${phase} ms: a whole number of ms, 0 to 60000`);
   if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario (hil/replay-runner.ts)`);

@@ -15,7 +15,8 @@ import { demoAgentConfig } from "../cli/demo-config.js";
 import { judge, type Expectation, type Series } from "../hil/expectations.js";
 import { campaignRun, campaignTable, summariseCampaign } from "../hil/campaign.js";
 import { htmlReport, junitXml } from "../hil/report.js";
-import { loadHilScenario, parseHilScenario } from "../hil/scenario.js";
+import { loadHilScenario, parseHilScenario, scenarioPod } from "../hil/scenario.js";
+import { mergePatch } from "../lib/merge-patch.js";
 import { checkScenario, planRun, runVirtual, supervisorOnly, type ScenarioRun } from "../hil/virtual-runner.js";
 import { eventSeries, uplinkSeries, type DaemonEvent } from "../hil/realtime-runner.js";
 import { ALARM_IDS, EVENT_TYPES, expandSignals } from "../hil/signals.js";
@@ -233,6 +234,21 @@ describe("scenario files", () => {
       ["rack-2 isolated", true, expect.stringMatching(/^never = 1/)],
       ['steps[0] ({"leak":"rack-2"}) when pod.rack-1.isolated = 1', false, "its condition never held by the end of the run: the step was not injected, so what the scenario tests did not happen"],
     ]);
+  });
+
+  it("a scenario's control patch: merged over the pod's, checked as the config is, and what its expectations rest on", () => {
+    expect(mergePatch({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, e: 2 })).toEqual({ a: { b: 1, c: [3] }, d: 1, e: 2 });
+    const s = loadHilScenario(join(LIBRARY, "sensor-frozen-rack-5.yaml"));
+    const patched = scenarioPod(s, pod);
+    expect(patched.control.points.temperature).toMatchObject({ stuckMs: 2000, stuckEps: 0.001, staleMs: pod.control.points.temperature.staleMs });
+    expect(pod.control.points.temperature.stuckMs).toBe(0); // the pod's own is untouched
+    const bad = parseHilScenario({ ...base, control: { points: { temperature: { stuckMs: -1 } } } }, "bad.yaml");
+    expect(() => checkScenario(bad, pod)).toThrow(/bad\.yaml: control[\s\S]*points\.temperature\.stuckMs/);
+    // without its patch the frozen sensor is never seen: the scenario fails, saying so
+    const unpatched = runVirtual({ ...s, control: undefined }, loadSimConfig("configs/sim-pod.yaml"), pod);
+    const v = unpatched.verdicts.find((x) => x.name.startsWith("rack-5's loop fails safe within 3 s"));
+    expect(v?.passed).toBe(false);
+    expect(v?.figure).toMatch(/^pod\.rack-5\.failsafe = 1 (only after|never)/);
   });
 
   it("an expectation needs exactly one kind, within needs after, and its times lie inside the run", () => {
