@@ -14,7 +14,7 @@ import { stringify } from "yaml";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import { ConfigError, parseYaml } from "../lib/config-file.js";
 import { mergePatch } from "../lib/merge-patch.js";
-import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RunningDaemon } from "../hil/realtime-runner.js";
+import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RealTimeDeps, type RunningDaemon } from "../hil/realtime-runner.js";
 import { loadRig, type RigAdapter } from "../hil/rig.js";
 import { loadAgentConfig, type AgentConfig } from "../agent/config/load.js";
 import { replayRecording } from "../agent/recorder/flight-replay.js";
@@ -78,8 +78,11 @@ function rigUplink(url: string): Record<string, unknown> {
   return { url, protocolVersion: 4, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 1000 }, commands: { enabled: false } };
 }
 
+/** What a scenario asks of the daemon it runs on (RealTimeDeps.startDaemon). */
+type DaemonOptions = Parameters<RealTimeDeps["startDaemon"]>[0];
+
 /** The daemon's config for one real-time run: the rig's device addresses, a fresh state directory, ephemeral listeners, the runner's uplink or none. */
-function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, uplinkUrl?: string, control?: Record<string, unknown>): Record<string, unknown> {
+function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, o: DaemonOptions = {}): Record<string, unknown> {
   const data = parseYaml(readFileSync(configPath, "utf8"), configPath) as Record<string, unknown>;
   const modbus = ((data.modbus as { devices?: { name: string; unitId?: number; tcp?: { host?: string; port?: number } }[] } | undefined)?.devices ?? []);
   const redfish = ((data.redfishClient as { devices?: { name: string; url: string }[] } | undefined)?.devices ?? []);
@@ -105,10 +108,10 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, 
   data.log = { ...log, level: log.level === "debug" || log.level === "trace" ? log.level : "info", modules: { ...log.modules, agent: "info" } };
   for (const k of ["metrics", "hmi", "redfish"]) data[k] = { ...(data[k] as object | undefined), port: 0 };
   // an uplink in the config would reach a broker the scenario does not own: its own, or none
-  if (uplinkUrl !== undefined) data.uplink = rigUplink(uplinkUrl);
+  if (o.uplinkUrl !== undefined) data.uplink = rigUplink(o.uplinkUrl);
   else delete data.uplink;
   // the scenario's own tuning over the config's (checked before the run: scenarioPod)
-  if (control !== undefined) data.control = mergePatch(data.control ?? {}, control);
+  if (o.control !== undefined) data.control = mergePatch(data.control ?? {}, o.control);
   return data;
 }
 
@@ -152,10 +155,10 @@ const STOP_GRACE_MS = 20_000;
  * `podwarden run` on the rig, until it says it runs. A restart step starts it again on the same
  * config and state directory (its latches and decisions carry over, as after a real restart).
  */
-async function startRigDaemon(configPath: string, rig: RigAdapter, o: { uplinkUrl?: string; control?: Record<string, unknown> }): Promise<RunningDaemon> {
+async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOptions): Promise<RunningDaemon> {
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
   const file = join(stateDir, "agent.yaml");
-  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir, o.uplinkUrl, o.control)));
+  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir, o)));
   const events: DaemonEvent[] = [];
   let proc = spawnDaemon(file, events);
   // a terminate asks it to exit: a restart then waits for that

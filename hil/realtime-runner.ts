@@ -20,7 +20,7 @@ import { holds, type Series } from "./expectations.js";
 import { startMissionControl, type MissionControl, type UplinkObservation } from "./mission-control.js";
 import { inject, injectorFor, type Prompt, type RigAdapter } from "./rig.js";
 import type { DaemonAction, HilScenario } from "./scenario.js";
-import type { SignalRef } from "./signals.js";
+import type { SignalRef, SignalSource } from "./signals.js";
 import { MAX_SAMPLES, planRun, verdictsOf, type RunPlan, type ScenarioRun } from "./virtual-runner.js";
 
 /** The part of the daemon's GET /status the pod signals read. */
@@ -136,38 +136,61 @@ export function realTimePlan(scenario: HilScenario, pod: VirtualPodConfig, rig: 
 }
 
 /**
+ * Levels at the sample times `t`, and events for `count`, from a log stamped with
+ * performance.now(): `apply` takes in each entry up to each sample (those before time 0 too:
+ * what held at 0 is the state they left), and an entry's event type (`eventOf`) is counted, and
+ * kept as an event of the `eventSource` signals of that type, from time 0 on.
+ */
+function seriesFromLog<E extends { atMs: number }>(
+  refs: readonly SignalRef[],
+  log: readonly E[],
+  t0: number,
+  t: Float64Array,
+  o: { apply: (e: E) => void; eventOf: (e: E) => string | undefined; eventSource: SignalSource; level: (r: SignalRef, count: (type: string) => number) => number },
+): Series[] {
+  const counts = new Map<string, number>();
+  const count = (type: string): number => counts.get(type) ?? 0;
+  const out = refs.map((r) => ({ ref: r, v: new Float64Array(t.length), events: [] as { tMs: number; value: number }[] }));
+  let e = 0;
+  for (let k = 0; k < t.length; k++) {
+    for (; e < log.length && log[e].atMs - t0 <= t[k]; e++) {
+      const x = log[e];
+      o.apply(x);
+      const type = o.eventOf(x);
+      const rel = x.atMs - t0;
+      if (type === undefined || rel < 0) continue;
+      counts.set(type, count(type) + 1);
+      for (const s of out) if (s.ref.source === o.eventSource && s.ref.key === type) s.events.push({ tMs: rel, value: 1 });
+    }
+    for (const s of out) s.v[k] = o.level(s.ref, count);
+  }
+  return out.map((s) => ({ name: s.ref.name, unit: s.ref.unit, t, v: s.v, ...(s.ref.source === o.eventSource ? { events: s.events } : {}) }));
+}
+
+/**
  * The alarm and event signals over a run, from the daemon's events: levels at the sample times
  * `t` (the state before time 0 included: an alarm raised while the pod settled is active at 0),
  * and for events.<type> each event after time 0 as an event for `count`.
  */
 export function eventSeries(refs: readonly SignalRef[], events: readonly DaemonEvent[], t0: number, t: Float64Array): Series[] {
   const active = new Map<string, string>(); // id -> severity
-  const counts = new Map<string, number>();
-  const out = refs.map((r) => ({ ref: r, v: new Float64Array(t.length), events: [] as { tMs: number; value: number }[] }));
-  const level = (r: SignalRef): number => {
-    if (r.source === "alarm") return active.has(r.key as string) ? 1 : 0;
-    if (r.source === "alarms") {
-      let n = 0;
-      for (const [id, sev] of active) if (sev === r.key && !(r.exceptIds ?? []).includes(id)) n++;
-      return n;
-    }
-    return counts.get(r.key as string) ?? 0;
-  };
-  let e = 0;
-  for (let k = 0; k < t.length; k++) {
-    for (; e < events.length && events[e].atMs - t0 <= t[k]; e++) {
-      const ev = events[e];
-      const rel = ev.atMs - t0;
+  return seriesFromLog(refs, events, t0, t, {
+    apply: (ev) => {
       if (ev.alarm !== undefined && (ev.type === "alarm.raised" || ev.type === "alarm.escalated")) active.set(ev.alarm.id, ev.alarm.severity);
       if (ev.alarm !== undefined && ev.type === "alarm.cleared") active.delete(ev.alarm.id);
-      if (rel >= 0) {
-        counts.set(ev.type, (counts.get(ev.type) ?? 0) + 1);
-        for (const o of out) if (o.ref.source === "events" && o.ref.key === ev.type) o.events.push({ tMs: rel, value: 1 });
+    },
+    eventOf: (ev) => ev.type,
+    eventSource: "events",
+    level: (r, count) => {
+      if (r.source === "alarm") return active.has(r.key as string) ? 1 : 0;
+      if (r.source === "alarms") {
+        let n = 0;
+        for (const [id, sev] of active) if (sev === r.key && !(r.exceptIds ?? []).includes(id)) n++;
+        return n;
       }
-    }
-    for (const o of out) o.v[k] = level(o.ref);
-  }
-  return out.map((o) => ({ name: o.ref.name, unit: o.ref.unit, t, v: o.v, ...(o.ref.source === "events" ? { events: o.events } : {}) }));
+      return count(r.key as string);
+    },
+  });
 }
 
 /**
@@ -178,23 +201,15 @@ export function eventSeries(refs: readonly SignalRef[], events: readonly DaemonE
 export function uplinkSeries(refs: readonly SignalRef[], seen: readonly UplinkObservation[], t0: number, t: Float64Array): Series[] {
   let online = 0;
   let alarms = new Set<string>();
-  const counts = new Map<string, number>();
-  const out = refs.map((r) => ({ ref: r, v: new Float64Array(t.length), events: [] as { tMs: number; value: number }[] }));
-  const level = (r: SignalRef): number => (r.source === "uplink-online" ? online : r.source === "uplink-alarm" ? (alarms.has(r.key as string) ? 1 : 0) : (counts.get(r.key as string) ?? 0));
-  let e = 0;
-  for (let k = 0; k < t.length; k++) {
-    for (; e < seen.length && seen[e].atMs - t0 <= t[k]; e++) {
-      const o = seen[e];
+  return seriesFromLog(refs, seen, t0, t, {
+    apply: (o) => {
       if (o.online !== undefined) online = o.online ? 1 : 0;
       if (o.alarms !== undefined) alarms = new Set(o.alarms);
-      if (o.event !== undefined && o.atMs - t0 >= 0) {
-        counts.set(o.event, (counts.get(o.event) ?? 0) + 1);
-        for (const x of out) if (x.ref.source === "uplink-events" && x.ref.key === o.event) x.events.push({ tMs: o.atMs - t0, value: 1 });
-      }
-    }
-    for (const x of out) x.v[k] = level(x.ref);
-  }
-  return out.map((x) => ({ name: x.ref.name, unit: x.ref.unit, t, v: x.v, ...(x.ref.source === "uplink-events" ? { events: x.events } : {}) }));
+    },
+    eventOf: (o) => o.event,
+    eventSource: "uplink-events",
+    level: (r, count) => (r.source === "uplink-online" ? online : r.source === "uplink-alarm" ? (alarms.has(r.key as string) ? 1 : 0) : count(r.key as string)),
+  });
 }
 
 export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, rig: RigAdapter, deps: RealTimeDeps): Promise<ScenarioRun> {
@@ -246,15 +261,19 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
       ),
     ].sort((a, b) => a.atS - b.atS);
     let stepError: Error | null = null;
+    // a step done, and when it was asked for and done, in the output and the report
+    const doStep = async (what: string, run: () => Promise<void>): Promise<void> => {
+      const asked = now();
+      await run();
+      const note = `${what} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s`;
+      notes.push(note);
+      deps.log(`  ${note}`);
+    };
     const steps = (async (): Promise<void> => {
       for (const s of timeline) {
         await sleep(s.atS * 1000 - now());
         if (done) return;
-        const asked = now();
-        await s.run();
-        const note = `step at ${s.atS} s: ${s.what} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s`;
-        notes.push(note);
-        deps.log(`  ${note}`);
+        await doStep(`step at ${s.atS} s: ${s.what}`, s.run);
       }
     })().catch((err: Error) => {
       // a step that could not be done ends the run: what follows would not be the scenario
@@ -268,11 +287,8 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     const fire = async (x: (typeof triggers)[number], heldAt: number): Promise<void> => {
       await sleep(heldAt + x.t.step.delayMs - now());
       if (done) return;
-      const asked = now();
-      await inject(injectorFor(rig, x.t.step.action), x.t.step.action, deps.prompt, ended.signal);
-      const note = `step ${x.t.step.index} when ${x.t.ref.name}: held at ${(heldAt / 1000).toFixed(3)} s, ${JSON.stringify(x.t.step.action)} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s`;
-      notes.push(note);
-      deps.log(`  ${note}`);
+      const { index, action } = x.t.step;
+      await doStep(`step ${index} when ${x.t.ref.name}: held at ${(heldAt / 1000).toFixed(3)} s, ${JSON.stringify(action)}`, () => inject(injectorFor(rig, action), action, deps.prompt, ended.signal));
     };
     // the samples: both sources at once, each stamped when its answer arrived
     const timeout = Math.max(50, rig.sampleMs * 5);

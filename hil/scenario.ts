@@ -216,8 +216,8 @@ function problems(s: RawHilScenario): string[] {
     if (e.count !== undefined && e.count.min !== undefined && e.count.max !== undefined && e.count.min > e.count.max) out.push(`${at}: count.min is above count.max`);
     if (e.is.between !== undefined && e.is.between[0] > e.is.between[1]) out.push(`${at}: is.between is [low, high]`);
     const duration = s.duration === undefined ? Infinity : parseDuration(s.duration);
-    const uplink = [...(e.signals ?? []), e.signal ?? "", isTime(e.after) || e.after === undefined ? "" : e.after.signal].filter((x) => x.startsWith("uplink."));
     // (a step's `when` signal is checked against the run's mode by the runner: virtual-runner planRun)
+    const uplink = [...(e.signals ?? []), e.signal ?? "", isTime(e.after) || e.after === undefined ? "" : e.after.signal].filter((x) => x.startsWith("uplink."));
     if (uplink.length > 0 && s.uplink !== true) out.push(`${at}: ${uplink.join(", ")} needs uplink: true (mission control's view of the pod, through the runner's own broker)`);
     if (s.replay !== undefined) {
       const truth = [...(e.signals ?? []), e.signal ?? "", isTime(e.after) || e.after === undefined ? "" : e.after.signal].filter((x) => x.startsWith("truth."));
@@ -235,10 +235,10 @@ const validate = validator<RawHilScenario>(HIL_SCENARIO_SCHEMA, problems);
 export function parseHilScenario(data: unknown, file = "scenario"): HilScenario {
   const raw = validate(data, file);
   const isRunners = (x: object): boolean => RUNNER_KEYS.some((k) => k in x);
-  const timed = (raw.steps ?? []).map((x, index) => ({ x, index })).filter(({ x }) => x.at !== undefined);
-  const steps = timed.filter(({ x }) => !isRunners(x)).map(({ x: { at, ...action } }) => ({ atS: parseDuration(at as number | string), action: action as FaultAction }));
+  const timed = (raw.steps ?? []).filter((x) => x.at !== undefined);
+  const steps = timed.filter((x) => !isRunners(x)).map(({ at, ...action }) => ({ atS: parseDuration(at as number | string), action: action as FaultAction }));
   steps.sort((a, b) => a.atS - b.atS);
-  const runnerSteps = timed.filter(({ x }) => isRunners(x)).map(({ x }): RunnerStep => ("daemon" in x ? { atS: parseDuration(x.at as number | string), daemon: x.daemon as DaemonAction } : { atS: parseDuration(x.at as number | string), broker: x.broker as BrokerAction }));
+  const runnerSteps = timed.filter(isRunners).map((x): RunnerStep => ("daemon" in x ? { atS: parseDuration(x.at as number | string), daemon: x.daemon as DaemonAction } : { atS: parseDuration(x.at as number | string), broker: x.broker as BrokerAction }));
   const whenSteps = (raw.steps ?? []).flatMap(({ when, delay, at: _at, ...action }, index): WhenStep[] => (when === undefined ? [] : [{ index, when, delayMs: toMs(delay) ?? 0, action: action as FaultAction }]));
   runnerSteps.sort((a, b) => a.atS - b.atS);
   const expect = raw.expect.map((e): ScenarioExpectation => {

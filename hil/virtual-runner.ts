@@ -161,10 +161,10 @@ export interface Trigger {
 
 /** A step on a condition as the report shows it: a verdict that it happened (when), or did not. */
 export function triggerVerdict(t: Trigger, firedAtMs: number | null, endMs: number): Verdict {
-  const what = `steps[${t.step.index}] (${JSON.stringify(t.step.action)}) when ${t.ref.name} ${conditionWords(t.step.when.is)}`;
+  const base = { name: `steps[${t.step.index}] (${JSON.stringify(t.step.action)}) when ${t.ref.name} ${conditionWords(t.step.when.is)}`, kind: "eventually" as const, measured: firedAtMs, window: { fromMs: 0, toMs: endMs }, signals: [t.ref.name] };
   return firedAtMs === null
-    ? { name: what, kind: "eventually", passed: false, figure: `its condition never held by the end of the run: the step was not injected, so what the scenario tests did not happen`, measured: null, window: { fromMs: 0, toMs: endMs }, signals: [t.ref.name] }
-    : { name: what, kind: "eventually", passed: true, figure: `held at ${ms(firedAtMs)}: injected ${ms(t.step.delayMs)} later`, measured: firedAtMs, window: { fromMs: 0, toMs: endMs }, signals: [t.ref.name] };
+    ? { ...base, passed: false, figure: "its condition never held by the end of the run: the step was not injected, so what the scenario tests did not happen" }
+    : { ...base, passed: true, figure: `held at ${ms(firedAtMs)}: injected ${ms(t.step.delayMs)} later` };
 }
 
 /**
