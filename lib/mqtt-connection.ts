@@ -7,10 +7,13 @@ import { readFileBounded, readTextBounded } from "./bounded-read.js";
 import type { IClientOptions, MqttClient } from "mqtt";
 import { int, optional, optionalObj, str, type Infer, type ObjectOfProps, type Schema } from "./schema-builders.js";
 
+/** What a broker URL must start with. */
+export const BROKER_URL_PATTERN = "^(mqtt|mqtts|tcp|ssl|tls)://";
+
 /** The schema properties of a broker connection; `defaultClientId` is what the docs show as the default. */
 export function mqttConnectionProperties(defaultClientId: string) {
   return {
-    url: str("broker URL, e.g. mqtt://127.0.0.1:1883 or mqtts://broker:8883", { pattern: "^(mqtt|mqtts|tcp|ssl|tls)://" }),
+    url: str("broker URL, e.g. mqtt://127.0.0.1:1883 or mqtts://broker:8883", { pattern: BROKER_URL_PATTERN }),
     clientId: optional(str(`client id (default ${defaultClientId}); one session per client id`)),
     username: optional(str("user name (${ENV} allowed)")),
     password: optional(str("password: use ${ENV_VAR}, not a literal")),
@@ -54,11 +57,13 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** What the schema cannot say about a connection: TLS on a plain URL, half a key pair, missing files. `at` is the key path. */
-export function mqttConnectionProblems(c: MqttConnectionConfig, at: string): string[] {
+/**
+ * What the schema cannot say about a connection: TLS on a plain URL, half a key pair, missing
+ * files. `at` is the key path; `urls` the connection's brokers (its url, or a list of them).
+ */
+export function mqttConnectionProblems(c: Omit<MqttConnectionConfig, "url">, at: string, urls: readonly string[]): string[] {
   const out: string[] = [];
-  const secure = /^(mqtts|ssl|tls):/.test(c.url);
-  if (c.tls !== undefined && !secure) out.push(`${at}.tls: TLS settings need an mqtts:// URL`);
+  if (c.tls !== undefined && urls.some((u) => !/^(mqtts|ssl|tls):/.test(u))) out.push(`${at}.tls: TLS settings need mqtts:// URLs`);
   if (c.tls !== undefined && (c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) out.push(`${at}.tls: certFile and keyFile go together (mutual TLS)`);
   for (const key of ["caFile", "certFile", "keyFile"] as const) {
     const f = c.tls?.[key];
@@ -70,7 +75,7 @@ export function mqttConnectionProblems(c: MqttConnectionConfig, at: string): str
 }
 
 /** The mqtt.js options for a connection: credentials from the config or its file, TLS files read here. */
-export function mqttConnectionOptions(c: MqttConnectionConfig): IClientOptions {
+export function mqttConnectionOptions(c: Omit<MqttConnectionConfig, "url">): IClientOptions {
   const read = (f: string | undefined): Buffer | undefined => (f === undefined ? undefined : readFileBounded(f));
   const password = c.passwordFile !== undefined ? readTextBounded(c.passwordFile).replace(/\r?\n$/, "") : c.password;
   return {

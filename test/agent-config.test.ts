@@ -91,7 +91,7 @@ describe("agent config", () => {
   ])("a broker connection (%s)", (section, rest) => {
     const withSection = (keys: string): string => `${demo}\n${section}:\n${keys}${rest}`;
     it.each([
-      ["TLS on a plain URL", "  url: mqtt://broker:1883\n  tls: { caFile: /etc/hosts }\n", /\.tls: TLS settings need an mqtts:\/\/ URL/],
+      ["TLS on a plain URL", "  url: mqtt://broker:1883\n  tls: { caFile: /etc/hosts }\n", /\.tls: TLS settings need mqtts:\/\/ URLs/],
       ["half a client key pair", "  url: mqtts://broker:8883\n  tls: { certFile: /etc/hosts }\n", /\.tls: certFile and keyFile go together/],
       ["a CA file that is not there", "  url: mqtts://broker:8883\n  tls: { caFile: /nonexistent/ca.pem }\n", /\.tls\.caFile: no file \/nonexistent\/ca\.pem/],
       ["a password and a password file", "  url: mqtt://broker:1883\n  password: x\n  passwordFile: /etc/hosts\n", /\.passwordFile: give password or passwordFile, not both/],

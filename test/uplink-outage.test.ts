@@ -13,17 +13,10 @@ import { PartitionProxy } from "../tooling/partition-proxy.js";
 import { Prng } from "../sim/prng.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
-import { MissionControl, removeState, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+import { gaps, MissionControl, removeState, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
 import { topicBase } from "../agent/uplink/uplink.js";
 import { countWords, fullCount } from "./helpers/counts.js";
 
-/** Sequence numbers from first to last with none missing (duplicates allowed: at least once). */
-function gaps(seqs: number[], upTo: number, from = 1): number[] {
-  const have = new Set(seqs);
-  const missing: number[] = [];
-  for (let s = from; s <= upTo; s++) if (!have.has(s)) missing.push(s);
-  return missing;
-}
 const seqsOf = (mc: MissionControl, topic: string): number[] => mc.of(topic).map((b) => b.seq as number);
 
 // one simulator serves every pod in this file

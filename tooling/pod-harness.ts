@@ -39,7 +39,9 @@ export async function startPodHarness(o: PodHarnessOptions): Promise<PodHarness>
   data.stateDir = stateDir;
   data.log = { level: "info", modules: {} };
   data.control = { ...(data.control as object), schedFifo: false, warmupTicks: 2000 };
-  data.uplink = { url: o.brokerUrl, protocolVersion: o.protocolVersion, telemetryMs: 200, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 50, maxMs: 400 }, ...o.uplink };
+  // a list of brokers in the test's uplink keys replaces the one URL (the config takes one or the other)
+  const brokers = (o.uplink as { brokers?: unknown } | undefined)?.brokers;
+  data.uplink = { ...(brokers === undefined ? { url: o.brokerUrl } : {}), protocolVersion: o.protocolVersion, telemetryMs: 200, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 50, maxMs: 400 }, ...o.uplink };
   o.patch?.(data);
   const config = validateAgentConfig(data, "pod harness");
   const agent = new Agent({ config, hash: "harness", path: "harness" }, new Logs(config.log, { site: config.site, pod: config.pod }, o.logTo));

@@ -51,6 +51,8 @@ export interface Rejected {
   /** from the body, when it could be read: the response carries it back */
   transaction?: string;
   keyId?: string;
+  /** an authentic command refused by the replay guard: its seq (with keyId and transaction, which command it repeats) */
+  seq?: number;
 }
 
 export class CommandAuthorizer {
@@ -127,7 +129,7 @@ export class CommandAuthorizer {
     if (this.guard === null) return reject("replay", "unavailable", this.problem ?? "no replay guard");
     try {
       const v = await this.guard.admit(keyId, body.seq, issued);
-      if (!v.ok) return reject("replay", "replayed", v.reason);
+      if (!v.ok) return { ...reject("replay", "replayed", v.reason), seq: body.seq };
     } catch (err) {
       // could not record the seq: refusing is the only safe answer
       return reject("replay", "unavailable", `cannot record the command sequence: ${(err as Error).message}`);

@@ -12,7 +12,7 @@ import { hmiProblems } from "../hmi/schema.js";
 import { redfishProblems } from "../redfish/schema.js";
 import { controlProblems, noCoolantProblems } from "../../pod/config.js";
 import { failSafeProblems } from "../../pod/fail-safe.js";
-import type { UplinkConfig } from "../uplink/schema.js";
+import { brokerUrls, type UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
 
 /** The whole config, derived from the schema: each section's type comes from its owner's schema. */
@@ -114,7 +114,7 @@ function crossChecks(c: AgentConfig): string[] {
     const maxS = Math.floor(c.control.setpointLeaseMaxMs / 1000);
     if (sp.writeLeaseS > maxS) out.push(`uplink.sparkplug.writeLeaseS: ${sp.writeLeaseS} s is over control.setpointLeaseMaxMs (${maxS} s): the executor would refuse every write`);
   }
-  if (c.mqttIngest !== undefined) out.push(...mqttConnectionProblems(c.mqttIngest, "mqttIngest"));
+  if (c.mqttIngest !== undefined) out.push(...mqttConnectionProblems(c.mqttIngest, "mqttIngest", [c.mqttIngest.url]));
   out.push(...hmiProblems(c.hmi));
   out.push(...redfishProblems(c.redfish));
   out.push(...redfishClientProblems(c.redfishClient));
@@ -122,7 +122,8 @@ function crossChecks(c: AgentConfig): string[] {
 }
 
 function uplinkProblems(u: UplinkConfig): string[] {
-  const out = mqttConnectionProblems(u, "uplink");
+  const out = mqttConnectionProblems(u, "uplink", brokerUrls(u));
+  if ((u.url === undefined) === (u.brokers === undefined)) out.push("uplink: give url (one broker) or brokers (a list), not both and not neither");
   if (u.reconnect.baseMs > u.reconnect.maxMs) out.push("uplink.reconnect.baseMs: must be <= maxMs");
   if (u.spool.segmentBytes * 2 > u.spool.maxBytes) out.push("uplink.spool.segmentBytes: must be at most half of maxBytes");
   const ids = new Set<string>();

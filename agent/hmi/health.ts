@@ -23,7 +23,7 @@ export interface DeviceHealth {
 
 export interface HmiHealth {
   devices: DeviceHealth[];
-  uplink: { connected: boolean; spoolDepth: number; spoolBytes: number; lastAckAt: string | null; ackP99Ms: number | null; connects: number } | null;
+  uplink: { connected: boolean; spoolDepth: number; spoolBytes: number; lastAckAt: string | null; ackP99Ms: number | null; connects: number; broker: string | null; brokerSwitches: number } | null;
   control: { ticks: number; overruns: number; recentOverruns: number; maxLatenessUs: number; lateness: { fromUs: number; toUs: number | null; count: number }[] };
   build: { version: string; configHash: string; node: string };
 }
@@ -83,6 +83,8 @@ export function hmiHealth(pod: HealthPod, uplink: UplinkStats | null, rates: Req
             lastAckAt: uplink.lastAckAt,
             ackP99Ms: Number.isFinite(uplink.ackUs.p99) && uplink.ackUs.p99 > 0 ? uplink.ackUs.p99 / 1000 : null,
             connects: uplink.connects,
+            broker: uplink.broker,
+            brokerSwitches: uplink.brokerSwitches,
           },
     control: { ticks: control.ticks, overruns: control.overruns, recentOverruns: control.recent.overruns, maxLatenessUs: control.maxLatenessUs, lateness },
     build: { version, configHash: pod.identity.configHash, node: process.version },

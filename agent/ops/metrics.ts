@@ -476,6 +476,16 @@ export class Metrics {
         if (s !== null) this.inc(s.connects);
       },
     });
+    new Counter({
+      name: "podwarden_uplink_broker_switches_total",
+      help: "times the uplink moved on to the next broker address (a connection lost, refused or silent; uplink.brokers)",
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = u();
+        if (s !== null) this.inc(s.brokerSwitches);
+      },
+    });
     new Gauge({
       name: "podwarden_uplink_spool_depth",
       help: "Spooled messages not yet acknowledged by the broker, by class",
@@ -534,7 +544,7 @@ export class Metrics {
     });
     new Counter({
       name: "podwarden_commands_total",
-      help: "Commands received, by result (accepted, rejected; suppressed = rejected beyond the audit rate; dropped = requests beyond uplink.commands.maxPerS, dropped unread)",
+      help: "Commands received, by result (accepted, rejected; suppressed = rejected beyond the audit rate; dropped = requests beyond uplink.commands.maxPerS, dropped unread; duplicates = copies of a command already carried out, answered again and not carried out)",
       labelNames: ["result"],
       registers: [r],
       collect() {

@@ -6,6 +6,12 @@
 // second instead of being answered one by one, so a flood of junk cannot turn into a flood of
 // responses and events (the spool and the broker stay for what matters).
 //
+// A command delivered twice (mission control re-sent it after a broker failover took its
+// response, or a QoS 1 redelivery) executes once: the replay guard refuses the copy, and the copy
+// of a command executed since start gets the first one's answer again, marked duplicate, rather
+// than a bare "replayed" (which would leave the sender unsure whether it ran). The answers are
+// kept for the last RECENT_ANSWERS commands, in memory: after a restart a copy is "replayed".
+//
 // Requests themselves are rate-limited first, before anything is parsed or verified: beyond
 // maxPerS a second they are dropped unread. An Ed25519 verification costs ~50-100 µs of the main
 // thread, where the leak polls run: 10,000 forged requests a second took leak-to-isolation from
@@ -30,7 +36,9 @@ export class CommandService {
   private tokens: number;
   private suppressed = 0;
   private timer: NodeJS.Timeout | null = null;
-  private readonly counts = { accepted: 0, rejected: 0, suppressed: 0, dropped: 0 };
+  private readonly counts = { accepted: 0, rejected: 0, suppressed: 0, dropped: 0, duplicates: 0 };
+  /** the answers to the last commands executed, by key id, seq and transaction */
+  private readonly answered = new Map<string, Record<string, unknown>>();
   /** requests still to be taken this second */
   private intake: number;
   /** requests dropped unread since the last summary */
@@ -68,7 +76,7 @@ export class CommandService {
     return COMMANDS;
   }
 
-  stats(): { accepted: number; rejected: number; suppressed: number; dropped: number } {
+  stats(): { accepted: number; rejected: number; suppressed: number; dropped: number; duplicates: number } {
     return { ...this.counts };
   }
 
@@ -114,9 +122,10 @@ export class CommandService {
       (verdict) => {
         if (!verdict.ok) return this.reject(verdict, name, replyTo);
         const { body, keyId } = verdict;
+        const key = answerKey(keyId, body.seq, body.transaction);
         executeCommand(this.agent(), body, `key ${keyId}`).then(
-          (outcome) => this.answer(name, body.transaction, keyId, outcome, replyTo),
-          (err: Error) => this.answer(name, body.transaction, keyId, { status: "rejected", code: "unavailable", reason: `failed: ${err.message}` }, replyTo),
+          (outcome) => this.answer(name, body.transaction, keyId, outcome, replyTo, key),
+          (err: Error) => this.answer(name, body.transaction, keyId, { status: "rejected", code: "unavailable", reason: `failed: ${err.message}` }, replyTo, key),
         );
       },
       // not expected (every check returns a verdict), but a command must never go unanswered
@@ -124,23 +133,34 @@ export class CommandService {
     );
   }
 
-  private answer(name: CommandName, transaction: string, keyId: string, o: Outcome, replyTo: ReplyTo): void {
+  private answer(name: CommandName, transaction: string, keyId: string, o: Outcome, replyTo: ReplyTo, key: string): void {
     const ok = o.status === "ok";
     if (ok) this.counts.accepted++;
     else this.counts.rejected++;
     this.agent().audit({ action: name, ...(o.rack === undefined ? {} : { rack: o.rack }), by: `key ${keyId}`, result: ok ? "accepted" : o.code, transaction, ...(ok ? {} : { reason: o.reason }) });
     this.log.info({ command: name, transaction, keyId, result: ok ? "accepted" : o.code }, "command");
-    this.respond(replyTo, ok ? { status: "ok", transaction, command: name, data: o.data ?? null, error: null } : { status: "rejected", transaction, command: name, data: null, error: { code: o.code, message: o.reason } });
+    const body = ok ? { status: "ok", transaction, command: name, data: o.data ?? null, error: null } : { status: "rejected", transaction, command: name, data: null, error: { code: o.code, message: o.reason } };
+    this.answered.set(key, body);
+    if (this.answered.size > RECENT_ANSWERS) this.answered.delete(this.answered.keys().next().value as string);
+    this.respond(replyTo, body);
   }
 
   private reject(r: Omit<Rejected, "check">, name: string, replyTo: ReplyTo): void {
-    this.counts.rejected++;
+    // an authentic copy of a command already carried out: its first answer, again (within the
+    // same answer rate as a rejection, so a flood of copies is no flood of answers)
+    const first = r.code === "replayed" && r.keyId !== undefined && r.seq !== undefined && r.transaction !== undefined ? this.answered.get(answerKey(r.keyId, r.seq, r.transaction)) : undefined;
+    if (first === undefined) this.counts.rejected++;
+    else this.counts.duplicates++;
     if (this.tokens < 1) {
       this.suppressed++;
       this.counts.suppressed++;
       return;
     }
     this.tokens--;
+    if (first !== undefined) {
+      this.agent().audit({ action: name, by: `key ${r.keyId}`, result: "duplicate", transaction: r.transaction, reason: "a copy of a command already carried out: not carried out again, answered as the first was" });
+      return this.respond(replyTo, { ...first, duplicate: true });
+    }
     this.agent().audit({ action: name, by: r.keyId === undefined ? "unknown" : `key ${r.keyId} (claimed)`, result: r.code, reason: r.reason, ...(r.transaction === undefined ? {} : { transaction: r.transaction }) });
     this.log.warn({ command: name, code: r.code, reason: r.reason }, "command rejected");
     this.respond(replyTo, { status: "rejected", transaction: r.transaction ?? null, command: name, data: null, error: { code: r.code, message: r.reason } });
@@ -153,6 +173,10 @@ export class CommandService {
     });
   }
 }
+
+/** How many commands' answers are kept to answer a copy (a few minutes of a busy console). */
+const RECENT_ANSWERS = 256;
+const answerKey = (keyId: string, seq: number, transaction: string): string => `${keyId}\n${seq}\n${transaction}`;
 
 /** Correlation data longer than this is not echoed (MQTT allows 64 KiB; a console needs a few bytes). */
 const MAX_CORRELATION_BYTES = 256;

@@ -1,10 +1,13 @@
 // The uplink's config keys (kept apart from uplink.ts so config checking does not load mqtt).
-import { mqttConnectionProperties, type MqttConnectionConfig } from "../../lib/mqtt-connection.js";
-import { int, num, obj } from "../../lib/schema-builders.js";
+import { BROKER_URL_PATTERN, mqttConnectionProperties, type MqttConnectionConfig } from "../../lib/mqtt-connection.js";
+import { int, num, obj, str } from "../../lib/schema-builders.js";
 import { ROLES, type Role } from "../commands/schema.js";
 import { SPARKPLUG_SCHEMA, type SparkplugConfig } from "./sparkplug/schema.js";
 
-export interface UplinkConfig extends MqttConnectionConfig {
+export interface UplinkConfig extends Omit<MqttConnectionConfig, "url"> {
+  /** one broker; or `brokers`, an ordered list (brokerUrls() gives the list either way) */
+  url?: string;
+  brokers?: string[];
   protocolVersion: 4 | 5;
   telemetryMs: number;
   exception: { enabled: boolean; checkMs: number; defaultDeadband: number; deadbands: Record<string, number> };
@@ -24,10 +27,18 @@ export interface UplinkConfig extends MqttConnectionConfig {
 export const UPLINK_SCHEMA = {
   type: "object",
   additionalProperties: false,
-  required: ["url"],
-  description: "MQTT uplink to mission control (docs/mqtt.md, docs/security.md)",
+  description: "MQTT uplink to mission control (docs/mqtt.md, docs/security.md); give url or brokers",
   properties: {
     ...mqttConnectionProperties("podwarden-<site>-<pod>"),
+    url: str("broker URL, e.g. mqtt://127.0.0.1:1883 or mqtts://broker:8883 (a name with several addresses is tried address by address); or give brokers", { pattern: BROKER_URL_PATTERN }),
+    brokers: {
+      type: "array",
+      minItems: 1,
+      maxItems: 64,
+      uniqueItems: true,
+      items: { type: "string", pattern: BROKER_URL_PATTERN },
+      description: "brokers in order of preference, instead of url: the pod stays on one while it works and moves to the next when it is lost, unreachable or silent, wrapping round (docs/fleet.md)",
+    },
     protocolVersion: { enum: [4, 5], default: 5, description: "MQTT 3.1.1 (4) or 5; request/response correlation (responseTopic, correlationData) needs 5" },
     telemetryMs: int(100, 3_600_000, 1000, "telemetry period, ms"),
     exception: obj(
@@ -83,3 +94,8 @@ export const UPLINK_SCHEMA = {
     sparkplug: SPARKPLUG_SCHEMA,
   },
 };
+
+/** The uplink's brokers in order: `brokers`, or the one `url` (the config check requires one of them). */
+export function brokerUrls(c: UplinkConfig): string[] {
+  return c.brokers ?? (c.url === undefined ? [] : [c.url]);
+}

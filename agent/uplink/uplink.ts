@@ -22,13 +22,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import { Backoff } from "../../lib/backoff.js";
+import { BrokerList, type BrokerTarget } from "../../lib/broker-list.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
 import { disableNagle, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, redactUrl, watchBrokerSilence } from "../../lib/mqtt-connection.js";
 import type { AgentEvent, PodCommander, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
 import { CommandService } from "./command-service.js";
-import type { UplinkConfig } from "./schema.js";
+import { brokerUrls, type UplinkConfig } from "./schema.js";
 import { Spool, type SpoolClass } from "./spool.js";
 import { ExceptionReporter, periodicTelemetry } from "./telemetry.js";
 
@@ -37,6 +38,10 @@ export const topicBase = (site: string, pod: string): string => `podwarden/${sit
 export interface UplinkStats {
   connected: boolean;
   connects: number;
+  /** the broker of the current connection, or of the attempt under way (redacted), or null */
+  broker: string | null;
+  /** times the pod moved on to the next broker address (a lost, refused or silent connection) */
+  brokerSwitches: number;
   spoolDepth: Record<SpoolClass, number>;
   spoolBytes: number;
   spoolDropped: Record<SpoolClass, number>;
@@ -49,7 +54,7 @@ export interface UplinkStats {
   ackUs: { p50: number; p99: number };
   /** when the broker last acknowledged a publish (wall time, ISO 8601), or null */
   lastAckAt: string | null;
-  commands: { accepted: number; rejected: number; suppressed: number; dropped: number };
+  commands: { accepted: number; rejected: number; suppressed: number; dropped: number; duplicates: number };
 }
 
 /** The MQTT client options for the uplink: the shared connection options and the protocol version. */
@@ -64,6 +69,12 @@ export class Uplink {
   private client: MqttClient | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
+  private restateTimer: NodeJS.Timeout | null = null;
+  private readonly brokers: BrokerList;
+  /** the target of the current (or last) connection attempt, and the last that came up */
+  private target: BrokerTarget | null = null;
+  private lastConnected: string | null = null;
+  private firstConnect: () => void = () => undefined;
   private stopSilenceWatch: () => void = () => undefined;
   private backgroundFlush: Promise<void> | null = null;
   private readonly base: string;
@@ -93,6 +104,7 @@ export class Uplink {
     const dir = id.stateDir ?? join(tmpdir(), `podwarden-${id.site}-${id.pod}`);
     this.spool = new Spool({ dir: join(dir, "spool"), maxBytes: c.spool.maxBytes, segmentBytes: c.spool.segmentBytes });
     this.backoff = new Backoff({ baseMs: c.reconnect.baseMs, maxMs: c.reconnect.maxMs });
+    this.brokers = new BrokerList(brokerUrls(c));
     this.exceptions = new ExceptionReporter(c.exception);
     this.commands = new CommandService(() => this.agent, c.commands, this.log, (topic, body, opts) => this.publishNow(topic, body, opts));
   }
@@ -123,34 +135,45 @@ export class Uplink {
     this.commands.start();
     if (this.commands.problem !== null) this.agent.reportProblem("uplink:commands", { severity: "Warning", source: "uplink", message: `commands: ${this.commands.problem}`, untilAcknowledged: true });
 
-    const id = this.agent.identity;
-    const client = mqtt.connect(this.c.url, {
-      ...brokerOptions(this.c),
-      clientId: this.c.clientId ?? `podwarden-${id.site}-${id.pod}`,
-      reconnectPeriod: 0, // reconnects are ours: backoff with jitter
-      clean: true,
-      will: { topic: this.topic("state"), payload: Buffer.from(this.stateMessage("will")), qos: 1, retain: true },
-    });
-    this.client = client;
-    guardPacketSize(client, HARD_PACKET_FACTOR * this.c.maxPacketBytes, (o) => this.log.warn({ claimedBytes: o.claimedBytes, maxPacketBytes: this.c.maxPacketBytes }, "broker sent a packet far over maxPacketBytes: connection ended before reading it"));
-    client.on("error", (err) => this.log.debug({ err: err.message }, "mqtt error"));
-    client.on("connect", () => this.onConnect(client));
-    client.on("close", () => this.onClose(client));
-    client.on("message", (topic, payload, packet) => this.commands.handle(topic.slice(this.base.length), payload, packet));
-    this.stopSilenceWatch = watchBrokerSilence(client, this.c.keepaliveS, (silentMs) =>
-      this.log.warn({ silentMs: Math.round(silentMs), keepaliveS: this.c.keepaliveS }, "broker silent: giving up the connection"),
-    );
     this.attach(this.agent);
     this.timers.push(setInterval(() => this.publishTelemetry(), this.c.telemetryMs));
     if (this.c.exception.enabled) this.timers.push(setInterval(() => this.publishExceptions(), this.c.exception.checkMs));
     if (this.c.spool.fsyncMs > 0) this.timers.push(setInterval(() => this.flushSpoolInBackground(), this.c.spool.fsyncMs));
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, Math.min(5000, this.c.connectTimeoutMs)); // an unreachable broker does not hold the agent up
-      client.once("connect", () => {
+      this.firstConnect = () => {
         clearTimeout(t);
         resolve();
-      });
+      };
+      void this.connect();
     });
+  }
+
+  /** A connection attempt to the broker list's current target: a new client, so a new socket to wherever the list now points. */
+  private async connect(): Promise<void> {
+    const target = await this.brokers.current();
+    if (this.stopping) return;
+    const id = this.agent.identity;
+    const client = mqtt.connect(target.url, {
+      ...brokerOptions(this.c),
+      // an address resolved from a name: the certificate still has to carry the name
+      ...(target.servername !== undefined && this.c.tls !== undefined ? { servername: this.c.tls.servername ?? target.servername } : {}),
+      clientId: this.c.clientId ?? `podwarden-${id.site}-${id.pod}`,
+      reconnectPeriod: 0, // reconnects are ours: backoff with jitter, and the next broker
+      clean: true,
+      will: { topic: this.topic("state"), payload: Buffer.from(this.stateMessage("will")), qos: 1, retain: true },
+    });
+    this.client = client;
+    this.target = target;
+    guardPacketSize(client, HARD_PACKET_FACTOR * this.c.maxPacketBytes, (o) => this.log.warn({ claimedBytes: o.claimedBytes, maxPacketBytes: this.c.maxPacketBytes }, "broker sent a packet far over maxPacketBytes: connection ended before reading it"));
+    client.on("error", (err) => this.log.debug({ err: err.message, broker: redactUrl(target.url) }, "mqtt error"));
+    client.on("connect", () => this.onConnect(client));
+    client.on("close", () => this.onClose(client));
+    client.on("message", (topic, payload, packet) => this.commands.handle(topic.slice(this.base.length), payload, packet));
+    this.stopSilenceWatch();
+    this.stopSilenceWatch = watchBrokerSilence(client, this.c.keepaliveS, (silentMs) =>
+      this.log.warn({ silentMs: Math.round(silentMs), keepaliveS: this.c.keepaliveS, broker: redactUrl(target.url) }, "broker silent: giving up the connection"),
+    );
   }
 
   private onConnect(client: MqttClient): void {
@@ -159,8 +182,22 @@ export class Uplink {
     this.connectedAtMs = Date.now();
     this.backoff.reset();
     disableNagle(client);
-    this.log.info({ url: redactUrl(this.c.url), connects: this.connects }, "uplink connected");
+    const switched = this.target !== null && this.lastConnected !== null && this.target.url !== this.lastConnected;
+    this.lastConnected = this.target?.url ?? null;
+    this.log.info({ url: redactUrl(this.target?.url ?? ""), connects: this.connects, switched }, "uplink connected");
+    this.firstConnect();
     this.publishRetained();
+    // A broker the pod left while it still ran (silent to the pod, or cut off from it) publishes
+    // the pod's Will ("offline", retained) once its keepalive runs out, 1.5x after the pod's last
+    // packet to it: on a cluster or a bridge that overwrites the "online" just sent. The state is
+    // said once more after that moment, so the retained truth is the last word.
+    if (switched) {
+      if (this.restateTimer !== null) clearTimeout(this.restateTimer);
+      this.restateTimer = setTimeout(() => {
+        this.restateTimer = null;
+        if (client === this.client && client.connected) this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
+      }, 2000 * this.c.keepaliveS);
+    }
     // QoS 0: a command is acknowledged by its response, and its sender re-sends without one. At
     // QoS 1, mosquitto 2.0 kept requests above our maximumPacketSize in our in-flight window and
     // after 20 delivered nothing more (test/fuzz-mqtt-commands.test.ts): a silenced command channel
@@ -176,11 +213,17 @@ export class Uplink {
     this.inflight = 0;
     this.spool.rewind();
     if (this.stopping || this.reconnectTimer !== null) return;
+    // lost, refused or silent: the next attempt goes to the next broker (the spool, its seq
+    // numbers and the replay guard are the pod's, not the connection's: they carry over)
+    this.brokers.failed();
     const delay = this.backoff.next();
-    this.log.warn({ retryInMs: Math.round(delay), attempt: this.backoff.attempts }, "uplink disconnected; spooling");
+    this.log.warn({ retryInMs: Math.round(delay), attempt: this.backoff.attempts, broker: redactUrl(this.target?.url ?? "") }, "uplink disconnected; spooling");
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
-      if (!this.stopping) client.reconnect();
+      if (this.stopping) return;
+      this.client = null; // first: ending it must not count as another loss
+      client.end(true);
+      void this.connect();
     }, delay);
   }
 
@@ -334,6 +377,8 @@ export class Uplink {
     return {
       connected: this.client?.connected === true,
       connects: this.connects,
+      broker: this.target === null ? null : redactUrl(this.target.url),
+      brokerSwitches: this.brokers.switches,
       spoolDepth: this.spool.depth(),
       spoolBytes: this.spool.bytes,
       spoolDropped: this.spool.dropped(),
@@ -354,6 +399,7 @@ export class Uplink {
     this.stopSilenceWatch();
     if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
+    if (this.restateTimer !== null) clearTimeout(this.restateTimer);
     this.unsubscribe?.();
     this.commands.stop();
     const c = this.client;

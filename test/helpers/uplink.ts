@@ -130,3 +130,11 @@ export class MissionControl {
 export function removeState(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
+
+/** The sequence numbers from `from` to `upTo` that never arrived (duplicates allowed: delivery is at least once). */
+export function gaps(seqs: Iterable<number>, upTo: number, from = 1): number[] {
+  const have = new Set(seqs);
+  const missing: number[] = [];
+  for (let s = from; s <= upTo; s++) if (!have.has(s)) missing.push(s);
+  return missing;
+}

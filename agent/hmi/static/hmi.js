@@ -494,7 +494,7 @@ function drawHealth(h) {
   $("#uplink").textContent =
     u === null
       ? "uplink: none configured"
-      : `uplink: ${u.connected ? "connected" : "NOT CONNECTED"}; spool ${u.spoolDepth} messages (${(u.spoolBytes / 1024).toFixed(0)} KiB); last PUBACK ${u.lastAckAt === null ? "never" : new Date(u.lastAckAt).toLocaleTimeString()}${u.ackP99Ms === null ? "" : `, p99 ${u.ackP99Ms.toFixed(1)} ms`}; connects ${u.connects}`;
+      : `uplink: ${u.connected ? "connected" : "NOT CONNECTED"}; spool ${u.spoolDepth} messages (${(u.spoolBytes / 1024).toFixed(0)} KiB); last PUBACK ${u.lastAckAt === null ? "never" : new Date(u.lastAckAt).toLocaleTimeString()}${u.ackP99Ms === null ? "" : `, p99 ${u.ackP99Ms.toFixed(1)} ms`}; connects ${u.connects}${u.broker === null ? "" : `; broker ${u.broker}`}${u.brokerSwitches > 0 ? ` (${u.brokerSwitches} broker switches)` : ""}`;
   const dev = $("#devices tbody");
   dev.replaceChildren(
     ...h.devices.map((d) => {

@@ -14,13 +14,14 @@
 import { join } from "node:path";
 import mqtt, { type MqttClient } from "mqtt";
 import { Backoff } from "../../../lib/backoff.js";
+import { BrokerList, type BrokerTarget } from "../../../lib/broker-list.js";
 import { monoMs } from "../../../lib/clock.js";
 import { JsonStateFile } from "../../../lib/json-state-file.js";
 import { disableNagle, guardPacketSize, HARD_PACKET_FACTOR, redactUrl, watchBrokerSilence } from "../../../lib/mqtt-connection.js";
 import type { Point } from "../../../lib/points.js";
 import type { Logger } from "../../log.js";
 import type { PodCommander, PodReader, ProblemReporter } from "../../pod-api.js";
-import type { UplinkConfig } from "../schema.js";
+import { brokerUrls, type UplinkConfig } from "../schema.js";
 import { brokerOptions, type UplinkStats } from "../uplink.js";
 import { SparkplugCommands, type CommandCounts } from "./commands.js";
 import { DataHistory } from "./history.js";
@@ -91,6 +92,9 @@ export class SparkplugEdgeNode {
   private readonly backoff: Backoff;
   private readonly timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
+  /** the uplink's brokers, in the same order: the edge node moves through them on its own connection */
+  private readonly brokers: BrokerList;
+  private target: BrokerTarget | null = null;
   private stopSilenceWatch: () => void = () => undefined;
   private stopping = false;
   private readonly counts = { sessions: 0, births: 0, messages: 0, bytes: 0, stateDropped: 0 };
@@ -105,6 +109,7 @@ export class SparkplugEdgeNode {
     const dir = o.pod.identity.stateDir;
     this.bdSeqFile = dir === undefined ? null : new JsonStateFile(join(dir, "sparkplug-bdseq.json"), checkBdSeq);
     this.backoff = new Backoff({ baseMs: o.uplink.reconnect.baseMs, maxMs: o.uplink.reconnect.maxMs });
+    this.brokers = new BrokerList(brokerUrls(o.uplink));
     this.commands = new SparkplugCommands(() => this.o.pod, this.model, this.c, o.uplink.maxPacketBytes, () => this.rebirth());
   }
 
@@ -130,11 +135,12 @@ export class SparkplugEdgeNode {
         this.stateIntake = MAX_STATE_PER_S;
       }, 1000),
     );
-    this.connect();
+    void this.connect();
   }
 
-  /** A new connection, a new session: the next bdSeq, saved before the CONNECT that carries it. */
-  private connect(): void {
+  /** A new connection, a new session, to the broker list's current target: the next bdSeq, saved before the CONNECT that carries it. */
+  private async connect(): Promise<void> {
+    const target = await this.brokers.current();
     if (this.stopping) return;
     this.bdSeq = (this.bdSeq + 1) % 256;
     try {
@@ -144,8 +150,9 @@ export class SparkplugEdgeNode {
     }
     const u = this.o.uplink;
     const will = encodePayload({ timestamp: Date.now(), metrics: [{ name: "bdSeq", type: "Int64", value: this.bdSeq }] });
-    const client = mqtt.connect(u.url, {
+    const client = mqtt.connect(target.url, {
       ...brokerOptions(u),
+      ...(target.servername !== undefined && u.tls !== undefined ? { servername: u.tls.servername ?? target.servername } : {}),
       clientId: `${u.clientId ?? `podwarden-${this.o.pod.identity.site}-${this.o.pod.identity.pod}`}-spb`,
       // §5.4: a clean session, and (MQTT 5) a session that expires at once
       clean: true,
@@ -154,6 +161,7 @@ export class SparkplugEdgeNode {
       will: { topic: this.topic("NDEATH"), payload: Buffer.from(will), qos: 1, retain: false },
     });
     this.client = client;
+    this.target = target;
     guardPacketSize(client, HARD_PACKET_FACTOR * u.maxPacketBytes, (o) => this.o.log.warn({ claimedBytes: o.claimedBytes }, "sparkplug: broker sent a packet far over maxPacketBytes: connection ended before reading it"));
     client.on("error", (err) => this.o.log.debug({ err: err.message }, "sparkplug mqtt error"));
     client.on("connect", () => this.onConnect(client));
@@ -168,7 +176,7 @@ export class SparkplugEdgeNode {
     this.backoff.reset();
     disableNagle(client);
     this.counts.sessions++;
-    this.o.log.info({ url: redactUrl(this.o.uplink.url), bdSeq: this.bdSeq, group: this.group, edgeNode: this.node }, "sparkplug connected");
+    this.o.log.info({ url: redactUrl(this.target?.url ?? ""), bdSeq: this.bdSeq, group: this.group, edgeNode: this.node }, "sparkplug connected");
     // §5.4: the NCMD (and DCMD, STATE) subscriptions come before the NBIRTH
     const topics = [this.topic("NCMD"), `${this.topic("DCMD")}/+`, ...(this.stateTopic === null ? [] : [this.stateTopic])];
     client.subscribe(topics, { qos: 1 }, (err) => {
@@ -188,6 +196,7 @@ export class SparkplugEdgeNode {
     if (this.session) this.o.log.warn({ bdSeq: this.bdSeq }, "sparkplug session lost; storing data until the next");
     this.session = false;
     this.born.clear();
+    this.brokers.failed();
     this.scheduleReconnect(this.backoff.next());
   }
 
@@ -198,7 +207,7 @@ export class SparkplugEdgeNode {
       const old = this.client;
       this.client = null;
       old?.end(true);
-      this.connect();
+      void this.connect();
     }, delayMs);
   }
 
