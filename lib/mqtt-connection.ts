@@ -199,23 +199,50 @@ export function guardPacketSize(client: MqttClient, maxBytes: number, onOversize
  */
 const SILENCE_LIMIT = 1.45;
 
+/** Whether a QoS 1 publish (or a subscribe) awaits the broker's acknowledgement: mqtt.js keeps them in `outgoing` by message id. */
+function awaitsAck(client: MqttClient): boolean {
+  for (const _ in client.outgoing) return true;
+  return false;
+}
+
+/**
+ * A broker that has acknowledged none of the QoS 1 publishes awaiting it for this many
+ * keepalives is given up on, though it answers pings: a clustered broker's node that lost its
+ * peers (a partition) kept the pod's connection and its pings going, took every publish and
+ * acknowledged none, until the partition healed (test/fleet-cluster.test.ts). Three keepalives
+ * leave a loaded broker time for a backlog: a live one acknowledges within milliseconds.
+ */
+export const ACK_LIMIT = 3;
+
+/** Why a connection was given up: nothing at all heard, or no acknowledgement of what awaits one. */
+export type Silence = "silent" | "unacknowledged";
+
 /**
  * Gives up a connection whose broker has sent nothing, not even a PINGRESP, for SILENCE_LIMIT
- * keepalives (a hung broker, a silent partition). mqtt.js's own check fires at 1.5x plus its
- * timer's delay, a few ms late. Destroying the socket closes the client as any lost connection
- * does, and its owner reconnects. Returns the function that stops the watch.
+ * keepalives (a hung broker, a silent partition), or has acknowledged nothing for ACK_LIMIT
+ * keepalives while QoS 1 publishes await it. mqtt.js's own check fires at 1.5x plus its timer's
+ * delay, a few ms late, and has no acknowledgement check. Destroying the socket closes the
+ * client as any lost connection does, and its owner reconnects. Returns the function that
+ * stops the watch.
  */
-export function watchBrokerSilence(client: MqttClient, keepaliveS: number, onSilent: (silentMs: number) => void): () => void {
+export function watchBrokerSilence(client: MqttClient, keepaliveS: number, onSilent: (silentMs: number, why: Silence) => void): () => void {
   let lastHeardMs = performance.now();
-  const heard = (): void => {
+  // the last acknowledgement, or the last moment nothing awaited one
+  let lastAckMs = lastHeardMs;
+  const heard = (packet: { cmd: string }): void => {
     lastHeardMs = performance.now();
+    if (packet.cmd === "puback" || packet.cmd === "suback" || packet.cmd === "unsuback" || packet.cmd === "connack") lastAckMs = lastHeardMs;
   };
   client.on("packetreceive", heard); // the CONNACK too: a new connection starts heard
   const timer = setInterval(() => {
     if (!client.connected) return;
-    const silentMs = performance.now() - lastHeardMs;
-    if (silentMs <= SILENCE_LIMIT * keepaliveS * 1000) return;
-    onSilent(silentMs);
+    const now = performance.now();
+    if (!awaitsAck(client)) lastAckMs = now;
+    const silentMs = now - lastHeardMs;
+    const unackedMs = now - lastAckMs;
+    if (silentMs > SILENCE_LIMIT * keepaliveS * 1000) onSilent(silentMs, "silent");
+    else if (unackedMs > ACK_LIMIT * keepaliveS * 1000) onSilent(unackedMs, "unacknowledged");
+    else return;
     client.stream.destroy();
   }, (keepaliveS * 1000) / 40);
   return () => {

@@ -12,9 +12,11 @@
 // topics are state, not history: they are republished, current, on every connect.
 //
 // Connection: one client (one session per client id), reconnecting with exponential backoff and
-// jitter (drivers/backoff.ts). A hung broker is caught by a silence watchdog (watchBrokerSilence in
-// lib/mqtt-connection.ts): no packet at all from the broker for 1.45 x keepalive ends the
-// connection. mqtt.js's own keepalive times out at 1.5x after the last acknowledgement, on an
+// jitter (drivers/backoff.ts), to the next broker of uplink.brokers. A hung broker is caught by a
+// silence watchdog (watchBrokerSilence in lib/mqtt-connection.ts): no packet at all from the
+// broker for 1.45 x keepalive ends the connection, and so does no PUBACK for 3 x keepalive while
+// publishes await one (a cluster node cut off from its peers answers pings and acknowledges
+// nothing). mqtt.js's own keepalive times out at 1.5x after the last acknowledgement, on an
 // interval timer that a busy event loop runs late, so on its own it caught a hang at 1.49-1.53 s
 // with keepalive 1 s: at, not within, 1.5x. TCP no-delay is on: with Nagle, loopback publishes
 // showed a 35–44 ms tail.
@@ -171,8 +173,11 @@ export class Uplink {
     client.on("close", () => this.onClose(client));
     client.on("message", (topic, payload, packet) => this.commands.handle(topic.slice(this.base.length), payload, packet));
     this.stopSilenceWatch();
-    this.stopSilenceWatch = watchBrokerSilence(client, this.c.keepaliveS, (silentMs) =>
-      this.log.warn({ silentMs: Math.round(silentMs), keepaliveS: this.c.keepaliveS, broker: redactUrl(target.url) }, "broker silent: giving up the connection"),
+    this.stopSilenceWatch = watchBrokerSilence(client, this.c.keepaliveS, (ms, why) =>
+      this.log.warn(
+        { [why === "silent" ? "silentMs" : "unacknowledgedMs"]: Math.round(ms), keepaliveS: this.c.keepaliveS, inflight: this.inflight, broker: redactUrl(target.url) },
+        why === "silent" ? "broker silent: giving up the connection" : "broker acknowledges none of the messages in flight: giving up the connection",
+      ),
     );
   }
 

@@ -168,7 +168,7 @@ export class SparkplugEdgeNode {
     client.on("close", () => this.onClose(client));
     client.on("message", (topic, payload) => this.onMessage(client, topic, payload));
     this.stopSilenceWatch();
-    this.stopSilenceWatch = watchBrokerSilence(client, u.keepaliveS, (silentMs) => this.o.log.warn({ silentMs: Math.round(silentMs) }, "sparkplug: broker silent: giving up the connection"));
+    this.stopSilenceWatch = watchBrokerSilence(client, u.keepaliveS, (ms, why) => this.o.log.warn({ ms: Math.round(ms), why }, `sparkplug: broker ${why === "silent" ? "silent" : "acknowledges nothing in flight"}: giving up the connection`));
   }
 
   private onConnect(client: MqttClient): void {
