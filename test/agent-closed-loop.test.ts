@@ -40,15 +40,17 @@ describe("agent against the simulated pod", () => {
     await waitFor(() => agent.supervisor.mode === "Running", "Running", 60_000).catch((e: unknown) => {
       throw new Error(`${String(e)}: ${agent.supervisor.mode}, ${agent.activeAlarms().map((a) => `${a.id} (${a.message})`).join("; ")}`);
     });
-    // settle, then hold: 10 s of samples all within the band
+    // settle, then hold: 5 s of samples all within the band (the racks' thermal time constants
+    // are seconds: a loop that drifts or rings leaves the band within that; the 15-minute suite
+    // budget took the other 5 s)
     await waitFor(() => truth().racks.every((r) => Math.abs(r.returnTempC - 45) < 0.3), "settled", 120_000, 200);
     let worst = 0;
     const t0 = performance.now();
-    while (performance.now() - t0 < 10_000) {
+    while (performance.now() - t0 < 5_000) {
       for (const r of truth().racks) worst = Math.max(worst, Math.abs(r.returnTempC - 45));
       await new Promise((r) => setTimeout(r, 200));
     }
-    expect(worst, "worst |return − setpoint| over 10 s, °C").toBeLessThan(0.5);
+    expect(worst, "worst |return − setpoint| over 5 s, °C").toBeLessThan(0.5);
     expect(truth().devices.every((d) => !d.leaseExpired)).toBe(true);
     // Missed deadlines are a timing figure, measured by `npm run bench` (tick lateness beside
     // cyclictest, BENCHMARKS.md), not asserted here: this file's control thread shares two cores
