@@ -4,15 +4,14 @@
 // is answered as the first was; when A comes back, what it had taken reaches mission control, so
 // events counted over both brokers have no gap. Then B dies (SIGKILL) and the pod wraps round to A.
 // The list itself (order, names with several addresses, wrapping) is tested without a network.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { signedCommand } from "../agent/commands/client.js";
 import { validateAgentConfig } from "../agent/config/load.js";
 import { BrokerList } from "../lib/broker-list.js";
 import { demoConfigData } from "../cli/demo-config.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { waitFor } from "./helpers/processes.js";
-import { startTestSim, type TestSim } from "./helpers/sim.js";
-import { gaps, MissionControl, startUplinkPod } from "./helpers/uplink.js";
+import { expectEveryEvent, MissionControl, sharedSim, startUplinkPod } from "./helpers/uplink.js";
 import { topicBase } from "../agent/uplink/uplink.js";
 
 describe("the broker list", () => {
@@ -62,13 +61,7 @@ describe("the broker list", () => {
   });
 });
 
-let sim: TestSim;
-beforeAll(async () => {
-  sim = await startTestSim();
-}, 30_000);
-afterAll(async () => {
-  await sim?.stop();
-});
+const sim = sharedSim();
 
 describe("uplink failover between brokers", () => {
   it("moves from a hung broker to the next with nothing lost, runs a re-sent command once, and wraps round when the next dies", async () => {
@@ -79,7 +72,7 @@ describe("uplink failover between brokers", () => {
     // keepalive), so what A took before it stopped is delivered when it resumes
     const mcA = await MissionControl.connect(a.url, base, 5, { keepalive: 60 });
     const mcB = await MissionControl.connect(b.url, base, 5);
-    const pod = await startUplinkPod({ brokerUrl: a.url, protocolVersion: 5, sim, uplink: { brokers: [a.url, b.url], keepaliveS: 1 } });
+    const pod = await startUplinkPod({ brokerUrl: a.url, protocolVersion: 5, sim: sim(), uplink: { brokers: [a.url, b.url], keepaliveS: 1 } });
     let probes = 0;
     const probe = setInterval(() => pod.agent.audit({ action: "probe", by: "test", result: String(++probes) }), 20);
     try {
@@ -106,11 +99,7 @@ describe("uplink failover between brokers", () => {
       a.resume();
       // what A took before it hung reaches mission control now; the rest went through B
       clearInterval(probe);
-      await waitFor(() => pod.uplink.stats().spoolDepth.critical === 0, "spool drained", 15_000);
-      const last = pod.uplink.stats().lastSeq.critical;
-      const seqs = () => [...mcA.of("events"), ...mcB.of("events")].map((e) => e.seq as number);
-      await waitFor(() => gaps(seqs(), last).length === 0, "every event at mission control, over A and B", 15_000).catch(() => undefined);
-      expect(gaps(seqs(), last)).toEqual([]);
+      await expectEveryEvent(pod, () => [...mcA.of("events"), ...mcB.of("events")]);
       // the command ran once: one accepted audit, one duplicate
       const audits = [...mcA.of("events"), ...mcB.of("events")].filter((e) => e.type === "command.audit" && e.transaction === "tx-failover");
       const bySeq = new Map(audits.map((e) => [e.seq as number, e.result as string]));

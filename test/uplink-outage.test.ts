@@ -6,27 +6,20 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { PartitionProxy } from "../tooling/partition-proxy.js";
 import { Prng } from "../sim/prng.js";
 import { waitFor } from "./helpers/processes.js";
-import { startTestSim, type TestSim } from "./helpers/sim.js";
-import { gaps, MissionControl, removeState, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+import { gaps, MissionControl, removeState, sharedSim, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
 import { topicBase } from "../agent/uplink/uplink.js";
 import { countWords, fullCount } from "./helpers/counts.js";
 
 const seqsOf = (mc: MissionControl, topic: string): number[] => mc.of(topic).map((b) => b.seq as number);
 
 // one simulator serves every pod in this file
-let sim: TestSim;
-beforeAll(async () => {
-  sim = await startTestSim();
-}, 30_000);
-afterAll(async () => {
-  await sim?.stop();
-});
+const sim = sharedSim();
 
 /**
  * `cycles` broker restarts (`restart`) while the pod audits a probe event every 10 ms; each waits for
@@ -61,7 +54,7 @@ describe("broker outages (mosquitto)", () => {
     // mission control subscribes before the pod starts: events the pod sends at start (seq 1, 2,
     // ...) reach a subscriber that is there, not one that comes later (CI once lost the race)
     const mc = await MissionControl.connect(broker.url, topicBase("demo", "pod-a"), 4, { clientId: "mc-outage", clean: false, reconnectPeriod: 50 });
-    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
+    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim: sim() });
     expect(pod.base).toBe(mc.base);
     try {
       const n = await restartsDuringProbes(pod, () => broker.restart("SIGTERM"), RESTARTS);
@@ -90,7 +83,7 @@ describe("broker outages (mosquitto)", () => {
     await link.listen();
     const prng = new Prng(12);
     link.impair({ delayMs: 20, lossShare: 0.02, stallMs: 200, random: () => prng.next() });
-    const pod = await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${link.port}`, protocolVersion: 5, sim, uplink: { keepaliveS: 2, telemetryMs: 200 } });
+    const pod = await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${link.port}`, protocolVersion: 5, sim: sim(), uplink: { keepaliveS: 2, telemetryMs: 200 } });
     const mc = await MissionControl.connect(broker.url, pod.base, 4, { reconnectPeriod: 50 });
     let n = 0;
     const probe = setInterval(() => pod.agent.audit({ action: "lossy-link", by: "test", result: String(++n) }), 10);
@@ -122,7 +115,7 @@ describe("broker outages (mosquitto)", () => {
 
   it("detects a hung broker (SIGSTOP) by its own silence watchdog, spools, and delivers everything after SIGCONT, events first", async () => {
     const broker = await Mosquitto.start({ persistence: false });
-    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim, uplink: { keepaliveS: 2 } });
+    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim: sim(), uplink: { keepaliveS: 2 } });
     const mc = await MissionControl.connect(broker.url, pod.base, 4, { reconnectPeriod: 50 });
     try {
       await waitFor(() => mc.of("telemetry").length >= 2, "telemetry flowing");
@@ -158,7 +151,7 @@ describe("broker outages (mosquitto)", () => {
 
   it("keeps what it spooled through a daemon restart in the middle of an outage, and numbering continues", async () => {
     const broker = await Mosquitto.start({ persistence: false });
-    const first = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
+    const first = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim: sim() });
     await waitFor(() => first.uplink.stats().connected, "connected");
     await broker.kill("SIGKILL"); // outright: no goodbye to anyone
     await waitFor(() => !first.uplink.stats().connected, "outage noticed");
@@ -169,7 +162,7 @@ describe("broker outages (mosquitto)", () => {
     // the broker comes back; mission control subscribes; then the daemon starts again
     await broker.restart();
     const mc = await MissionControl.connect(broker.url, first.base, 4);
-    const second = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim, stateDir: first.stateDir });
+    const second = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim: sim(), stateDir: first.stateDir });
     try {
       await waitFor(() => mc.of("events").filter((e) => e.action === "before-restart").length === 30, "events spooled before the restart delivered", 20_000);
       expect(mc.of("events").filter((e) => e.action === "before-restart").every((e) => e.historical === true)).toBe(true);
@@ -188,7 +181,7 @@ describe("broker outages (mosquitto)", () => {
 
   it("starts with a damaged spool: salvages the file, counts what was lost without reusing its seq, raises the alarm until acknowledged, and still delivers the intact records", async () => {
     const broker = await Mosquitto.start({ persistence: false });
-    const first = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
+    const first = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim: sim() });
     await broker.kill("SIGKILL");
     await waitFor(() => !first.uplink.stats().connected, "outage noticed");
     for (let i = 0; i < 10; i++) first.agent.audit({ action: "before-damage", by: "test", result: String(i) });
@@ -202,7 +195,7 @@ describe("broker outages (mosquitto)", () => {
 
     await broker.restart();
     const mc = await MissionControl.connect(broker.url, first.base, 4);
-    const second = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim, stateDir: first.stateDir });
+    const second = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim: sim(), stateDir: first.stateDir });
     try {
       await waitFor(() => second.agent.supervisor.alarms.get("uplink:spool-corrupt") !== undefined, "the spool-corrupt alarm", 10_000);
       expect(second.agent.supervisor.alarms.get("uplink:spool-corrupt")?.severity).toBe("Critical");
@@ -255,7 +248,7 @@ describe("broker outages (aedes in-process)", () => {
     };
     let broker = await start();
     const port = broker.port;
-    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, sim });
+    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, sim: sim() });
     base = pod.base;
     try {
       const n = await restartsDuringProbes(pod, async (cycle) => {
@@ -289,7 +282,7 @@ describe("reconnecting", () => {
     });
     await new Promise<void>((r) => refusing.listen(0, "127.0.0.1", () => r()));
     const port = (refusing.address() as AddressInfo).port;
-    const pod = await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${port}`, protocolVersion: 4, sim, uplink: { reconnect: { baseMs: 40, maxMs: 320 } } });
+    const pod = await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${port}`, protocolVersion: 4, sim: sim(), uplink: { reconnect: { baseMs: 40, maxMs: 320 } } });
     let broker: EmbeddedBroker | null = null;
     try {
       await waitFor(() => attempts.length >= 12, "a dozen attempts", 20_000, 10);
@@ -327,7 +320,7 @@ describe("reconnecting", () => {
 
   it("republishes retained state, info and alarms on every connect (a broker restarted without persistence forgot them)", async () => {
     const broker = await Mosquitto.start({ persistence: false });
-    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim });
+    const pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim: sim() });
     try {
       await waitFor(() => pod.uplink.stats().connected, "connected");
       for (let cycle = 0; cycle < 3; cycle++) {

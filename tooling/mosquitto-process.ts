@@ -2,10 +2,9 @@
 // generated config, and stopped, killed, paused (SIGSTOP) or restarted on the same port.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./free-port.js";
+import { freePort, portOpen } from "./free-port.js";
 import { run, stopProcess, waitFor } from "./processes.js";
 
 export interface MosquittoOptions {
@@ -18,17 +17,6 @@ export interface MosquittoOptions {
   persistence?: boolean;
   /** a fixed port (a broker that clients were already told about); else a free one */
   port?: number;
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    s.once("connect", () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once("error", () => resolve(false));
-  });
 }
 
 export class Mosquitto {

@@ -9,6 +9,7 @@ import { startPodHarness, type PodHarness } from "../../tooling/pod-harness.js";
 import { LogCapture } from "./agent.js";
 import { waitFor } from "./processes.js";
 import { startTestSim, type TestSim } from "./sim.js";
+import { afterAll, beforeAll, expect } from "vitest";
 
 export const KEYS = { operator: generateCommandKey(), engineer: generateCommandKey(), observer: generateCommandKey() };
 
@@ -137,4 +138,32 @@ export function gaps(seqs: Iterable<number>, upTo: number, from = 1): number[] {
   const missing: number[] = [];
   for (let s = from; s <= upTo; s++) if (!have.has(s)) missing.push(s);
   return missing;
+}
+
+/** One simulator for every pod of a test file: started before its tests, stopped after them. */
+export function sharedSim(): () => TestSim {
+  let sim: TestSim | undefined;
+  beforeAll(async () => {
+    sim = await startTestSim();
+  }, 30_000);
+  afterAll(async () => {
+    await sim?.stop();
+  });
+  return () => {
+    if (sim === undefined) throw new Error("the shared simulator has not started");
+    return sim;
+  };
+}
+
+/**
+ * Once the pod's spool has drained, every event it ever gave a seq number is among `events()`
+ * (mission control's view, over however many brokers): on a miss, the missing numbers are the
+ * failure message.
+ */
+export async function expectEveryEvent(pod: UplinkPod, events: () => Record<string, unknown>[]): Promise<void> {
+  await waitFor(() => pod.uplink.stats().spoolDepth.critical === 0, "spool drained", 30_000);
+  const last = pod.uplink.stats().lastSeq.critical;
+  const seqs = (): number[] => events().map((e) => e.seq as number);
+  await waitFor(() => gaps(seqs(), last).length === 0, "every event at mission control", 30_000).catch(() => undefined);
+  expect(gaps(seqs(), last)).toEqual([]);
 }
