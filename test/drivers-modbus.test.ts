@@ -13,7 +13,7 @@ import { modbusConfig, rackPoints } from "./helpers/driver.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { countWords, fullCount } from "./helpers/counts.js";
 
-/** Dropped connections in the reconnect test: 1,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+/** Dropped connections in the reconnect test: 1,000 under `npm run soak -- --full-counts`, a sixth in `npm test` (helpers/counts.ts). */
 const DROPS = fullCount(1000);
 
 const drivers: ModbusDriver[] = [];

@@ -20,7 +20,7 @@ import { corpus, fuzzSeed, mutateBytes, mutateJson, Prng } from "./helpers/fuzz.
 import { countWords, fullCount } from "./helpers/counts.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
-/** Generated cases: 100,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+/** Generated cases: 100,000 under `npm run soak -- --full-counts`, a sixth in `npm test` (helpers/counts.ts). */
 const CASES = fullCount(100_000);
 
 // the replay guard fsyncs every accepted seq: keep it on tmpfs so 100,000 cases stay quick

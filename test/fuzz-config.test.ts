@@ -12,7 +12,7 @@ import { demoConfigData } from "../cli/demo-config.js";
 import { corpus, fuzzSeed, Prng } from "./helpers/fuzz.js";
 import { countWords, fullCount } from "./helpers/counts.js";
 
-/** Generated cases: 10,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+/** Generated cases: 10,000 under `npm run soak -- --full-counts`, a sixth in `npm test` (helpers/counts.ts). */
 const CASES = fullCount(10_000);
 
 type Path = (string | number)[];

@@ -16,7 +16,7 @@ import { corpus, fuzzSeed, Prng } from "./helpers/fuzz.js";
 import { countWords, fullCount } from "./helpers/counts.js";
 import { waitFor } from "./helpers/processes.js";
 
-/** Generated cases: 2,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+/** Generated cases: 2,000 under `npm run soak -- --full-counts`, a sixth in `npm test` (helpers/counts.ts). */
 const CASES = fullCount(2_000);
 
 /** The registers the device holds: value = 1000 + address (holding), 2000 + address (input). */

@@ -13,7 +13,7 @@ import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { Prng } from "../sim/prng.js";
 import { countWords, fullCount } from "./helpers/counts.js";
 
-/** Randomised ticks per seed: 10,000 under `npm run soak -- --full-counts`, a third in `npm test` (helpers/counts.ts). */
+/** Randomised ticks per seed: 10,000 under `npm run soak -- --full-counts`, a sixth in `npm test` (helpers/counts.ts). */
 const TICKS = fullCount(10_000);
 
 const RACKS = 8;

@@ -1,4 +1,4 @@
-// Broker outages against a real mosquitto: 100 restarts during telemetry and events (a third in
+// Broker outages against a real mosquitto: 100 restarts during telemetry and events (a sixth in
 // `npm test`, all under `npm run soak -- --full-counts`: helpers/counts.ts), a hung
 // (SIGSTOPped) broker, a broker killed outright, and the daemon restarting mid-outage; and 100
 // restarts of aedes in this process; and the reconnects themselves (backoff, retained topics). Nothing
@@ -43,7 +43,7 @@ async function restartsDuringProbes(pod: UplinkPod, restart: (cycle: number) => 
   return n;
 }
 
-/** Broker restarts in the first test: 100 under `npm run soak -- --full-counts`, a third in `npm test`. */
+/** Broker restarts in the first test: 100 under `npm run soak -- --full-counts`, a sixth in `npm test`. */
 const RESTARTS = fullCount(100);
 
 describe("broker outages (mosquitto)", () => {
