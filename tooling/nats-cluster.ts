@@ -2,8 +2,8 @@
 // nats-server) on loopback, routed to each other as one cluster, JetStream on, and MQTT served
 // by every node with its streams replicated on `replicas` nodes (docs/fleet.md says why NATS).
 // A node can be killed (SIGKILL) and started again on the same ports and store, cut off from its
-// peers (partition(): every route to and from it runs through a PartitionProxy, and the nodes do
-// not advertise their own addresses, so no route goes around the proxies), and the whole cluster
+// peers (partition(): every route to and from it runs through a PartitionProxy, and the nodes
+// advertise a dead address, so no route goes around the proxies), and the whole cluster
 // restarted.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -97,7 +97,10 @@ export class NatsCluster {
       // seconds, not the default two minutes
       "ping_interval: \"1s\"",
       "ping_max: 3",
-      `cluster { name: podwarden-test, listen: 127.0.0.1:${n.route}, no_advertise: true, routes: [${routes.join(", ")}] }`,
+      // every route is configured (a full mesh through the proxies); the address a node tells its
+      // peers is a dead one (the discard port), so no peer opens an implicit route around the
+      // proxies (with its real address one did, and a partition missed it)
+      `cluster { name: podwarden-test, listen: 127.0.0.1:${n.route}, advertise: "127.0.0.1:9", no_advertise: true, routes: [${routes.join(", ")}] }`,
       `mqtt { listen: 127.0.0.1:${n.mqtt}, stream_replicas: ${this.replicas}, consumer_replicas: ${this.replicas}, ack_wait: "5s" }`,
     ];
     writeFileSync(n.conf, `${lines.join("\n")}\n`);
