@@ -6,25 +6,35 @@ const TOOLING = ["tooling", "bench", "test", "scripts"];
 /** Folder -> folders it may not import (static imports and re-exports). */
 export const FORBIDDEN_IMPORTS = {
   // pure computation: nothing of ours
-  "hotpath-as": ["lib", "pod", "drivers", "sim", "agent", "hil", "cli", ...TOOLING],
+  "hotpath-as": ["lib", "pod", "drivers", "sim", "agent", "hil", "cli", "fleet", ...TOOLING],
   // generic helpers the product uses
-  lib: ["hotpath-as", "pod", "drivers", "sim", "agent", "hil", "cli", ...TOOLING],
+  lib: ["hotpath-as", "pod", "drivers", "sim", "agent", "hil", "cli", "fleet", ...TOOLING],
   // every byte to the field, and nothing of racks or loops
-  drivers: ["hotpath-as", "pod", "sim", "agent", "hil", "cli", ...TOOLING],
+  drivers: ["hotpath-as", "pod", "sim", "agent", "hil", "cli", "fleet", ...TOOLING],
   // points to actuators: the hot path and generic helpers only
-  pod: ["drivers", "sim", "agent", "hil", "cli", ...TOOLING],
+  pod: ["drivers", "sim", "agent", "hil", "cli", "fleet", ...TOOLING],
   // the plant and its devices: may run the pod stage and the drivers' codecs, never the agent
-  sim: ["agent", "hil", "cli", ...TOOLING],
+  sim: ["agent", "hil", "cli", "fleet", ...TOOLING],
   // the daemon's parts: never the simulator, the HIL runner, the entry points or tooling
-  agent: ["sim", "hil", "cli", ...TOOLING],
+  agent: ["sim", "hil", "cli", "fleet", ...TOOLING],
   // the HIL runner judges the pod from outside: it runs the simulator and the pod stage, never
   // the agent's internals (in real time it talks to the daemon as a rig would)
-  hil: ["agent", "cli", ...TOOLING],
+  hil: ["agent", "cli", "fleet", ...TOOLING],
+  // mission control's side (the reference consumer, the pod emulator): it knows the pods by their
+  // topics and the command format only (agent/commands/, allowed below), never the daemon
+  fleet: ["hotpath-as", "pod", "drivers", "sim", "agent", "hil", "cli", ...TOOLING],
   // entry points: product, never tooling
   cli: [...TOOLING],
 };
 
-const patterns = (folders) => folders.flatMap((f) => [`**/${f}/*`, `**/${f}/**`]);
+/** Folder -> forbidden folder -> subfolders of it that stay allowed (the command format is a contract, not the daemon). */
+export const ALLOWED_INSIDE = {
+  fleet: { agent: ["commands"] },
+};
+
+// gitignore patterns: an allowed subfolder is re-included itself (its parent's `*` excluded it)
+// and then everything in it
+const patterns = (folders, allowed = []) => folders.flatMap((f) => [`**/${f}/*`, `**/${f}/**`, ...allowed.flatMap((a) => [`!**/${f}/${a}`, `!**/${f}/${a}/**`])]);
 
 /** A service inside agent/ takes the narrow face it needs (agent/pod-api.ts), never the Agent class. */
 export const AGENT_CLASS_MESSAGE = "a service takes the narrow face it needs (agent/pod-api.ts), never the Agent class (docs/architecture.md)";
@@ -39,7 +49,7 @@ export const boundaries = Object.entries(FORBIDDEN_IMPORTS).map(([folder, forbid
       {
         patterns: [
           ...forbidden.map((f) => ({
-            group: patterns([f]),
+            group: patterns([f], ALLOWED_INSIDE[folder]?.[f]),
             message: `${folder}/ may not import ${f}/ (docs/architecture.md: who may import whom)`,
           })),
           ...(folder === "agent" ? [AGENT_CLASS] : []),

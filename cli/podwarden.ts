@@ -60,6 +60,11 @@ usage:
                                                          sign and send a command, print its response
   podwarden sparkplug-watch --url <broker> [--group <g>] [--node <n>]
                                                          print a Sparkplug B group's messages, decoded
+  podwarden fleet watch --url <broker>[,<broker>...] [--share <group>] [--consumers <n>] [--site <s>[,<s>]]
+                        [--every <s>] [--json]           mission control's view of every pod: online/offline,
+                                                         events and telemetry counted by seq (gaps, losses)
+  podwarden fleet command <name> --url <broker> --pods <site/pod>[,...] --key <file> --key-id <id> [--params <json>]
+                                                         sign and send a command to each pod, print each answer
   podwarden --version
   podwarden --help
 
@@ -100,13 +105,19 @@ options:
       --rule <r>          gains: apply this rule's proposal from the loop's last tuning
       --kp, --ki, --kd <x>  gains: apply these gains (kd default 0)
       --revert            gains: back to the config's gains
-      --url <url>         command, sparkplug-watch: the broker
-      --site <s>, --pod <p>  command: the pod addressed
+      --url <url>         command, sparkplug-watch: the broker; fleet: the brokers (comma-separated, tried in turn)
+      --share <group>     fleet watch: take the pods' data through this shared-subscription group ($share/<group>/...)
+      --consumers <n>     fleet watch: connections opened in the group (default 1)
+      --every <s>         fleet watch: seconds between summary lines (default 5)
+      --json              fleet watch: a JSON object per line instead of words
+      --pods <list>       fleet command: the pods addressed, site/pod, comma-separated
+      --timeout <s>       fleet command: how long to wait for the answers (default 10)
+      --site <s>, --pod <p>  command: the pod addressed; fleet watch: only these sites (comma-separated)
       --key <file>        command: the private key (PEM)
       --params <json>     command: its parameters (default {})
       --seq <n>           command: sequence number (default: milliseconds since the epoch)
       --ttl <s>           command: lifetime in seconds (default 60)
-      --mqtt-version <n>  command: 4 (MQTT 3.1.1) or 5 (default 5)
+      --mqtt-version <n>  command, fleet: 4 (MQTT 3.1.1) or 5 (default 5)
       --username <u>      command: broker user name (password from $PODWARDEN_MQTT_PASSWORD)
   -h, --help              this text
   -v, --version           print the version
@@ -195,6 +206,12 @@ async function main(argv: string[]): Promise<number> {
         rig: { type: "string" },
         junit: { type: "string" },
         repeat: { type: "string" },
+        share: { type: "string" },
+        consumers: { type: "string" },
+        every: { type: "string" },
+        json: { type: "boolean" },
+        pods: { type: "string" },
+        timeout: { type: "string" },
         html: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -377,6 +394,37 @@ async function main(argv: string[]): Promise<number> {
         });
         log(JSON.stringify(r, null, 2));
         return r.status === "ok" ? 0 : 1;
+      }
+      case "fleet": {
+        const sub = positionals[1];
+        if (values.url === undefined) throw new UsageError("fleet needs --url <broker>[,<broker>...]");
+        const whole = (v: string | undefined, what: string, def: number, min = 1): number => {
+          if (v === undefined) return def;
+          const n = Number(v);
+          if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${what}: ${v} is not a whole number of at least ${min}`);
+          return n;
+        };
+        const version = whole(values["mqtt-version"], "--mqtt-version", 5);
+        if (version !== 4 && version !== 5) throw new UsageError("--mqtt-version: 4 or 5");
+        const list = (v: string | undefined): string[] | undefined => v?.split(",").map((x) => x.trim()).filter((x) => x !== "");
+        const common = { urls: list(values.url) ?? [], protocolVersion: version === 4 ? (4 as const) : (5 as const), username: values.username, password: process.env.PODWARDEN_MQTT_PASSWORD, out: process.stdout };
+        const { fleetWatch, fleetCommand } = await import("./fleet-command.js");
+        if (sub === "watch") {
+          const stop = new Promise<void>((resolve) => {
+            process.once("SIGINT", resolve);
+            process.once("SIGTERM", resolve);
+          });
+          await fleetWatch({ ...common, share: values.share, consumers: whole(values.consumers, "--consumers", 1), sites: list(values.site), everyS: whole(values.every, "--every", 5), json: values.json === true, stop });
+          return 0;
+        }
+        if (sub === "command") {
+          const name = positionals[2];
+          const pods = list(values.pods);
+          if (name === undefined || pods === undefined || values.key === undefined || values["key-id"] === undefined) throw new UsageError("fleet command needs <name> --pods <site/pod>[,...] --key <file> --key-id <id>");
+          const ok = await fleetCommand({ ...common, pods, command: name, params: values.params ?? "{}", keyFile: values.key, keyId: values["key-id"], timeoutMs: whole(values.timeout, "--timeout", 10) * 1000 });
+          return ok === pods.length ? 0 : 1;
+        }
+        throw new UsageError("fleet watch | fleet command <name>");
       }
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");

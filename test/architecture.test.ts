@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
-import { AGENT_CLASS_MESSAGE, FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
+import { AGENT_CLASS_MESSAGE, ALLOWED_INSIDE, FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
 
 /** A real file of each folder, one level down, so `../<folder>/` reaches the top of the tree. */
 const SAMPLE: Record<string, string> = {
@@ -15,9 +15,10 @@ const SAMPLE: Record<string, string> = {
   agent: "agent/agent.ts",
   hil: "hil/virtual-runner.ts",
   cli: "cli/demo.ts",
+  fleet: "fleet/watch.ts",
 };
 
-const ALL = ["hotpath-as", "lib", "pod", "drivers", "sim", "agent", "hil", "cli", "tooling", "bench", "test", "scripts"];
+const ALL = ["hotpath-as", "lib", "pod", "drivers", "sim", "agent", "hil", "cli", "fleet", "tooling", "bench", "test", "scripts"];
 
 describe("import boundaries", () => {
   // The project's own config (eslint.config.js), with only the boundary rule run and without
@@ -48,6 +49,21 @@ describe("import boundaries", () => {
         expect(messages[0]).toContain(`${folder}/ may not import ${target}/ (docs/architecture.md: who may import whom)`);
       } else expect(messages, `${folder} -> ${target}`).toEqual([]);
     }
+  });
+
+  it("lets fleet/ import the command format (agent/commands/) and nothing else of the agent", async () => {
+    for (const [target, refused] of [
+      ["agent/commands/client.js", false],
+      ["agent/commands/schema.js", false],
+      ["agent/uplink/uplink.js", true],
+      ["agent/agent.js", true],
+    ] as const) {
+      const text = `import "../${target}";\n${readFileSync(SAMPLE.fleet, "utf8")}`;
+      const [r] = await eslint.lintText(text, { filePath: SAMPLE.fleet });
+      const messages = r.messages.filter((m) => m.ruleId === "no-restricted-imports");
+      expect(messages.length > 0, target).toBe(refused);
+    }
+    expect(ALLOWED_INSIDE).toEqual({ fleet: { agent: ["commands"] } });
   });
 
   it("refuses the Agent class to every service inside agent/", async () => {

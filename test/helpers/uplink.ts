@@ -24,6 +24,8 @@ export interface UplinkPodOptions {
   stateDir?: string;
   sim?: TestSim;
   uplink?: Record<string, unknown>;
+  /** the pod's id (default the demo's pod-a) */
+  pod?: string;
 }
 
 /** The harness pod with the test keys (ops: operator, eng: engineer, view: observer), logs captured. */
@@ -52,6 +54,7 @@ export async function startUplinkPod(o: UplinkPodOptions): Promise<UplinkPod> {
     },
     patch: (c) => {
       for (const r of c.racks as { minPowerKw?: number }[]) r.minPowerKw = 10;
+      if (o.pod !== undefined) c.pod = o.pod;
     },
   });
   return {
