@@ -3,6 +3,7 @@
 // object per line with --json) until interrupted; command signs one command for each pod named,
 // sends them at once, and prints each pod's answer.
 import { readTextBounded } from "../lib/bounded-read.js";
+import { parseParams } from "../agent/commands/client.js";
 import { isCommandName } from "../agent/commands/schema.js";
 import { parsePrivateKey } from "../agent/commands/signing.js";
 import { FleetWatch, type FleetStats, type FleetWatchOptions } from "../fleet/watch.js";
@@ -55,13 +56,7 @@ export interface FleetCommandOptions extends FleetCliOptions {
 /** Sends the command to every pod; resolves with the number that answered ok. */
 export async function fleetCommand(o: FleetCommandOptions): Promise<number> {
   if (!isCommandName(o.command)) throw new Error(`no command "${o.command}"`);
-  let params: unknown;
-  try {
-    params = JSON.parse(o.params);
-  } catch {
-    throw new Error("--params must be a JSON object");
-  }
-  if (typeof params !== "object" || params === null || Array.isArray(params)) throw new Error("--params must be a JSON object");
+  const params = parseParams(o.params);
   const privateKey = parsePrivateKey(readTextBounded(o.keyFile));
   // one number for every pod: each pod's replay guard counts per key on its own. Milliseconds
   // since the epoch, as `podwarden command` uses (mission-control software keeps its own
@@ -69,7 +64,7 @@ export async function fleetCommand(o: FleetCommandOptions): Promise<number> {
   const seq = Date.now();
   const w = await FleetWatch.start({ ...o, persistent: false, consumers: 1, share: undefined });
   try {
-    const answers = await w.command(o.pods, o.command, params as Record<string, unknown>, { keyId: o.keyId, privateKey, nextSeq: () => seq }, o.timeoutMs);
+    const answers = await w.command(o.pods, o.command, params, { keyId: o.keyId, privateKey, nextSeq: () => seq }, o.timeoutMs);
     let ok = 0;
     for (const a of answers) {
       if (a.response?.status === "ok") ok++;

@@ -32,6 +32,18 @@ export function commandBody(s: CommandSpec): CommandBody {
   };
 }
 
+/** A command's parameters from their JSON text (a CLI's --params): an object, or an error saying so. */
+export function parseParams(text: string): Record<string, unknown> {
+  let params: unknown;
+  try {
+    params = JSON.parse(text);
+  } catch {
+    throw new Error("--params must be a JSON object");
+  }
+  if (typeof params !== "object" || params === null || Array.isArray(params)) throw new Error("--params must be a JSON object");
+  return params as Record<string, unknown>;
+}
+
 /** The payload for request/<command>: the signed envelope as JSON. */
 export function signedCommand(s: CommandSpec, body: CommandBody = commandBody(s)): string {
   return JSON.stringify(signEnvelope(JSON.stringify(body), s.keyId, s.privateKey));

@@ -3,7 +3,7 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { readTextBounded } from "../../lib/bounded-read.js";
 import { join } from "node:path";
 import mqtt from "mqtt";
-import { signedCommand, commandBody } from "./client.js";
+import { signedCommand, commandBody, parseParams } from "./client.js";
 import { isCommandName } from "./schema.js";
 import { generateCommandKey, parsePrivateKey } from "./signing.js";
 
@@ -42,17 +42,11 @@ export interface SendOptions {
 /** Signs and publishes one command, then waits for its response; resolves with the response. */
 export async function sendCommand(o: SendOptions): Promise<Record<string, unknown>> {
   if (!isCommandName(o.command)) throw new Error(`no command "${o.command}"`);
-  let params: unknown;
-  try {
-    params = JSON.parse(o.params);
-  } catch {
-    throw new Error("--params must be a JSON object");
-  }
-  if (typeof params !== "object" || params === null || Array.isArray(params)) throw new Error("--params must be a JSON object");
+  const params = parseParams(o.params);
   const privateKey = parsePrivateKey(readTextBounded(o.keyFile));
   // milliseconds since the epoch rise between two commands from one operator; mission-control
   // software should keep its own persisted counter per key instead
-  const spec = { site: o.site, pod: o.pod, command: o.command, params: params as Record<string, unknown>, seq: o.seq ?? Date.now(), keyId: o.keyId, privateKey, ttlS: o.ttlS };
+  const spec = { site: o.site, pod: o.pod, command: o.command, params, seq: o.seq ?? Date.now(), keyId: o.keyId, privateKey, ttlS: o.ttlS };
   const body = commandBody(spec);
   const base = `podwarden/${o.site}/${o.pod}/`;
   const responseTopic = `${base}response/${o.command}`;
