@@ -13,6 +13,7 @@
 // loads the simulator, the embedded broker or the command signer, which would only cost the
 // daemon resident memory on the pod controller.
 import { parseArgs } from "node:util";
+import { writeFileSync } from "node:fs";
 import { ConfigError } from "../lib/config-file.js";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { join } from "node:path";
@@ -65,6 +66,9 @@ usage:
                                                          events and telemetry counted by seq (gaps, losses)
   podwarden fleet command <name> --url <broker> --pods <site/pod>[,...] --key <file> --key-id <id> [--params <json>]
                                                          sign and send a command to each pod, print each answer
+  podwarden fleet record --url <broker> --pods <site/pod> --out <file> [--seconds <n>]
+                                                         record a pod's session (retained state, telemetry, events)
+                                                         for the pod emulator (default 60 s)
   podwarden --version
   podwarden --help
 
@@ -212,6 +216,7 @@ async function main(argv: string[]): Promise<number> {
         json: { type: "boolean" },
         pods: { type: "string" },
         timeout: { type: "string" },
+        seconds: { type: "string" },
         html: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -424,7 +429,16 @@ async function main(argv: string[]): Promise<number> {
           const ok = await fleetCommand({ ...common, pods, command: name, params: values.params ?? "{}", keyFile: values.key, keyId: values["key-id"], timeoutMs: whole(values.timeout, "--timeout", 10) * 1000 });
           return ok === pods.length ? 0 : 1;
         }
-        throw new UsageError("fleet watch | fleet command <name>");
+        if (sub === "record") {
+          const pod = values.pods;
+          if (pod === undefined || values.out === undefined) throw new UsageError("fleet record needs --pods <site/pod> --out <file> [--seconds <n>]");
+          const { recordSession } = await import("../fleet/session.js");
+          const session = await recordSession({ url: common.urls[0] ?? "", protocolVersion: common.protocolVersion, pod, durationMs: whole(values.seconds, "--seconds", 60) * 1000, username: common.username, password: common.password });
+          writeFileSync(values.out, `${JSON.stringify(session)}\n`);
+          log(`${values.out}: ${session.messages.length} messages over ${session.durationMs / 1000} s from ${pod}`);
+          return 0;
+        }
+        throw new UsageError("fleet watch | fleet command <name> | fleet record");
       }
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");
