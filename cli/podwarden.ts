@@ -69,6 +69,10 @@ usage:
   podwarden fleet record --url <broker> --pods <site/pod> --out <file> [--seconds <n>]
                                                          record a pod's session (retained state, telemetry, events)
                                                          for the pod emulator (default 60 s)
+  podwarden fleet emulate --url <broker>[,<broker>...] --site <s> [--count <n>] [--first <k>] [--session <file>]
+                        [--telemetry-every <n>] [--alarm-every <s>] [--key-id <id> --public-key <file>]
+                                                         run emulated pods (a fleet's load without daemons);
+                                                         faults from stdin: alarm|disconnect|silent|resume <k>|all
   podwarden --version
   podwarden --help
 
@@ -87,7 +91,7 @@ options:
       --redfish-racks     demo: read each rack's power and leak detector, and write its cap, through its simulated BMC over Redfish (docs/redfish.md)
       --group <g>         sparkplug-watch: the Sparkplug group id (default podwarden)
       --node <n>          sparkplug-watch: one edge node only (default: all of the group)
-      --key-id <id>       keygen, command: the key's id (as configured in uplink.commands.keys)
+      --key-id <id>       keygen, command, fleet emulate: the key's id (as configured in uplink.commands.keys)
       --users <file>      hmi-user: the HMI's users file (hmi.usersFile; created if missing)
       --name <n>          hmi-user: the login name
       --role <r>          hmi-user: observer, operator or engineer (several: comma-separated)
@@ -112,11 +116,19 @@ options:
       --url <url>         command, sparkplug-watch: the broker; fleet: the brokers (comma-separated, tried in turn)
       --share <group>     fleet watch: take the pods' data through this shared-subscription group ($share/<group>/...)
       --consumers <n>     fleet watch: connections opened in the group (default 1)
-      --every <s>         fleet watch: seconds between summary lines (default 5)
-      --json              fleet watch: a JSON object per line instead of words
+      --every <s>         fleet watch, fleet emulate: seconds between summary lines (default 5)
+      --json              fleet watch, fleet emulate: a JSON object per line instead of words
       --pods <list>       fleet command: the pods addressed, site/pod, comma-separated
       --timeout <s>       fleet command: how long to wait for the answers (default 10)
-      --site <s>, --pod <p>  command: the pod addressed; fleet watch: only these sites (comma-separated)
+      --count <n>         fleet emulate: pods emulated (default 100), named <site>/emu-<k>
+      --first <k>         fleet emulate: the first pod's number (default 0: several processes, one fleet)
+      --session <file>    fleet emulate: the recorded session played (default configs/fleet/demo-pod-session.json)
+      --telemetry-every <n>  fleet emulate: play one telemetry message in n (default 1: the recorded rate)
+      --alarm-every <s>   fleet emulate: each pod raises an alarm once every s seconds (default never)
+      --keepalive <s>     fleet emulate: MQTT keepalive (default 10)
+      --public-key <file> fleet emulate: answer commands signed by this key (with --key-id)
+      --site <s>, --pod <p>  command: the pod addressed; fleet watch: only these sites (comma-separated);
+                          fleet emulate: the pods' site
       --key <file>        command: the private key (PEM)
       --params <json>     command: its parameters (default {})
       --seq <n>           command: sequence number (default: milliseconds since the epoch)
@@ -217,6 +229,13 @@ async function main(argv: string[]): Promise<number> {
         pods: { type: "string" },
         timeout: { type: "string" },
         seconds: { type: "string" },
+        session: { type: "string" },
+        count: { type: "string" },
+        first: { type: "string" },
+        "alarm-every": { type: "string" },
+        "telemetry-every": { type: "string" },
+        keepalive: { type: "string" },
+        "public-key": { type: "string" },
         html: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -438,7 +457,31 @@ async function main(argv: string[]): Promise<number> {
           log(`${values.out}: ${session.messages.length} messages over ${session.durationMs / 1000} s from ${pod}`);
           return 0;
         }
-        throw new UsageError("fleet watch | fleet command <name> | fleet record");
+        if (sub === "emulate") {
+          if (values.site === undefined || !/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(values.site)) throw new UsageError("fleet emulate needs --site <s> (letters, digits, _ and -)");
+          if ((values["key-id"] === undefined) !== (values["public-key"] === undefined)) throw new UsageError("fleet emulate: --key-id and --public-key go together");
+          const stop = new Promise<void>((resolve) => {
+            process.once("SIGINT", resolve);
+            process.once("SIGTERM", resolve);
+          });
+          const { fleetEmulate } = await import("./fleet-emulate.js");
+          await fleetEmulate({
+            ...common,
+            sessionFile: values.session ?? "configs/fleet/demo-pod-session.json",
+            site: values.site,
+            count: whole(values.count, "--count", 100),
+            first: whole(values.first, "--first", 0, 0),
+            telemetryEvery: whole(values["telemetry-every"], "--telemetry-every", 1),
+            alarmEveryS: values["alarm-every"] === undefined ? null : whole(values["alarm-every"], "--alarm-every", 1),
+            keepaliveS: whole(values.keepalive, "--keepalive", 10),
+            key: values["key-id"] === undefined || values["public-key"] === undefined ? null : { id: values["key-id"], publicKeyFile: values["public-key"] },
+            everyS: whole(values.every, "--every", 5),
+            json: values.json === true,
+            stop,
+          });
+          return 0;
+        }
+        throw new UsageError("fleet watch | fleet command <name> | fleet record | fleet emulate");
       }
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");

@@ -32,6 +32,12 @@ export interface EmulatorOptions {
   phaseMs?: number;
   /** QoS 1 messages awaiting PUBACK at once (default 64) */
   maxInflight?: number;
+  /**
+   * Plays one telemetry message in every n of the recording (default 1: all of them). A thinned
+   * pod is not the recorded pod's rate: for a load beyond what a machine carries at that rate
+   * (the fleet bench says which), never for a capacity figure. Events are never thinned.
+   */
+  telemetryEvery?: number;
 }
 
 export type EmulatorFault = "alarm" | "disconnect" | "silent" | "resume";
@@ -70,6 +76,7 @@ export class EmulatedPod {
   private inflight = 0;
   private connects = 0;
   private index = 0;
+  private telemetryPlayed = 0;
   private cycleStart = 0;
   private playTimer: NodeJS.Timeout | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
@@ -107,7 +114,8 @@ export class EmulatedPod {
     if (m === undefined || this.stopping) return;
     const due = this.cycleStart + m.t;
     this.playTimer = setTimeout(() => {
-      if (!this.silent) this.say(m.kind, m.body);
+      const thinned = m.kind === "telemetry" && this.telemetryPlayed++ % (this.o.telemetryEvery ?? 1) !== 0;
+      if (!this.silent && !thinned) this.say(m.kind, m.body);
       this.index++;
       if (this.index >= msgs.length) {
         this.index = 0;

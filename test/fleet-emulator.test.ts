@@ -3,12 +3,18 @@
 // (the same topics, the same telemetry keys); fifty emulated pods on a real mosquitto are seen by
 // the fleet watch as pods: online, every event counted by seq with no gap, alarms on cue, signed
 // commands answered (and forged or replayed ones refused), a dropped connection's Will.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { parsePrivateKey } from "../agent/commands/signing.js";
 import { EmulatedPod } from "../fleet/emulator.js";
 import { readSession, recordSession, type PodSession } from "../fleet/session.js";
 import { FleetWatch } from "../fleet/watch.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
+import { stopProcess } from "../tooling/processes.js";
 import { waitFor } from "./helpers/processes.js";
 import { KEYS, sharedSim, startUplinkPod } from "./helpers/uplink.js";
 
@@ -87,4 +93,36 @@ describe("the pod emulator", () => {
       await broker.stop();
     }
   }, 90_000);
+
+  it("runs from the CLI (podwarden fleet emulate): pods numbered from --first, faults from stdin, signed commands under --public-key, a clean stop on SIGTERM", async () => {
+    const broker = await Mosquitto.start();
+    const dir = mkdtempSync(join(tmpdir(), "pw-emulate-"));
+    const pub = join(dir, "view.pub");
+    writeFileSync(pub, `${KEYS.observer.publicRaw}\n`);
+    const w = await FleetWatch.start({ urls: [broker.url], protocolVersion: 5, clientId: `emu-cli-${process.pid}`, baseline: "one", persistent: false });
+    const child = spawn("node", ["dist/cli/podwarden.js", "fleet", "emulate", "--url", broker.url, "--site", "cli", "--count", "3", "--first", "10", "--telemetry-every", "5", "--key-id", "view", "--public-key", pub, "--keepalive", "1", "--json", "--every", "1"], { stdio: ["pipe", "pipe", "inherit"] });
+    const lines: Record<string, unknown>[] = [];
+    createInterface({ input: child.stdout }).on("line", (l) => lines.push(JSON.parse(l) as Record<string, unknown>));
+    try {
+      await waitFor(() => w.stats().pods.online === 3, "three emulated pods online", 15_000);
+      expect([...w.states.keys()].sort()).toEqual(["cli/emu-10", "cli/emu-11", "cli/emu-12"]);
+      child.stdin.write("alarm all\n");
+      await waitFor(() => w.stats().alarmEvents === 3, "an alarm from each", 10_000);
+      child.stdin.write("disconnect 11\n");
+      await waitFor(() => w.states.get("cli/emu-11")?.wills === 1, "emu-11's Will", 10_000);
+      const key = { keyId: "view", privateKey: parsePrivateKey(KEYS.observer.privatePem), nextSeq: () => Date.now() };
+      const answers = await w.command(["cli/emu-12"], "snapshot", {}, key);
+      expect(answers[0]?.response).toMatchObject({ status: "ok", data: { emulated: true } });
+      await waitFor(() => lines.some((l) => (l.commands as { answered: number }).answered === 1 && l.connected === 3), "the totals line counting it", 10_000);
+      await stopProcess(child);
+      expect(child.exitCode).toBe(0);
+      await waitFor(() => [...w.states.values()].every((s) => s.state === "offline" && s.reason === "stopped"), "every pod stopped, not its Will", 10_000);
+      expect(w.gaps("events")).toEqual([]);
+    } finally {
+      child.kill("SIGKILL");
+      await w.stop();
+      await broker.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
