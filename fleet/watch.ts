@@ -77,6 +77,8 @@ export interface FleetStats {
   telemetry: StreamCounts;
   /** alarm transitions among the events (raised, cleared, ...) */
   alarmEvents: number;
+  /** events and telemetry a pod sent without a number (seq null: its spool's disk refused the write, and it says so with a Critical alarm); not counted in the ledger */
+  unnumbered: number;
   malformed: number;
   oversize: number;
 }
@@ -91,6 +93,7 @@ export class FleetWatch {
   private readonly waiting = new Map<string, (r: Record<string, unknown>) => void>();
   private readonly expiry: NodeJS.Timeout;
   private alarmEvents = 0;
+  private unnumbered = 0;
   private malformed = 0;
   private oversize = 0;
   private readonly maxBytes: number;
@@ -190,8 +193,11 @@ export class FleetWatch {
     }
     if (kind !== "events" && kind !== "telemetry") return;
     const seq = b.seq;
-    if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1) return void this.malformed++;
-    if (this.ledger.record(id, kind, seq, Date.now()) === "duplicate") return;
+    if (seq === null) {
+      // a pod whose spool cannot be written sends live and unnumbered: taken, but no gap can be seen in it
+      this.unnumbered++;
+    } else if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1) return void this.malformed++;
+    else if (this.ledger.record(id, kind, seq, Date.now()) === "duplicate") return;
     if (kind === "events" && typeof b.type === "string" && b.type.startsWith("alarm.")) this.alarmEvents++;
     for (const f of this.listeners) f(id, kind, b);
   }
@@ -261,6 +267,7 @@ export class FleetWatch {
       events: this.ledger.totals("events"),
       telemetry: this.ledger.totals("telemetry"),
       alarmEvents: this.alarmEvents,
+      unnumbered: this.unnumbered,
       malformed: this.malformed,
       oversize: this.oversize,
     };

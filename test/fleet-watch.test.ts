@@ -109,3 +109,31 @@ describe("fleet watch against real pods (mosquitto, shared subscription)", () =>
     }
   }, 90_000);
 });
+
+describe("fleet watch against what is not a pod's message (mosquitto)", () => {
+  it("bounds a message before parsing it, counts and drops what a pod does not send, and takes an unnumbered message without a gap", async () => {
+    const broker = await Mosquitto.start();
+    const w = await FleetWatch.start({ urls: [broker.url], protocolVersion: 5, baseline: "one", clientId: `fleet-bad-${process.pid}`, persistent: false, maxMessageBytes: 4096 });
+    const mqtt = (await import("mqtt")).default;
+    const c = await mqtt.connectAsync(broker.url, { protocolVersion: 5, clientId: `fleet-bad-pub-${process.pid}` });
+    try {
+      const send = (topic: string, body: string | Buffer): Promise<unknown> => c.publishAsync(topic, body, { qos: 1 });
+      await send("podwarden/s/p/events", JSON.stringify({ seq: 1, timestamp: new Date().toISOString(), type: "alarm.raised" }));
+      await send("podwarden/s/p/events", Buffer.alloc(5000, 0x20)); // over the bound: never parsed
+      await send("podwarden/s/p/events", "{not json");
+      await send("podwarden/s/p/events", JSON.stringify({ seq: "2" }));
+      await send("podwarden/s/p/events", JSON.stringify([1, 2]));
+      await send("podwarden/s/p%/events", JSON.stringify({ seq: 2 })); // not a pod id
+      // what a pod whose spool's disk refused sends: live, without a number
+      await send("podwarden/s/p/events", JSON.stringify({ seq: null, timestamp: new Date().toISOString(), historical: false, type: "command.audit" }));
+      await send("podwarden/s/p/events", JSON.stringify({ seq: 2, timestamp: new Date().toISOString(), type: "alarm.cleared" }));
+      await waitFor(() => w.stats().events.received === 2 && w.stats().unnumbered === 1 && w.stats().malformed === 4 && w.stats().oversize === 1, "every message judged", 10_000);
+      expect(w.stats()).toMatchObject({ unnumbered: 1, malformed: 4, oversize: 1, alarmEvents: 2 });
+      expect(w.gaps("events")).toEqual([]);
+    } finally {
+      await c.endAsync();
+      await w.stop();
+      await broker.stop();
+    }
+  });
+});
