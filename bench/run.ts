@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-campaign, hil-realtime, faults), or
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-campaign, hil-realtime, faults, fleet), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
@@ -19,6 +19,7 @@ import { printHmi, runHmiBench } from "./hmi.js";
 import { printSparkplug, runSparkplugBench } from "./sparkplug.js";
 import { printRedfish, runRedfishBench } from "./redfish.js";
 import { printRecorder, runRecorderBench } from "./recorder.js";
+import { printFleet, runFleetBench } from "./fleet.js";
 import { printHilBench, printHilCampaign, printHilRealtimeBench, runHilBench, runHilCampaign, runHilRealtimeBench } from "./hil.js";
 
 const { values } = parseArgs({
@@ -84,3 +85,5 @@ if (wants("hil")) printHilBench(runHilBench(values.quick));
 if (wants("hil-campaign")) printHilCampaign(runHilCampaign(values.quick));
 if (wants("hil-realtime")) printHilRealtimeBench(await runHilRealtimeBench());
 if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));
+// the daemons run as `podwarden run` processes; this process is mission control
+if (wants("fleet")) printFleet(await runFleetBench(values.quick));

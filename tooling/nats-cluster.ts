@@ -18,6 +18,14 @@ export interface NatsClusterOptions {
   nodes?: number;
   /** MQTT stream and consumer replicas (odd, at most the node count) */
   replicas?: number;
+  /**
+   * Routes through a PartitionProxy each, so partition() can cut them (default true). A bench
+   * that measures the cluster routes directly: the proxies run in the caller's process, and
+   * every replicated message would cross it.
+   */
+  partitionable?: boolean;
+  /** JetStream file store per node (default "512M"): a bench's thousand pods need more */
+  maxFile?: string;
 }
 
 interface Node {
@@ -38,8 +46,10 @@ export class NatsCluster {
     private readonly dir: string,
     private readonly nodes: Node[],
     private readonly replicas: number,
+    partitionable: boolean,
+    private readonly maxFile: string,
   ) {
-    this.links = nodes.map((_, a) => nodes.map((m, b) => (a === b ? null : new PartitionProxy(m.route))));
+    this.links = nodes.map((_, a) => nodes.map((m, b) => (a === b || !partitionable ? null : new PartitionProxy(m.route))));
   }
 
   static async start(o: NatsClusterOptions = {}): Promise<NatsCluster> {
@@ -47,7 +57,7 @@ export class NatsCluster {
     const dir = mkdtempSync(join(tmpdir(), "pw-nats-"));
     const nodes: Node[] = [];
     for (let i = 0; i < n; i++) nodes.push({ name: `n${i + 1}`, client: await stablePort(), route: await stablePort(), mqtt: await stablePort(), conf: join(dir, `n${i + 1}.conf`), child: null, log: "" });
-    const c = new NatsCluster(dir, nodes, o.replicas ?? Math.min(3, n));
+    const c = new NatsCluster(dir, nodes, o.replicas ?? Math.min(3, n), o.partitionable ?? true, o.maxFile ?? "512M");
     for (const p of c.links.flat()) await p?.listen();
     for (let i = 0; i < n; i++) c.writeConf(i);
     try {
@@ -87,12 +97,16 @@ export class NatsCluster {
   /** Node i's config, with its routes to every other node. */
   private writeConf(i: number): void {
     const n = this.node(i);
-    const routes = (this.links[i] ?? []).flatMap((p) => (p === null ? [] : [`nats://127.0.0.1:${p.port}`]));
+    const routes = this.nodes.flatMap((m, j) => {
+      if (j === i) return [];
+      const p = this.links[i]?.[j];
+      return [`nats://127.0.0.1:${p === null || p === undefined ? m.route : p.port}`];
+    });
     const lines = [
       `server_name: ${n.name}`,
       `listen: 127.0.0.1:${n.client}`,
       // small limits: a test cluster on a CI machine, not a site's
-      `jetstream { store_dir: "${join(this.dir, n.name)}", max_mem: 64M, max_file: 512M }`,
+      `jetstream { store_dir: "${join(this.dir, n.name)}", max_mem: 64M, max_file: ${this.maxFile} }`,
       // pings every second: a route gone silent (a partition that drops, not resets) is found in
       // seconds, not the default two minutes
       "ping_interval: \"1s\"",
@@ -159,6 +173,7 @@ export class NatsCluster {
 
   /** Cuts node i off from its peers (its routes black-holed both ways), or (heal) joins it again. Its clients keep their connections to it. */
   partition(i: number, cut = true): void {
+    if (this.links.flat().every((p) => p === null)) throw new Error("this cluster was started with partitionable: false");
     this.links.forEach((row, a) =>
       row.forEach((p, b) => {
         if (p !== null && (a === i || b === i)) p.setMode(cut ? "drop" : "pass");
