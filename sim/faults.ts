@@ -13,6 +13,7 @@ export type FaultAction =
   | { device: string; offline?: boolean; slowMs?: number; exception?: { code: number; functions?: number[] } | null }
   | { bmc: string; slowMs?: number; error500?: boolean; unauthorized?: boolean; stale?: boolean; unhealthy?: boolean; dropStream?: boolean }
   | { valveStuck: string; stuck?: boolean }
+  | { powerStuck: string; stuck?: boolean }
   | { valve: string; stuck?: boolean; deadbandPct?: number; stictionPct?: number; strokeFactor?: number }
   | { pumpTrip: boolean }
   | { load: string; pct: number }
@@ -53,7 +54,8 @@ export const FAULT_ACTION_PROPERTIES = {
   unhealthy: { type: "boolean", description: "with bmc: every sensor says Status.Health Critical, its Reading still there" },
   dropStream: { type: "boolean", description: "with bmc: end its open event streams now" },
   valveStuck: { type: "string", description: "rack name: freeze its control valve" },
-  stuck: { type: "boolean", description: "with valveStuck or valve: seize it (true) or release it (false)" },
+  powerStuck: { type: "string", description: "rack name: its power-off does not take (a welded contactor, a PDU that ignores its command): it keeps drawing its load with power-off requested" },
+  stuck: { type: "boolean", description: "with valveStuck, powerStuck or valve: seize it (true, the default) or release it (false)" },
   valve: { type: "string", description: "a valve: rack-N (its control valve), rack-N.supplyIsolation or rack-N.returnIsolation; with stuck, deadbandPct, stictionPct, strokeFactor (each left as it is when not given)" },
   deadbandPct: { ...finite, minimum: 0, maximum: 50, description: "with valve: dead band, % of travel (the position answers only beyond half of it, and settles half of it short; 0 clears)" },
   stictionPct: { ...finite, minimum: 0, maximum: 50, description: "with valve: stiction, % of travel (the position holds until the command is this far away, then slips the whole way at once; 0 clears)" },
@@ -65,7 +67,7 @@ export const FAULT_ACTION_PROPERTIES = {
   clear: { const: "all", description: "clear every injected fault" },
 };
 
-export const ACTION_KEYS = ["leak", "sensor", "device", "bmc", "valveStuck", "valve", "pumpTrip", "load", "primarySupplyTempC", "clear"] as const;
+export const ACTION_KEYS = ["leak", "sensor", "device", "bmc", "valveStuck", "powerStuck", "valve", "pumpTrip", "load", "primarySupplyTempC", "clear"] as const;
 
 export const FAULT_ACTION_SCHEMA = {
   type: "object",
@@ -153,6 +155,8 @@ export class FaultTarget {
       if (a.dropStream === true) b.dropStreams();
     } else if ("valveStuck" in a) {
       this.plant.racks[this.rack(a.valveStuck)].controlValve.stuck = a.stuck ?? true;
+    } else if ("powerStuck" in a) {
+      this.plant.racks[this.rack(a.powerStuck)].powerStuckOn = a.stuck ?? true;
     } else if ("valve" in a) {
       const f = this.valve(a.valve).faults;
       if (a.stuck !== undefined) f.stuck = a.stuck;
@@ -171,6 +175,7 @@ export class FaultTarget {
       for (const b of this.bmcs) b.clearFaults();
       for (const r of this.plant.racks) {
         r.leak = "dry";
+        r.powerStuckOn = false;
         for (const v of [r.controlValve, r.supplyIso, r.returnIso]) v.clearFaults();
       }
       this.plant.cdu.pumpTripped = false;

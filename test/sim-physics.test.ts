@@ -154,6 +154,23 @@ describe("plant building blocks", () => {
     expect(r[3].supplyIso.stuck).toBe(false);
   });
 
+  it("keeps a rack drawing with its power-off requested while its power is stuck on, and clear all releases it", () => {
+    const sim = new PodSim(simConfig({}));
+    const r = sim.plant.racks[5];
+    sim.inject({ load: "rack-6", pct: 50 });
+    sim.inject({ powerStuck: "rack-6" });
+    r.powerOff = true;
+    runS(sim.plant, 1);
+    // the request is still what the agent wrote; the rack's meter says otherwise
+    expect(r.powerOff).toBe(true);
+    expect(r.powerKw).toBeGreaterThan(30);
+    expect(sim.plant.racks[4].powerOff).toBe(false);
+    expect(() => sim.inject({ powerStuck: "rack-99" })).toThrow(/no rack "rack-99"/);
+    sim.inject({ clear: "all" });
+    runS(sim.plant, 1);
+    expect(r.powerKw).toBe(0);
+  });
+
   it("solves the pump operating point on the pump curve", () => {
     const op = operatingPoint({ shutoffKpa: 200, resistance: 1e-4 }, 1, [10, 10]);
     expect(op.dpKpa).toBeCloseTo(200 - 1e-4 * op.totalFlowLpm ** 2, 9);

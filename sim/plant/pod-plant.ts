@@ -41,6 +41,8 @@ export class RackModel {
   /** agent-written cap; Infinity when none */
   powerCapKw = Infinity;
   powerOff = false;
+  /** a fault: power-off requested does not take (a welded contactor): the rack keeps its load */
+  powerStuckOn = false;
   gpuTempC: number;
   throttle = 1;
   leak: LeakState = "dry";
@@ -184,7 +186,7 @@ export class PodPlant {
       // GPUs throttle when their temperature passes the threshold, and recover below it
       if (r.gpuTempC > p.rack.gpuThrottleC) r.throttle = Math.max(0.3, r.throttle - 0.02 * (r.gpuTempC - p.rack.gpuThrottleC) * dt);
       else if (r.gpuTempC < p.rack.gpuThrottleC - 2) r.throttle = Math.min(1, r.throttle + 0.05 * dt);
-      r.powerKw = r.powerOff ? 0 : Math.min(demandKw * r.throttle, r.powerCapKw);
+      r.powerKw = r.powerOff && !r.powerStuckOn ? 0 : Math.min(demandKw * r.throttle, r.powerCapKw);
 
       const delayS = r.flowLpm > 1e-6 ? (p.rack.pipeVolumeL / r.flowLpm) * 60 : r.supplyDelay.maxDelayS;
       r.supplyDelay.push(cdu.supplyTempC);
