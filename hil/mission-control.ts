@@ -1,6 +1,6 @@
 // Mission control for a real-time scenario with `uplink: true`: an MQTT broker of the runner's own
 // on loopback (aedes, lib/embedded-broker.ts), which the daemon's uplink is pointed at and which a
-// `broker: down|up` step takes away and brings back, and a client subscribed to the pod's topics
+// `broker: down|up|hang|resume` step takes away and brings back, and a client subscribed to the pod's topics
 // as mission control would be, stamping what arrives with the monotonic time: the pod's `state`
 // (online or not), the active alarms its retained `alarms` message last listed, and its events.
 // The topics are the public contract in docs/mqtt.md; hil/ does not import the agent's code.
@@ -30,6 +30,10 @@ export interface MissionControl {
   down(): Promise<void>;
   /** it listens again on the same port */
   up(): Promise<void>;
+  /** it hangs (SIGSTOP): connections open, nothing read or answered */
+  hang(): void;
+  /** it goes on (SIGCONT) */
+  resume(): void;
   observations(): readonly UplinkObservation[];
   stop(): Promise<void>;
 }
@@ -102,6 +106,8 @@ export async function startMissionControl(): Promise<MissionControl> {
     url: broker.url,
     down: () => broker.down(),
     up: () => broker.up(),
+    hang: () => broker.hang(),
+    resume: () => broker.resume(),
     observations: () => seen,
     stop: async () => {
       await client.endAsync(true);

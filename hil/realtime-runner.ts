@@ -19,7 +19,7 @@ import type { VirtualPodConfig } from "../sim/virtual-pod.js";
 import { holds, type Series } from "./expectations.js";
 import { startMissionControl, type MissionControl, type UplinkObservation } from "./mission-control.js";
 import { inject, injectorFor, type Prompt, type RigAdapter } from "./rig.js";
-import type { DaemonAction, HilScenario } from "./scenario.js";
+import type { BrokerAction, DaemonAction, HilScenario } from "./scenario.js";
 import type { SignalRef, SignalSource } from "./signals.js";
 import { MAX_SAMPLES, planRun, verdictsOf, type RunPlan, type ScenarioRun } from "./virtual-runner.js";
 
@@ -193,6 +193,15 @@ export function eventSeries(refs: readonly SignalRef[], events: readonly DaemonE
   });
 }
 
+/** A broker step on the runner's own broker. */
+function brokerStep(mc: MissionControl, action: BrokerAction): Promise<void> {
+  if (action === "down") return mc.down();
+  if (action === "up") return mc.up();
+  if (action === "hang") mc.hang();
+  else mc.resume();
+  return Promise.resolve();
+}
+
 /**
  * The uplink signals over a run, from what mission control saw: levels at the sample times `t`
  * (what it saw before time 0 included), and for uplink.events.<type> each event received after
@@ -257,7 +266,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
       ...scenario.runnerSteps.map((s) =>
         "daemon" in s
           ? { atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) }
-          : { atS: s.atS, what: `broker ${s.broker}`, run: () => (s.broker === "down" ? mc?.down() : mc?.up()) ?? Promise.reject(new Error("no broker: the scenario has no uplink")) },
+          : { atS: s.atS, what: `broker ${s.broker}`, run: () => (mc === undefined ? Promise.reject(new Error("no broker: the scenario has no uplink")) : brokerStep(mc, s.broker)) },
       ),
     ].sort((a, b) => a.atS - b.atS);
     let stepError: Error | null = null;

@@ -46,7 +46,7 @@ export const isFlightRecording = (file: string): boolean => file.endsWith(".pwre
 export const DAEMON_ACTIONS = ["kill", "terminate", "stop", "continue", "reload", "restart"] as const;
 export type DaemonAction = (typeof DAEMON_ACTIONS)[number];
 /** What a step may do to mission control's broker (real time, `uplink: true`: the runner owns it). */
-export const BROKER_ACTIONS = ["down", "up"] as const;
+export const BROKER_ACTIONS = ["down", "up", "hang", "resume"] as const;
 export type BrokerAction = (typeof BROKER_ACTIONS)[number];
 /** A step the runner does itself, not the rig (real time only). */
 export type RunnerStep = { atS: number; daemon: DaemonAction } | { atS: number; broker: BrokerAction };
@@ -88,7 +88,7 @@ export const HIL_SCENARIO_SCHEMA = {
           delay: { ...DURATION, description: "with when: how long after the condition first held" },
           ...FAULT_ACTION_PROPERTIES,
           daemon: { enum: [...DAEMON_ACTIONS], description: "real time only: kill (SIGKILL), terminate (SIGTERM), stop (SIGSTOP: stalled), continue (SIGCONT), reload (SIGHUP), restart (start it again once it has exited, on the same state directory)" },
-          broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages) or up (it listens again on the same port)" },
+          broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages), up (it listens again on the same port), hang (as SIGSTOP: connections stay open, nothing is read or answered, so a client finds out from its keepalive) or resume (as SIGCONT: it reads what waited)" },
         },
       },
     },

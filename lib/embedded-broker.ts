@@ -1,6 +1,7 @@
 // An in-process MQTT broker (aedes) on loopback: the demo's broker, and a real broker for tests.
 // Sockets get no-delay: with Nagle on, loopback publishes showed a 35–44 ms tail.
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { Duplex } from "node:stream";
 import { Aedes } from "aedes";
 
 export interface EmbeddedBroker {
@@ -16,16 +17,77 @@ export interface EmbeddedBroker {
   down(): Promise<void>;
   /** listens again on the same port */
   up(): Promise<void>;
+  /**
+   * hangs, as a broker stopped with SIGSTOP does: connections stay open and new ones are taken
+   * (the kernel's backlog does that for a stopped process), but nothing is read or answered, so a
+   * client finds out only from its keepalive, and what it sent meanwhile is unacknowledged
+   */
+  hang(): void;
+  /** goes on (SIGCONT): reads what waited in every connection still open */
+  resume(): void;
   close(): Promise<void>;
 }
 
 export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise<EmbeddedBroker> {
   const aedes = await Aedes.createBroker();
   const sockets = new Set<Socket>();
+  // hang(): each connection reaches aedes through a stream of our own that holds what crosses it
+  // in either direction, its end included, while the broker hangs, and passes it on when it goes
+  // on. Pausing the socket does not do it (aedes pipes it, and a piped stream resumes when its
+  // destination drains), and aedes' own keepalive timer would end a silent client's connection,
+  // which a stopped broker cannot: with the timer's close held too, the client finds out from its
+  // own keepalive, as it would.
+  let hung = false;
+  const held: (() => void)[] = [];
+  const hold = (f: () => void): void => {
+    if (hung) held.push(f);
+    else f();
+  };
+  const link = (socket: Socket): Duplex => {
+    const d = new Duplex({
+      read: () => undefined,
+      write: (chunk: Buffer, _enc, cb) => {
+        hold(() => {
+          if (!socket.destroyed) socket.write(chunk);
+        });
+        cb();
+      },
+      final: (cb) => {
+        hold(() => socket.end());
+        cb();
+      },
+      destroy: (err, cb) => {
+        hold(() => socket.destroy());
+        cb(err);
+      },
+    });
+    let ended = false;
+    const end = (): void => {
+      if (!ended) d.push(null);
+      ended = true;
+    };
+    socket.on("data", (chunk: Buffer) => hold(() => d.push(chunk)));
+    socket.on("end", () => hold(end));
+    // what arrived before the close (a DISCONNECT, a PUBLISH sent into a hang) is read first:
+    // destroying the stream at once would drop it unread, and aedes would send a Will it should not
+    socket.on("close", () =>
+      hold(() => {
+        end();
+        if (d.readableEnded) d.destroy();
+        else {
+          d.once("end", () => d.destroy());
+          // aedes stops reading a connection it has given up on: do not wait for it for ever
+          setTimeout(() => d.destroy(), 5000).unref();
+        }
+      }),
+    );
+    socket.on("error", () => undefined);
+    return d;
+  };
   const server: Server = createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
-    aedes.handle(socket);
+    aedes.handle(link(socket));
   });
   const listen = (p: number): Promise<void> =>
     new Promise<void>((resolve, reject) => {
@@ -50,6 +112,13 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     },
     down: stopListening,
     up: () => (server.listening ? Promise.resolve() : listen(actual)),
+    hang: () => {
+      hung = true;
+    },
+    resume: () => {
+      hung = false;
+      for (const f of held.splice(0)) f();
+    },
     close: async () => {
       await stopListening();
       await new Promise<void>((r) => aedes.close(() => r()));
