@@ -132,8 +132,13 @@ describe("the pod as a Redfish cooling unit", () => {
   it("says the pod's real state: readings from good points only, a leak's detector Critical and its rack's connector shut off", async () => {
     const pod = agent.identity.pod;
     const cdu = `/redfish/v1/ThermalEquipment/CDUs/${pod}`;
+    // the flow moves from poll to poll while the pod settles (CI once: 67.6 served, 71.5 read a
+    // moment later): the served reading is the agent's at some moment between the reads around it
+    const before = agent.status().racks[0].flowLpm!;
     const c1 = (await get(`${cdu}/SecondaryCoolantConnectors/rack-1`)).body as { FlowLitersPerMinute: { Reading: number }; HeatRemovedkW: { Reading: number }; ReturnTemperatureControlCelsius: { SetPoint: number } };
-    expect(c1.FlowLitersPerMinute.Reading).toBeCloseTo(agent.status().racks[0].flowLpm!, 0);
+    const after = agent.status().racks[0].flowLpm!;
+    expect(c1.FlowLitersPerMinute.Reading).toBeGreaterThanOrEqual(Math.min(before, after) - 0.5);
+    expect(c1.FlowLitersPerMinute.Reading).toBeLessThanOrEqual(Math.max(before, after) + 0.5);
     expect(c1.HeatRemovedkW.Reading).toBeGreaterThan(0);
     expect(c1.ReturnTemperatureControlCelsius.SetPoint).toBe(45);
     // a device that stops answering: its readings go null, never their last value
