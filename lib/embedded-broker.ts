@@ -47,10 +47,14 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     const d = new Duplex({
       read: () => undefined,
       write: (chunk: Buffer, _enc, cb) => {
-        hold(() => {
-          if (!socket.destroyed) socket.write(chunk);
-        });
-        cb();
+        if (hung) {
+          held.push(() => {
+            if (!socket.destroyed) socket.write(chunk);
+          });
+          cb();
+        } else if (socket.destroyed || socket.write(chunk)) cb();
+        // the socket's backpressure reaches aedes, as when it wrote to the socket itself
+        else socket.once("drain", () => cb());
       },
       final: (cb) => {
         hold(() => socket.end());
