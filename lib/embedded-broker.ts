@@ -31,12 +31,14 @@ export interface EmbeddedBroker {
 export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise<EmbeddedBroker> {
   const aedes = await Aedes.createBroker();
   const sockets = new Set<Socket>();
-  // hang(): each connection reaches aedes through a stream of our own that holds what crosses it
-  // in either direction, its end included, while the broker hangs, and passes it on when it goes
-  // on. Pausing the socket does not do it (aedes pipes it, and a piped stream resumes when its
-  // destination drains), and aedes' own keepalive timer would end a silent client's connection,
-  // which a stopped broker cannot: with the timer's close held too, the client finds out from its
-  // own keepalive, as it would.
+  // hang(): each connection reaches aedes through a stream of our own. While the broker hangs its
+  // sockets are paused, so what clients send waits in the kernel as it would for a stopped
+  // process, and what aedes does to a connection (a write, an end, a destroy) is held until it
+  // goes on. Pausing the socket under aedes would not do it (aedes pipes it, and a piped stream
+  // resumes when its destination drains), and aedes' own keepalive timer would end a silent
+  // client's connection, which a stopped broker cannot: with the timer's close held too, the
+  // client finds out from its own keepalive, as it would. Backpressure crosses the stream both
+  // ways, as when aedes had the socket itself.
   let hung = false;
   const held: (() => void)[] = [];
   const hold = (f: () => void): void => {
@@ -45,7 +47,9 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
   };
   const link = (socket: Socket): Duplex => {
     const d = new Duplex({
-      read: () => undefined,
+      read: () => {
+        if (!hung) socket.resume();
+      },
       write: (chunk: Buffer, _enc, cb) => {
         if (hung) {
           held.push(() => {
@@ -70,7 +74,10 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
       if (!ended) d.push(null);
       ended = true;
     };
-    socket.on("data", (chunk: Buffer) => hold(() => d.push(chunk)));
+    socket.on("data", (chunk: Buffer) => {
+      if (!d.push(chunk)) socket.pause();
+    });
+    if (hung) socket.pause();
     socket.on("end", () => hold(end));
     // what arrived before the close (a DISCONNECT, a PUBLISH sent into a hang) is read first:
     // destroying the stream at once would drop it unread, and aedes would send a Will it should not
@@ -118,10 +125,12 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     up: () => (server.listening ? Promise.resolve() : listen(actual)),
     hang: () => {
       hung = true;
+      for (const s of sockets) s.pause();
     },
     resume: () => {
       hung = false;
       for (const f of held.splice(0)) f();
+      for (const s of sockets) s.resume();
     },
     close: async () => {
       await stopListening();
