@@ -18,7 +18,8 @@ export const FORBIDDEN_IMPORTS = {
   // the daemon's parts: never the simulator, the HIL runner, the entry points or tooling
   agent: ["sim", "hil", "cli", "fleet", ...TOOLING],
   // the HIL runner judges the pod from outside: it runs the simulator and the pod stage, never
-  // the agent's internals (in real time it talks to the daemon as a rig would)
+  // the agent's internals (in real time it talks to the daemon as a rig would, and signs commands
+  // as mission control does: the command format, allowed below)
   hil: ["agent", "cli", "fleet", ...TOOLING],
   // mission control's side (the reference consumer, the pod emulator): it knows the pods by their
   // topics and the command format only (agent/commands/, allowed below), never the daemon
@@ -30,6 +31,7 @@ export const FORBIDDEN_IMPORTS = {
 /** Folder -> forbidden folder -> subfolders of it that stay allowed (the command format is a contract, not the daemon). */
 export const ALLOWED_INSIDE = {
   fleet: { agent: ["commands"] },
+  hil: { agent: ["commands"] },
 };
 
 // gitignore patterns: an allowed subfolder is re-included itself (its parent's `*` excluded it)

@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import { ConfigError, parseYaml } from "../lib/config-file.js";
+import { fakeClockEnv, setFakeClock } from "../lib/faketime.js";
 import { mergePatch } from "../lib/merge-patch.js";
 import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RealTimeDeps, type RunningDaemon } from "../hil/realtime-runner.js";
 import { loadRig, type RigAdapter } from "../hil/rig.js";
@@ -71,11 +72,12 @@ async function replayScenario(s: HilScenario, pod: AgentConfig, log: (line: stri
 /**
  * The daemon's uplink to mission control's broker for a scenario with `uplink: true`: the
  * runner's own broker on loopback (MQTT 3.1.1: aedes), given up on and reconnected to within a
- * second or two, so an outage and its end show within a short scenario. Commands stay off: no
- * signer is part of the rig yet.
+ * second or two, so an outage and its end show within a short scenario. Signed commands are
+ * taken from the runner's key alone, as an engineer's; the rest of the command settings are the
+ * product's defaults (the rates a flood meets among them).
  */
-function rigUplink(url: string): Record<string, unknown> {
-  return { url, protocolVersion: 4, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 1000 }, commands: { enabled: false } };
+function rigUplink(url: string, key: DaemonOptions["commandKey"]): Record<string, unknown> {
+  return { url, protocolVersion: 4, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 1000 }, commands: key === undefined ? { enabled: false } : { enabled: true, keys: [{ id: key.id, publicKey: key.publicKey, roles: ["engineer"] }] } };
 }
 
 /** What a scenario asks of the daemon it runs on (RealTimeDeps.startDaemon). */
@@ -108,7 +110,7 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, 
   data.log = { ...log, level: log.level === "debug" || log.level === "trace" ? log.level : "info", modules: { ...log.modules, agent: "info" } };
   for (const k of ["metrics", "hmi", "redfish"]) data[k] = { ...(data[k] as object | undefined), port: 0 };
   // an uplink in the config would reach a broker the scenario does not own: its own, or none
-  if (o.uplinkUrl !== undefined) data.uplink = rigUplink(o.uplinkUrl);
+  if (o.uplinkUrl !== undefined) data.uplink = rigUplink(o.uplinkUrl, o.commandKey);
   else delete data.uplink;
   // the scenario's own tuning over the config's (checked before the run: scenarioPod)
   if (o.control !== undefined) data.control = mergePatch(data.control ?? {}, o.control);
@@ -122,9 +124,9 @@ const MAX_EVENTS = 100_000;
 /** A daemon step's signal (restart is no signal: a new process once the last has exited). */
 const DAEMON_SIGNALS: Record<Exclude<DaemonAction, "restart">, NodeJS.Signals> = { kill: "SIGKILL", terminate: "SIGTERM", stop: "SIGSTOP", continue: "SIGCONT", reload: "SIGHUP" };
 
-/** One `podwarden run` process (this very program, with its shebang's flags), its events appended to `events`. */
-function spawnDaemon(file: string, events: DaemonEvent[]): { child: ChildProcess; exited: Promise<number | null>; running: Promise<void>; errText: () => string } {
-  const child = spawn(fileURLToPath(new URL("./podwarden.js", import.meta.url)), ["run", "-c", file], { stdio: ["ignore", "pipe", "pipe"] });
+/** One `podwarden run` process (this very program, with its shebang's flags), its events appended to `events`; `env` over this process's. */
+function spawnDaemon(file: string, events: DaemonEvent[], env: Record<string, string>): { child: ChildProcess; exited: Promise<number | null>; running: Promise<void>; errText: () => string } {
+  const child = spawn(fileURLToPath(new URL("./podwarden.js", import.meta.url)), ["run", "-c", file], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   let errText = "";
   child.stderr.on("data", (d: Buffer) => (errText = (errText + d.toString()).slice(-4000)));
@@ -160,7 +162,10 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
   const file = join(stateDir, "agent.yaml");
   writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir, o)));
   const events: DaemonEvent[] = [];
-  let proc = spawnDaemon(file, events);
+  // a scenario that moves the wall clock runs the daemon under libfaketime, the clock's offset in a file
+  const clockFile = join(stateDir, "clock");
+  const env = o.fakeClock === true ? fakeClockEnv(clockFile) : {};
+  let proc = spawnDaemon(file, events, env);
   // a terminate asks it to exit: a restart then waits for that
   let terminating = false;
   const alive = (): boolean => proc.child.exitCode === null && proc.child.signalCode === null;
@@ -211,8 +216,12 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
         clearTimeout(t);
       }
       terminating = false;
-      proc = spawnDaemon(file, events);
+      proc = spawnDaemon(file, events, env);
       await untilRunning();
+    },
+    setClock: (offset) => {
+      if (o.fakeClock !== true) throw new Error(`clock ${offset}: the daemon was not started on a fake clock`);
+      setFakeClock(clockFile, offset);
     },
     events: () => events,
     stop,

@@ -3,14 +3,21 @@
 // `broker: down|up|hang|resume` step takes away and brings back, and a client subscribed to the pod's topics
 // as mission control would be, stamping what arrives with the monotonic time: the pod's `state`
 // (online or not), the active alarms its retained `alarms` message last listed, and its events.
-// The topics are the public contract in docs/mqtt.md; hil/ does not import the agent's code.
+// It sends the pod commands as mission control does (a `command` step), signed by a key of the
+// runner's own that the daemon is configured to trust, or spoiled on purpose, and notes each
+// answer. The topics are the public contract in docs/mqtt.md; hil/ does not import the agent's
+// code, only the command format (agent/commands/, as mission control's tooling does).
 //
 // The broker keeps its sessions and retained messages while down (a broker restarted with
 // persistence), and mission control's session is persistent (clean: false, QoS 1): what the pod
 // publishes once the broker is back, its spool first, reaches mission control even when the pod
 // reconnects first. Nothing the pod published while the broker was gone can arrive before it.
 import mqtt, { type MqttClient } from "mqtt";
+import { commandBody, signedCommand, type CommandSpec } from "../agent/commands/client.js";
+import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
+import type { CommandStep } from "./scenario.js";
+import { ANSWER_OUTCOMES } from "./signals.js";
 
 /** What mission control saw, stamped with performance.now() when it arrived. */
 export interface UplinkObservation {
@@ -21,6 +28,14 @@ export interface UplinkObservation {
   alarms?: string[];
   /** an event's type */
   event?: string;
+  /** a command's answer: ok, duplicate (a copy answered with the first answer), or its rejection code */
+  answer?: string;
+}
+
+/** The key the daemon under test trusts with the engineer's role (its `uplink.commands.keys`). */
+export interface TrustedKey {
+  id: string;
+  publicKey: string;
 }
 
 export interface MissionControl {
@@ -35,13 +50,23 @@ export interface MissionControl {
   /** it goes on (SIGCONT) */
   resume(): void;
   observations(): readonly UplinkObservation[];
+  /** the key the daemon must trust for the commands this mission control signs */
+  trustedKey: TrustedKey;
+  /** publishes a command step to the pod (its `times` copies, at `perS` a second or back to back); resolves once all are published */
+  send(step: CommandStep): Promise<void>;
   stop(): Promise<void>;
 }
+
+/** The runner's key id, and the id an unknown key signs under. */
+const KEY_ID = "hil-mission-control";
+const UNKNOWN_KEY_ID = "hil-stranger";
+/** A flood is published in bursts of this many, each awaited, so that the client's queue stays bounded. */
+const FLOOD_BURST = 200;
 
 /** A message is read up to this size before it is parsed: a pod's alarms or event is a few kB. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
 /** The pod's topics mission control reads (docs/mqtt.md): podwarden/<site>/<pod>/<kind>. */
-const POD_TOPIC = /^podwarden\/[^/]+\/[^/]+\/(state|alarms|events)$/;
+const POD_TOPIC = /^podwarden\/([^/]+)\/([^/]+)\/(state|alarms|events|response\/[^/]+)$/;
 /** A run keeps at most this many observations (a scenario's events are tens). */
 const MAX_OBSERVATIONS = 100_000;
 
@@ -70,10 +95,14 @@ export async function startMissionControl(): Promise<MissionControl> {
   });
   // an error (a refused connection while the broker is down) is the reconnect's to retry
   client.on("error", () => undefined);
+  // the pod's address, from its first state message: mission control sends to the pod it sees
+  let podAddress: { site: string; pod: string } | undefined;
   client.on("message", (topic, payload) => {
     if (payload.length > MAX_MESSAGE_BYTES) return;
-    const kind = POD_TOPIC.exec(topic)?.[1];
-    if (kind === undefined) return;
+    const m = POD_TOPIC.exec(topic);
+    if (m === null) return;
+    const kind = m[3];
+    if (kind === "state") podAddress ??= { site: m[1], pod: m[2] };
     let body: unknown;
     try {
       body = JSON.parse(payload.toString("utf8"));
@@ -81,8 +110,11 @@ export async function startMissionControl(): Promise<MissionControl> {
       return;
     }
     if (typeof body !== "object" || body === null) return;
-    const b = body as { state?: unknown; alarms?: unknown; type?: unknown };
-    if (kind === "state") {
+    const b = body as { state?: unknown; alarms?: unknown; type?: unknown; status?: unknown; duplicate?: unknown; error?: { code?: unknown } | null };
+    if (kind.startsWith("response/")) {
+      const outcome = b.duplicate === true ? "duplicate" : b.status === "ok" ? "ok" : typeof b.error?.code === "string" ? b.error.code : "";
+      if ((ANSWER_OUTCOMES as readonly string[]).includes(outcome)) note({ answer: outcome });
+    } else if (kind === "state") {
       podOnline = b.state === "online";
       onlineNow();
     } else if (kind === "alarms" && Array.isArray(b.alarms)) {
@@ -102,8 +134,50 @@ export async function startMissionControl(): Promise<MissionControl> {
     await broker.close();
     throw err;
   }
+  // the runner's key, trusted by the daemon, and a stranger's for the forgeries
+  const own = generateCommandKey();
+  const ownKey = parsePrivateKey(own.privatePem);
+  const strangerKey = parsePrivateKey(generateCommandKey().privatePem);
+  // a key's seq only grows; the daemon's replay guard starts empty with its fresh state directory
+  let seq = Date.now();
+  let last: string | undefined;
+  const payload = (step: CommandStep, to: { site: string; pod: string }): string => {
+    if (step.as === "again") {
+      if (last === undefined) throw new Error(`command ${step.name} again: no command was sent before`);
+      return last;
+    }
+    const now = Date.now();
+    const spec: CommandSpec = { site: to.site, pod: to.pod, command: step.name, params: step.params, seq: ++seq, keyId: KEY_ID, privateKey: ownKey, ttlS: 60 };
+    if (step.as === "forged") spec.privateKey = strangerKey;
+    if (step.as === "unknown-key") Object.assign(spec, { keyId: UNKNOWN_KEY_ID, privateKey: strangerKey });
+    if (step.as === "expired") spec.nowMs = now - 10 * 60_000;
+    if (step.as === "future") spec.nowMs = now + 3_600_000;
+    if (step.as === "wrong-pod") spec.pod = `${to.pod}-elsewhere`;
+    const text = signedCommand(spec, commandBody(spec));
+    last = text;
+    return text;
+  };
+  const send = async (step: CommandStep): Promise<void> => {
+    const to = podAddress;
+    if (to === undefined) throw new Error(`command ${step.name}: mission control has not seen the pod's state yet`);
+    const topic = `podwarden/${to.site}/${to.pod}/request/${step.name}`;
+    const started = performance.now();
+    for (let k = 0; k < step.times; ) {
+      // at perS, each burst waits for its time; back to back, for the last burst's acknowledgements
+      const due = step.perS === undefined ? step.times : Math.min(step.times, Math.floor(((performance.now() - started) / 1000) * step.perS) + 1);
+      const n = Math.min(FLOOD_BURST, due - k);
+      if (n <= 0) {
+        await new Promise((r) => setTimeout(r, 5));
+        continue;
+      }
+      await Promise.all(Array.from({ length: n }, () => client.publishAsync(topic, payload(step, to), { qos: 1 })));
+      k += n;
+    }
+  };
   return {
     url: broker.url,
+    trustedKey: { id: KEY_ID, publicKey: own.publicPem },
+    send,
     down: () => broker.down(),
     up: () => broker.up(),
     hang: () => broker.hang(),

@@ -17,7 +17,7 @@ import { readResponseBounded } from "../lib/bounded-read.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { VirtualPodConfig } from "../sim/virtual-pod.js";
 import { holds, type Series } from "./expectations.js";
-import { startMissionControl, type MissionControl, type UplinkObservation } from "./mission-control.js";
+import { startMissionControl, type MissionControl, type TrustedKey, type UplinkObservation } from "./mission-control.js";
 import { inject, injectorFor, type Prompt, type RigAdapter } from "./rig.js";
 import type { BrokerAction, DaemonAction, HilScenario } from "./scenario.js";
 import type { SignalRef, SignalSource } from "./signals.js";
@@ -43,6 +43,8 @@ export interface RunningDaemon {
   status: (timeoutMs: number) => Promise<PodView | undefined>;
   /** a daemon step: a signal to its process, or a restart once it has exited */
   act: (action: DaemonAction) => Promise<void>;
+  /** sets its wall clock this far from the true time (libfaketime's offset: +1d, -2h, +0); only when started with `fakeClock` */
+  setClock: (offset: string) => void;
   /** every event since it started, in order */
   events: () => readonly DaemonEvent[];
   /** stops it (SIGTERM, and SIGKILL if it does not exit) */
@@ -50,8 +52,12 @@ export interface RunningDaemon {
 }
 
 export interface RealTimeDeps {
-  /** starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where given, and the scenario's `control` patch over its config's */
-  startDaemon: (o: { uplinkUrl?: string; control?: Record<string, unknown> }) => Promise<RunningDaemon>;
+  /**
+   * starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where
+   * given, trusting `commandKey` (an engineer's) for signed commands, and the scenario's `control`
+   * patch over its config's; with `fakeClock`, on a wall clock the runner can move (a `clock` step)
+   */
+  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; control?: Record<string, unknown>; fakeClock?: boolean }) => Promise<RunningDaemon>;
   /** asks the operator to do something by hand, resolves when they confirm, rejects once `until` aborts */
   prompt: Prompt;
   log: (line: string) => void;
@@ -135,36 +141,42 @@ export function realTimePlan(scenario: HilScenario, pod: VirtualPodConfig, rig: 
   return plan;
 }
 
+/** An entry of a log that counts as an event: the signals of `source` whose key is `type` count it. */
+interface LogEvent {
+  source: SignalSource;
+  type: string;
+}
+
 /**
  * Levels at the sample times `t`, and events for `count`, from a log stamped with
  * performance.now(): `apply` takes in each entry up to each sample (those before time 0 too:
- * what held at 0 is the state they left), and an entry's event type (`eventOf`) is counted, and
- * kept as an event of the `eventSource` signals of that type, from time 0 on.
+ * what held at 0 is the state they left), and an entry's event (`eventOf`) is counted, and
+ * kept as an event of the signals of its source and type, from time 0 on.
  */
 function seriesFromLog<E extends { atMs: number }>(
   refs: readonly SignalRef[],
   log: readonly E[],
   t0: number,
   t: Float64Array,
-  o: { apply: (e: E) => void; eventOf: (e: E) => string | undefined; eventSource: SignalSource; level: (r: SignalRef, count: (type: string) => number) => number },
+  o: { apply: (e: E) => void; eventOf: (e: E) => LogEvent | undefined; eventSources: readonly SignalSource[]; level: (r: SignalRef, count: (source: SignalSource, type: string) => number) => number },
 ): Series[] {
   const counts = new Map<string, number>();
-  const count = (type: string): number => counts.get(type) ?? 0;
+  const count = (source: SignalSource, type: string): number => counts.get(`${source} ${type}`) ?? 0;
   const out = refs.map((r) => ({ ref: r, v: new Float64Array(t.length), events: [] as { tMs: number; value: number }[] }));
   let e = 0;
   for (let k = 0; k < t.length; k++) {
     for (; e < log.length && log[e].atMs - t0 <= t[k]; e++) {
       const x = log[e];
       o.apply(x);
-      const type = o.eventOf(x);
+      const ev = o.eventOf(x);
       const rel = x.atMs - t0;
-      if (type === undefined || rel < 0) continue;
-      counts.set(type, count(type) + 1);
-      for (const s of out) if (s.ref.source === o.eventSource && s.ref.key === type) s.events.push({ tMs: rel, value: 1 });
+      if (ev === undefined || rel < 0) continue;
+      counts.set(`${ev.source} ${ev.type}`, count(ev.source, ev.type) + 1);
+      for (const s of out) if (s.ref.source === ev.source && s.ref.key === ev.type) s.events.push({ tMs: rel, value: 1 });
     }
     for (const s of out) s.v[k] = o.level(s.ref, count);
   }
-  return out.map((s) => ({ name: s.ref.name, unit: s.ref.unit, t, v: s.v, ...(s.ref.source === o.eventSource ? { events: s.events } : {}) }));
+  return out.map((s) => ({ name: s.ref.name, unit: s.ref.unit, t, v: s.v, ...(o.eventSources.includes(s.ref.source) ? { events: s.events } : {}) }));
 }
 
 /**
@@ -179,8 +191,8 @@ export function eventSeries(refs: readonly SignalRef[], events: readonly DaemonE
       if (ev.alarm !== undefined && (ev.type === "alarm.raised" || ev.type === "alarm.escalated")) active.set(ev.alarm.id, ev.alarm.severity);
       if (ev.alarm !== undefined && ev.type === "alarm.cleared") active.delete(ev.alarm.id);
     },
-    eventOf: (ev) => ev.type,
-    eventSource: "events",
+    eventOf: (ev) => ({ source: "events", type: ev.type }),
+    eventSources: ["events"],
     level: (r, count) => {
       if (r.source === "alarm") return active.has(r.key as string) ? 1 : 0;
       if (r.source === "alarms") {
@@ -188,7 +200,7 @@ export function eventSeries(refs: readonly SignalRef[], events: readonly DaemonE
         for (const [id, sev] of active) if (sev === r.key && !(r.exceptIds ?? []).includes(id)) n++;
         return n;
       }
-      return count(r.key as string);
+      return count("events", r.key as string);
     },
   });
 }
@@ -204,8 +216,8 @@ function brokerStep(mc: MissionControl, action: BrokerAction): Promise<void> {
 
 /**
  * The uplink signals over a run, from what mission control saw: levels at the sample times `t`
- * (what it saw before time 0 included), and for uplink.events.<type> each event received after
- * time 0 as an event for `count`.
+ * (what it saw before time 0 included), and for uplink.events.<type> and uplink.answers.<outcome>
+ * each event or answer received after time 0 as an event for `count`.
  */
 export function uplinkSeries(refs: readonly SignalRef[], seen: readonly UplinkObservation[], t0: number, t: Float64Array): Series[] {
   let online = 0;
@@ -215,9 +227,9 @@ export function uplinkSeries(refs: readonly SignalRef[], seen: readonly UplinkOb
       if (o.online !== undefined) online = o.online ? 1 : 0;
       if (o.alarms !== undefined) alarms = new Set(o.alarms);
     },
-    eventOf: (o) => o.event,
-    eventSource: "uplink-events",
-    level: (r, count) => (r.source === "uplink-online" ? online : r.source === "uplink-alarm" ? (alarms.has(r.key as string) ? 1 : 0) : count(r.key as string)),
+    eventOf: (o) => (o.event !== undefined ? { source: "uplink-events", type: o.event } : o.answer !== undefined ? { source: "uplink-answers", type: o.answer } : undefined),
+    eventSources: ["uplink-events", "uplink-answers"],
+    level: (r, count) => (r.source === "uplink-online" ? online : r.source === "uplink-alarm" ? (alarms.has(r.key as string) ? 1 : 0) : count(r.source, r.key as string)),
   });
 }
 
@@ -241,7 +253,8 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   const mc: MissionControl | undefined = scenario.uplink ? await startMissionControl() : undefined;
   let daemon: RunningDaemon;
   try {
-    daemon = await deps.startDaemon({ uplinkUrl: mc?.url, control: scenario.control });
+    const fakeClock = scenario.runnerSteps.some((x) => "clock" in x);
+    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey }), control: scenario.control, fakeClock });
   } catch (err) {
     await mc?.stop();
     throw err;
@@ -261,14 +274,23 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     // the operator; the next waits for it)
     // a manual step not done by the end of the run is given up, and fails it
     const ended = new AbortController();
-    const timeline = [
+    const timeline: { atS: number; what: string; run: () => Promise<void>; background?: true }[] = [
       ...scenario.steps.map((s) => ({ atS: s.atS, what: JSON.stringify(s.action), run: () => inject(injectorFor(rig, s.action), s.action, deps.prompt, ended.signal) })),
-      ...scenario.runnerSteps.map((s) =>
-        "daemon" in s
-          ? { atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) }
-          : { atS: s.atS, what: `broker ${s.broker}`, run: () => (mc === undefined ? Promise.reject(new Error("no broker: the scenario has no uplink")) : brokerStep(mc, s.broker)) },
-      ),
+      ...scenario.runnerSteps.map((s) => {
+        if ("daemon" in s) return { atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) };
+        if ("clock" in s) return { atS: s.atS, what: `clock ${s.clock}`, run: () => Promise.resolve(daemon.setClock(s.clock)) };
+        const needMc = (): MissionControl => {
+          if (mc === undefined) throw new Error("no broker: the scenario has no uplink");
+          return mc;
+        };
+        if ("broker" in s) return { atS: s.atS, what: `broker ${s.broker}`, run: () => brokerStep(needMc(), s.broker) };
+        const c = s.command;
+        const what = `command ${c.name} ${JSON.stringify(c.params)} ${c.as}${c.times > 1 ? ` x${c.times}${c.perS === undefined ? "" : ` at ${c.perS}/s`}` : ""}`;
+        // a flood goes on while the next steps happen (a leak during it): it runs in the background
+        return { atS: s.atS, what, run: () => needMc().send(c), ...(c.times > 1 ? { background: true as const } : {}) };
+      }),
     ].sort((a, b) => a.atS - b.atS);
+    const background: Promise<void>[] = [];
     let stepError: Error | null = null;
     // a step done, and when it was asked for and done, in the output and the report
     const doStep = async (what: string, run: () => Promise<void>): Promise<void> => {
@@ -282,7 +304,14 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
       for (const s of timeline) {
         await sleep(s.atS * 1000 - now());
         if (done) return;
-        await doStep(`step at ${s.atS} s: ${s.what}`, s.run);
+        const step = doStep(`step at ${s.atS} s: ${s.what}`, s.run);
+        if (s.background === true)
+          background.push(
+            step.catch((err: Error) => {
+              stepError = err;
+            }),
+          );
+        else await step;
       }
     })().catch((err: Error) => {
       // a step that could not be done ends the run: what follows would not be the scenario
@@ -331,6 +360,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     ended.abort();
     await steps;
     await Promise.all(fired);
+    await Promise.all(background);
     firedAtMs = triggers.map((x) => x.firedAt);
     if (stepError !== null) throw new Error(`${scenario.file}: a step failed at ${(now() / 1000).toFixed(3)} s, so the run stopped: ${(stepError as Error).message}`);
   } finally {

@@ -17,8 +17,10 @@
 // Each expectation has exactly one kind: within (+ after), hold, never, eventually, count.
 import { dirname, resolve } from "node:path";
 import { loadYamlFile, validator } from "../lib/config-file.js";
+import { FAKETIME_OFFSET } from "../lib/faketime.js";
 import { mergePatch } from "../lib/merge-patch.js";
 import { validateControl, type PodConfig } from "../pod/config.js";
+import { COMMANDS, type CommandName } from "../agent/commands/schema.js";
 import { FAULT_ACTION_PROPERTIES, actionProblems, type FaultAction } from "../sim/faults.js";
 import { parseDuration } from "../sim/scenario.js";
 import type { Condition, Expectation, ExpectationKind } from "./expectations.js";
@@ -26,7 +28,7 @@ import { SIGNAL_PATTERN } from "./signals.js";
 
 const DURATION = { description: "5s, 500ms, 2m, or seconds", oneOf: [{ type: "number", minimum: 0, maximum: 86_400 }, { type: "string", pattern: "^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$", maxLength: 32 }] };
 const NUM = { type: "number" };
-const SIGNAL = { type: "string", pattern: SIGNAL_PATTERN, maxLength: 200 };
+const SIGNAL = { type: "string", pattern: SIGNAL_PATTERN, maxLength: 200, description: "a signal's name (docs/hil.md, Signals); its rack, output or alarm id is checked against the pod" };
 const CONDITION = {
   type: "object",
   additionalProperties: false,
@@ -48,10 +50,32 @@ export type DaemonAction = (typeof DAEMON_ACTIONS)[number];
 /** What a step may do to mission control's broker (real time, `uplink: true`: the runner owns it). */
 export const BROKER_ACTIONS = ["down", "up", "hang", "resume"] as const;
 export type BrokerAction = (typeof BROKER_ACTIONS)[number];
+/**
+ * How mission control's command is made (docs/hil.md): signed by the runner's key, which the
+ * daemon trusts as an engineer's, or spoiled in one way, each of which the pod must refuse.
+ */
+export const COMMAND_FORMS = ["signed", "forged", "unknown-key", "expired", "future", "wrong-pod", "again"] as const;
+export type CommandForm = (typeof COMMAND_FORMS)[number];
+/** A command step: what mission control publishes to the pod (real time, `uplink: true`). */
+export interface CommandStep {
+  name: CommandName;
+  params: Record<string, unknown>;
+  as: CommandForm;
+  /** how many, each made afresh (its own seq and transaction): a flood */
+  times: number;
+  /** how fast: this many a second; back to back without it */
+  perS?: number;
+}
+/** Longest flood a step may publish: a flood that outlasts `maxPerS` by far is the point, memory is not. */
+export const MAX_COMMAND_TIMES = 100_000;
 /** A step the runner does itself, not the rig (real time only). */
-export type RunnerStep = { atS: number; daemon: DaemonAction } | { atS: number; broker: BrokerAction };
+export type RunnerStep =
+  | { atS: number; daemon: DaemonAction }
+  | { atS: number; broker: BrokerAction }
+  | { atS: number; command: CommandStep }
+  | { atS: number; clock: string };
 /** The keys that make a step the runner's. */
-const RUNNER_KEYS = ["daemon", "broker"] as const;
+const RUNNER_KEYS = ["daemon", "broker", "command", "clock"] as const;
 
 export const HIL_SCENARIO_SCHEMA = {
   type: "object",
@@ -89,6 +113,24 @@ export const HIL_SCENARIO_SCHEMA = {
           ...FAULT_ACTION_PROPERTIES,
           daemon: { enum: [...DAEMON_ACTIONS], description: "real time only: kill (SIGKILL), terminate (SIGTERM), stop (SIGSTOP: stalled), continue (SIGCONT), reload (SIGHUP), restart (start it again once it has exited, on the same state directory)" },
           broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages), up (it listens again on the same port), hang (as SIGSTOP: connections stay open, nothing is read or answered, so a client finds out from its keepalive) or resume (as SIGCONT: it reads what waited)" },
+          command: {
+            type: "object",
+            additionalProperties: false,
+            required: ["name"],
+            description: "real time only, with uplink: true: mission control publishes a command to the pod (request/<name>), signed by the runner's key, which the daemon trusts with the engineer's role; its answers are the uplink.answers.* signals",
+            properties: {
+              name: { enum: [...COMMANDS], description: "the command (docs/mqtt.md)" },
+              params: { type: "object", maxProperties: 16, description: "its parameters as sent, unchecked here: the pod checks them (default {})" },
+              as: {
+                enum: [...COMMAND_FORMS],
+                description:
+                  "signed (default); forged (signed by another key under the runner's key id), unknown-key (a key id the pod does not know), expired (issued 10 minutes ago for 60 s), future (issued an hour ahead), wrong-pod (addressed to another pod), again (the exact payload of the last command sent, published again: a replay, or a broker's redelivery)",
+              },
+              times: { type: "integer", minimum: 1, maximum: MAX_COMMAND_TIMES, description: "how many, each made afresh (its own seq and transaction): a flood (default 1). The step goes on while the next ones happen: a leak can come during a flood" },
+              perS: { type: "number", exclusiveMinimum: 0, maximum: 100_000, description: "with times: this many a second (default: back to back, as fast as the broker takes them)" },
+            },
+          },
+          clock: { type: "string", pattern: FAKETIME_OFFSET.source, description: "real time only: the daemon's wall clock is set this far from the true time (libfaketime, Debian's faketime package; its monotonic clock stays true, as when NTP or an operator sets the time): +1d, -2h, +0 back to true" },
         },
       },
     },
@@ -202,7 +244,14 @@ function problems(s: RawHilScenario): string[] {
     if (own === undefined) return actionProblems(step, `steps[${i}]`);
     const more = Object.keys(step).filter((k) => k !== "at" && k !== own);
     if (more.length > 0) return [`steps[${i}]: a ${own} step has nothing else (${more.join(", ")})`];
-    return own === "broker" && s.uplink !== true ? [`steps[${i}]: a broker step needs uplink: true (the broker is the runner's own)`] : [];
+    if (own === "broker" && s.uplink !== true) return [`steps[${i}]: a broker step needs uplink: true (the broker is the runner's own)`];
+    if (own === "command" && s.uplink !== true) return [`steps[${i}]: a command step needs uplink: true (mission control publishes it through the runner's own broker)`];
+    if (own === "command" && (step.command as { as?: string }).as === "again") {
+      const at = parseDuration(step.at as number | string);
+      const earlier = (s.steps ?? []).some((x, j) => j !== i && "command" in x && x.at !== undefined && ((x.command as { as?: string }).as ?? "signed") !== "again" && parseDuration(x.at) < at);
+      if (!earlier) return [`steps[${i}]: a command sent again needs an earlier command step to repeat`];
+    }
+    return [];
   });
   if (s.replay === undefined && s.duration === undefined) out.push("duration: required (only a replay may leave it out: the recording's length)");
   if (s.replay !== undefined && (s.steps !== undefined || s.seed !== undefined)) out.push("replay: a replay has no steps and no seed (its inputs are the recording's)");
@@ -238,7 +287,14 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
   const timed = (raw.steps ?? []).filter((x) => x.at !== undefined);
   const steps = timed.filter((x) => !isRunners(x)).map(({ at, ...action }) => ({ atS: parseDuration(at as number | string), action: action as FaultAction }));
   steps.sort((a, b) => a.atS - b.atS);
-  const runnerSteps = timed.filter(isRunners).map((x): RunnerStep => ("daemon" in x ? { atS: parseDuration(x.at as number | string), daemon: x.daemon as DaemonAction } : { atS: parseDuration(x.at as number | string), broker: x.broker as BrokerAction }));
+  const runnerSteps = timed.filter(isRunners).map((x): RunnerStep => {
+    const atS = parseDuration(x.at as number | string);
+    if ("daemon" in x) return { atS, daemon: x.daemon as DaemonAction };
+    if ("broker" in x) return { atS, broker: x.broker as BrokerAction };
+    if ("clock" in x) return { atS, clock: x.clock as string };
+    const c = x.command as { name: CommandName; params?: Record<string, unknown>; as?: CommandForm; times?: number; perS?: number };
+    return { atS, command: { name: c.name, params: c.params ?? {}, as: c.as ?? "signed", times: c.times ?? 1, ...(c.perS === undefined ? {} : { perS: c.perS }) } };
+  });
   const whenSteps = (raw.steps ?? []).flatMap(({ when, delay, at: _at, ...action }, index): WhenStep[] => (when === undefined ? [] : [{ index, when, delayMs: toMs(delay) ?? 0, action: action as FaultAction }]));
   runnerSteps.sort((a, b) => a.atS - b.atS);
   const expect = raw.expect.map((e): ScenarioExpectation => {

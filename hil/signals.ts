@@ -12,9 +12,15 @@
 //   uplink.online          mission control's view through the runner's own broker (`uplink: true`):
 //   uplink.alarm.<id>      1 while connected with the pod's last state online; an alarm its last
 //   uplink.events.<type>   `alarms` message listed; its events as they arrived (count; each one)
+//   uplink.answers.<outcome>  the answers to mission control's commands (`command` steps) by
+//                          outcome: ok, duplicate, or the rejection's code (count; each one)
 // A name's shape and field are checked by the scenario schema; its rack and output by the pod
 // the scenario runs on (expandSignals): a typo is an error, never a signal that is always empty.
+import { REJECT_CODES } from "../agent/commands/authorizer.js";
 import type { PodConfig } from "../pod/config.js";
+
+/** What a command's answer may say (docs/mqtt.md): ok, a copy answered again (duplicate), or a rejection's code. */
+export const ANSWER_OUTCOMES = ["ok", "duplicate", ...REJECT_CODES] as const;
 
 export const TRUTH_RACK_FIELDS = {
   valvePct: "%",
@@ -118,9 +124,10 @@ export const SIGNAL_PATTERN =
   `|alarms\\.(critical|warning)` +
   `|(uplink\\.)?events\\.(${EVENT_TYPES.map((t) => t.replace(".", "\\.")).join("|")})` +
   `|uplink\\.online` +
+  `|uplink\\.answers\\.(${ANSWER_OUTCOMES.join("|")})` +
   `|uplink\\.alarm\\.[A-Za-z0-9_.:-]+)$`;
 
-export type SignalSource = "truth-rack" | "truth-cdu" | "pod-rack" | "pod-cdu" | "writes" | "alarm" | "alarms" | "events" | "uplink-online" | "uplink-alarm" | "uplink-events";
+export type SignalSource = "truth-rack" | "truth-cdu" | "pod-rack" | "pod-cdu" | "writes" | "alarm" | "alarms" | "events" | "uplink-online" | "uplink-alarm" | "uplink-events" | "uplink-answers";
 
 export interface SignalRef {
   name: string;
@@ -130,7 +137,7 @@ export interface SignalRef {
   field: string;
   /** writes: the output id */
   output?: string;
-  /** alarm, uplink-alarm: its id; alarms: the severity; events, uplink-events: the type */
+  /** alarm, uplink-alarm: its id; alarms: the severity; events, uplink-events: the type; uplink-answers: the outcome */
   key?: string;
   /** alarms: the ids left out */
   exceptIds?: string[];
@@ -158,6 +165,10 @@ export function expandSignals(names: readonly string[], except: readonly string[
       const problem = alarmIdProblem(id, pod, devices);
       if (problem !== null) unknown.push(`${name} (${problem})`);
       else out.push({ name, source: uplink ? "uplink-alarm" : "alarm", rack: -1, field: "", key: id, unit: uplink ? "0/1 active at mission control" : "0/1 active" });
+      continue;
+    }
+    if (name.startsWith("uplink.answers.")) {
+      out.push({ name, source: "uplink-answers", rack: -1, field: "", key: name.slice("uplink.answers.".length), unit: "answers received so far" });
       continue;
     }
     if (name.startsWith("uplink.events.")) {

@@ -106,6 +106,7 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
     case "uplink-online":
     case "uplink-alarm":
     case "uplink-events":
+    case "uplink-answers":
       // planRun skips every expectation on them in virtual time
       throw new Error(`${s.name}: the daemon's, not in virtual time`);
   }
@@ -233,8 +234,8 @@ export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => st
  */
 function refuseDaemonSteps(scenario: HilScenario): void {
   const d = scenario.runnerSteps;
-  const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : `broker ${x.broker}`);
-  if (d.length > 0) throw new Error(`${scenario.file}: its steps on the daemon or its broker (${d.map((x) => `${words(x)} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
+  const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : "broker" in x ? `broker ${x.broker}` : "clock" in x ? `clock ${x.clock}` : `command ${x.command.name}`);
+  if (d.length > 0) throw new Error(`${scenario.file}: its steps on the daemon, its clock, its broker or its commands (${d.map((x) => `${words(x)} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
   if (scenario.realTimeOnly) throw new Error(`${scenario.file}: it says realTime: true (it expects what the daemon's supervisor does): run it in real time, with --rig`);
 }
 

@@ -20,12 +20,18 @@ interface SchemaNode {
   maxItems?: number;
 }
 
+/** A pattern longer than this is not printed. */
+const LONG_PATTERN = 120;
+
 const code = (x: unknown): string => `\`${JSON.stringify(x)}\``;
 
 function typeOf(n: SchemaNode): string {
   if (n.enum !== undefined) return n.enum.map(code).join(" \\| ");
   if (n.const !== undefined) return code(n.const);
   if (n.oneOf !== undefined) return n.oneOf.map(typeOf).join(" or ");
+  // an object of one key (a tagged choice: `{http: …}` or `{modbus: …}`) by its key
+  const keys = Object.keys(n.properties ?? {});
+  if (n.type === "object" && keys.length === 1 && n.required?.[0] === keys[0]) return `\`{${keys[0]}: …}\``;
   if (n.type === "array" && n.items !== undefined) return `list of ${typeOf(n.items)}`;
   return Array.isArray(n.type) ? n.type.join(" \\| ") : (n.type ?? "any");
 }
@@ -36,7 +42,8 @@ function rangeOf(n: SchemaNode): string {
   if (lo !== undefined && n.maximum !== undefined) return `${loMark}${lo}, ${n.maximum}]`;
   if (lo !== undefined) return n.exclusiveMinimum !== undefined ? `> ${lo}` : `≥ ${lo}`;
   if (n.maximum !== undefined) return `≤ ${n.maximum}`;
-  if (n.pattern !== undefined) return `matches \`${n.pattern}\``;
+  // a pattern built from lists (a HIL signal name's is 900 characters) says less than its description
+  if (n.pattern !== undefined) return n.pattern.length > LONG_PATTERN ? "a name (as the description says)" : `matches \`${n.pattern}\``;
   if (n.minItems !== undefined || n.maxItems !== undefined) return `${n.minItems ?? 0}..${n.maxItems ?? "∞"} items`;
   return "";
 }

@@ -12,6 +12,8 @@ import { HMI_SCHEMA } from "../agent/hmi/schema.js";
 import { SPARKPLUG_SCHEMA } from "../agent/uplink/sparkplug/schema.js";
 import { REDFISH_SCHEMA } from "../agent/redfish/schema.js";
 import { REDFISH_DEVICE_SCHEMA } from "../drivers/redfish/config.js";
+import { HIL_SCENARIO_SCHEMA } from "../hil/scenario.js";
+import { RIG_SCHEMA } from "../hil/rig.js";
 import { modelSourceOf, sparkplugModel, type MetricDef } from "../agent/uplink/sparkplug/metrics.js";
 
 function failSafeTableOf(c: ReturnType<typeof demoAgentConfig>): string {
@@ -41,6 +43,7 @@ export function generatedDocs(): Record<string, Record<string, string>> {
   const maps = registerMapDocs();
   return {
     "docs/configuration.md": { "agent-config": schemaTable(AGENT_SCHEMA) },
+    "docs/hil.md": { "hil-scenario": schemaTable(HIL_SCENARIO_SCHEMA), "hil-rig": schemaTable(RIG_SCHEMA) },
     "docs/safety.md": { "fail-safe-matrix": failSafeTableOf(demoAgentConfig()) },
     "docs/hmi.md": { "hmi-config": schemaTable(HMI_SCHEMA) },
     "docs/redfish.md": { "redfish-config": schemaTable(REDFISH_SCHEMA), "redfish-client-device": schemaTable(REDFISH_DEVICE_SCHEMA) },

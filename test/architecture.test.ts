@@ -51,19 +51,20 @@ describe("import boundaries", () => {
     }
   });
 
-  it("lets fleet/ import the command format (agent/commands/) and nothing else of the agent", async () => {
+  it.each(["fleet", "hil"] as const)("lets %s/ import the command format (agent/commands/) and nothing else of the agent", async (folder) => {
     for (const [target, refused] of [
       ["agent/commands/client.js", false],
       ["agent/commands/schema.js", false],
       ["agent/uplink/uplink.js", true],
       ["agent/agent.js", true],
+      ["agent/recorder/flight-replay.js", true],
     ] as const) {
-      const text = `import "../${target}";\n${readFileSync(SAMPLE.fleet, "utf8")}`;
-      const [r] = await eslint.lintText(text, { filePath: SAMPLE.fleet });
+      const text = `import "../${target}";\n${readFileSync(SAMPLE[folder], "utf8")}`;
+      const [r] = await eslint.lintText(text, { filePath: SAMPLE[folder] });
       const messages = r.messages.filter((m) => m.ruleId === "no-restricted-imports");
-      expect(messages.length > 0, target).toBe(refused);
+      expect(messages.length > 0, `${folder} -> ${target}`).toBe(refused);
     }
-    expect(ALLOWED_INSIDE).toEqual({ fleet: { agent: ["commands"] } });
+    expect(ALLOWED_INSIDE).toEqual({ fleet: { agent: ["commands"] }, hil: { agent: ["commands"] } });
   });
 
   it("refuses the Agent class to every service inside agent/", async () => {

@@ -2,12 +2,13 @@
 // a full disk under its state directory (a 512 KiB tmpfs in its own mount namespace), and CPU
 // starvation (a cgroup quota).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt from "mqtt";
 import { stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { fakeClockEnv, libfaketime, setFakeClock } from "../lib/faketime.js";
 import { freePort } from "../tooling/free-port.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { demoConfigFor as demoConfigForDemoPod, TEST_POD } from "./helpers/agent.js";
@@ -15,8 +16,6 @@ import { cpuQuotaGroup } from "./helpers/cgroup.js";
 import { clearedAlarms, raisedAlarms, startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
-
-const FAKETIME_LIBS = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"];
 
 /** The demo config under this test's own pod identity (a daemon claims its pod host-wide). */
 const demoConfigFor = (...a: Parameters<typeof demoConfigForDemoPod>): unknown =>
@@ -51,21 +50,20 @@ describe("faults around the daemon process", () => {
   const inControl = (d: Daemon): boolean => d.lines.some((l) => (l.event as { type?: string; to?: string } | undefined)?.type === "mode.changed" && ["Running", "Degraded"].includes((l.event as { to: string }).to));
 
   it("keeps control through wall-clock jumps: no spurious stale inputs, timeouts or alarms", async () => {
-    const lib = FAKETIME_LIBS.find((f) => existsSync(f));
-    expect(lib, "libfaketime (Debian package faketime) is needed for this test").toBeDefined();
+    expect(libfaketime(), "libfaketime (Debian package faketime) is needed for this test").toBeDefined();
     const clockFile = join(dir, "faketime");
-    writeFileSync(clockFile, "+0\n");
+    const env = fakeClockEnv(clockFile);
     const metricsPort = await freePort();
     const cfg = join(dir, "clock.yaml");
     writeFileSync(cfg, stringify(demoConfigFor(t.sim, (c) => (c.metrics = { enabled: true, host: "127.0.0.1", port: metricsPort }))));
     // only the wall clock moves: CLOCK_MONOTONIC stays true, as it does when NTP or an operator sets the time
-    const d = startDaemon(cfg, { env: { LD_PRELOAD: lib, FAKETIME_TIMESTAMP_FILE: clockFile, FAKETIME_NO_CACHE: "1", FAKETIME_DONT_FAKE_MONOTONIC: "1" } });
+    const d = startDaemon(cfg, { env });
     daemons.push(d);
     await waitFor(() => inControl(d), "in control", 60_000);
     await new Promise((r) => setTimeout(r, 1000));
     const before = new Set(raisedAlarms(d));
     for (const jump of ["+1d", "-2h", "+365d", "+0"]) {
-      writeFileSync(clockFile, `${jump}\n`);
+      setFakeClock(clockFile, jump);
       await new Promise((r) => setTimeout(r, 1500));
       expect(await healthy(metricsPort), `healthy after a jump to ${jump}`).toBe(true);
     }

@@ -136,7 +136,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     // virtual time refuses it: only the real daemon can be killed
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/kill-restart\.yaml: its steps on the daemon or its broker \(daemon kill at 2 s, daemon restart at 3 s\) need the real daemon: run it in real time, with --rig/);
+    expect(bad.stderr).toMatch(/kill-restart\.yaml: its steps on the daemon, its clock, its broker or its commands \(daemon kill at 2 s, daemon restart at 3 s\) need the real daemon: run it in real time, with --rig/);
     // a daemon step is a step of its own
     expect(() => parseHilScenario({ name: "x", duration: "5s", steps: [{ at: "1s", daemon: "kill", leak: "rack-1" }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: {} }] }, "x.yaml")).toThrow(/steps\[0\]: a daemon step has nothing else \(leak\)/);
   }, 90_000);
@@ -177,13 +177,69 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     // virtual time refuses it: the broker is the real daemon's
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon or its broker \(broker down at 1 s, broker up at 4 s\) need the real daemon/);
+    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon, its clock, its broker or its commands \(broker down at 1 s, broker up at 4 s\) need the real daemon/);
     // a broker step, or an uplink signal, needs the runner's broker; a replay has no uplink
     const base = { name: "x", duration: "5s", expect: [{ name: "e", signal: "uplink.online", is: { eq: 1 }, hold: {} }] };
     expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", broker: "down" }] }, "x.yaml")).toThrow(/steps\[0\]: a broker step needs uplink: true[\s\S]*uplink\.online needs uplink: true/);
     expect(() => parseHilScenario({ ...base, uplink: true, steps: [{ at: "1s", broker: "down", leak: "rack-1" }] }, "x.yaml")).toThrow(/steps\[0\]: a broker step has nothing else \(leak\)/);
     expect(() => parseHilScenario({ ...base, duration: undefined, uplink: true, replay: "r.pwrec" }, "x.yaml")).toThrow(/uplink: a replay has no daemon, so no uplink/);
   }, 60_000);
+
+  it("is mission control sending commands, signed and spoiled, a flood of forgeries during a leak, and moves the daemon's wall clock: each refused with its reason, the leak isolated all the same", async () => {
+    const scenario = join(dir, "commands-clock.yaml");
+    const isolate5 = { name: "isolate-rack", params: { rack: "rack-5" } };
+    writeFileSync(
+      scenario,
+      stringify({
+        name: "commands-clock",
+        uplink: true,
+        duration: "9s",
+        steps: [
+          { at: "1s", command: { name: "setpoint", params: { loop: "rack-2.valve", value: 44, leaseS: 600 } } },
+          { at: "1.5s", command: { name: "setpoint", params: { loop: "rack-2.valve", value: 44, leaseS: 600 }, as: "again" } },
+          { at: "2s", command: { ...isolate5, as: "forged" } },
+          { at: "2.5s", command: { ...isolate5, as: "expired" } },
+          { at: "3s", command: { name: "isolate-rack", params: { rack: "rack-4" }, as: "forged", times: 2000, perS: 1000 } },
+          { at: "3.5s", leak: "rack-1" },
+          { at: "6s", command: { name: "return-rack", params: { rack: "rack-1" } } },
+          { at: "7s", clock: "+1d" },
+          { at: "7.5s", command: { name: "snapshot" } },
+        ],
+        expect: [
+          { name: "carried out once", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "1s", to: "1.49s", min: 1, max: 1 } },
+          { name: "its copy a duplicate", signal: "uplink.answers.duplicate", is: { eq: 1 }, count: { from: "1.5s", to: "1.99s", min: 1, max: 1 } },
+          { name: "forged", signal: "uplink.answers.bad-signature", is: { eq: 1 }, count: { from: "2s", to: "2.49s", min: 1, max: 1 } },
+          { name: "expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "2.5s", to: "2.99s", min: 1, max: 1 } },
+          // that the leak is isolated during the flood is judged, not how fast (the bench and the
+          // library file measure it): 1 s is a loaded CI machine's margin
+          { name: "power off during the flood", signal: "truth.rack-1.powerOff", is: { eq: 1 }, within: "1s", after: "3.5s" },
+          { name: "the flood's answers held to the rate", signal: "uplink.answers.bad-signature", is: { eq: 1 }, count: { from: "3s", to: "5.99s", max: 40 } },
+          { name: "the latched rack not returned", signal: "uplink.answers.refused", is: { eq: 1 }, count: { from: "6s", to: "6.99s", min: 1, max: 1 } },
+          { name: "a day ahead: expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "7.5s", min: 1, max: 1 } },
+          { name: "nothing else isolated", signal: "pod.*.isolated", except: ["rack-1"], is: { eq: 1 }, never: {} },
+        ],
+      }),
+    );
+    const fast = join(dir, "rig-fast-4.yaml");
+    writeFileSync(fast, stringify({ ...(parse(readFileSync(rigFile, "utf8")) as object), settleS: 1 }));
+    const r = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 60_000);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/step at 3 s: command isolate-rack \{"rack":"rack-4"\} forged x2000 at 1000\/s injected at [23]\.\d{3} s, done at [4-6]\.\d{3} s/);
+    expect(r.stdout).toMatch(/ok {3}a day ahead: expired: 1 time = 1 from 7\.50 s/);
+    // without the clock step the same command is carried out: the step is what refused it
+    writeFileSync(scenario, stringify({ name: "no-clock", uplink: true, duration: "2s", steps: [{ at: "1s", command: { name: "snapshot" } }], expect: [{ name: "expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "1s", min: 1 } }, { name: "ok", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "1s", min: 1 } }] }));
+    const r2 = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 60_000);
+    expect(r2.code, r2.stdout).toBe(1);
+    expect(r2.stdout).toMatch(/FAIL expired: 0 times = 1 from 1\.00 s to \d\.\d{2} s \(expected at least 1\)/);
+    expect(r2.stdout).toMatch(/ok {3}ok: 1 time/);
+    // a command needs the runner's broker; a copy needs a command before it; an offset is libfaketime's
+    const base = { name: "x", duration: "5s", expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 1 }, never: {} }] };
+    expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", command: { name: "snapshot" } }] }, "x.yaml")).toThrow(/steps\[0\]: a command step needs uplink: true/);
+    expect(() => parseHilScenario({ ...base, uplink: true, steps: [{ at: "1s", command: { name: "snapshot", as: "again" } }, { at: "2s", command: { name: "snapshot" } }] }, "x.yaml")).toThrow(/steps\[0\]: a command sent again needs an earlier command step to repeat/);
+    expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", clock: "tomorrow" }] }, "x.yaml")).toThrow(/steps\[0\]\.clock: must match pattern/);
+    expect(() => parseHilScenario({ ...base, uplink: true, steps: [{ at: "1s", command: { name: "launch" } }] }, "x.yaml")).toThrow(/steps\[0\]\.command\.name: must be equal to one of the allowed values/);
+    expect(() => parseHilScenario({ ...base, uplink: true, expect: [{ name: "e", signal: "uplink.answers.maybe", is: { eq: 1 }, never: {} }] }, "x.yaml")).toThrow(/uplink\.answers\.maybe|must match pattern/);
+  }, 120_000);
 
   it("fails the run when a manual step is not done by its end, naming the step, and stops the daemon", async () => {
     const scenario = join(dir, "unanswered.yaml");

@@ -10,7 +10,9 @@ import { ROLE_COMMANDS, validateBody, validateEnvelope, validateParams, type Com
 
 export const MAX_COMMAND_BYTES = 16 * 1024;
 
-export type RejectCode = "malformed" | "wrong-pod" | "unknown-key" | "bad-signature" | "forbidden" | "expired" | "not-yet-valid" | "invalid-params" | "replayed" | "unavailable" | "out-of-envelope" | "not-found" | "refused";
+/** Every code a rejected command's answer carries (docs/mqtt.md lists them). */
+export const REJECT_CODES = ["malformed", "wrong-pod", "unknown-key", "bad-signature", "forbidden", "expired", "not-yet-valid", "invalid-params", "replayed", "unavailable", "out-of-envelope", "not-found", "refused"] as const;
+export type RejectCode = (typeof REJECT_CODES)[number];
 
 export interface CommandKey {
   id: string;

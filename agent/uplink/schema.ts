@@ -80,7 +80,7 @@ export const UPLINK_SCHEMA = {
             properties: {
               id: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]*$", maxLength: 64, description: "key id, as commands name it (keyId)" },
               publicKey: { type: "string", description: "Ed25519 public key: PEM, or the raw 32 bytes in base64 (`podwarden keygen` prints both)" },
-              roles: { type: "array", minItems: 1, uniqueItems: true, items: { enum: ROLES }, description: "observer: snapshot; operator: + setpoint, mode, ack-alarm, isolate-rack, return-rack, record; engineer: + reset-leak, power-budget" },
+              roles: { type: "array", minItems: 1, uniqueItems: true, items: { enum: ROLES }, description: "observer: snapshot; operator: + setpoint, mode, ack-alarm, isolate-rack, return-rack, record; engineer: + reset-leak, power-budget, tune, gains, stroke" },
             },
           },
         },
