@@ -1,6 +1,6 @@
 // Mission control for a real-time scenario with `uplink: true`: an MQTT broker of the runner's own
 // on loopback (aedes, lib/embedded-broker.ts), which the daemon's uplink is pointed at and which a
-// `broker: down|up|hang|resume` step takes away and brings back, and a client subscribed to the pod's topics
+// `broker: down|up|hang|resume|partition|heal` step takes away and brings back, and a client subscribed to the pod's topics
 // as mission control would be, stamping what arrives with the monotonic time: the pod's `state`
 // (online or not), the active alarms its retained `alarms` message last listed, and its events.
 // It sends the pod commands as mission control does (a `command` step), signed by a key of the
@@ -49,6 +49,10 @@ export interface MissionControl {
   hang(): void;
   /** it goes on (SIGCONT) */
   resume(): void;
+  /** the pod is cut off from the broker, which runs on, mission control's own connection with it */
+  partition(): void;
+  /** the partition heals */
+  heal(): void;
   observations(): readonly UplinkObservation[];
   /** the key the daemon must trust for the commands this mission control signs */
   trustedKey: TrustedKey;
@@ -182,6 +186,12 @@ export async function startMissionControl(): Promise<MissionControl> {
     up: () => broker.up(),
     hang: () => broker.hang(),
     resume: () => broker.resume(),
+    // mission control keeps its connection: every other one (the pod's) is cut off
+    partition: () => {
+      const own = (client.stream as { localPort?: number } | undefined)?.localPort;
+      broker.partition((c) => c.remotePort === own);
+    },
+    heal: () => broker.heal(),
     observations: () => seen,
     stop: async () => {
       await client.endAsync(true);

@@ -80,7 +80,8 @@ function podStatusReader(s: SignalRef): (p: PodView | undefined) => number {
   const r = s.rack;
   const get: Record<string, (x: PodView["racks"][number]) => number> = {
     state: (x) => ISOLATION_CODE[x.isolation] ?? NaN,
-    isolated: (x) => (x.isolation === "Normal" ? 0 : 1),
+    // a leak's isolation, or an operator's: the same bits as virtual time reads
+    isolated: (x) => (x.isolation !== "Normal" || (x.loopStatus & L.LS_MANUAL_ISOLATE) !== 0 ? 1 : 0),
     supplyOpen: (x) => (x.supplyIsolationOpen ? 1 : 0),
     returnOpen: (x) => (x.returnIsolationOpen ? 1 : 0),
     valveOut: (x) => x.valvePct,
@@ -210,7 +211,9 @@ function brokerStep(mc: MissionControl, action: BrokerAction): Promise<void> {
   if (action === "down") return mc.down();
   if (action === "up") return mc.up();
   if (action === "hang") mc.hang();
-  else mc.resume();
+  else if (action === "resume") mc.resume();
+  else if (action === "partition") mc.partition();
+  else mc.heal();
   return Promise.resolve();
 }
 

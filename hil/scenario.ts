@@ -48,7 +48,7 @@ export const isFlightRecording = (file: string): boolean => file.endsWith(".pwre
 export const DAEMON_ACTIONS = ["kill", "terminate", "stop", "continue", "reload", "restart"] as const;
 export type DaemonAction = (typeof DAEMON_ACTIONS)[number];
 /** What a step may do to mission control's broker (real time, `uplink: true`: the runner owns it). */
-export const BROKER_ACTIONS = ["down", "up", "hang", "resume"] as const;
+export const BROKER_ACTIONS = ["down", "up", "hang", "resume", "partition", "heal"] as const;
 export type BrokerAction = (typeof BROKER_ACTIONS)[number];
 /**
  * How mission control's command is made (docs/hil.md): signed by the runner's key, which the
@@ -112,7 +112,7 @@ export const HIL_SCENARIO_SCHEMA = {
           delay: { ...DURATION, description: "with when: how long after the condition first held" },
           ...FAULT_ACTION_PROPERTIES,
           daemon: { enum: [...DAEMON_ACTIONS], description: "real time only: kill (SIGKILL), terminate (SIGTERM), stop (SIGSTOP: stalled), continue (SIGCONT), reload (SIGHUP), restart (start it again once it has exited, on the same state directory)" },
-          broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages), up (it listens again on the same port), hang (as SIGSTOP: connections stay open, nothing is read or answered, so a client finds out from its keepalive) or resume (as SIGCONT: it reads what waited)" },
+          broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages), up (it listens again on the same port), hang (as SIGSTOP: connections stay open, nothing is read or answered, so a client finds out from its keepalive), resume (as SIGCONT: it reads what waited), partition (the pod cut off from the broker, which runs on with mission control: nothing crosses either way, in a connection open or opened later; the broker's keepalive ends the pod's session and publishes its Will) or heal (what waited crosses)" },
           command: {
             type: "object",
             additionalProperties: false,

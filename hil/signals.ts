@@ -37,7 +37,7 @@ export const TRUTH_RACK_FIELDS = {
 export const TRUTH_CDU_FIELDS = { dpKpa: "kPa", pumpSpeedPct: "%", pumpEnabled: "0/1", supplyTempC: "°C", returnTempC: "°C", totalFlowLpm: "L/min" } as const;
 export const POD_RACK_FIELDS = {
   state: "0 normal, 1 isolating, 2 isolated, 3 escalated",
-  isolated: "0/1",
+  isolated: "0/1 isolated: for a leak, or by an operator",
   supplyOpen: "0/1",
   returnOpen: "0/1",
   valveOut: "%",

@@ -47,7 +47,8 @@ export function podReader(v: BankViews, lay: PodLayout, s: SignalRef): () => num
   const loop = lay.rackLoops[r];
   const get: Record<string, () => number> = {
     state: () => v.rackI.state[r],
-    isolated: () => (v.rackI.state[r] !== L.RACK_NORMAL ? 1 : 0),
+    // a leak's isolation (the rack's state), or an operator's (the loop's manual-isolate bit)
+    isolated: () => (v.rackI.state[r] !== L.RACK_NORMAL || (v.loopI.status[loop] & L.LS_MANUAL_ISOLATE) !== 0 ? 1 : 0),
     supplyOpen: () => v.rackI.supplyOpen[r],
     returnOpen: () => v.rackI.returnOpen[r],
     valveOut: () => v.loopF.out[loop],

@@ -25,6 +25,16 @@ export interface EmbeddedBroker {
   hang(): void;
   /** goes on (SIGCONT): reads what waited in every connection still open */
   resume(): void;
+  /**
+   * cuts every connection off but those `keep` names (by the client's port), as a network
+   * partition does: nothing crosses either way, in a connection open now or opened later, while
+   * the broker runs on for the rest. Its keepalive timer ends a cut-off client's session and
+   * publishes its Will; the client learns nothing of that until `heal()`, and from its own
+   * keepalive that the link is silent
+   */
+  partition(keep: (client: { remotePort: number | undefined }) => boolean): void;
+  /** the partition heals: what waited crosses, in order */
+  heal(): void;
   close(): Promise<void>;
 }
 
@@ -39,20 +49,26 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
   // client's connection, which a stopped broker cannot: with the timer's close held too, the
   // client finds out from its own keepalive, as it would. Backpressure crosses the stream both
   // ways, as when aedes had the socket itself.
+  // a connection is silent while the broker hangs, or while a partition cuts it off: what its
+  // client sends waits in the kernel, and what aedes does to it waits in `held`
   let hung = false;
-  const held: (() => void)[] = [];
-  const hold = (f: () => void): void => {
-    if (hung) held.push(f);
-    else f();
-  };
+  let partition: ((s: Socket) => boolean) | null = null;
+  const links = new Map<Socket, { held: (() => void)[] }>();
+  const silent = (socket: Socket): boolean => hung || (partition !== null && !partition(socket));
   const link = (socket: Socket): Duplex => {
+    const me = { held: [] as (() => void)[] };
+    links.set(socket, me);
+    const hold = (f: () => void): void => {
+      if (silent(socket)) me.held.push(f);
+      else f();
+    };
     const d = new Duplex({
       read: () => {
-        if (!hung) socket.resume();
+        if (!silent(socket)) socket.resume();
       },
       write: (chunk: Buffer, _enc, cb) => {
-        if (hung) {
-          held.push(() => {
+        if (silent(socket)) {
+          me.held.push(() => {
             if (!socket.destroyed) socket.write(chunk);
           });
           cb();
@@ -77,7 +93,7 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     socket.on("data", (chunk: Buffer) => {
       if (!d.push(chunk)) socket.pause();
     });
-    if (hung) socket.pause();
+    if (silent(socket)) socket.pause();
     socket.on("end", () => hold(end));
     // what arrived before the close (a DISCONNECT, a PUBLISH sent into a hang) is read first:
     // destroying the stream at once would drop it unread, and aedes would send a Will it should not
@@ -95,9 +111,22 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     socket.on("error", () => undefined);
     return d;
   };
+  /** every connection that is no longer silent gets what waited for it, and reads again */
+  const wake = (): void => {
+    for (const [socket, me] of links) {
+      if (silent(socket)) continue;
+      for (const f of me.held.splice(0)) f();
+      if (socket.destroyed) links.delete(socket);
+      else socket.resume();
+    }
+  };
   const server: Server = createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
+    socket.on("close", () => {
+      sockets.delete(socket);
+      // a silent connection's close waits in its held list until it wakes
+      if (!silent(socket)) links.delete(socket);
+    });
     aedes.handle(link(socket));
   });
   const listen = (p: number): Promise<void> =>
@@ -129,8 +158,15 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     },
     resume: () => {
       hung = false;
-      for (const f of held.splice(0)) f();
-      for (const s of sockets) s.resume();
+      wake();
+    },
+    partition: (keep) => {
+      partition = (s) => keep({ remotePort: s.remotePort });
+      for (const s of sockets) if (silent(s)) s.pause();
+    },
+    heal: () => {
+      partition = null;
+      wake();
     },
     close: async () => {
       await stopListening();

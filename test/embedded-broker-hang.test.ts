@@ -1,6 +1,7 @@
 // The embedded broker's hang (the HIL runner's `broker: hang|resume`): a broker stopped with
 // SIGSTOP, as its clients see it. Nothing is read or answered while it hangs, a client finds out
-// only from its keepalive, and what waited is answered once it goes on.
+// only from its keepalive, and what waited is answered once it goes on. And its partition
+// (`broker: partition|heal`): one client cut off while the broker runs on for the others.
 import mqtt from "mqtt";
 import { afterEach, describe, expect, it } from "vitest";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
@@ -52,5 +53,43 @@ describe("embedded broker hang", () => {
     await late.publishAsync("hang/t", "after", { qos: 1 });
     await waitFor(() => got.includes("after"), "a message through the broker once it goes on", 10_000, 20);
     expect(sub.connected).toBe(true);
+  }, 30_000);
+
+  it("cuts a client off in a partition while the rest carry on: the broker publishes its Will, it learns nothing but from its keepalive, and is answered once the partition heals", async () => {
+    broker = await startEmbeddedBroker();
+    const got: { topic: string; text: string }[] = [];
+    const watcher = await mqtt.connectAsync(broker.url, { clientId: `part-watch-${process.pid}`, keepalive: 60, reconnectPeriod: 0 });
+    clients.push(watcher);
+    watcher.on("message", (topic, p) => got.push({ topic, text: p.toString() }));
+    await watcher.subscribeAsync("part/#", { qos: 1 });
+    const cut = await mqtt.connectAsync(broker.url, { clientId: `part-cut-${process.pid}`, keepalive: 1, reconnectPeriod: 0, will: { topic: "part/will", payload: Buffer.from("gone"), qos: 1, retain: false } });
+    clients.push(cut);
+    let cutClosed = false;
+    cut.on("close", () => (cutClosed = true));
+    const watcherPort = (watcher.stream as unknown as { localPort: number }).localPort;
+
+    broker.partition((c) => c.remotePort === watcherPort);
+    cut.publish("part/t", "sent into the partition", { qos: 1 });
+    // the broker's keepalive (1.5 x 1 s) ends the cut-off session and publishes its Will to the rest
+    await waitFor(() => got.some((m) => m.topic === "part/will"), "the cut-off client's Will at the watcher", 10_000, 20);
+    expect(got.map((m) => m.text)).not.toContain("sent into the partition");
+    // the watcher's own traffic carries on through the running broker
+    await watcher.publishAsync("part/t", "the rest carry on", { qos: 1 });
+    await waitFor(() => got.some((m) => m.text === "the rest carry on"), "the watcher's own message", 10_000, 20);
+    // the cut-off client finds out from its own keepalive only
+    await waitFor(() => cutClosed, "the cut-off client's keepalive to give up", 10_000, 20);
+    // a new connection from the far side is not answered while the partition lasts
+    const late = mqtt.connect(broker.url, { clientId: `part-late-${process.pid}`, reconnectPeriod: 0, connectTimeout: 60_000 });
+    clients.push(late);
+    let lateConnected = false;
+    late.on("connect", () => (lateConnected = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(lateConnected).toBe(false);
+
+    broker.heal();
+    await waitFor(() => lateConnected, "the connection made during the partition to be answered once it heals", 10_000, 20);
+    await late.publishAsync("part/t", "after", { qos: 1 });
+    await waitFor(() => got.some((m) => m.text === "after"), "a message across the healed partition", 10_000, 20);
+    expect(watcher.connected).toBe(true);
   }, 30_000);
 });
