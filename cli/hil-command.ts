@@ -219,6 +219,12 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
       proc = spawnDaemon(file, events, env);
       await untilRunning();
     },
+    damageState: (name, damage) => {
+      const f = join(stateDir, `${name}.json`);
+      if (damage === "delete") rmSync(f, { force: true });
+      // not JSON at all: what a torn write or a bad sector leaves
+      else writeFileSync(f, "\u0000\u0000{\"latch\u0000 garbage");
+    },
     setClock: (offset) => {
       if (o.fakeClock !== true) throw new Error(`clock ${offset}: the daemon was not started on a fake clock`);
       setFakeClock(clockFile, offset);

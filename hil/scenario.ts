@@ -68,14 +68,21 @@ export interface CommandStep {
 }
 /** Longest flood a step may publish: a flood that outlasts `maxPerS` by far is the point, memory is not. */
 export const MAX_COMMAND_TIMES = 100_000;
+/** The daemon's state files a `stateFile` step may damage (docs/agent.md: <stateDir>/<name>.json). */
+export const STATE_FILES = ["latches", "operator", "power-budget", "gains", "strokes", "command-seq"] as const;
+export type StateFile = (typeof STATE_FILES)[number];
+/** How: garbage written over it (a torn write, a bad sector), or the file gone. */
+export const STATE_DAMAGE = ["garbage", "delete"] as const;
+export type StateDamage = (typeof STATE_DAMAGE)[number];
 /** A step the runner does itself, not the rig (real time only). */
 export type RunnerStep =
+  | { atS: number; stateFile: { file: StateFile; damage: StateDamage } }
   | { atS: number; daemon: DaemonAction }
   | { atS: number; broker: BrokerAction }
   | { atS: number; command: CommandStep }
   | { atS: number; clock: string };
 /** The keys that make a step the runner's. */
-const RUNNER_KEYS = ["daemon", "broker", "command", "clock"] as const;
+const RUNNER_KEYS = ["daemon", "broker", "command", "clock", "stateFile"] as const;
 
 export const HIL_SCENARIO_SCHEMA = {
   type: "object",
@@ -128,6 +135,16 @@ export const HIL_SCENARIO_SCHEMA = {
               },
               times: { type: "integer", minimum: 1, maximum: MAX_COMMAND_TIMES, description: "how many, each made afresh (its own seq and transaction): a flood (default 1). The step goes on while the next ones happen: a leak can come during a flood" },
               perS: { type: "number", exclusiveMinimum: 0, maximum: 100_000, description: "with times: this many a second (default: back to back, as fast as the broker takes them)" },
+            },
+          },
+          stateFile: {
+            type: "object",
+            additionalProperties: false,
+            required: ["file"],
+            description: "real time only: one of the daemon's state files damaged in its state directory (best while the daemon is down: between a kill and a restart)",
+            properties: {
+              file: { enum: [...STATE_FILES], description: "<stateDir>/<file>.json (docs/agent.md)" },
+              damage: { enum: [...STATE_DAMAGE], description: "garbage written over it (a torn write, a bad sector; the default) or the file deleted" },
             },
           },
           clock: { type: "string", pattern: FAKETIME_OFFSET.source, description: "real time only: the daemon's wall clock is set this far from the true time (libfaketime, Debian's faketime package; its monotonic clock stays true, as when NTP or an operator sets the time): +1d, -2h, +0 back to true" },
@@ -292,6 +309,10 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     if ("daemon" in x) return { atS, daemon: x.daemon as DaemonAction };
     if ("broker" in x) return { atS, broker: x.broker as BrokerAction };
     if ("clock" in x) return { atS, clock: x.clock as string };
+    if ("stateFile" in x) {
+      const st = x.stateFile as { file: StateFile; damage?: StateDamage };
+      return { atS, stateFile: { file: st.file, damage: st.damage ?? "garbage" } };
+    }
     const c = x.command as { name: CommandName; params?: Record<string, unknown>; as?: CommandForm; times?: number; perS?: number };
     return { atS, command: { name: c.name, params: c.params ?? {}, as: c.as ?? "signed", times: c.times ?? 1, ...(c.perS === undefined ? {} : { perS: c.perS }) } };
   });

@@ -102,7 +102,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     await waitFor(async () => ((await (await fetch(`${sim.controlUrl}/truth`)).json()) as { devices: { leaseExpired: boolean }[] }).devices.every((d) => d.leaseExpired), "the daemon's leases expired", 10_000, 100);
   }, 120_000);
 
-  it("acts on the daemon itself: killed, then started again on the same state, its events read across both; and a step on a condition", async () => {
+  it("acts on the daemon itself: killed, a state file damaged, then started again on the same state, its events read across both; and a step on a condition", async () => {
     const scenario = join(dir, "kill-restart.yaml");
     writeFileSync(
       scenario,
@@ -111,6 +111,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
         duration: "9s",
         steps: [
           { at: "2s", daemon: "kill" },
+          { at: "2.5s", stateFile: { file: "gains" } },
           { at: "3s", daemon: "restart" },
           // once the daemon is seen in service, half a second later, a leak on rack-2
           { when: { signal: "pod.rack-1.isolated", is: { eq: 0 } }, delay: "0.5s", leak: "rack-2" },
@@ -121,6 +122,8 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
           { name: "no status while it is dead", signal: "pod.rack-1.isolated", is: { ge: 0 }, never: { from: "2.2s", to: "2.9s" } },
           { name: "the restarted daemon answers", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: { from: "7s", to: "9s" } },
           { name: "the restarted daemon said it started", signal: "events.agent.started", is: { eq: 1 }, count: { from: "3s", min: 1, max: 1 } },
+          { name: "and found its gains file damaged", signal: "alarm.state:gains", is: { eq: 1 }, eventually: { by: "9s" } },
+          { name: "not before", signal: "alarm.state:gains", is: { eq: 1 }, never: { to: "2.4s" } },
         ],
       }),
     );
@@ -131,12 +134,12 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(r.stdout).toMatch(/step at 2 s: daemon kill injected at \d+\.\d{3} s/);
     expect(r.stdout).toMatch(/step at 3 s: daemon restart injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
     expect(r.stdout).toMatch(/ok {3}the restarted daemon said it started: 1 time = 1 from 3\.00 s to \d/);
-    expect(r.stdout).toMatch(/step 2 when pod\.rack-1\.isolated: held at 0\.\d{3} s, \{"leak":"rack-2"\} injected at \d\.\d{3} s/);
-    expect(r.stdout).toMatch(/ok {3}steps\[2\] \(\{"leak":"rack-2"\}\) when pod\.rack-1\.isolated = 0: held at \d+ ms: injected 500 ms later/);
+    expect(r.stdout).toMatch(/step 3 when pod\.rack-1\.isolated: held at 0\.\d{3} s, \{"leak":"rack-2"\} injected at \d\.\d{3} s/);
+    expect(r.stdout).toMatch(/ok {3}steps\[3\] \(\{"leak":"rack-2"\}\) when pod\.rack-1\.isolated = 0: held at \d+ ms: injected 500 ms later/);
     // virtual time refuses it: only the real daemon can be killed
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/kill-restart\.yaml: its steps on the daemon, its clock, its broker or its commands \(daemon kill at 2 s, daemon restart at 3 s\) need the real daemon: run it in real time, with --rig/);
+    expect(bad.stderr).toMatch(/kill-restart\.yaml: its steps on the daemon, its clock, its state, its broker or its commands \(daemon kill at 2 s, state file gains at 2\.5 s, daemon restart at 3 s\) need the real daemon: run it in real time, with --rig/);
     // a daemon step is a step of its own
     expect(() => parseHilScenario({ name: "x", duration: "5s", steps: [{ at: "1s", daemon: "kill", leak: "rack-1" }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: {} }] }, "x.yaml")).toThrow(/steps\[0\]: a daemon step has nothing else \(leak\)/);
   }, 90_000);
@@ -177,7 +180,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     // virtual time refuses it: the broker is the real daemon's
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon, its clock, its broker or its commands \(broker down at 1 s, broker up at 4 s\) need the real daemon/);
+    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon, its clock, its state, its broker or its commands \(broker down at 1 s, broker up at 4 s\) need the real daemon/);
     // a broker step, or an uplink signal, needs the runner's broker; a replay has no uplink
     const base = { name: "x", duration: "5s", expect: [{ name: "e", signal: "uplink.online", is: { eq: 1 }, hold: {} }] };
     expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", broker: "down" }] }, "x.yaml")).toThrow(/steps\[0\]: a broker step needs uplink: true[\s\S]*uplink\.online needs uplink: true/);
@@ -237,6 +240,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", command: { name: "snapshot" } }] }, "x.yaml")).toThrow(/steps\[0\]: a command step needs uplink: true/);
     expect(() => parseHilScenario({ ...base, uplink: true, steps: [{ at: "1s", command: { name: "snapshot", as: "again" } }, { at: "2s", command: { name: "snapshot" } }] }, "x.yaml")).toThrow(/steps\[0\]: a command sent again needs an earlier command step to repeat/);
     expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", clock: "tomorrow" }] }, "x.yaml")).toThrow(/steps\[0\]\.clock: must match pattern/);
+    expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", stateFile: { file: "passwords" } }] }, "x.yaml")).toThrow(/steps\[0\]\.stateFile\.file: must be equal to one of the allowed values/);
     expect(() => parseHilScenario({ ...base, uplink: true, steps: [{ at: "1s", command: { name: "launch" } }] }, "x.yaml")).toThrow(/steps\[0\]\.command\.name: must be equal to one of the allowed values/);
     expect(() => parseHilScenario({ ...base, uplink: true, expect: [{ name: "e", signal: "uplink.answers.maybe", is: { eq: 1 }, never: {} }] }, "x.yaml")).toThrow(/uplink\.answers\.maybe|must match pattern/);
   }, 120_000);
