@@ -160,7 +160,8 @@ const STOP_GRACE_MS = 20_000;
 async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOptions): Promise<RunningDaemon> {
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
   const file = join(stateDir, "agent.yaml");
-  writeFileSync(file, stringify(rigDaemonConfig(configPath, rig, stateDir, o)));
+  const good = stringify(rigDaemonConfig(configPath, rig, stateDir, o));
+  writeFileSync(file, good);
   const events: DaemonEvent[] = [];
   // a scenario that moves the wall clock runs the daemon under libfaketime, the clock's offset in a file
   const clockFile = join(stateDir, "clock");
@@ -218,6 +219,10 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
       terminating = false;
       proc = spawnDaemon(file, events, env);
       await untilRunning();
+    },
+    editConfig: (action) => {
+      // a bad edit: valid YAML, but a config it is not (an unknown key)
+      writeFileSync(file, action === "restore" ? good : `${good}surprise: true\n`);
     },
     damageState: (name, damage) => {
       const f = join(stateDir, `${name}.json`);

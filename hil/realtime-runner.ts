@@ -19,7 +19,7 @@ import type { VirtualPodConfig } from "../sim/virtual-pod.js";
 import { holds, type Series } from "./expectations.js";
 import { startMissionControl, type MissionControl, type TrustedKey, type UplinkObservation } from "./mission-control.js";
 import { inject, injectorFor, type Prompt, type RigAdapter } from "./rig.js";
-import type { BrokerAction, DaemonAction, HilScenario, StateDamage, StateFile } from "./scenario.js";
+import type { BrokerAction, ConfigAction, DaemonAction, HilScenario, StateDamage, StateFile } from "./scenario.js";
 import type { SignalRef, SignalSource } from "./signals.js";
 import { MAX_SAMPLES, planRun, verdictsOf, type RunPlan, type ScenarioRun } from "./virtual-runner.js";
 
@@ -45,6 +45,8 @@ export interface RunningDaemon {
   act: (action: DaemonAction) => Promise<void>;
   /** sets its wall clock this far from the true time (libfaketime's offset: +1d, -2h, +0); only when started with `fakeClock` */
   setClock: (offset: string) => void;
+  /** a bad edit over its config file, or the good one back (a `config` step) */
+  editConfig: (action: ConfigAction) => void;
   /** damages one of its state files (a `stateFile` step) */
   damageState: (file: StateFile, damage: StateDamage) => void;
   /** every event since it started, in order */
@@ -284,6 +286,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
       ...scenario.runnerSteps.map((s) => {
         if ("daemon" in s) return { atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) };
         if ("clock" in s) return { atS: s.atS, what: `clock ${s.clock}`, run: () => Promise.resolve(daemon.setClock(s.clock)) };
+        if ("config" in s) return { atS: s.atS, what: `config ${s.config}`, run: () => Promise.resolve(daemon.editConfig(s.config)) };
         if ("stateFile" in s) return { atS: s.atS, what: `state file ${s.stateFile.file} ${s.stateFile.damage}`, run: () => Promise.resolve(daemon.damageState(s.stateFile.file, s.stateFile.damage)) };
         const needMc = (): MissionControl => {
           if (mc === undefined) throw new Error("no broker: the scenario has no uplink");

@@ -74,15 +74,19 @@ export type StateFile = (typeof STATE_FILES)[number];
 /** How: garbage written over it (a torn write, a bad sector), or the file gone. */
 export const STATE_DAMAGE = ["garbage", "delete"] as const;
 export type StateDamage = (typeof STATE_DAMAGE)[number];
+/** What a `config` step does to the daemon's config file: a bad edit over it, or the good one back. */
+export const CONFIG_ACTIONS = ["garbage", "restore"] as const;
+export type ConfigAction = (typeof CONFIG_ACTIONS)[number];
 /** A step the runner does itself, not the rig (real time only). */
 export type RunnerStep =
+  | { atS: number; config: ConfigAction }
   | { atS: number; stateFile: { file: StateFile; damage: StateDamage } }
   | { atS: number; daemon: DaemonAction }
   | { atS: number; broker: BrokerAction }
   | { atS: number; command: CommandStep }
   | { atS: number; clock: string };
 /** The keys that make a step the runner's. */
-const RUNNER_KEYS = ["daemon", "broker", "command", "clock", "stateFile"] as const;
+const RUNNER_KEYS = ["daemon", "broker", "command", "clock", "stateFile", "config"] as const;
 
 export const HIL_SCENARIO_SCHEMA = {
   type: "object",
@@ -137,6 +141,7 @@ export const HIL_SCENARIO_SCHEMA = {
               perS: { type: "number", exclusiveMinimum: 0, maximum: 100_000, description: "with times: this many a second (default: back to back, as fast as the broker takes them)" },
             },
           },
+          config: { enum: [...CONFIG_ACTIONS], description: "real time only: the daemon's config file overwritten by a bad edit (garbage: YAML that is not a config), or the good one put back (restore); a `daemon: reload` then asks it to take the file" },
           stateFile: {
             type: "object",
             additionalProperties: false,
@@ -309,6 +314,7 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     if ("daemon" in x) return { atS, daemon: x.daemon as DaemonAction };
     if ("broker" in x) return { atS, broker: x.broker as BrokerAction };
     if ("clock" in x) return { atS, clock: x.clock as string };
+    if ("config" in x) return { atS, config: x.config as ConfigAction };
     if ("stateFile" in x) {
       const st = x.stateFile as { file: StateFile; damage?: StateDamage };
       return { atS, stateFile: { file: st.file, damage: st.damage ?? "garbage" } };

@@ -139,7 +139,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     // virtual time refuses it: only the real daemon can be killed
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/kill-restart\.yaml: its steps on the daemon, its clock, its state, its broker or its commands \(daemon kill at 2 s, state file gains at 2\.5 s, daemon restart at 3 s\) need the real daemon: run it in real time, with --rig/);
+    expect(bad.stderr).toMatch(/kill-restart\.yaml: its steps on the daemon, its config, its clock, its state, its broker or its commands \(daemon kill at 2 s, state file gains at 2\.5 s, daemon restart at 3 s\) need the real daemon: run it in real time, with --rig/);
     // a daemon step is a step of its own
     expect(() => parseHilScenario({ name: "x", duration: "5s", steps: [{ at: "1s", daemon: "kill", leak: "rack-1" }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: {} }] }, "x.yaml")).toThrow(/steps\[0\]: a daemon step has nothing else \(leak\)/);
   }, 90_000);
@@ -180,7 +180,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     // virtual time refuses it: the broker is the real daemon's
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon, its clock, its state, its broker or its commands \(broker down at 1 s, broker up at 4 s\) need the real daemon/);
+    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon, its config, its clock, its state, its broker or its commands \(broker down at 1 s, broker up at 4 s\) need the real daemon/);
     // a broker step, or an uplink signal, needs the runner's broker; a replay has no uplink
     const base = { name: "x", duration: "5s", expect: [{ name: "e", signal: "uplink.online", is: { eq: 1 }, hold: {} }] };
     expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", broker: "down" }] }, "x.yaml")).toThrow(/steps\[0\]: a broker step needs uplink: true[\s\S]*uplink\.online needs uplink: true/);
@@ -188,7 +188,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(() => parseHilScenario({ ...base, duration: undefined, uplink: true, replay: "r.pwrec" }, "x.yaml")).toThrow(/uplink: a replay has no daemon, so no uplink/);
   }, 60_000);
 
-  it("is mission control sending commands, signed and spoiled, a flood of forgeries during a leak, and moves the daemon's wall clock: each refused with its reason, the leak isolated all the same", async () => {
+  it("is mission control sending commands, signed and spoiled, a flood of forgeries during a leak, moves the daemon's wall clock and spoils its config: each refused with its reason, the leak isolated all the same", async () => {
     const scenario = join(dir, "commands-clock.yaml");
     const isolate5 = { name: "isolate-rack", params: { rack: "rack-5" } };
     writeFileSync(
@@ -207,6 +207,9 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
           { at: "6s", command: { name: "return-rack", params: { rack: "rack-1" } } },
           { at: "7s", clock: "+1d" },
           { at: "7.5s", command: { name: "snapshot" } },
+          // a bad edit in its config and a SIGHUP: rejected, the daemon carries on
+          { at: "8s", config: "garbage" },
+          { at: "8.2s", daemon: "reload" },
         ],
         expect: [
           { name: "carried out once", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "1s", to: "1.49s", min: 1, max: 1 } },
@@ -220,6 +223,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
           { name: "the latched rack not returned", signal: "uplink.answers.refused", is: { eq: 1 }, count: { from: "6s", to: "6.99s", min: 1, max: 1 } },
           { name: "a day ahead: expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "7.5s", min: 1, max: 1 } },
           { name: "nothing else isolated", signal: "pod.*.isolated", except: ["rack-1"], is: { eq: 1 }, never: {} },
+          { name: "answering after the bad reload", signal: "pod.rack-2.isolated", is: { eq: 0 }, hold: { from: "8s" } },
         ],
       }),
     );
@@ -229,6 +233,8 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.stdout).toMatch(/step at 3 s: command isolate-rack \{"rack":"rack-4"\} forged x2000 at 1000\/s injected at [23]\.\d{3} s, done at [4-6]\.\d{3} s/);
     expect(r.stdout).toMatch(/ok {3}a day ahead: expired: 1 time = 1 from 7\.50 s/);
+    expect(r.stdout).toMatch(/step at 8 s: config garbage injected at/);
+    expect(r.stdout).toMatch(/ok {3}answering after the bad reload: held = 0 from 8\.00 s/);
     // without the clock step the same command is carried out: the step is what refused it
     writeFileSync(scenario, stringify({ name: "no-clock", uplink: true, duration: "2s", steps: [{ at: "1s", command: { name: "snapshot" } }], expect: [{ name: "expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "1s", min: 1 } }, { name: "ok", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "1s", min: 1 } }] }));
     const r2 = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 60_000);
