@@ -56,8 +56,12 @@ export interface MissionControl {
   observations(): readonly UplinkObservation[];
   /** the key the daemon must trust for the commands this mission control signs */
   trustedKey: TrustedKey;
-  /** publishes a command step to the pod (its `times` copies, at `perS` a second or back to back); resolves once all are published */
-  send(step: CommandStep): Promise<void>;
+  /**
+   * publishes a command step to the pod (its `times` copies, at `perS` a second or back to back);
+   * resolves once all are acknowledged by the broker, rejects once `until` aborts before that (a
+   * broker down or hung holds the acknowledgements)
+   */
+  send(step: CommandStep, until?: AbortSignal): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -161,7 +165,13 @@ export async function startMissionControl(): Promise<MissionControl> {
     last = text;
     return text;
   };
-  const send = async (step: CommandStep): Promise<void> => {
+  const send = async (step: CommandStep, until?: AbortSignal): Promise<void> => {
+    const ended = new Promise<never>((_, reject) => {
+      const stop = (): void => reject(new Error(`command ${step.name}: the run ended before the broker took it`));
+      if (until?.aborted === true) stop();
+      else until?.addEventListener("abort", stop, { once: true });
+    });
+    ended.catch(() => undefined);
     const to = podAddress;
     if (to === undefined) throw new Error(`command ${step.name}: mission control has not seen the pod's state yet`);
     const topic = `podwarden/${to.site}/${to.pod}/request/${step.name}`;
@@ -171,10 +181,10 @@ export async function startMissionControl(): Promise<MissionControl> {
       const due = step.perS === undefined ? step.times : Math.min(step.times, Math.floor(((performance.now() - started) / 1000) * step.perS) + 1);
       const n = Math.min(FLOOD_BURST, due - k);
       if (n <= 0) {
-        await new Promise((r) => setTimeout(r, 5));
+        await Promise.race([new Promise((r) => setTimeout(r, 5)), ended]);
         continue;
       }
-      await Promise.all(Array.from({ length: n }, () => client.publishAsync(topic, payload(step, to), { qos: 1 })));
+      await Promise.race([Promise.all(Array.from({ length: n }, () => client.publishAsync(topic, payload(step, to), { qos: 1 }))), ended]);
       k += n;
     }
   };

@@ -296,7 +296,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
         const c = s.command;
         const what = `command ${c.name} ${JSON.stringify(c.params)} ${c.as}${c.times > 1 ? ` x${c.times}${c.perS === undefined ? "" : ` at ${c.perS}/s`}` : ""}`;
         // a flood goes on while the next steps happen (a leak during it): it runs in the background
-        return { atS: s.atS, what, run: () => needMc().send(c), ...(c.times > 1 ? { background: true as const } : {}) };
+        return { atS: s.atS, what, run: () => needMc().send(c, ended.signal), ...(c.times > 1 ? { background: true as const } : {}) };
       }),
     ].sort((a, b) => a.atS - b.atS);
     const background: Promise<void>[] = [];
