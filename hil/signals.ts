@@ -33,6 +33,7 @@ export const TRUTH_RACK_FIELDS = {
   powerOff: "0/1",
   gpuTempC: "°C",
   coolantLostL: "L",
+  connections: "Modbus TCP connections open at the rack's device (real time: virtual time has none)",
 } as const;
 export const TRUTH_CDU_FIELDS = { dpKpa: "kPa", pumpSpeedPct: "%", pumpEnabled: "0/1", supplyTempC: "°C", returnTempC: "°C", totalFlowLpm: "L/min" } as const;
 export const POD_RACK_FIELDS = {

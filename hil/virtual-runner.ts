@@ -78,6 +78,8 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
         powerOff: () => (rack.powerOff ? 1 : 0),
         gpuTempC: () => rack.gpuTempC,
         coolantLostL: () => rack.coolantLostL,
+        // no connections in virtual time: planRun skips every expectation on it
+        connections: () => NaN,
       };
       return get[s.field];
     }
@@ -224,7 +226,9 @@ export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => st
     const names = refs.filter((r) => r.source === "alarm" || r.source === "alarms" || r.source === "events").map((r) => r.name);
     if (names.length > 0) return `skipped in ${mode}: alarms and events are the daemon's supervisor's (${names.join(", ")}); real time (--rig) judges it`;
     const uplink = refs.filter((r) => r.source.startsWith("uplink-")).map((r) => r.name);
-    return uplink.length === 0 ? null : `skipped in ${mode}: mission control sees the daemon's uplink (${uplink.join(", ")}); real time (--rig) judges it`;
+    if (uplink.length > 0) return `skipped in ${mode}: mission control sees the daemon's uplink (${uplink.join(", ")}); real time (--rig) judges it`;
+    const wires = refs.filter((r) => r.source === "truth-rack" && r.field === "connections").map((r) => r.name);
+    return wires.length === 0 ? null : `skipped in ${mode}: it has no connections (${wires.join(", ")}); real time (--rig) judges it`;
   };
 }
 
@@ -238,6 +242,9 @@ function refuseDaemonSteps(scenario: HilScenario): void {
   const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : "broker" in x ? `broker ${x.broker}` : "clock" in x ? `clock ${x.clock}` : "stateFile" in x ? `state file ${x.stateFile.file}` : "config" in x ? `config ${x.config}` : `command ${x.command.name}`);
   if (d.length > 0) throw new Error(`${scenario.file}: its steps on the daemon, its config, its clock, its state, its broker or its commands (${d.map((x) => `${words(x)} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
   if (scenario.realTimeOnly) throw new Error(`${scenario.file}: it says realTime: true (it expects what the daemon's supervisor does): run it in real time, with --rig`);
+  // a connection reset is a transport's fault: the virtual pod asks its devices with no connection
+  const resets = [...scenario.steps.map((s) => s.action), ...scenario.whenSteps.map((s) => s.action)].filter((a) => "device" in a && (a.resetEvery ?? 0) > 0);
+  if (resets.length > 0) throw new Error(`${scenario.file}: its connection resets (${resets.map((a) => ("device" in a ? a.device : "")).join(", ")}) need real connections: run it in real time, with --rig`);
 }
 
 /** Checks a scenario's signals against a pod without running it; throws naming every unknown one, or when virtual time can judge none of it. */

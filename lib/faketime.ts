@@ -21,8 +21,12 @@ export function fakeClockEnv(clockFile: string): Record<string, string> {
   const lib = libfaketime();
   if (lib === undefined) throw new Error("a moving wall clock needs libfaketime (Debian package faketime), not found in " + LIBS.join(", "));
   writeFileSync(clockFile, "+0\n");
-  // no cache: the file is read on every call, so a step moves the clock at once
-  return { LD_PRELOAD: lib, FAKETIME_TIMESTAMP_FILE: clockFile, FAKETIME_NO_CACHE: "1", FAKETIME_DONT_FAKE_MONOTONIC: "1" };
+  // no cache: the file is read on every call, so a step moves the clock at once.
+  // FORCE_MONOTONIC_FIX=0: left on, libfaketime's own pthread_cond_timedwait for monotonic
+  // condition variables kept the daemon's SCHED_FIFO control worker busy: the daemon took 1.1
+  // cores (95 % on the worker) against 0.16 without libfaketime, and 0.18 with the fix off
+  // (the demo pod, 3 s of /proc/<pid>/stat, 2026-12-04), starving everything else on 2 cores
+  return { LD_PRELOAD: lib, FAKETIME_TIMESTAMP_FILE: clockFile, FAKETIME_NO_CACHE: "1", FAKETIME_DONT_FAKE_MONOTONIC: "1", FAKETIME_FORCE_MONOTONIC_FIX: "0" };
 }
 
 /** Moves the clock of a process started with fakeClockEnv(clockFile). */

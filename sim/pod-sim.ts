@@ -24,6 +24,10 @@ export interface DeviceTruth {
   offline: boolean;
   slowMs: number;
   exception: { code: number; functions?: number[] } | null;
+  /** with a `resetEvery` fault: its TCP connections open now, and reset so far (null without a TCP front) */
+  connections: number | null;
+  resets: number | null;
+  resetEvery: number;
 }
 
 export interface GroundTruth {
@@ -62,6 +66,8 @@ export interface GroundTruth {
     throttlePct: number;
     leak: string;
     coolantLostL: number;
+    /** its Modbus device's TCP connections open now; null without a TCP front */
+    connections: number | null;
     /** from the last leak state change to the supply isolation close command arriving, ms */
     leakToIsolationMs: number | null;
     /** from the last leak state change to the first read of the leak register, ms */
@@ -80,6 +86,8 @@ export class PodSim {
   readonly faults: FaultTarget;
   private readonly player: ScenarioPlayer | null;
   private readonly tcp: ModbusTcpFront[] = [];
+  /** each device's own TCP front, by name */
+  private readonly frontOf = new Map<string, ModbusTcpFront>();
   private readonly ports = new Map<string, number>();
   private rtu: ModbusRtuFront | null = null;
   /** a Redfish BMC per rack, with devices.redfish */
@@ -136,6 +144,7 @@ export class PodSim {
     for (const [k, dev] of this.devices.all.entries()) {
       const front = new ModbusTcpFront([dev]);
       this.tcp.push(front);
+      this.frontOf.set(dev.name, front);
       this.ports.set(dev.name, await front.listen(d.basePort === 0 ? 0 : d.basePort + k, d.host));
     }
     if (d.redfish !== undefined) {
@@ -225,6 +234,8 @@ export class PodSim {
         throttlePct: r.throttle * 100,
         leak: r.leak,
         coolantLostL: r.coolantLostL,
+        // its Modbus device's TCP connections open now (null in virtual time: no connections)
+        connections: this.frontOf.get(`rack-${r.index + 1}`)?.connections ?? null,
         leakToIsolationMs: ((): number | null => {
           const closedAt = this.devices.racks[r.index].ctx.isolationCloseCmdAtMs;
           return closedAt >= r.leakChangedAtMs && Number.isFinite(r.leakChangedAtMs) ? closedAt - r.leakChangedAtMs : null;
@@ -248,6 +259,9 @@ export class PodSim {
         offline: d.faults.offline,
         slowMs: d.faults.slowMs,
         exception: d.faults.exception ?? null,
+        connections: this.frontOf.get(d.name)?.connections ?? null,
+        resets: this.frontOf.get(d.name)?.resets ?? null,
+        resetEvery: d.faults.resetEvery,
       })),
     };
   }

@@ -196,34 +196,44 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
       stringify({
         name: "commands-clock",
         uplink: true,
-        duration: "9s",
+        duration: "14s",
+        // a second between the commands: each answer is judged in its own second, with room for a
+        // loaded machine (answers come in milliseconds on an idle one). The flood comes last: the
+        // pod drops requests beyond its rate unread, good ones among them, for as long as a flood
+        // lasts, and a loaded runner (its broker in its own process) can take twice as long to
+        // publish one as asked (1,000 a second asked, ~350 delivered in one run)
         steps: [
           { at: "1s", command: { name: "setpoint", params: { loop: "rack-2.valve", value: 44, leaseS: 600 } } },
-          { at: "1.5s", command: { name: "setpoint", params: { loop: "rack-2.valve", value: 44, leaseS: 600 }, as: "again" } },
-          { at: "2s", command: { ...isolate5, as: "forged" } },
-          { at: "2.5s", command: { ...isolate5, as: "expired" } },
-          { at: "3s", command: { name: "isolate-rack", params: { rack: "rack-4" }, as: "forged", times: 2000, perS: 1000 } },
-          { at: "3.5s", leak: "rack-1" },
-          { at: "6s", command: { name: "return-rack", params: { rack: "rack-1" } } },
+          { at: "2s", command: { name: "setpoint", params: { loop: "rack-2.valve", value: 44, leaseS: 600 }, as: "again" } },
+          { at: "3s", command: { ...isolate5, as: "forged" } },
+          { at: "4s", command: { ...isolate5, as: "expired" } },
+          { at: "4.5s", leak: "rack-1" },
+          { at: "5s", command: { name: "return-rack", params: { rack: "rack-1" } } },
+          // the same snapshot before the clock moves, and after: the step is what refuses it
+          { at: "6s", command: { name: "snapshot" } },
           { at: "7s", clock: "+1d" },
           { at: "7.5s", command: { name: "snapshot" } },
           // a bad edit in its config and a SIGHUP: rejected, the daemon carries on
           { at: "8s", config: "garbage" },
           { at: "8.2s", daemon: "reload" },
+          { at: "9s", command: { name: "isolate-rack", params: { rack: "rack-4" }, as: "forged", times: 1000, perS: 1000 } },
+          { at: "9.5s", leak: "rack-3" },
         ],
         expect: [
-          { name: "carried out once", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "1s", to: "1.49s", min: 1, max: 1 } },
-          { name: "its copy a duplicate", signal: "uplink.answers.duplicate", is: { eq: 1 }, count: { from: "1.5s", to: "1.99s", min: 1, max: 1 } },
-          { name: "forged", signal: "uplink.answers.bad-signature", is: { eq: 1 }, count: { from: "2s", to: "2.49s", min: 1, max: 1 } },
-          { name: "expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "2.5s", to: "2.99s", min: 1, max: 1 } },
+          { name: "carried out once", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "1s", to: "1.99s", min: 1, max: 1 } },
+          { name: "its copy a duplicate", signal: "uplink.answers.duplicate", is: { eq: 1 }, count: { from: "2s", to: "2.99s", min: 1, max: 1 } },
+          { name: "forged", signal: "uplink.answers.bad-signature", is: { eq: 1 }, count: { from: "3s", to: "3.99s", min: 1, max: 1 } },
+          { name: "expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "4s", to: "4.99s", min: 1, max: 1 } },
+          { name: "the latched rack not returned", signal: "uplink.answers.refused", is: { eq: 1 }, count: { from: "5s", to: "5.99s", min: 1, max: 1 } },
+          { name: "on the true clock: carried out", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "6s", to: "6.99s", min: 1, max: 1 } },
+          { name: "a day ahead: expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "7.5s", to: "8.49s", min: 1, max: 1 } },
+          { name: "a day ahead: not carried out", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "7s", max: 0 } },
+          { name: "answering after the bad reload", signal: "pod.rack-2.isolated", is: { eq: 0 }, hold: { from: "8s" } },
           // that the leak is isolated during the flood is judged, not how fast (the bench and the
           // library file measure it): 1 s is a loaded CI machine's margin
-          { name: "power off during the flood", signal: "truth.rack-1.powerOff", is: { eq: 1 }, within: "1s", after: "3.5s" },
-          { name: "the flood's answers held to the rate", signal: "uplink.answers.bad-signature", is: { eq: 1 }, count: { from: "3s", to: "5.99s", max: 40 } },
-          { name: "the latched rack not returned", signal: "uplink.answers.refused", is: { eq: 1 }, count: { from: "6s", to: "6.99s", min: 1, max: 1 } },
-          { name: "a day ahead: expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "7.5s", min: 1, max: 1 } },
-          { name: "nothing else isolated", signal: "pod.*.isolated", except: ["rack-1"], is: { eq: 1 }, never: {} },
-          { name: "answering after the bad reload", signal: "pod.rack-2.isolated", is: { eq: 0 }, hold: { from: "8s" } },
+          { name: "power off during the flood", signal: "truth.rack-3.powerOff", is: { eq: 1 }, within: "1s", after: "9.5s" },
+          { name: "the flood's answers held to the rate", signal: "uplink.answers.bad-signature", is: { eq: 1 }, count: { from: "9s", max: 60 } },
+          { name: "nothing else isolated", signal: "pod.*.isolated", except: ["rack-1", "rack-3"], is: { eq: 1 }, never: {} },
         ],
       }),
     );
@@ -231,16 +241,10 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     writeFileSync(fast, stringify({ ...(parse(readFileSync(rigFile, "utf8")) as object), settleS: 1 }));
     const r = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 60_000);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
-    expect(r.stdout).toMatch(/step at 3 s: command isolate-rack \{"rack":"rack-4"\} forged x2000 at 1000\/s injected at [23]\.\d{3} s, done at [4-6]\.\d{3} s/);
+    expect(r.stdout).toMatch(/step at 9 s: command isolate-rack \{"rack":"rack-4"\} forged x1000 at 1000\/s injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
     expect(r.stdout).toMatch(/ok {3}a day ahead: expired: 1 time = 1 from 7\.50 s/);
     expect(r.stdout).toMatch(/step at 8 s: config garbage injected at/);
     expect(r.stdout).toMatch(/ok {3}answering after the bad reload: held = 0 from 8\.00 s/);
-    // without the clock step the same command is carried out: the step is what refused it
-    writeFileSync(scenario, stringify({ name: "no-clock", uplink: true, duration: "2s", steps: [{ at: "1s", command: { name: "snapshot" } }], expect: [{ name: "expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "1s", min: 1 } }, { name: "ok", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "1s", min: 1 } }] }));
-    const r2 = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 60_000);
-    expect(r2.code, r2.stdout).toBe(1);
-    expect(r2.stdout).toMatch(/FAIL expired: 0 times = 1 from 1\.00 s to \d\.\d{2} s \(expected at least 1\)/);
-    expect(r2.stdout).toMatch(/ok {3}ok: 1 time/);
     // a command needs the runner's broker; a copy needs a command before it; an offset is libfaketime's
     const base = { name: "x", duration: "5s", expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 1 }, never: {} }] };
     expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", command: { name: "snapshot" } }] }, "x.yaml")).toThrow(/steps\[0\]: a command step needs uplink: true/);

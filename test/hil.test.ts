@@ -122,6 +122,17 @@ describe("scenario files", () => {
     expect(() => checkScenario(only, pod)).toThrow(/only\.yaml: nothing it expects can be judged in virtual time/);
   });
 
+  it("virtual time has no connections: it refuses a connection reset and skips the connections a device holds, saying so", () => {
+    const resets = parseHilScenario({ ...base, steps: [{ at: "1s", device: "rack-4", resetEvery: 1 }] }, "resets.yaml");
+    expect(() => checkScenario(resets, pod)).toThrow(/resets\.yaml: its connection resets \(rack-4\) need real connections: run it in real time, with --rig/);
+    expect(() => runVirtual(resets, loadSimConfig("configs/sim-pod.yaml"), pod)).toThrow(/need real connections/);
+    // clearing the fault (resetEvery: 0) is no reset
+    expect(() => checkScenario(parseHilScenario({ ...base, steps: [{ at: "1s", device: "rack-4", resetEvery: 0 }] }, "clear.yaml"), pod)).not.toThrow();
+    const wires = parseHilScenario({ ...base, expect: [base.expect[0], { name: "w", signal: "truth.rack-4.connections", is: { le: 3 }, hold: {} }] }, "wires.yaml");
+    const r = runVirtual(wires, loadSimConfig("configs/sim-pod.yaml"), pod);
+    expect(r.verdicts[1].skipped).toMatch(/skipped in virtual time: it has no connections \(truth\.rack-4\.connections\); real time \(--rig\) judges it/);
+  });
+
   it("reads the pod's total power from the plant, and refuses a realTime scenario in virtual time", () => {
     const total = parseHilScenario({ ...base, duration: "2s", expect: [{ name: "p", signal: "truth.pod.powerKw", is: { between: [100, 960] }, hold: { from: "1s" } }] }, "total.yaml");
     const r = runVirtual(total, loadSimConfig("configs/sim-pod.yaml"), pod);

@@ -72,6 +72,24 @@ describe("simulated devices over Modbus TCP", () => {
     await expect(fresh.readInputRegisters(7, 1)).resolves.toMatchObject({ data: [0] });
   });
 
+  it("resets its connection after every n-th answer while told to, and counts the resets", async () => {
+    // not in `masters`: its connection is reset under it, there is nothing to close
+    const m = await tcpMaster(t.port("rack-3"), 13, 1000);
+    t.sim.inject({ device: "rack-3", resetEvery: 2 });
+    // the first answer comes; the second comes too, and then the reset
+    await expect(m.readInputRegisters(7, 1)).resolves.toMatchObject({ data: [0] });
+    await expect(m.readInputRegisters(7, 1)).resolves.toMatchObject({ data: [0] });
+    await waitFor(() => !m.isOpen, "the connection reset after the second answer", 5000, 10);
+    const dev = t.sim.truth().devices.find((d) => d.name === "rack-3");
+    expect(dev).toMatchObject({ resets: 1, resetEvery: 2 });
+    // a new connection is answered (and reset in its turn); cleared, it stays open
+    const fresh = await master("rack-3", 13, 1000);
+    t.sim.inject({ device: "rack-3", resetEvery: 0 });
+    for (let k = 0; k < 5; k++) await expect(fresh.readInputRegisters(7, 1)).resolves.toMatchObject({ data: [0] });
+    expect(fresh.isOpen).toBe(true);
+    expect(t.sim.truth().racks[2].connections).toBe(1);
+  });
+
   it("applies sensor faults to what the device reports", async () => {
     const m = await master("rack-4", 14);
     t.sim.inject({ sensor: "rack-4.flowLpm", fault: "nan" });

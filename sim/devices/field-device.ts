@@ -42,6 +42,8 @@ export interface DeviceFaults {
   offline: boolean;
   /** answer this much later */
   slowMs: number;
+  /** reset the TCP connection (RST) after every this-many answers on it; 0: never */
+  resetEvery: number;
   /** answer every request (or those with the listed function codes) with this exception code */
   exception?: { code: number; functions?: number[] };
 }
@@ -71,7 +73,7 @@ function invalidRaw(type: DataType): number {
 }
 
 export class FieldDevice<Ctx> implements SlaveDataModel {
-  readonly faults: DeviceFaults = { offline: false, slowMs: 0 };
+  readonly faults: DeviceFaults = { offline: false, slowMs: 0, resetEvery: 0 };
   private readonly sensorFaults = new Map<string, ActiveSensorFault>();
   private readonly index = new Map<Table, Map<number, Slot<Ctx>>>();
   private readonly byName = new Map<string, RegisterEntry<Ctx>>();
@@ -113,6 +115,7 @@ export class FieldDevice<Ctx> implements SlaveDataModel {
   clearFaults(): void {
     this.faults.offline = false;
     this.faults.slowMs = 0;
+    this.faults.resetEvery = 0;
     this.faults.exception = undefined;
     this.sensorFaults.clear();
   }

@@ -16,6 +16,10 @@ export class ModbusTcpFront {
   private readonly timers = new Set<NodeJS.Timeout>();
   /** frames dropped for a bad MBAP header */
   malformed = 0;
+  /** connections reset by a `resetEvery` fault */
+  resets = 0;
+  /** answers written on each open connection (for `resetEvery`) */
+  private readonly answered = new WeakMap<Socket, number>();
 
   constructor(devices: readonly FieldDevice<unknown>[]) {
     for (const d of devices) this.byUnit.set(d.unitId, d);
@@ -84,14 +88,33 @@ export class ModbusTcpFront {
     if (slow > 0) {
       const t = setTimeout(() => {
         this.timers.delete(t);
-        if (!socket.destroyed) socket.write(out);
+        if (!socket.destroyed) this.answer(socket, out, device);
       }, slow);
       this.timers.add(t);
     } else {
-      socket.write(out);
+      this.answer(socket, out, device);
     }
   }
 
+  /** Writes an answer; with a `resetEvery` fault, every n-th on a connection is followed by a reset. */
+  private answer(socket: Socket, out: Buffer, device: FieldDevice<unknown>): void {
+    const every = device.faults.resetEvery;
+    if (every <= 0) {
+      socket.write(out);
+      return;
+    }
+    const n = (this.answered.get(socket) ?? 0) + 1;
+    this.answered.set(socket, n);
+    if (n % every !== 0) {
+      socket.write(out);
+      return;
+    }
+    this.resets++;
+    // the answer goes out, then an RST: the master sees its answer and then a reset connection
+    socket.write(out, () => socket.resetAndDestroy());
+  }
+
+  /** connections open now */
   get connections(): number {
     return this.sockets.size;
   }
