@@ -1,7 +1,7 @@
 // `podwarden run -c <config.yaml>`: the daemon. Starts the agent, then:
 //   SIGTERM/SIGINT  drive actuators safe, stop, exit 0 within 5 s
-//   SIGHUP          reload: the new file is validated first; a bad one is rejected and the
-//                   running config stays; tuning changes apply in place, structural ones restart
+//   SIGHUP          reload: the new file is validated first; a bad one is rejected (the alarm
+//                   config:rejected) and the running config stays; tuning changes apply in place, structural ones restart
 //                   the agent's internals (device leases hold the actuators meanwhile)
 import { ConfigError } from "../lib/config-file.js";
 import { Agent, identityChange, sameStructure, stateDirOf } from "../agent/agent.js";
@@ -16,6 +16,9 @@ import type { HmiServer } from "../agent/hmi/server.js";
 import type { RedfishServer } from "../agent/redfish/server.js";
 import type { Uplink } from "../agent/uplink/uplink.js";
 import type { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
+
+/** The alarm a rejected reload raises (docs/agent.md, Alarms). */
+const CONFIG_REJECTED = "config:rejected";
 import { packageVersion } from "../agent/version.js";
 
 export interface DaemonHooks {
@@ -129,24 +132,34 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   log.info({ mode: agent.supervisor.mode, systemd: systemd.enabled }, "podwarden running");
 
   let busy: Promise<void> = Promise.resolve();
+  // A rejected reload is an operator's decision refused: it raises CONFIG_REJECTED (Warning) with
+  // why, so that the HMI and mission control show that the file on disk is not what runs; the
+  // next reload that is taken (or finds the file unchanged, back to what runs) clears it.
+  const rejected = (problems: readonly string[], why: string): void => {
+    log.error({ problems }, `reload rejected: ${why}; the running config stays`);
+    const shown = problems.slice(0, 3).map((p) => (p.length > 200 ? `${p.slice(0, 200)}…` : p));
+    const more = problems.length > shown.length ? ` (and ${problems.length - shown.length} more)` : "";
+    agent.reportProblem(CONFIG_REJECTED, { severity: "Warning", source: "daemon", message: `the config file's reload was rejected (${why}): ${shown.join("; ")}${more}; the running config stays` });
+  };
   const reload = async (): Promise<void> => {
     let next: LoadedConfig;
     try {
       next = loadAgentConfig(configPath);
     } catch (err) {
-      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
-      log.error({ problems }, "reload rejected: the new config is invalid; the running config stays");
+      rejected(err instanceof ConfigError ? err.problems : [(err as Error).message], "the new config is invalid");
       return;
     }
     if (next.hash === agent.configHash) {
+      agent.resolveProblem(CONFIG_REJECTED);
       log.info("reload: config unchanged");
       return;
     }
     const fixed = identityChange(agent.config, next.config);
     if (fixed !== null) {
-      log.error({ problems: [fixed] }, "reload rejected: site, pod and stateDir change only with a restart; the running config stays");
+      rejected([fixed], "site, pod and stateDir change only with a restart");
       return;
     }
+    agent.resolveProblem(CONFIG_REJECTED);
     // the HMI is not restarted by a reload (its pages stay connected): its own settings apply at
     // the next start, and the log says so rather than leave an operator to wonder
     if (JSON.stringify(next.config.redfish) !== JSON.stringify(loaded.config.redfish)) log.warn({ running: loaded.config.redfish }, "reload: the redfish settings changed; they apply at the next start");

@@ -74,6 +74,7 @@ export const ALARM_IDS = {
     "state:strokes",
     "state:strokes-write",
     "recorder",
+    "config:rejected",
   ],
 } as const;
 

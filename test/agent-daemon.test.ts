@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import { listRecordings, type RecordingEntry } from "../agent/recorder/recording-file.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
-import { startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
+import { clearedAlarms, raisedAlarms, startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 
@@ -168,6 +168,8 @@ describe("podwarden run (daemon process)", () => {
     const rejected = d.lines.find((l) => String(l.msg).startsWith("reload rejected"))!;
     expect(JSON.stringify(rejected.problems)).toMatch(/control\.returnTempSetpointC/);
     expect(d.child.exitCode).toBeNull();
+    // refused with an alarm that says why, not only a log line
+    await waitFor(() => raisedAlarms(d).includes("config:rejected"), "the config:rejected alarm");
     // the daemon's identity (the state directory here) changes only with a restart
     writeFileSync(file, `${original}\nstateDir: ${join(dir, "elsewhere")}\n`);
     d.child.kill("SIGHUP");
@@ -176,6 +178,8 @@ describe("podwarden run (daemon process)", () => {
     writeFileSync(file, original.replace("returnTempSetpointC: 45", "returnTempSetpointC: 44"));
     d.child.kill("SIGHUP");
     await waitFor(() => d.lines.some((l) => l.msg === "reload: tuning applied in place"), "tuning applied");
+    // taken: the alarm clears
+    await waitFor(() => clearedAlarms(d).includes("config:rejected"), "the config:rejected alarm cleared");
     expect(t.sim.truth().devices.every((x) => !x.leaseExpired)).toBe(true); // control never stopped
     d.child.kill("SIGTERM");
     expect(await d.exit).toBe(0);
