@@ -78,36 +78,54 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       expect(podA.uplink.stats().broker).toBe(urls[0]);
       for (const p of emulated) p.fault("alarm");
 
-      // node 1 dies without a word; its pods move to their next, and it comes back
+      // node 1 dies without a word; its pods move to another node, and it comes back. The real
+      // pod tries its next (node 2) first, but node 2 may refuse it while JetStream elects new
+      // leaders for the MQTT streams, and the pod then goes on round its list to node 3 and stays
+      // there while it works: either is a failover. (Waiting for node 2 alone, and then cutting
+      // node 2 off, failed a run in three: the pod was on node 3, 2026-12-04.)
       await cluster.kill(0);
-      await waitFor(() => podA.uplink.stats().connected && podA.uplink.stats().broker === urls[1], "the real pod on node 2", 20_000);
-      await waitFor(() => emulated.every((p) => p.stats().connected), "every emulated pod connected again", 30_000, 100);
+      // judged: that they move, not how fast (a loaded CI run took over 20 s once): the bench
+      // measures the failover
+      const live = (): boolean => podA.uplink.stats().connected && podA.uplink.stats().broker !== urls[0];
+      await waitFor(live, "the real pod on another node", 45_000).catch((e: unknown) => {
+        throw new Error(`${(e as Error).message}: it is on ${String(podA.uplink.stats().broker)}, connected ${String(podA.uplink.stats().connected)}`);
+      });
+      await waitFor(() => emulated.every((p) => p.stats().connected), "every emulated pod connected again", 60_000, 100);
       const onTwo = probes;
-      await waitFor(() => probes > onTwo + 20, "events while node 1 is down");
+      await waitFor(() => probes > onTwo + 20, "events while node 1 is down", 30_000);
       await cluster.restart(0);
 
-      // the real pod's node (now node 2) cut off from its peers, then joined again
+      // the real pod's node now cut off from its peers, then joined again
+      const node = urls.indexOf(podA.uplink.stats().broker ?? "");
+      expect(node).toBeGreaterThan(0);
       const moves = podA.uplink.stats().brokerSwitches;
-      cluster.partition(1);
+      cluster.partition(node);
       // judged: that it leaves, not how fast (NATS finds the route dead in ~3 s, the pod's ack
       // watchdog gives up 3 x keepalive, 6 s, later; a loaded CI run once took over 20 s, 2026-12-04)
       await waitFor(() => podA.uplink.stats().brokerSwitches > moves, "the real pod leaving the cut-off node", 45_000);
-      cluster.partition(1, false);
+      cluster.partition(node, false);
       await waitFor(() => real.every((p) => p.uplink.stats().connected && p.uplink.stats().spoolDepth.critical < 5), "the real pods sending again after the partition", 60_000, 100);
       for (const p of emulated) p.fault("alarm");
 
       // every node down at once, then up: the pods hold their messages and send them when it is back
       const connects = real.map((p) => p.uplink.stats().connects);
       await cluster.restartAll();
-      await waitFor(() => real.every((p, k) => p.uplink.stats().connects > (connects[k] ?? 0) && p.uplink.stats().connected), "the real pods back on the restarted cluster", 30_000);
-      await waitFor(() => emulated.every((p) => p.stats().connected), "every emulated pod back on the restarted cluster", 30_000, 100);
+      await waitFor(() => real.every((p, k) => p.uplink.stats().connects > (connects[k] ?? 0) && p.uplink.stats().connected), "the real pods back on the restarted cluster", 60_000);
+      await waitFor(() => emulated.every((p) => p.stats().connected), "every emulated pod back on the restarted cluster", 60_000, 100);
       for (const p of emulated) p.fault("alarm");
       clearInterval(probe);
 
       // a signed command to a set of pods, real and emulated: each answers (matched on the transaction, MQTT 3.1.1)
       const key = { keyId: "view", privateKey: parsePrivateKey(KEYS.observer.privatePem), nextSeq: () => Date.now() };
-      const answers = await w.command(["demo/fleet-0", "demo/fleet-1", "fleet/emu-0", "fleet/emu-101"], "snapshot", {}, key, 15_000);
-      expect(answers.map((a) => a.response?.status)).toEqual(["ok", "ok", "ok", "ok"]);
+      const targets = ["demo/fleet-0", "demo/fleet-1", "fleet/emu-0", "fleet/emu-101"];
+      const answers = await w.command(targets, "snapshot", {}, key, 15_000);
+      // a pod subscribes to its requests at QoS 0 and mission control sends again, with a new
+      // seq, when no answer comes (docs/mqtt.md): once, here, to a pod whose request was lost
+      // while the restarted cluster settled (a run in three lost one, 2026-12-04)
+      const unanswered = targets.filter((_, k) => answers[k]?.response?.status !== "ok");
+      const again = unanswered.length === 0 ? [] : await w.command(unanswered, "snapshot", {}, key, 15_000);
+      expect(again.map((a) => a.response?.status)).toEqual(unanswered.map(() => "ok"));
+      expect(unanswered.length).toBeLessThan(targets.length);
 
       // every pod's every event, and every emulated pod's telemetry, at the watch by seq
       await waitFor(() => real.every((p) => p.uplink.stats().spoolDepth.critical === 0) && emulated.every((p) => p.stats().queued === 0), "every pod's queue drained", 60_000, 100);
