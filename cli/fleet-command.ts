@@ -21,7 +21,8 @@ export function summaryLine(s: FleetStats, gaps: number): string {
     `pods ${s.pods.online} online, ${s.pods.offline} offline${s.pods.unknown > 0 ? `, ${s.pods.unknown} unknown` : ""}; ` +
     `events ${ev.received} (${ev.duplicates} dup, ${ev.open} open, ${ev.lost} lost${ev.late > 0 ? `, ${ev.late} late` : ""}); ` +
     `telemetry ${te.received} (${te.open} open, ${te.lost} lost); ${s.unnumbered > 0 ? `unnumbered ${s.unnumbered}; ` : ""}alarms ${s.alarmEvents}; pods with gaps ${gaps}; ` +
-    `messages per connection ${conns}${s.malformed + s.oversize > 0 ? `; dropped ${s.malformed} malformed, ${s.oversize} oversize` : ""}`
+    `messages per connection ${conns}${s.malformed + s.oversize > 0 ? `; dropped ${s.malformed} malformed, ${s.oversize} oversize` : ""}` +
+    (s.sessionsLost > 0 ? `; broker lost the watch's session ${s.sessionsLost} times` : "")
   );
 }
 

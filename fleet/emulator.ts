@@ -43,6 +43,7 @@ export interface EmulatorOptions {
 export type EmulatorFault = "alarm" | "disconnect" | "silent" | "resume";
 
 interface Queued {
+  kind: SessionKind;
   seq: number;
   topic: string;
   body: string;
@@ -73,6 +74,8 @@ export class EmulatedPod {
   private readonly seq: Record<SessionKind, number> = { telemetry: 0, events: 0 };
   private readonly keys = new Map<string, KeyObject>();
   private readonly highWater = new Map<string, number>();
+  /** what the broker acknowledged (PUBACK), by class: every seq up to `upTo`, and those above it */
+  private readonly acked: Record<SessionKind, { upTo: number; above: Set<number> }> = { telemetry: { upTo: 0, above: new Set() }, events: { upTo: 0, above: new Set() } };
   private inflight = 0;
   private connects = 0;
   private index = 0;
@@ -133,7 +136,7 @@ export class EmulatedPod {
     void _s;
     void _t;
     void _h;
-    this.queue.push({ seq, topic: this.base + kind, body: JSON.stringify({ seq, timestamp: new Date().toISOString(), ...content }), sent: false });
+    this.queue.push({ kind, seq, topic: this.base + kind, body: JSON.stringify({ seq, timestamp: new Date().toISOString(), ...content }), sent: false });
     this.pump();
   }
 
@@ -201,6 +204,7 @@ export class EmulatedPod {
         if (err === undefined || err === null) {
           const i = this.queue.indexOf(q);
           if (i >= 0) this.queue.splice(i, 1);
+          this.markAcknowledged(q.kind, q.seq);
         }
         this.pump();
       });
@@ -260,6 +264,23 @@ export class EmulatedPod {
     if (kind === "alarm") this.say("events", { type: "alarm.raised", alarm: { id: `emulated:${randomUUID().slice(0, 8)}`, severity: "Critical", message: "emulated alarm", source: "emulator" } });
     else if (kind === "disconnect") this.client?.stream.destroy();
     else this.silent = kind === "silent";
+  }
+
+  private markAcknowledged(kind: SessionKind, seq: number): void {
+    const a = this.acked[kind];
+    if (seq <= a.upTo) return;
+    a.above.add(seq);
+    // acknowledgements come nearly in order: the set holds only the few ahead of a gap
+    while (a.above.delete(a.upTo + 1)) a.upTo++;
+  }
+
+  /**
+   * Whether the broker acknowledged (PUBACK) this message: once it has, the emulator has let it
+   * go, as a pod does, and a consumer that never receives it lost it in the broker.
+   */
+  wasAcknowledged(kind: SessionKind, seq: number): boolean {
+    const a = this.acked[kind];
+    return seq <= a.upTo || a.above.has(seq);
   }
 
   stats(): EmulatorStats {

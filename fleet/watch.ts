@@ -81,6 +81,12 @@ export interface FleetStats {
   unnumbered: number;
   malformed: number;
   oversize: number;
+  /**
+   * Reconnects of a persistent session on which the broker said it held no session for the
+   * watch (CONNACK sessionPresent 0): what it had stored for the watch since the last connection
+   * is gone with it, and gaps that open across such a reconnect are the broker's loss
+   */
+  sessionsLost: number;
 }
 
 const POD_ID = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
@@ -96,6 +102,7 @@ export class FleetWatch {
   private unnumbered = 0;
   private malformed = 0;
   private oversize = 0;
+  private sessionsLost = 0;
   private readonly maxBytes: number;
   private readonly listeners = new Set<(pod: string, cls: StreamClass | "state", body: Record<string, unknown>) => void>();
 
@@ -140,6 +147,12 @@ export class FleetWatch {
     this.clients[k] = client;
     this.messages[k] = 0;
     client.on("error", () => undefined); // reconnects on its own
+    let connected = false;
+    client.on("connect", (ack) => {
+      // mqtt.js subscribes again by itself when the session is gone; what was queued in it is not
+      if (connected && this.o.persistent !== false && !ack.sessionPresent) this.sessionsLost++;
+      connected = true;
+    });
     client.on("message", (topic, payload) => {
       this.messages[k] = (this.messages[k] ?? 0) + 1;
       this.onMessage(topic, payload);
@@ -270,6 +283,7 @@ export class FleetWatch {
       unnumbered: this.unnumbered,
       malformed: this.malformed,
       oversize: this.oversize,
+      sessionsLost: this.sessionsLost,
     };
   }
 
