@@ -11,6 +11,7 @@ import { parse, stringify } from "yaml";
 import { demoConfigData } from "../cli/demo-config.js";
 import { startSimProcess } from "../tooling/sim-process.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
+import { scenarioConfig } from "../cli/hil-command.js";
 import { loadHilScenario, type HilScenario } from "../hil/scenario.js";
 import { campaignRun, campaignTable, summariseCampaign } from "../hil/campaign.js";
 import { runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
@@ -40,7 +41,7 @@ export function runHilBench(quick: boolean): HilBenchResult {
   for (let round = 0; round < (quick ? 1 : 3); round++) {
     let total = 0;
     files.forEach((s, i) => {
-      const r = runVirtual(s, sim, pod);
+      const r = runVirtual(s, sim, scenarioConfig(s, undefined, pod));
       if (!r.passed) throw new Error(`bench: ${s.name} failed`);
       scenarios[i].wallMs.push(r.wallMs);
       total += r.wallMs;
@@ -73,7 +74,7 @@ export function runHilCampaign(quick: boolean): { runs: number; scenarios: numbe
   const t0 = performance.now();
   for (const s of files) {
     for (let k = 0; k < n; k++) {
-      const r = runVirtual(s, sim, pod, campaignRun(k, n, s.seed));
+      const r = runVirtual(s, sim, scenarioConfig(s, undefined, pod), campaignRun(k, n, s.seed));
       if (!r.passed) throw new Error(`bench: ${s.name} run ${k + 1} of ${n} failed: ${r.verdicts.filter((v) => !v.passed).map((v) => `${v.name}: ${v.figure}`).join("; ")}`);
       all.push(r);
     }

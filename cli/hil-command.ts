@@ -17,7 +17,7 @@ import { fakeClockEnv, setFakeClock } from "../lib/faketime.js";
 import { mergePatch } from "../lib/merge-patch.js";
 import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RealTimeDeps, type RunningDaemon } from "../hil/realtime-runner.js";
 import { loadRig, type RigAdapter } from "../hil/rig.js";
-import { loadAgentConfig, type AgentConfig } from "../agent/config/load.js";
+import { agentConfigFromData, loadAgentConfig, type AgentConfig } from "../agent/config/load.js";
 import { replayRecording } from "../agent/recorder/flight-replay.js";
 import { readRecording } from "../agent/recorder/recording-file.js";
 import { runReplay } from "../hil/replay-runner.js";
@@ -29,7 +29,7 @@ import { campaignRun, campaignTable, PHASE_SPAN_MS, MAX_REPEAT, summariseCampaig
 import { htmlReport, junitXml } from "../hil/report.js";
 import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
 import { loadSimConfig } from "../sim/config.js";
-import { DEMO_AGENT_CONFIG, demoAgentConfig } from "./demo-config.js";
+import { DEMO_AGENT_CONFIG, demoAgentConfig, readReturnTempsThroughTransmitters } from "./demo-config.js";
 
 export interface HilArgs {
   scenarios: string[];
@@ -44,6 +44,32 @@ export interface HilArgs {
   /** run each scenario this many times, as a campaign (hil/campaign.ts); default 1 */
   repeat?: number;
   log: (line: string) => void;
+}
+
+/**
+ * Rewires a config's data so that the scenario's `transmitters` racks read their return
+ * temperature through their 4–20 mA transmitter (readReturnTempsThroughTransmitters: the
+ * simulator's register map, on the Modbus device named after the rack).
+ */
+function wireTransmitters(data: Record<string, unknown>, s: Pick<HilScenario, "transmitters" | "file">): void {
+  const racks = s.transmitters;
+  if (racks === undefined) return;
+  const devices = ((data.modbus as { devices?: { name?: unknown }[] } | undefined)?.devices ?? []).map((d) => d.name);
+  const missing = racks.filter((r) => !devices.includes(r));
+  if (missing.length > 0) throw new ConfigError(s.file, missing.map((r) => `transmitters: ${r}: the config has no Modbus device named after the rack, whose input register 11 is its transmitter's loop current`));
+  readReturnTempsThroughTransmitters(data, (name) => racks.includes(name));
+}
+
+/**
+ * The config a scenario runs on: the config under test (`configPath`, or the demo pod's), as
+ * `base` when the scenario asks for no rewiring, else read again and rewired (`transmitters`).
+ */
+export function scenarioConfig(s: Pick<HilScenario, "transmitters" | "file">, configPath: string | undefined, base: AgentConfig): AgentConfig {
+  if (s.transmitters === undefined) return base;
+  const path = configPath ?? DEMO_AGENT_CONFIG;
+  const data = parseYaml(readFileSync(path, "utf8"), path) as Record<string, unknown>;
+  wireTransmitters(data, s);
+  return agentConfigFromData(data, path);
 }
 
 /**
@@ -112,6 +138,7 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, 
   // an uplink in the config would reach a broker the scenario does not own: its own, or none
   if (o.uplinkUrl !== undefined) data.uplink = rigUplink(o.uplinkUrl, o.commandKey);
   else delete data.uplink;
+  if (o.transmitters !== undefined) wireTransmitters(data, { transmitters: o.transmitters, file: rig.file });
   // the scenario's own tuning over the config's (checked before the run: scenarioPod)
   if (o.control !== undefined) data.control = mergePatch(data.control ?? {}, o.control);
   return data;
@@ -269,9 +296,10 @@ export async function hilRun(a: HilArgs): Promise<number> {
   const sim = loadSimConfig(a.sim ?? "configs/sim-pod.yaml");
   // every file is read and checked before the first runs: a typo fails at once, not after an hour
   const scenarios: HilScenario[] = a.scenarios.map((f) => loadHilScenario(f));
+  const podOf = (s: HilScenario): AgentConfig => scenarioConfig(s, a.config, pod);
   for (const s of scenarios) {
-    if (rig === undefined) checkScenario(s, pod);
-    else realTimePlan(s, scenarioPod(s, pod), rig);
+    if (rig === undefined) checkScenario(s, podOf(s));
+    else realTimePlan(s, scenarioPod(s, podOf(s)), rig);
   }
   if (rig !== undefined) rigDaemonConfig(a.config ?? DEMO_AGENT_CONFIG, rig, "unused");
   const repeat = a.repeat ?? 1;
@@ -284,9 +312,9 @@ export async function hilRun(a: HilArgs): Promise<number> {
       const variant = rig === undefined && repeat > 1 ? campaignRun(k, repeat, s.seed) : {};
       const r =
         rig !== undefined
-          ? await runRealTime(s, pod, rig, { startDaemon: (o) => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig, o), prompt: promptOperator, log: a.log })
+          ? await runRealTime(s, podOf(s), rig, { startDaemon: (o) => startRigDaemon(a.config ?? DEMO_AGENT_CONFIG, rig, o), prompt: promptOperator, log: a.log })
           : s.replay === undefined
-            ? runVirtual(s, sim, pod, variant)
+            ? runVirtual(s, sim, podOf(s), variant)
             : await replayScenario(s, scenarioPod(s, pod), a.log);
       if (repeat > 1) r.campaign = { run: k + 1, of: repeat, ...variant };
       runs.push(r);

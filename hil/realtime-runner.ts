@@ -59,9 +59,9 @@ export interface RealTimeDeps {
   /**
    * starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where
    * given, trusting `commandKey` (an engineer's) for signed commands, and the scenario's `control`
-   * patch over its config's; with `fakeClock`, on a wall clock the runner can move (a `clock` step)
+   * patch over its config's, its `transmitters` racks read through their 4–20 mA transmitter; with `fakeClock`, on a wall clock the runner can move (a `clock` step)
    */
-  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; control?: Record<string, unknown>; fakeClock?: boolean }) => Promise<RunningDaemon>;
+  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; control?: Record<string, unknown>; transmitters?: string[]; fakeClock?: boolean }) => Promise<RunningDaemon>;
   /** asks the operator to do something by hand, resolves when they confirm, rejects once `until` aborts */
   prompt: Prompt;
   log: (line: string) => void;
@@ -261,7 +261,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   let daemon: RunningDaemon;
   try {
     const fakeClock = scenario.runnerSteps.some((x) => "clock" in x);
-    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey }), control: scenario.control, fakeClock });
+    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey }), control: scenario.control, ...(scenario.transmitters === undefined ? {} : { transmitters: scenario.transmitters }), fakeClock });
   } catch (err) {
     await mc?.stop();
     throw err;

@@ -102,6 +102,15 @@ export const HIL_SCENARIO_SCHEMA = {
       type: "object",
       description: "a patch over the pod's `control` section for this scenario (merged key by key, a list replaced whole), checked as the config is: what the scenario needs configured, e.g. frozen-sensor detection (points.temperature.stuckMs)",
     },
+    transmitters: {
+      type: "array",
+      minItems: 1,
+      maxItems: 32,
+      uniqueItems: true,
+      items: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$", maxLength: 64 },
+      description:
+        "racks whose return temperature (their loop's PV) the pod reads for this scenario as a 4–20 mA loop current through the rack device's transmitter (the simulator's `returnTempMa`, input register 11 in µA), as many sites wire it, instead of as a value: a `<rack>.returnTempMa` fault then reaches the pod on the wire. The config under test is rewired so, in both modes; a rack must have a Modbus device named after it",
+    },
     uplink: { const: true, description: "real time: the daemon gets an uplink to an MQTT broker of the runner's own on loopback, watched from there as mission control would (the uplink.* signals), which `broker` steps take away and bring back" },
     replay: { type: "string", minLength: 1, maxLength: 1000, description: "a flight recording (a .pwrec file) or a captured telemetry log (any other file: the pod's telemetry messages, one a line, as JSON or as `mosquitto_sub -v` prints them), relative to this file, replayed into the virtual pod instead of running the plant: no steps, no seed, no truth signals" },
     steps: {
@@ -209,6 +218,7 @@ interface RawHilScenario {
   realTime?: true;
   uplink?: true;
   control?: Record<string, unknown>;
+  transmitters?: string[];
   steps?: (Record<string, unknown> & { at?: number | string; when?: { signal: string; is: Condition }; delay?: number | string })[];
   expect: RawExpectation[];
 }
@@ -245,6 +255,8 @@ export interface HilScenario {
   uplink: boolean;
   /** a patch over the pod's `control` section for this scenario (scenarioPod) */
   control?: Record<string, unknown>;
+  /** racks read through their 4–20 mA return-temperature transmitter (the config under test rewired so) */
+  transmitters?: string[];
   expect: ScenarioExpectation[];
   /** where it was read from */
   file: string;
@@ -278,6 +290,7 @@ function problems(s: RawHilScenario): string[] {
   if (s.replay === undefined && s.duration === undefined) out.push("duration: required (only a replay may leave it out: the recording's length)");
   if (s.replay !== undefined && (s.steps !== undefined || s.seed !== undefined)) out.push("replay: a replay has no steps and no seed (its inputs are the recording's)");
   if (s.replay !== undefined && s.uplink === true) out.push("uplink: a replay has no daemon, so no uplink");
+  if (s.replay !== undefined && s.transmitters !== undefined) out.push("transmitters: a replay's inputs are the recording's, not read from a wire");
   s.expect.forEach((e, i) => {
     const at = `expect[${i}] (${e.name})`;
     const kinds = KINDS.filter((k) => e[k] !== undefined);
@@ -355,6 +368,7 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     realTimeOnly: raw.realTime === true || runnerSteps.length > 0,
     uplink: raw.uplink === true,
     ...(raw.control === undefined ? {} : { control: raw.control }),
+    ...(raw.transmitters === undefined ? {} : { transmitters: raw.transmitters }),
     expect,
     file,
   };

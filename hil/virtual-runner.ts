@@ -247,9 +247,28 @@ function refuseDaemonSteps(scenario: HilScenario): void {
   if (resets.length > 0) throw new Error(`${scenario.file}: its connection resets (${resets.map((a) => ("device" in a ? a.device : "")).join(", ")}) need real connections: run it in real time, with --rig`);
 }
 
+/**
+ * A scenario's `transmitters` racks must read their return temperature through a 4–20 mA point
+ * in the pod it runs on (the CLI rewires the config under test: hil-command's scenarioConfig):
+ * on a pod that reads the value, a fault on the loop current would change nothing, and the
+ * scenario would fail for the wrong reason, or pass.
+ */
+export function checkTransmitters(scenario: Pick<HilScenario, "transmitters" | "file">, pod: VirtualPodConfig): void {
+  const problems = (scenario.transmitters ?? []).flatMap((name) => {
+    const rack = pod.racks.find((r) => r.name === name);
+    if (rack === undefined) return [`transmitters: no rack "${name}" in the pod`];
+    const id = rack.points.returnTempC;
+    const [device, point] = typeof id === "string" ? id.split(".", 2) : [];
+    const p = pod.modbus.devices.find((d) => d.name === device)?.points.find((x) => x.name === point);
+    return p?.loop4to20 !== undefined ? [] : [`transmitters: ${name} reads its return temperature from ${String(id)}, not through a 4–20 mA transmitter (run the scenario with \`podwarden hil run\`, which rewires the config under test)`];
+  });
+  if (problems.length > 0) throw new ConfigError(scenario.file, problems);
+}
+
 /** Checks a scenario's signals against a pod without running it; throws naming every unknown one, or when virtual time can judge none of it. */
 export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): void {
   refuseDaemonSteps(scenario);
+  checkTransmitters(scenario, pod);
   scenarioPod(scenario, pod);
   if (scenario.replay === undefined) planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
   else planRun(scenario, pod, "a replay", supervisorOnly("a replay"));
@@ -268,6 +287,7 @@ export interface VirtualRunOptions {
 }
 
 export function runVirtual(scenario: HilScenario, sim: SimConfig, base: VirtualPodConfig, o: VirtualRunOptions = {}): ScenarioRun {
+  checkTransmitters(scenario, base);
   const started = performance.now();
   const pod = scenarioPod(scenario, base);
   const phase = o.ioPhaseMs ?? 0;

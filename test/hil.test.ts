@@ -12,6 +12,7 @@ import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../lib/config-file.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
+import { scenarioConfig } from "../cli/hil-command.js";
 import { judge, type Expectation, type Series } from "../hil/expectations.js";
 import { campaignRun, campaignTable, summariseCampaign } from "../hil/campaign.js";
 import { htmlReport, junitXml } from "../hil/report.js";
@@ -262,6 +263,24 @@ describe("scenario files", () => {
     expect(v?.figure).toMatch(/^pod\.rack-5\.failsafe = 1 (only after|never)/);
   });
 
+  it("a scenario's transmitters: the config under test rewired to read those racks' return temperature as a 4–20 mA current, refused on a pod that is not", () => {
+    const s = loadHilScenario(join(LIBRARY, "sensor-loop-current-rack-6.yaml"));
+    const wired = scenarioConfig(s, undefined, pod);
+    const rack6 = wired.racks.find((r) => r.name === "rack-6");
+    expect(rack6?.points.returnTempC).toBe("rack-6.returnTempTx");
+    expect(wired.modbus.devices.find((d) => d.name === "rack-6")?.points.find((p) => p.name === "returnTempTx")?.loop4to20).toBeDefined();
+    // only the racks it names
+    expect(wired.racks.find((r) => r.name === "rack-5")?.points.returnTempC).toBe(pod.racks.find((r) => r.name === "rack-5")?.points.returnTempC);
+    expect(scenarioConfig({ file: "x.yaml" }, undefined, pod)).toBe(pod);
+    // on the pod as it is, the current's fault would reach nothing: refused, not run
+    expect(() => runVirtual(s, loadSimConfig("configs/sim-pod.yaml"), pod)).toThrow(/transmitters: rack-6 reads its return temperature from rack-6\.returnTempC, not through a 4–20 mA transmitter/);
+    expect(() => checkScenario(s, pod)).toThrow(/not through a 4–20 mA transmitter/);
+    // a rack with no device of its name cannot be rewired
+    expect(() => scenarioConfig({ transmitters: ["rack-99"], file: "t.yaml" }, undefined, pod)).toThrow(/t\.yaml[\s\S]*transmitters: rack-99: the config has no Modbus device named after the rack/);
+    // a replay reads no wire
+    expect(() => parseHilScenario({ name: "r", replay: "x.pwrec", transmitters: ["rack-6"], expect: base.expect }, "r.yaml")).toThrow(/transmitters: a replay's inputs are the recording's/);
+  });
+
   it("an expectation needs exactly one kind, within needs after, and its times lie inside the run", () => {
     const two = { ...base, expect: [{ ...base.expect[0], never: {} }] };
     expect(() => parseHilScenario(two, "two.yaml")).toThrow(/needs exactly one of within, hold, never, eventually, count \(has never, eventually\)/);
@@ -284,7 +303,8 @@ describe("the standard library in virtual time, through the pod's wiring and hot
   const runs: ScenarioRun[] = [];
 
   it.each(files)("%s passes", (file) => {
-    const r = runVirtual(loadHilScenario(file), sim, pod);
+    const s = loadHilScenario(file);
+    const r = runVirtual(s, sim, scenarioConfig(s, undefined, pod));
     runs.push(r);
     expect(r.verdicts.filter((v) => !v.passed).map((v) => `${v.name}: ${v.figure}`)).toEqual([]);
     expect(r.passed).toBe(true);
