@@ -16,7 +16,7 @@ import mqtt, { type MqttClient } from "mqtt";
 import { commandBody, signedCommand, type CommandSpec } from "../agent/commands/client.js";
 import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
-import type { CommandStep } from "./scenario.js";
+import { OVERSIZED_COMMAND_BYTES, type CommandStep } from "./scenario.js";
 import { ANSWER_OUTCOMES } from "./signals.js";
 
 /** What mission control saw, stamped with performance.now() when it arrived. */
@@ -78,7 +78,11 @@ const POD_TOPIC = /^podwarden\/([^/]+)\/([^/]+)\/(state|alarms|events|response\/
 /** A run keeps at most this many observations (a scenario's events are tens). */
 const MAX_OBSERVATIONS = 100_000;
 
-export async function startMissionControl(): Promise<MissionControl> {
+/**
+ * `oversized`: the names of the commands the run sends as 100 MiB messages, made before the run
+ * starts (making one holds the runner's own thread ~0.1 s: mid-run, it held up the next step)
+ */
+export async function startMissionControl(o: { oversized?: readonly string[] } = {}): Promise<MissionControl> {
   const broker: EmbeddedBroker = await startEmbeddedBroker();
   const seen: UplinkObservation[] = [];
   const note = (o: Omit<UplinkObservation, "atMs">): void => {
@@ -146,10 +150,18 @@ export async function startMissionControl(): Promise<MissionControl> {
   const own = generateCommandKey();
   const ownKey = parsePrivateKey(own.privatePem);
   const strangerKey = parsePrivateKey(generateCommandKey().privatePem);
+  // made once per command name, before the run, and kept: 100 MiB is not made afresh per copy
+  const big = new Map((o.oversized ?? []).map((name) => [name, `{"command":"${name}","pad":"${"x".repeat(OVERSIZED_COMMAND_BYTES - 30 - name.length)}"}`]));
+  const oversized = (name: string): string => {
+    const text = big.get(name);
+    if (text === undefined) throw new Error(`command ${name} oversized: not made before the run`);
+    return text;
+  };
   // a key's seq only grows; the daemon's replay guard starts empty with its fresh state directory
   let seq = Date.now();
   let last: string | undefined;
   const payload = (step: CommandStep, to: { site: string; pod: string }): string => {
+    if (step.as === "oversized") return oversized(step.name);
     if (step.as === "again") {
       if (last === undefined) throw new Error(`command ${step.name} again: no command was sent before`);
       return last;

@@ -257,7 +257,8 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   const truthT: number[] = [];
 
   if (rig.clear !== undefined) await inject(rig.clear, { clear: "all" }, deps.prompt);
-  const mc: MissionControl | undefined = scenario.uplink ? await startMissionControl() : undefined;
+  const oversized = scenario.runnerSteps.flatMap((x) => ("command" in x && x.command.as === "oversized" ? [x.command.name] : []));
+  const mc: MissionControl | undefined = scenario.uplink ? await startMissionControl({ oversized }) : undefined;
   let daemon: RunningDaemon;
   try {
     const fakeClock = scenario.runnerSteps.some((x) => "clock" in x);

@@ -54,7 +54,9 @@ export type BrokerAction = (typeof BROKER_ACTIONS)[number];
  * How mission control's command is made (docs/hil.md): signed by the runner's key, which the
  * daemon trusts as an engineer's, or spoiled in one way, each of which the pod must refuse.
  */
-export const COMMAND_FORMS = ["signed", "forged", "unknown-key", "expired", "future", "wrong-pod", "again"] as const;
+export const COMMAND_FORMS = ["signed", "forged", "unknown-key", "expired", "future", "wrong-pod", "again", "oversized"] as const;
+/** What an `oversized` command weighs: the fault catalogue's input message of 100 MB. */
+export const OVERSIZED_COMMAND_BYTES = 100 * 1024 * 1024;
 export type CommandForm = (typeof COMMAND_FORMS)[number];
 /** A command step: what mission control publishes to the pod (real time, `uplink: true`). */
 export interface CommandStep {
@@ -144,7 +146,7 @@ export const HIL_SCENARIO_SCHEMA = {
               as: {
                 enum: [...COMMAND_FORMS],
                 description:
-                  "signed (default); forged (signed by another key under the runner's key id), unknown-key (a key id the pod does not know), expired (issued 10 minutes ago for 60 s), future (issued an hour ahead), wrong-pod (addressed to another pod), again (the exact payload of the last command sent, published again: a replay, or a broker's redelivery)",
+                  "signed (default); forged (signed by another key under the runner's key id), unknown-key (a key id the pod does not know), expired (issued 10 minutes ago for 60 s), future (issued an hour ahead), wrong-pod (addressed to another pod), again (the exact payload of the last command sent, published again: a replay, or a broker's redelivery), oversized (a 100 MiB message on the command's topic, JSON text but no command, made before the run: what the pod must refuse by its size, unread, with no delay to anything else)",
               },
               times: { type: "integer", minimum: 1, maximum: MAX_COMMAND_TIMES, description: "how many, each made afresh (its own seq and transaction): a flood (default 1). The step goes on while the next ones happen: a leak can come during a flood" },
               perS: { type: "number", exclusiveMinimum: 0, maximum: 100_000, description: "with times: this many a second (default: back to back, as fast as the broker takes them)" },

@@ -220,6 +220,9 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
           { at: "8.2s", daemon: "reload" },
           { at: "9s", command: { name: "isolate-rack", params: { rack: "rack-4" }, as: "forged", times: 1000, perS: 1000 } },
           { at: "9.5s", leak: "rack-3" },
+          // 100 MiB on the command topic, last: the pod ends its connection on the header and
+          // connects again (a request in that gap would be lost: QoS 0)
+          { at: "12.5s", command: { name: "setpoint", as: "oversized" } },
         ],
         expect: [
           { name: "carried out once", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "1s", to: "1.99s", min: 1, max: 1 } },
@@ -236,6 +239,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
           { name: "power off during the flood", signal: "truth.rack-3.powerOff", is: { eq: 1 }, within: "1s", after: "9.5s" },
           { name: "the flood's answers held to the rate", signal: "uplink.answers.bad-signature", is: { eq: 1 }, count: { from: "9s", max: 60 } },
           { name: "nothing else isolated", signal: "pod.*.isolated", except: ["rack-1", "rack-3"], is: { eq: 1 }, never: {} },
+          { name: "the oversized message not parsed", signals: ["uplink.answers.malformed", "uplink.answers.ok"], is: { eq: 1 }, count: { from: "12.5s", max: 0 } },
         ],
       }),
     );
@@ -246,6 +250,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(r.stdout).toMatch(/step at 9 s: command isolate-rack \{"rack":"rack-4"\} forged x1000 at 1000\/s injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
     expect(r.stdout).toMatch(/ok {3}a day ahead: expired: 1 time = 1 from 7\.50 s/);
     expect(r.stdout).toMatch(/step at 8 s: config garbage injected at/);
+    expect(r.stdout).toMatch(/step at 12\.5 s: command setpoint \{\} oversized injected at \d+\.\d{3} s, done at/);
     expect(r.stdout).toMatch(/ok {3}answering after the bad reload: held = 0 from 8\.00 s/);
     // a command needs the runner's broker; a copy needs a command before it; an offset is libfaketime's
     const base = { name: "x", duration: "5s", expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 1 }, never: {} }] };
