@@ -12,6 +12,7 @@ import { demoConfigData } from "../cli/demo-config.js";
 import { startSimProcess } from "../tooling/sim-process.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { scenarioConfig } from "../cli/hil-command.js";
+import type { AgentConfig } from "../agent/config/load.js";
 import { loadHilScenario, type HilScenario } from "../hil/scenario.js";
 import { campaignRun, campaignTable, summariseCampaign } from "../hil/campaign.js";
 import { runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
@@ -25,6 +26,12 @@ export interface HilBenchResult {
 }
 
 /** The standard library, configs/hil/*.yaml, by name. */
+/** Each scenario's config (hil run's scenarioConfig), made once, outside the runs timed. */
+function configsOf(files: HilScenario[], pod: AgentConfig): (s: HilScenario) => AgentConfig {
+  const configs = new Map(files.map((s) => [s, scenarioConfig(s, undefined, pod)]));
+  return (s) => configs.get(s) ?? pod;
+}
+
 function libraryScenarios(): HilScenario[] {
   return readdirSync("configs/hil")
     .filter((f) => f.endsWith(".yaml"))
@@ -36,12 +43,13 @@ export function runHilBench(quick: boolean): HilBenchResult {
   const sim = loadSimConfig("configs/sim-pod.yaml");
   const pod = demoAgentConfig();
   const files = libraryScenarios();
+  const podOf = configsOf(files, pod);
   const scenarios = files.map((s) => ({ name: s.name, virtualS: s.durationMs / 1000, wallMs: [] as number[] }));
   const totalWallMs: number[] = [];
   for (let round = 0; round < (quick ? 1 : 3); round++) {
     let total = 0;
     files.forEach((s, i) => {
-      const r = runVirtual(s, sim, scenarioConfig(s, undefined, pod));
+      const r = runVirtual(s, sim, podOf(s));
       if (!r.passed) throw new Error(`bench: ${s.name} failed`);
       scenarios[i].wallMs.push(r.wallMs);
       total += r.wallMs;
@@ -69,12 +77,13 @@ export function runHilCampaign(quick: boolean): { runs: number; scenarios: numbe
   const sim = loadSimConfig("configs/sim-pod.yaml");
   const pod = demoAgentConfig();
   const files = libraryScenarios();
+  const podOf = configsOf(files, pod);
   const n = quick ? 10 : 50;
   const all: ScenarioRun[] = [];
   const t0 = performance.now();
   for (const s of files) {
     for (let k = 0; k < n; k++) {
-      const r = runVirtual(s, sim, scenarioConfig(s, undefined, pod), campaignRun(k, n, s.seed));
+      const r = runVirtual(s, sim, podOf(s), campaignRun(k, n, s.seed));
       if (!r.passed) throw new Error(`bench: ${s.name} run ${k + 1} of ${n} failed: ${r.verdicts.filter((v) => !v.passed).map((v) => `${v.name}: ${v.figure}`).join("; ")}`);
       all.push(r);
     }

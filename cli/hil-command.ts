@@ -296,7 +296,9 @@ export async function hilRun(a: HilArgs): Promise<number> {
   const sim = loadSimConfig(a.sim ?? "configs/sim-pod.yaml");
   // every file is read and checked before the first runs: a typo fails at once, not after an hour
   const scenarios: HilScenario[] = a.scenarios.map((f) => loadHilScenario(f));
-  const podOf = (s: HilScenario): AgentConfig => scenarioConfig(s, a.config, pod);
+  // each scenario's config made once (a rewired one is read and checked again), not per run
+  const configs = new Map(scenarios.map((s) => [s, scenarioConfig(s, a.config, pod)]));
+  const podOf = (s: HilScenario): AgentConfig => configs.get(s) ?? pod;
   for (const s of scenarios) {
     if (rig === undefined) checkScenario(s, podOf(s));
     else realTimePlan(s, scenarioPod(s, podOf(s)), rig);

@@ -143,8 +143,7 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       // messages and send them when it is back
       const connects = real.map((p) => p.uplink.stats().connects);
       await quieten("the cluster dies");
-      await cluster.killAll();
-      await cluster.startAll();
+      await cluster.restartAll();
       await waitFor(() => real.every((p, k) => p.uplink.stats().connects > (connects[k] ?? 0) && p.uplink.stats().connected), "the real pods back on the restarted cluster", 60_000);
       await waitFor(() => emulated.every((p) => p.stats().connected), "every emulated pod back on the restarted cluster", 60_000, 100);
       // the real pods quiet until the watch is back on its session: a restarted NATS 2.9 cluster
