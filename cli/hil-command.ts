@@ -7,12 +7,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import { ConfigError, parseYaml } from "../lib/config-file.js";
+import { cpuQuotaGroup, realTimeThreads, type CpuQuota } from "../lib/cpu-quota.js";
 import { fakeClockEnv, setFakeClock } from "../lib/faketime.js";
 import { mergePatch } from "../lib/merge-patch.js";
 import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RealTimeDeps, type RunningDaemon } from "../hil/realtime-runner.js";
@@ -148,8 +149,8 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, 
 const MAX_EVENT_LINE = 64 * 1024;
 const MAX_EVENTS = 100_000;
 
-/** A daemon step's signal (restart is no signal: a new process once the last has exited). */
-const DAEMON_SIGNALS: Record<Exclude<DaemonAction, "restart">, NodeJS.Signals> = { kill: "SIGKILL", terminate: "SIGTERM", stop: "SIGSTOP", continue: "SIGCONT", reload: "SIGHUP" };
+/** A daemon step's signal (the rest start a process: a new one once the last has exited, or a second). */
+const DAEMON_SIGNALS: Record<Exclude<DaemonAction, "restart" | "restart-refused" | "second">, NodeJS.Signals> = { kill: "SIGKILL", terminate: "SIGTERM", stop: "SIGSTOP", continue: "SIGCONT", reload: "SIGHUP" };
 
 /** One `podwarden run` process (this very program, with its shebang's flags), its events appended to `events`; `env` over this process's. */
 function spawnDaemon(file: string, events: DaemonEvent[], env: Record<string, string>): { child: ChildProcess; exited: Promise<number | null>; running: Promise<void>; errText: () => string } {
@@ -179,6 +180,22 @@ function spawnDaemon(file: string, events: DaemonEvent[], env: Record<string, st
 
 /** A daemon process ends after SIGTERM within this long, or is killed. */
 const STOP_GRACE_MS = 20_000;
+/** A daemon that is to refuse to start has this long to exit (it refuses before it opens a device). */
+const REFUSAL_MS = 30_000;
+/** The exit codes of `podwarden run`'s refusals (cli/podwarden.ts): a bad config, another daemon. */
+const EXIT_BAD_CONFIG = 2;
+const EXIT_ANOTHER_DAEMON = 3;
+
+/** How a start that must be refused ended: the refusal in words, or an Error saying why it was none. */
+async function refusal(p: ReturnType<typeof spawnDaemon>, code: number, what: string): Promise<string> {
+  const first = await Promise.race([p.running.then(() => "running" as const), p.exited.then((c) => ({ c })), new Promise<"late">((r) => setTimeout(() => r("late"), REFUSAL_MS).unref())]);
+  // what it said, on one line: a config's problems are a line each
+  const said = p.errText().trim().replace(/\s+/g, " ").slice(0, 400) || "(no output)";
+  if (first === "running") throw new Error(`${what}: it was not refused, it runs`);
+  if (first === "late") throw new Error(`${what}: neither refused nor running after ${REFUSAL_MS / 1000} s`);
+  if (first.c !== code) throw new Error(`${what}: exited ${String(first.c)}, not ${code}: ${said}`);
+  return `refused, exit ${code}: ${said}`;
+}
 
 /**
  * `podwarden run` on the rig, until it says it runs. A restart step starts it again on the same
@@ -196,12 +213,17 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
   let proc = spawnDaemon(file, events, env);
   // a terminate asks it to exit: a restart then waits for that
   let terminating = false;
+  // a `cpu` step's cgroup, made at the first
+  let quota: CpuQuota | undefined;
+  let cpuShare: number | null = null;
   const alive = (): boolean => proc.child.exitCode === null && proc.child.signalCode === null;
   const untilRunning = async (): Promise<void> => {
     const first = await Promise.race([proc.running.then(() => "running" as const), proc.exited.then((code) => ({ code })), new Promise<"late">((r) => setTimeout(() => r("late"), 60_000).unref())]);
     if (first !== "running") throw new Error(`podwarden run on the rig ${first === "late" ? "did not start in 60 s" : `exited ${String(first.code)}`}: ${proc.errText().trim() || "(no output)"}`);
   };
   const stop = async (): Promise<void> => {
+    // a starved daemon is given its CPU back to stop as it would
+    quota?.set(null);
     if (alive()) {
       // a stopped process takes no SIGTERM until it is continued
       proc.child.kill("SIGCONT");
@@ -210,7 +232,11 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
       await proc.exited;
       clearTimeout(t);
     }
-    rmSync(stateDir, { recursive: true, force: true });
+    try {
+      quota?.remove();
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   };
   try {
     await untilRunning();
@@ -230,13 +256,26 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
       }
     },
     act: async (action) => {
-      if (action !== "restart") {
+      if (action === "second") {
+        if (!alive()) throw new Error("daemon second: the first is not running (restart it first)");
+        // its events are not the pod's: a refused daemon logs none, and one that ran is a failure
+        const second = spawnDaemon(file, [], env);
+        try {
+          return await refusal(second, EXIT_ANOTHER_DAEMON, "daemon second: a second podwarden run for the same pod and state directory");
+        } finally {
+          if (second.child.exitCode === null && second.child.signalCode === null) {
+            second.child.kill("SIGKILL");
+            await second.exited;
+          }
+        }
+      }
+      if (action !== "restart" && action !== "restart-refused") {
         if (!alive()) throw new Error(`daemon ${action}: it is not running (restart it first)`);
         proc.child.kill(DAEMON_SIGNALS[action]);
         if (action === "terminate") terminating = true;
         return;
       }
-      if (alive() && !terminating) throw new Error("daemon restart: it still runs (kill or terminate it first)");
+      if (alive() && !terminating) throw new Error(`daemon ${action}: it still runs (kill or terminate it first)`);
       if (alive()) {
         // after a terminate, the daemon drives its actuators safe and exits by itself
         const t = setTimeout(() => proc.child.kill("SIGKILL"), STOP_GRACE_MS);
@@ -245,7 +284,24 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
       }
       terminating = false;
       proc = spawnDaemon(file, events, env);
+      // a restarted daemon is a new process on the same starved host: a quota in force holds it too
+      if (quota !== undefined && cpuShare !== null) quota.add(proc.child.pid as number);
+      if (action === "restart-refused") return refusal(proc, EXIT_BAD_CONFIG, "daemon restart-refused: podwarden run on a bad config");
       await untilRunning();
+    },
+    setCpu: (share) => {
+      if (!alive()) throw new Error(`cpu ${share ?? "full"}: the daemon is not running`);
+      const fifo = realTimeThreads(proc.child.pid as number);
+      if (share !== null && fifo.length > 0) throw new Error(`cpu ${share}: ${fifo.length} of the daemon's threads run SCHED_FIFO, which no CPU quota binds; a scenario that starves the daemon sets control: { schedFifo: false }`);
+      // a group per run, named after this runner and its state directory: two runs never share one
+      quota ??= cpuQuotaGroup(`podwarden-hil-${basename(stateDir)}`);
+      quota.set(share);
+      cpuShare = share;
+      quota.add(proc.child.pid as number);
+      if (share !== null) return;
+      // the proof that the limit bit: how often the kernel held the daemon back under it
+      const t = quota.throttled();
+      return `lifted; the daemon was held back in ${t.periods} periods of 100 ms, ${(t.ms / 1000).toFixed(2)} s in all`;
     },
     editConfig: (action) => {
       // a bad edit: valid YAML, but a config it is not (an unknown key)

@@ -1,6 +1,6 @@
 // Mission control for a real-time scenario with `uplink: true`: an MQTT broker of the runner's own
 // on loopback (aedes, lib/embedded-broker.ts), which the daemon's uplink is pointed at and which a
-// `broker: down|up|hang|resume|partition|heal` step takes away and brings back, and a client subscribed to the pod's topics
+// `broker: down|up|hang|resume|partition|lossy|heal` step takes away and brings back, and a client subscribed to the pod's topics
 // as mission control would be, stamping what arrives with the monotonic time: the pod's `state`
 // (online or not), the active alarms its retained `alarms` message last listed, and its events.
 // It sends the pod commands as mission control does (a `command` step), signed by a key of the
@@ -51,7 +51,12 @@ export interface MissionControl {
   resume(): void;
   /** the pod is cut off from the broker, which runs on, mission control's own connection with it */
   partition(): void;
-  /** the partition heals */
+  /**
+   * the pod's link stalls LOSSY_STALL_MS in every LOSSY_PERIOD_MS, as TCP stalls while it
+   * retransmits lost segments: what it sends is late, in bursts, never lost or reordered
+   */
+  lossy(): void;
+  /** the partition heals, or the lossy link is steady again: what waited crosses */
   heal(): void;
   observations(): readonly UplinkObservation[];
   /** the key the daemon must trust for the commands this mission control signs */
@@ -64,6 +69,14 @@ export interface MissionControl {
   send(step: CommandStep, until?: AbortSignal): Promise<void>;
   stop(): Promise<void>;
 }
+
+/**
+ * A lossy link's stalls: 800 ms of silence in every 2 s, each well short of the 3 s (1.5 × the
+ * rig's 2 s keepalive) after which either end gives the connection up, as the fault catalogue's
+ * slow, lossy link is; 40 % of the time silent, so what crosses waits 160 ms on average.
+ */
+export const LOSSY_STALL_MS = 800;
+export const LOSSY_PERIOD_MS = 2000;
 
 /** The runner's key id, and the id an unknown key signs under. */
 const KEY_ID = "hil-mission-control";
@@ -200,6 +213,18 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
       k += n;
     }
   };
+  // mission control keeps its connection: every other one (the pod's) is cut off
+  const cutOff = (): void => {
+    const own = (client.stream as { localPort?: number } | undefined)?.localPort;
+    broker.partition((c) => c.remotePort === own);
+  };
+  // a lossy link's timers
+  let stalls: NodeJS.Timeout | undefined;
+  let stallEnd: NodeJS.Timeout | undefined;
+  const steady = (): void => {
+    clearInterval(stalls);
+    clearTimeout(stallEnd);
+  };
   return {
     url: broker.url,
     trustedKey: { id: KEY_ID, publicKey: own.publicPem },
@@ -208,14 +233,26 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
     up: () => broker.up(),
     hang: () => broker.hang(),
     resume: () => broker.resume(),
-    // mission control keeps its connection: every other one (the pod's) is cut off
     partition: () => {
-      const own = (client.stream as { localPort?: number } | undefined)?.localPort;
-      broker.partition((c) => c.remotePort === own);
+      steady();
+      cutOff();
     },
-    heal: () => broker.heal(),
+    lossy: () => {
+      steady();
+      const stall = (): void => {
+        cutOff();
+        stallEnd = setTimeout(() => broker.heal(), LOSSY_STALL_MS);
+      };
+      stall();
+      stalls = setInterval(stall, LOSSY_PERIOD_MS);
+    },
+    heal: () => {
+      steady();
+      broker.heal();
+    },
     observations: () => seen,
     stop: async () => {
+      steady();
       await client.endAsync(true);
       await broker.close();
     },

@@ -41,8 +41,10 @@ export interface DaemonEvent {
 export interface RunningDaemon {
   /** the pod's state now; undefined when the daemon did not answer within timeoutMs (dead, stopped) */
   status: (timeoutMs: number) => Promise<PodView | undefined>;
-  /** a daemon step: a signal to its process, or a restart once it has exited */
-  act: (action: DaemonAction) => Promise<void>;
+  /** a daemon step: a signal to its process, a restart once it has exited, or a start that must be refused; resolves to what came of it, in words, where there is more to say */
+  act: (action: DaemonAction) => Promise<string | void>;
+  /** holds its process to this share of one CPU (a `cpu` step); null lifts the limit, saying how much the limit held it back */
+  setCpu: (share: number | null) => string | void;
   /** sets its wall clock this far from the true time (libfaketime's offset: +1d, -2h, +0); only when started with `fakeClock` */
   setClock: (offset: string) => void;
   /** a bad edit over its config file, or the good one back (a `config` step) */
@@ -217,6 +219,7 @@ function brokerStep(mc: MissionControl, action: BrokerAction): Promise<void> {
   if (action === "hang") mc.hang();
   else if (action === "resume") mc.resume();
   else if (action === "partition") mc.partition();
+  else if (action === "lossy") mc.lossy();
   else mc.heal();
   return Promise.resolve();
 }
@@ -282,11 +285,12 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     // the operator; the next waits for it)
     // a manual step not done by the end of the run is given up, and fails it
     const ended = new AbortController();
-    const timeline: { atS: number; what: string; run: () => Promise<void>; background?: true }[] = [
+    const timeline: { atS: number; what: string; run: () => Promise<string | void>; background?: true }[] = [
       ...scenario.steps.map((s) => ({ atS: s.atS, what: JSON.stringify(s.action), run: () => inject(injectorFor(rig, s.action), s.action, deps.prompt, ended.signal) })),
       ...scenario.runnerSteps.map((s) => {
         if ("daemon" in s) return { atS: s.atS, what: `daemon ${s.daemon}`, run: () => daemon.act(s.daemon) };
         if ("clock" in s) return { atS: s.atS, what: `clock ${s.clock}`, run: () => Promise.resolve(daemon.setClock(s.clock)) };
+        if ("cpu" in s) return { atS: s.atS, what: `cpu ${s.cpu ?? "full"}`, run: () => Promise.resolve(daemon.setCpu(s.cpu)) };
         if ("config" in s) return { atS: s.atS, what: `config ${s.config}`, run: () => Promise.resolve(daemon.editConfig(s.config)) };
         if ("stateFile" in s) return { atS: s.atS, what: `state file ${s.stateFile.file} ${s.stateFile.damage}`, run: () => Promise.resolve(daemon.damageState(s.stateFile.file, s.stateFile.damage)) };
         const needMc = (): MissionControl => {
@@ -303,10 +307,10 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     const background: Promise<void>[] = [];
     let stepError: Error | null = null;
     // a step done, and when it was asked for and done, in the output and the report
-    const doStep = async (what: string, run: () => Promise<void>): Promise<void> => {
+    const doStep = async (what: string, run: () => Promise<string | void>): Promise<void> => {
       const asked = now();
-      await run();
-      const note = `${what} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s`;
+      const came = await run();
+      const note = `${what} injected at ${(asked / 1000).toFixed(3)} s, done at ${(now() / 1000).toFixed(3)} s${typeof came === "string" ? `: ${came}` : ""}`;
       notes.push(note);
       deps.log(`  ${note}`);
     };

@@ -45,10 +45,10 @@ const WINDOW = { type: "object", additionalProperties: false, properties: { from
 export const isFlightRecording = (file: string): boolean => file.endsWith(".pwrec");
 
 /** What a step may do to the daemon under test (real time only: the runner owns its process). */
-export const DAEMON_ACTIONS = ["kill", "terminate", "stop", "continue", "reload", "restart"] as const;
+export const DAEMON_ACTIONS = ["kill", "terminate", "stop", "continue", "reload", "restart", "restart-refused", "second"] as const;
 export type DaemonAction = (typeof DAEMON_ACTIONS)[number];
 /** What a step may do to mission control's broker (real time, `uplink: true`: the runner owns it). */
-export const BROKER_ACTIONS = ["down", "up", "hang", "resume", "partition", "heal"] as const;
+export const BROKER_ACTIONS = ["down", "up", "hang", "resume", "partition", "lossy", "heal"] as const;
 export type BrokerAction = (typeof BROKER_ACTIONS)[number];
 /**
  * How mission control's command is made (docs/hil.md): signed by the runner's key, which the
@@ -79,8 +79,11 @@ export type StateDamage = (typeof STATE_DAMAGE)[number];
 /** What a `config` step does to the daemon's config file: a bad edit over it, or the good one back. */
 export const CONFIG_ACTIONS = ["garbage", "restore"] as const;
 export type ConfigAction = (typeof CONFIG_ACTIONS)[number];
+/** Most of a CPU a `cpu` step may give the daemon: a share above the machine's is no limit. */
+export const MAX_CPU_SHARE = 64;
 /** A step the runner does itself, not the rig (real time only). */
 export type RunnerStep =
+  | { atS: number; cpu: number | null }
   | { atS: number; config: ConfigAction }
   | { atS: number; stateFile: { file: StateFile; damage: StateDamage } }
   | { atS: number; daemon: DaemonAction }
@@ -88,7 +91,7 @@ export type RunnerStep =
   | { atS: number; command: CommandStep }
   | { atS: number; clock: string };
 /** The keys that make a step the runner's. */
-const RUNNER_KEYS = ["daemon", "broker", "command", "clock", "stateFile", "config"] as const;
+const RUNNER_KEYS = ["daemon", "broker", "command", "clock", "stateFile", "config", "cpu"] as const;
 
 export const HIL_SCENARIO_SCHEMA = {
   type: "object",
@@ -133,8 +136,10 @@ export const HIL_SCENARIO_SCHEMA = {
           },
           delay: { ...DURATION, description: "with when: how long after the condition first held" },
           ...FAULT_ACTION_PROPERTIES,
-          daemon: { enum: [...DAEMON_ACTIONS], description: "real time only: kill (SIGKILL), terminate (SIGTERM), stop (SIGSTOP: stalled), continue (SIGCONT), reload (SIGHUP), restart (start it again once it has exited, on the same state directory)" },
-          broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages), up (it listens again on the same port), hang (as SIGSTOP: connections stay open, nothing is read or answered, so a client finds out from its keepalive), resume (as SIGCONT: it reads what waited), partition (the pod cut off from the broker, which runs on with mission control: nothing crosses either way, in a connection open or opened later; the broker's keepalive ends the pod's session and publishes its Will) or heal (what waited crosses)" },
+          daemon: { enum: [...DAEMON_ACTIONS], description:
+              "real time only: kill (SIGKILL), terminate (SIGTERM), stop (SIGSTOP: stalled), continue (SIGCONT), reload (SIGHUP), restart (start it again once it has exited, on the same state directory), restart-refused (start it again once it has exited, and it must refuse to start on a bad config: exit 2, the step fails if it runs; the pod is then without its daemon, the devices' leases in charge, until a `restart`), second (a second `podwarden run` on the same config and state directory while it runs: it must refuse to start, exit 3, the step fails if it does not; the running one carries on)",
+          },
+          broker: { enum: [...BROKER_ACTIONS], description: "real time only, with uplink: true: down (the broker stops listening and drops every connection, keeping its sessions and retained messages), up (it listens again on the same port), hang (as SIGSTOP: connections stay open, nothing is read or answered, so a client finds out from its keepalive), resume (as SIGCONT: it reads what waited), partition (the pod cut off from the broker, which runs on with mission control: nothing crosses either way, in a connection open or opened later; the broker's keepalive ends the pod's session and publishes its Will), lossy (the pod's link stalls 800 ms in every 2 s, as TCP stalls while it retransmits lost segments: what crosses is late, in bursts, never lost or reordered, and no stall is long enough for either end's keepalive to give the connection up) or heal (the partition heals, or the lossy link is steady again: what waited crosses)" },
           command: {
             type: "object",
             additionalProperties: false,
@@ -162,6 +167,14 @@ export const HIL_SCENARIO_SCHEMA = {
               file: { enum: [...STATE_FILES], description: "<stateDir>/<file>.json (docs/agent.md)" },
               damage: { enum: [...STATE_DAMAGE], description: "garbage written over it (a torn write, a bad sector; the default) or the file deleted" },
             },
+          },
+          cpu: {
+            oneOf: [
+              { type: "number", exclusiveMinimum: 0, maximum: MAX_CPU_SHARE },
+              { const: "full", type: "string" },
+            ],
+            description:
+              "real time only, as root: the daemon's whole process held to this share of one CPU (0.05: 5 ms of CPU in each 100 ms) by a cgroup of its own (v2 cpu.max, or v1's CFS quota), as a host starved by other work or a systemd CPUQuota= leaves it; `full` lifts the limit. No CPU quota binds a SCHED_FIFO thread, so a scenario that starves the daemon sets `control: { schedFifo: false }`: the daemon without its real-time threads, as on a host that does not grant CAP_SYS_NICE (the step fails on a daemon with one)",
           },
           clock: { type: "string", pattern: FAKETIME_OFFSET.source, description: "real time only: the daemon's wall clock is set this far from the true time (libfaketime, Debian's faketime package; its monotonic clock stays true, as when NTP or an operator sets the time): +1d, -2h, +0 back to true" },
         },
@@ -330,6 +343,7 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     if ("broker" in x) return { atS, broker: x.broker as BrokerAction };
     if ("clock" in x) return { atS, clock: x.clock as string };
     if ("config" in x) return { atS, config: x.config as ConfigAction };
+    if ("cpu" in x) return { atS, cpu: x.cpu === "full" ? null : (x.cpu as number) };
     if ("stateFile" in x) {
       const st = x.stateFile as { file: StateFile; damage?: StateDamage };
       return { atS, stateFile: { file: st.file, damage: st.damage ?? "garbage" } };

@@ -239,7 +239,7 @@ export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => st
  */
 function refuseDaemonSteps(scenario: HilScenario): void {
   const d = scenario.runnerSteps;
-  const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : "broker" in x ? `broker ${x.broker}` : "clock" in x ? `clock ${x.clock}` : "stateFile" in x ? `state file ${x.stateFile.file}` : "config" in x ? `config ${x.config}` : `command ${x.command.name}`);
+  const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : "broker" in x ? `broker ${x.broker}` : "clock" in x ? `clock ${x.clock}` : "stateFile" in x ? `state file ${x.stateFile.file}` : "config" in x ? `config ${x.config}` : "cpu" in x ? `cpu ${x.cpu ?? "full"}` : `command ${x.command.name}`);
   if (d.length > 0) throw new Error(`${scenario.file}: its steps on the daemon, its config, its clock, its state, its broker or its commands (${d.map((x) => `${words(x)} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
   if (scenario.realTimeOnly) throw new Error(`${scenario.file}: it says realTime: true (it expects what the daemon's supervisor does): run it in real time, with --rig`);
   // a connection reset is a transport's fault: the virtual pod asks its devices with no connection

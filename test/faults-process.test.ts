@@ -12,7 +12,7 @@ import { fakeClockEnv, libfaketime, setFakeClock } from "../lib/faketime.js";
 import { freePort } from "../tooling/free-port.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { demoConfigFor as demoConfigForDemoPod, TEST_POD } from "./helpers/agent.js";
-import { cpuQuotaGroup } from "./helpers/cgroup.js";
+import { cpuQuotaGroup } from "../lib/cpu-quota.js";
 import { clearedAlarms, raisedAlarms, startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";

@@ -262,6 +262,70 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(() => parseHilScenario({ ...base, uplink: true, expect: [{ name: "e", signal: "uplink.answers.maybe", is: { eq: 1 }, never: {} }] }, "x.yaml")).toThrow(/uplink\.answers\.maybe|must match pattern/);
   }, 120_000);
 
+  it("starts a second daemon and a daemon on a bad config, each refused with its exit code, and starves the daemon of CPU: the first carries on, the missed deadlines said, the good config taken", async () => {
+    expect(process.getuid?.(), "a cpu step needs root (a cgroup)").toBe(0);
+    const scenario = join(dir, "refusals-cpu.yaml");
+    writeFileSync(
+      scenario,
+      stringify({
+        name: "refusals-cpu",
+        duration: "11s",
+        // the daemon without its SCHED_FIFO threads: no CPU quota binds one
+        control: { schedFifo: false },
+        steps: [
+          { at: "0.5s", daemon: "second" },
+          { at: "2s", cpu: 0.05 },
+          { at: "4s", cpu: "full" },
+          { at: "5s", config: "garbage" },
+          { at: "5.2s", daemon: "kill" },
+          { at: "5.4s", daemon: "restart-refused" },
+          { at: "6.5s", config: "restore" },
+          { at: "6.6s", daemon: "restart" },
+        ],
+        expect: [
+          { name: "the first answers through the second's start", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: { to: "1.9s" } },
+          { name: "starved, its missed deadlines said", signal: "alarm.control:overrun", is: { eq: 1 }, eventually: { by: "5.1s" } },
+          { name: "no status while it is refused", signal: "pod.rack-1.isolated", is: { ge: 0 }, never: { from: "5.5s", to: "6.4s" } },
+          { name: "one agent started, on the good file", signal: "events.agent.started", is: { eq: 1 }, count: { from: "5s", min: 1, max: 1 } },
+          { name: "the restarted daemon answers", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: { from: "10s" } },
+        ],
+      }),
+    );
+    const fast = join(dir, "rig-fast-refusals.yaml");
+    writeFileSync(fast, stringify({ ...(parse(readFileSync(rigFile, "utf8")) as object), settleS: 1 }));
+    const r = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 90_000);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/step at 0\.5 s: daemon second injected at \d+\.\d{3} s, done at \d+\.\d{3} s: refused, exit 3: podwarden: .* is already running pod /);
+    expect(r.stdout).toMatch(/step at 5\.4 s: daemon restart-refused injected at \d+\.\d{3} s, done at \d+\.\d{3} s: refused, exit 2: .*surprise/);
+    expect(r.stdout).toMatch(/step at 2 s: cpu 0\.05 injected at/);
+    // the quota bit: the kernel held the daemon back (an alarm alone could be the daemon's start:
+    // without SCHED_FIFO, a second node process starting beside it made it miss ticks in one run)
+    const held = /step at 4 s: cpu full injected at [\d.]+ s, done at [\d.]+ s: lifted; the daemon was held back in (\d+) periods of 100 ms, ([\d.]+) s in all/.exec(r.stdout);
+    expect(held, r.stdout).not.toBeNull();
+    expect(Number(held?.[1])).toBeGreaterThan(5);
+    // the run's cgroup is gone with it
+    expect(readFileSync("/proc/self/cgroup", "utf8")).not.toContain("podwarden-hil-");
+
+    // a start that was to be refused and runs fails the run, saying so; so does a cpu step on a
+    // daemon with a SCHED_FIFO thread, which no quota would bind
+    const wrong = join(dir, "not-refused.yaml");
+    writeFileSync(
+      wrong,
+      stringify({
+        name: "not-refused",
+        duration: "4s",
+        steps: [
+          { at: "0.5s", daemon: "kill" },
+          { at: "1s", daemon: "restart-refused" },
+        ],
+        expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 1 }, never: {} }],
+      }),
+    );
+    const w = await run("node", ["dist/cli/podwarden.js", "hil", "run", wrong, "-c", configFile, "--rig", fast], 60_000);
+    expect(w.code).not.toBe(0);
+    expect(w.stderr).toMatch(/not-refused\.yaml: a step failed at [\d.]+ s, so the run stopped: daemon restart-refused: podwarden run on a bad config: it was not refused, it runs/);
+  }, 150_000);
+
   it("fails the run when a manual step is not done by its end, naming the step, and stops the daemon", async () => {
     const scenario = join(dir, "unanswered.yaml");
     writeFileSync(scenario, stringify({ name: "unanswered", duration: "3s", steps: [{ at: "1s", device: "rack-1", offline: true }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 1 }, never: {} }] }));
