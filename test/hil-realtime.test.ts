@@ -306,8 +306,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     // the run's cgroup is gone with it
     expect(readFileSync("/proc/self/cgroup", "utf8")).not.toContain("podwarden-hil-");
 
-    // a start that was to be refused and runs fails the run, saying so; so does a cpu step on a
-    // daemon with a SCHED_FIFO thread, which no quota would bind
+    // a start that was to be refused and runs fails the run, saying so
     const wrong = join(dir, "not-refused.yaml");
     writeFileSync(
       wrong,
