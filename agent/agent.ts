@@ -192,6 +192,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
             { ...c.mqttIngest, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest` },
             (silentMs) => logs.module("ingest").warn({ silentMs: Math.round(silentMs), keepaliveS: c.mqttIngest?.keepaliveS }, "sensor broker silent: giving up the connection"),
             this.points,
+            (message) => logs.module("ingest").warn({ err: message }, "sensor broker sent a packet that breaks the protocol: connection ended"),
           );
     this.redfish =
       c.redfishClient.devices.length === 0 ? null : new RedfishDriver(c.redfishClient, { points: this.points, onLog: (level, message) => logs.module("redfish-client")[level](message) });
@@ -835,7 +836,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
 
   ingestStats(): ReturnType<PodDiagnostics["ingestStats"]> {
     const i = this.ingest;
-    return i === null ? null : { connected: i.connected, messages: i.messages, rejected: i.rejected, retainedIgnored: i.retainedIgnored, outOfOrder: i.outOfOrder, oversized: i.oversized, silentBrokerDrops: i.silentBrokerDrops };
+    return i === null ? null : { connected: i.connected, messages: i.messages, rejected: i.rejected, retainedIgnored: i.retainedIgnored, outOfOrder: i.outOfOrder, oversized: i.oversized, silentBrokerDrops: i.silentBrokerDrops, protocolErrorDrops: i.protocolErrorDrops };
   }
 
   redfishStats(): ReturnType<PodDiagnostics["redfishStats"]> {

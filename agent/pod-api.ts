@@ -74,7 +74,7 @@ export interface PodDiagnostics {
   controlStats(): { ticks: number; urgentTicks: number; overruns: number; maxLatenessUs: number; lateness: LogHistogram; recent: RecentTicks };
   modbusStats(): ReturnType<ModbusDriver["stats"]>;
   /** null without mqttIngest */
-  ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; oversized: number; silentBrokerDrops: number } | null;
+  ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; oversized: number; silentBrokerDrops: number; protocolErrorDrops: number } | null;
   /** one per BMC of redfishClient (none without) */
   redfishStats(): RedfishDeviceStats[];
   /** the isolation valves' partial-stroke tests: the running one, and each valve's last */

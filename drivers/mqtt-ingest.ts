@@ -10,7 +10,7 @@
 // an older reading never replaces a newer one.
 import mqtt, { type MqttClient } from "mqtt";
 import { monoMs } from "../lib/clock.js";
-import { disableNagle, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, watchBrokerSilence } from "../lib/mqtt-connection.js";
+import { disableNagle, endOnProtocolError, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, watchBrokerSilence } from "../lib/mqtt-connection.js";
 import type { IngestConfig, IngestPointConfig } from "./mqtt-ingest-schema.js";
 
 export type { IngestConfig, IngestPointConfig } from "./mqtt-ingest-schema.js";
@@ -66,6 +66,8 @@ export class MqttIngest {
   oversized = 0;
   /** connections given up because the broker fell silent (a hung broker, a silent partition) */
   silentBrokerDrops = 0;
+  /** connections ended on a packet that breaks the protocol (lib/mqtt-connection.ts endOnProtocolError) */
+  protocolErrorDrops = 0;
   private stopSilenceWatch: () => void = () => undefined;
 
   constructor(
@@ -74,6 +76,8 @@ export class MqttIngest {
     private readonly onSilentBroker: (silentMs: number) => void = () => undefined,
     /** where points are published; one store serves every driver of an agent */
     readonly points: PointStore = new PointStore(),
+    /** told when a packet that breaks the protocol ends the connection (the client then reconnects on its own) */
+    private readonly onProtocolError: (message: string) => void = () => undefined,
   ) {}
 
   start(): void {
@@ -96,7 +100,11 @@ export class MqttIngest {
       // them delivers nothing more (test/fuzz-mqtt-commands.test.ts found it for commands)
       client.subscribe(filters, { qos: 0 });
     });
-    client.on("error", () => undefined); // reconnects on its own
+    // any other error: the client reconnects on its own
+    endOnProtocolError(client, (err) => {
+      this.protocolErrorDrops++;
+      this.onProtocolError(err.message);
+    });
     client.on("message", (topic, payload, packet) => this.onMessage(topic, payload, packet.retain));
     this.stopSilenceWatch = watchBrokerSilence(client, this.c.keepaliveS, (silentMs) => {
       this.silentBrokerDrops++;

@@ -193,6 +193,24 @@ export function guardPacketSize(client: MqttClient, maxBytes: number, onOversize
 }
 
 /**
+ * Ends the connection on a packet that breaks the protocol: a reserved packet type, QoS 3, a
+ * length field of five bytes, a second CONNACK. MQTT says the receiver of a malformed packet
+ * closes the network connection (3.1.1 §4.8, 5.0 §4.13); mqtt.js 5.16 only emits "error" and
+ * reads on. Measured: a broker that sent any of the first three and then answered pings kept the
+ * connection as long as it liked, and what followed the bad bytes could be read from the middle
+ * of a packet. Ending it makes the owner reconnect, and a new connection starts its byte stream
+ * clean. A socket's own error (it has a syscall) closes the socket anyway and is left to mqtt.js.
+ */
+export function endOnProtocolError(client: MqttClient, onEnd: (err: Error) => void): void {
+  client.on("error", (err: Error & { syscall?: string }) => {
+    const stream = client.stream as { destroyed?: boolean; destroy(): void } | undefined;
+    if (err.syscall !== undefined || stream === undefined || stream.destroyed === true) return;
+    onEnd(err);
+    stream.destroy();
+  });
+}
+
+/**
  * A broker silent for this many keepalives is given up on. mqtt.js pings after one keepalive
  * without an acknowledgement, so a live broker answers well inside the remaining 0.45; checked
  * every keepalive/40, the detection stays within the 1.5x the `keepaliveS` key promises.

@@ -160,6 +160,39 @@ describe("MQTT ingest", () => {
     }
   });
 
+  it("ends the connection on a packet that breaks the protocol though the broker talks on, counts it, and reads again on the next", async () => {
+    const link = new PartitionProxy(broker.port);
+    await link.listen();
+    const said: string[] = [];
+    // keepalive 60 s: the silence watch (1.45 keepalives) cannot be what ends the connection here
+    const i = new MqttIngest(ingestConfig(`mqtt://127.0.0.1:${link.port}`, [pt({ id: "p", topic: "t/proto", staleMs: 60_000 })], { keepaliveS: 60 }), undefined, undefined, (m) => said.push(m));
+    ingest = i;
+    try {
+      i.start();
+      // a reserved packet type, QoS 3, a length field of five bytes (mqtt.js reads on after each)
+      const bad = [Buffer.from([0x00, 0x00]), Buffer.from([0x36, 0x05, 0x00, 0x01, 0x61, 0x00, 0x01]), Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff, 0x01])];
+      for (const [k, b] of bad.entries()) {
+        await waitFor(async () => {
+          await pub.publishAsync("t/proto", String(k), { qos: 1 });
+          return i.points.get("p")?.value === k;
+        }, `reading ${k} through the link`, 15_000, 100);
+        const connections = link.connections;
+        expect(link.injectToClients(b)).toBe(1);
+        await waitFor(() => i.protocolErrorDrops === k + 1 && link.connections > connections, `connection ${k} ended and made again`, 10_000);
+      }
+      expect(said).toEqual(["Not supported", "Packet must not have both QoS bits set to 1", "Invalid variable byte integer"]);
+      expect(i.silentBrokerDrops).toBe(0);
+      await waitFor(async () => {
+        await pub.publishAsync("t/proto", "7", { qos: 1 });
+        return i.points.get("p")?.value === 7;
+      }, "reading again after the last", 15_000, 100);
+    } finally {
+      await i.stop();
+      ingest = null;
+      await link.close();
+    }
+  });
+
   it("ignores a retained message it cannot date, and takes the next live one", async () => {
     // the broker's retained copy may be all that is left of a sensor that died hours ago
     await pub.publishAsync("t/retained", "17", { qos: 1, retain: true });

@@ -3,11 +3,14 @@
 // impossible lengths, bad topics, QoS 3, stray acknowledgements, garbage. The agent must not
 // crash, control must keep ticking, memory must stay bounded, and once the broker is honest
 // again (the server turns into a proxy to mosquitto) the uplink must connect and deliver what it
-// spooled. The regression corpus (test/corpus/mqtt, hex byte streams) is played first.
+// spooled. The regression corpus (test/corpus/mqtt, hex byte streams) is played first. A broker
+// that breaks the protocol and talks on (a proxy writing bad packets into an honest mosquitto's
+// stream) must have each such connection ended by the uplink itself.
 import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MqttFrameTracker } from "../lib/mqtt-connection.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
+import { PartitionProxy } from "../tooling/partition-proxy.js";
 import { corpus, fuzzSeed, mutateBytes, Prng } from "./helpers/fuzz.js";
 import { waitFor } from "./helpers/processes.js";
 import { startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
@@ -188,6 +191,44 @@ describe("MQTT from a hostile broker", () => {
     expect(spooled).toBeGreaterThan(0);
     await waitFor(() => pod.uplink.stats().connected && pod.uplink.stats().spoolDepth.telemetry === 0 && pod.uplink.stats().spoolDepth.critical === 0, `FUZZ_SEED=${seed}: connected and drained`, 30_000);
   }, 180_000);
+});
+
+describe("MQTT from a broker that breaks the protocol and talks on", () => {
+  let mosquitto: Mosquitto;
+  let link: PartitionProxy;
+  let pod: UplinkPod;
+
+  beforeAll(async () => {
+    mosquitto = await Mosquitto.start();
+    link = new PartitionProxy(mosquitto.port);
+    await link.listen();
+    // keepalive 60 s: the silence watch (1.45 keepalives) cannot be what ends a connection here
+    pod = await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${link.port}`, protocolVersion: 5, pod: "pod-proto", uplink: { keepaliveS: 60, reconnect: { baseMs: 10, maxMs: 40 } } });
+  }, 60_000);
+  afterAll(async () => {
+    await pod?.stop();
+    await link?.close();
+    await mosquitto?.stop();
+  });
+
+  it("ends the uplink's connection on each malformed packet, connects again and delivers, control untouched", async () => {
+    const ticks0 = pod.agent.control.ticks;
+    // a reserved packet type, QoS 3, a length field of five bytes: mqtt.js reads on after each
+    const bad = [Buffer.from([0x00, 0x00]), Buffer.from([0x36, 0x05, 0x00, 0x01, 0x61, 0x00, 0x01]), Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff, 0x01])];
+    for (const [k, b] of bad.entries()) {
+      await waitFor(() => pod.uplink.stats().connected, `connected before packet ${k}`, 15_000);
+      const connections = link.connections;
+      expect(link.injectToClients(b)).toBe(1);
+      await waitFor(() => link.connections > connections && pod.uplink.stats().connected, `connection ${k} ended and made again`, 10_000);
+    }
+    const ended = pod.logs.lines.filter((l) => l.msg === "broker sent a packet that breaks the protocol: connection ended").map((l) => l.err);
+    expect(ended).toEqual(["Not supported", "Packet must not have both QoS bits set to 1", "Invalid variable byte integer"]);
+    expect(pod.logs.lines.some((l) => typeof l.msg === "string" && l.msg.startsWith("broker silent"))).toBe(false);
+    // what it spooled meanwhile is delivered, and control never waited
+    await waitFor(() => pod.uplink.stats().spoolDepth.telemetry === 0 && pod.uplink.stats().spoolDepth.critical === 0, "spool drained", 15_000);
+    expect(pod.agent.healthy()).toBe(true);
+    expect(pod.agent.control.ticks).toBeGreaterThan(ticks0);
+  }, 60_000);
 });
 
 describe("the MQTT frame tracker that bounds a packet before it is read", () => {

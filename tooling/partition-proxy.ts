@@ -5,7 +5,9 @@
 //   reject  every connection is reset at once and new ones are refused, like an iptables REJECT
 // and, while passing, impair it (impair()): a one-way delay, and stalls where a lossy link would
 // stall a TCP stream (tc netem's delay and loss, as the stream sees them; this kernel has no
-// netem, and a proxy cannot drop a segment TCP would not then resend).
+// netem, and a proxy cannot drop a segment TCP would not then resend). injectToClients() writes
+// bytes of the caller's into the stream toward the clients, as a broker that breaks the protocol
+// and talks on would.
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 
 export type PartitionMode = "pass" | "drop" | "reject";
@@ -68,12 +70,15 @@ export class PartitionProxy {
   private impairment: Impairment | null = null;
   mode: PartitionMode = "pass";
   port = 0;
+  /** connections accepted so far */
+  connections = 0;
 
   constructor(private readonly targetPort: number) {}
 
   async listen(): Promise<void> {
     this.server = createServer({ noDelay: true }, (client) => {
       client.on("error", () => undefined);
+      this.connections++;
       if (this.mode === "reject") return void client.resetAndDestroy();
       const upstream = connect({ port: this.targetPort, host: "127.0.0.1", noDelay: true });
       upstream.on("error", () => client.destroy());
@@ -114,6 +119,17 @@ export class PartitionProxy {
   /** Delays and stalls what passes from now on (null: a clean link again; what is queued still leaves in order). */
   impair(i: Impairment | null): void {
     this.impairment = i;
+  }
+
+  /** Writes `d` toward every client now connected, between what the upstream sends; returns how many got it. */
+  injectToClients(d: Buffer): number {
+    let n = 0;
+    for (const [c] of this.pairs) {
+      if (c.destroyed) continue;
+      c.write(d);
+      n++;
+    }
+    return n;
   }
 
   setMode(mode: PartitionMode): void {

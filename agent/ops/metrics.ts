@@ -281,6 +281,16 @@ export class Metrics {
         if (i !== null) this.inc(i.silentBrokerDrops);
       },
     });
+    new Counter({
+      name: "podwarden_mqtt_ingest_protocol_error_drops_total",
+      help: "MQTT sensor ingest connections ended on a packet that breaks the protocol (a malformed packet, a second CONNACK)",
+      registers: [r],
+      collect() {
+        this.reset();
+        const i = a().ingestStats();
+        if (i !== null) this.inc(i.protocolErrorDrops);
+      },
+    });
     new Gauge({
       name: "podwarden_modbus_request_duration_seconds",
       help: "Modbus request duration quantiles per device",

@@ -26,7 +26,7 @@ import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient 
 import { Backoff } from "../../lib/backoff.js";
 import { BrokerList, type BrokerTarget } from "../../lib/broker-list.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
-import { disableNagle, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, redactUrl, watchBrokerSilence } from "../../lib/mqtt-connection.js";
+import { disableNagle, endOnProtocolError, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, redactUrl, watchBrokerSilence } from "../../lib/mqtt-connection.js";
 import type { AgentEvent, PodCommander, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
@@ -169,6 +169,7 @@ export class Uplink {
     this.target = target;
     guardPacketSize(client, HARD_PACKET_FACTOR * this.c.maxPacketBytes, (o) => this.log.warn({ claimedBytes: o.claimedBytes, maxPacketBytes: this.c.maxPacketBytes }, "broker sent a packet far over maxPacketBytes: connection ended before reading it"));
     client.on("error", (err) => this.log.debug({ err: err.message, broker: redactUrl(target.url) }, "mqtt error"));
+    endOnProtocolError(client, (err) => this.log.warn({ err: err.message, broker: redactUrl(target.url) }, "broker sent a packet that breaks the protocol: connection ended"));
     client.on("connect", () => this.onConnect(client));
     client.on("close", () => this.onClose(client));
     client.on("message", (topic, payload, packet) => this.commands.handle(topic.slice(this.base.length), payload, packet));

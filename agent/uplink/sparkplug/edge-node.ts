@@ -17,7 +17,7 @@ import { Backoff } from "../../../lib/backoff.js";
 import { BrokerList, type BrokerTarget } from "../../../lib/broker-list.js";
 import { monoMs } from "../../../lib/clock.js";
 import { JsonStateFile } from "../../../lib/json-state-file.js";
-import { disableNagle, guardPacketSize, HARD_PACKET_FACTOR, redactUrl, watchBrokerSilence } from "../../../lib/mqtt-connection.js";
+import { disableNagle, endOnProtocolError, guardPacketSize, HARD_PACKET_FACTOR, redactUrl, watchBrokerSilence } from "../../../lib/mqtt-connection.js";
 import type { Point } from "../../../lib/points.js";
 import type { Logger } from "../../log.js";
 import type { PodCommander, PodReader, ProblemReporter } from "../../pod-api.js";
@@ -164,6 +164,7 @@ export class SparkplugEdgeNode {
     this.target = target;
     guardPacketSize(client, HARD_PACKET_FACTOR * u.maxPacketBytes, (o) => this.o.log.warn({ claimedBytes: o.claimedBytes }, "sparkplug: broker sent a packet far over maxPacketBytes: connection ended before reading it"));
     client.on("error", (err) => this.o.log.debug({ err: err.message }, "sparkplug mqtt error"));
+    endOnProtocolError(client, (err) => this.o.log.warn({ err: err.message }, "sparkplug: broker sent a packet that breaks the protocol: connection ended"));
     client.on("connect", () => this.onConnect(client));
     client.on("close", () => this.onClose(client));
     client.on("message", (topic, payload) => this.onMessage(client, topic, payload));
