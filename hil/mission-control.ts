@@ -1,6 +1,6 @@
 // Mission control for a real-time scenario with `uplink: true`: an MQTT broker of the runner's own
 // on loopback (aedes, lib/embedded-broker.ts), which the daemon's uplink is pointed at and which a
-// `broker: down|up|hang|resume|partition|lossy|heal` step takes away and brings back, and a client subscribed to the pod's topics
+// `broker: down|up|hang|resume|partition|lossy|hostile|heal` step takes away, spoils and brings back, and a client subscribed to the pod's topics
 // as mission control would be, stamping what arrives with the monotonic time: the pod's `state`
 // (online or not), the active alarms its retained `alarms` message last listed, and its events.
 // It sends the pod commands as mission control does (a `command` step), signed by a key of the
@@ -56,7 +56,12 @@ export interface MissionControl {
    * retransmits lost segments: what it sends is late, in bursts, never lost or reordered
    */
   lossy(): void;
-  /** the partition heals, or the lossy link is steady again: what waited crosses */
+  /**
+   * the broker breaks the protocol: every HOSTILE_PERIOD_MS it writes the next of
+   * MALFORMED_MQTT_PACKETS into the pod's connection, and talks on as if it had not
+   */
+  hostile(): void;
+  /** the partition heals, the lossy link is steady again, or the broker is honest again: what waited crosses */
   heal(): void;
   observations(): readonly UplinkObservation[];
   /** the key the daemon must trust for the commands this mission control signs */
@@ -77,6 +82,21 @@ export interface MissionControl {
  */
 export const LOSSY_STALL_MS = 800;
 export const LOSSY_PERIOD_MS = 2000;
+
+/**
+ * Packets no broker may send, one of each kind a parser must refuse: a reserved packet type, a
+ * PUBLISH at QoS 3, a length field of five bytes, and a PUBLISH header claiming 256 MB (the
+ * client's size guard ends that one before its body). The client must end the connection on each
+ * (MQTT 3.1.1 §4.8, 5.0 §4.13), however well the broker behaves after it.
+ */
+export const MALFORMED_MQTT_PACKETS: readonly Buffer[] = [
+  Buffer.from([0x00, 0x00]),
+  Buffer.from([0x36, 0x05, 0x00, 0x01, 0x61, 0x00, 0x01]),
+  Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff, 0x01]),
+  Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f]),
+];
+/** A hostile broker's bad packets: one every 2 s, so the pod is connected between them most of the time. */
+export const HOSTILE_PERIOD_MS = 2000;
 
 /** The runner's key id, and the id an unknown key signs under. */
 const KEY_ID = "hil-mission-control";
@@ -218,12 +238,14 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
     const own = (client.stream as { localPort?: number } | undefined)?.localPort;
     broker.partition((c) => c.remotePort === own);
   };
-  // a lossy link's timers
+  // a lossy link's timers, and a hostile broker's
   let stalls: NodeJS.Timeout | undefined;
   let stallEnd: NodeJS.Timeout | undefined;
+  let spoiling: NodeJS.Timeout | undefined;
   const steady = (): void => {
     clearInterval(stalls);
     clearTimeout(stallEnd);
+    clearInterval(spoiling);
   };
   return {
     url: broker.url,
@@ -245,6 +267,16 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
       };
       stall();
       stalls = setInterval(stall, LOSSY_PERIOD_MS);
+    },
+    hostile: () => {
+      steady();
+      let k = 0;
+      const spoil = (): void => {
+        const own = (client.stream as { localPort?: number } | undefined)?.localPort;
+        broker.injectRaw(MALFORMED_MQTT_PACKETS[k++ % MALFORMED_MQTT_PACKETS.length], (c) => c.remotePort !== own);
+      };
+      spoil();
+      spoiling = setInterval(spoil, HOSTILE_PERIOD_MS);
     },
     heal: () => {
       steady();

@@ -220,6 +220,7 @@ function brokerStep(mc: MissionControl, action: BrokerAction): Promise<void> {
   else if (action === "resume") mc.resume();
   else if (action === "partition") mc.partition();
   else if (action === "lossy") mc.lossy();
+  else if (action === "hostile") mc.hostile();
   else mc.heal();
   return Promise.resolve();
 }

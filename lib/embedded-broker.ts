@@ -35,6 +35,12 @@ export interface EmbeddedBroker {
   partition(keep: (client: { remotePort: number | undefined }) => boolean): void;
   /** the partition heals: what waited crosses, in order */
   heal(): void;
+  /**
+   * writes `bytes` of the caller's into every connection `to` names (by the client's port) and
+   * that is not silent, between the packets aedes writes, as a broker that breaks the protocol
+   * would; returns how many got them
+   */
+  injectRaw(bytes: Buffer, to: (client: { remotePort: number | undefined }) => boolean): number;
   close(): Promise<void>;
 }
 
@@ -167,6 +173,15 @@ export async function startEmbeddedBroker(port = 0, host = "127.0.0.1"): Promise
     heal: () => {
       partition = null;
       wake();
+    },
+    injectRaw: (bytes, to) => {
+      let n = 0;
+      for (const s of sockets) {
+        if (s.destroyed || silent(s) || !to({ remotePort: s.remotePort })) continue;
+        s.write(bytes);
+        n++;
+      }
+      return n;
     },
     close: async () => {
       await stopListening();

@@ -6,6 +6,7 @@ import { MqttIngest, jsonPath, sourceTimeMs, topicMatches, type IngestConfig, ty
 import { monoMs } from "../lib/clock.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
+import { MALFORMED_MQTT_PACKETS } from "../hil/mission-control.js";
 import { PartitionProxy } from "../tooling/partition-proxy.js";
 import { brokerPki, type TestPki } from "./helpers/pki.js";
 import { waitFor } from "./helpers/processes.js";
@@ -170,8 +171,7 @@ describe("MQTT ingest", () => {
     try {
       i.start();
       // a reserved packet type, QoS 3, a length field of five bytes (mqtt.js reads on after each)
-      const bad = [Buffer.from([0x00, 0x00]), Buffer.from([0x36, 0x05, 0x00, 0x01, 0x61, 0x00, 0x01]), Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff, 0x01])];
-      for (const [k, b] of bad.entries()) {
+      for (const [k, b] of MALFORMED_MQTT_PACKETS.slice(0, 3).entries()) {
         await waitFor(async () => {
           await pub.publishAsync("t/proto", String(k), { qos: 1 });
           return i.points.get("p")?.value === k;

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MqttFrameTracker } from "../lib/mqtt-connection.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { PartitionProxy } from "../tooling/partition-proxy.js";
+import { MALFORMED_MQTT_PACKETS } from "../hil/mission-control.js";
 import { corpus, fuzzSeed, mutateBytes, Prng } from "./helpers/fuzz.js";
 import { waitFor } from "./helpers/processes.js";
 import { startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
@@ -213,9 +214,9 @@ describe("MQTT from a broker that breaks the protocol and talks on", () => {
 
   it("ends the uplink's connection on each malformed packet, connects again and delivers, control untouched", async () => {
     const ticks0 = pod.agent.control.ticks;
-    // a reserved packet type, QoS 3, a length field of five bytes: mqtt.js reads on after each
-    const bad = [Buffer.from([0x00, 0x00]), Buffer.from([0x36, 0x05, 0x00, 0x01, 0x61, 0x00, 0x01]), Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff, 0x01])];
-    for (const [k, b] of bad.entries()) {
+    // a reserved packet type, QoS 3, a length field of five bytes (mqtt.js reads on after each),
+    // and a header claiming 256 MB (the size guard's)
+    for (const [k, b] of MALFORMED_MQTT_PACKETS.entries()) {
       await waitFor(() => pod.uplink.stats().connected, `connected before packet ${k}`, 15_000);
       const connections = link.connections;
       expect(link.injectToClients(b)).toBe(1);
@@ -223,6 +224,9 @@ describe("MQTT from a broker that breaks the protocol and talks on", () => {
     }
     const ended = pod.logs.lines.filter((l) => l.msg === "broker sent a packet that breaks the protocol: connection ended").map((l) => l.err);
     expect(ended).toEqual(["Not supported", "Packet must not have both QoS bits set to 1", "Invalid variable byte integer"]);
+    // the size guard ends the 256 MB header's (and logs the five-byte length too, which it cannot frame)
+    const guarded = pod.logs.lines.filter((l) => l.msg === "broker sent a packet far over maxPacketBytes: connection ended before reading it").map((l) => l.claimedBytes);
+    expect(guarded).toContain(268_435_460);
     expect(pod.logs.lines.some((l) => typeof l.msg === "string" && l.msg.startsWith("broker silent"))).toBe(false);
     // what it spooled meanwhile is delivered, and control never waited
     await waitFor(() => pod.uplink.stats().spoolDepth.telemetry === 0 && pod.uplink.stats().spoolDepth.critical === 0, "spool drained", 15_000);

@@ -145,18 +145,23 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(() => parseHilScenario({ name: "x", duration: "5s", steps: [{ at: "1s", daemon: "kill", leak: "rack-1" }], expect: [{ name: "e", signal: "pod.rack-1.isolated", is: { eq: 0 }, hold: {} }] }, "x.yaml")).toThrow(/steps\[0\]: a daemon step has nothing else \(leak\)/);
   }, 90_000);
 
-  it("gives the daemon an uplink to a broker of its own, takes the broker away during a leak and brings it back: the leak isolated all the same, and mission control told afterwards", async () => {
+  it("gives the daemon an uplink to a broker of its own, takes the broker away during a leak and brings it back: the leak isolated all the same, and mission control told afterwards; then the broker spoils the connection and the link stalls", async () => {
     const scenario = join(dir, "broker-outage.yaml");
     writeFileSync(
       scenario,
       stringify({
         name: "broker-outage",
         uplink: true,
-        duration: "7s",
+        duration: "10s",
         steps: [
           { at: "1s", broker: "down" },
           { at: "2s", leak: "rack-1" },
           { at: "4s", broker: "up" },
+          // one malformed packet (the next would come 2 s on), then an 800 ms stall (lossy ends
+          // the hostile broker), then a steady link
+          { at: "6.5s", broker: "hostile" },
+          { at: "8s", broker: "lossy" },
+          { at: "9.5s", broker: "heal" },
         ],
         expect: [
           { name: "online before", signal: "uplink.online", is: { eq: 1 }, hold: { from: "0s", to: "0.9s" } },
@@ -169,6 +174,9 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
           { name: "the leak alarm at mission control", signal: "uplink.alarm.leak:rack-1", is: { eq: 1 }, within: "2.5s", after: "4s" },
           { name: "its raising delivered from the spool", signal: "uplink.events.alarm.raised", is: { eq: 1 }, count: { from: "4s", min: 1 } },
           { name: "nothing while gone", signal: "uplink.events.alarm.raised", is: { eq: 1 }, count: { from: "1s", to: "3.9s", max: 0 } },
+          // the pod ends the spoiled connection itself (the broker talks on): its Will
+          { name: "spoiled", signal: "uplink.online", is: { eq: 0 }, within: "1s", after: "6.5s" },
+          { name: "connected again, and online through the stall", signal: "uplink.online", is: { eq: 1 }, hold: { from: "7.8s" } },
         ],
       }),
     );
@@ -177,12 +185,13 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     const r = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", fast], 60_000);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.stdout).toMatch(/step at 1 s: broker down injected at \d+\.\d{3} s/);
+    expect(r.stdout).toMatch(/step at 6\.5 s: broker hostile injected at \d+\.\d{3} s/);
     // a figure reads "9.7 ms", "467 ms" or "1.05 s" as it falls
     expect(r.stdout).toMatch(/ok {3}the leak alarm at mission control: = 1 in [\d.]+ m?s \(limit 2\.50 s\)/);
     // virtual time refuses it: the broker is the real daemon's
     const bad = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon, its config, its clock, its state, its broker or its commands \(broker down at 1 s, broker up at 4 s\) need the real daemon/);
+    expect(bad.stderr).toMatch(/broker-outage\.yaml: its steps on the daemon, its config, its clock, its state, its broker or its commands \(broker down at 1 s, broker up at 4 s, broker hostile at 6\.5 s, broker lossy at 8 s, broker heal at 9\.5 s\) need the real daemon/);
     // a broker step, or an uplink signal, needs the runner's broker; a replay has no uplink
     const base = { name: "x", duration: "5s", expect: [{ name: "e", signal: "uplink.online", is: { eq: 1 }, hold: {} }] };
     expect(() => parseHilScenario({ ...base, steps: [{ at: "1s", broker: "down" }] }, "x.yaml")).toThrow(/steps\[0\]: a broker step needs uplink: true[\s\S]*uplink\.online needs uplink: true/);
