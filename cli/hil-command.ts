@@ -101,10 +101,11 @@ async function replayScenario(s: HilScenario, pod: AgentConfig, log: (line: stri
  * runner's own broker on loopback (MQTT 3.1.1: aedes), given up on and reconnected to within a
  * second or two, so an outage and its end show within a short scenario. Signed commands are
  * taken from the runner's key alone, as an engineer's; the rest of the command settings are the
- * product's defaults (the rates a flood meets among them).
+ * product's defaults (the rates a flood meets among them). The spool is the scenario's, where it
+ * sets one, or the product's.
  */
-function rigUplink(url: string, key: DaemonOptions["commandKey"]): Record<string, unknown> {
-  return { url, protocolVersion: 4, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 1000 }, commands: key === undefined ? { enabled: false } : { enabled: true, keys: [{ id: key.id, publicKey: key.publicKey, roles: ["engineer"] }] } };
+function rigUplink(url: string, key: DaemonOptions["commandKey"], spool: DaemonOptions["spool"]): Record<string, unknown> {
+  return { url, ...(spool === undefined ? {} : { spool }), protocolVersion: 4, keepaliveS: 2, connectTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 1000 }, commands: key === undefined ? { enabled: false } : { enabled: true, keys: [{ id: key.id, publicKey: key.publicKey, roles: ["engineer"] }] } };
 }
 
 /** What a scenario asks of the daemon it runs on (RealTimeDeps.startDaemon). */
@@ -137,7 +138,7 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, 
   data.log = { ...log, level: log.level === "debug" || log.level === "trace" ? log.level : "info", modules: { ...log.modules, agent: "info" } };
   for (const k of ["metrics", "hmi", "redfish"]) data[k] = { ...(data[k] as object | undefined), port: 0 };
   // an uplink in the config would reach a broker the scenario does not own: its own, or none
-  if (o.uplinkUrl !== undefined) data.uplink = rigUplink(o.uplinkUrl, o.commandKey);
+  if (o.uplinkUrl !== undefined) data.uplink = rigUplink(o.uplinkUrl, o.commandKey, o.spool);
   else delete data.uplink;
   if (o.transmitters !== undefined) wireTransmitters(data, { transmitters: o.transmitters, file: rig.file });
   // the scenario's own tuning over the config's (checked before the run: scenarioPod)

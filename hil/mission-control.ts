@@ -2,7 +2,8 @@
 // on loopback (aedes, lib/embedded-broker.ts), which the daemon's uplink is pointed at and which a
 // `broker: down|up|hang|resume|partition|lossy|hostile|heal` step takes away, spoils and brings back, and a client subscribed to the pod's topics
 // as mission control would be, stamping what arrives with the monotonic time: the pod's `state`
-// (online or not), the active alarms its retained `alarms` message last listed, and its events.
+// (online or not), the active alarms its retained `alarms` message last listed, its events, and
+// its telemetry messages with those its `seq` says were lost.
 // It sends the pod commands as mission control does (a `command` step), signed by a key of the
 // runner's own that the daemon is configured to trust, or spoiled on purpose, and notes each
 // answer. The topics are the public contract in docs/mqtt.md; hil/ does not import the agent's
@@ -30,6 +31,11 @@ export interface UplinkObservation {
   event?: string;
   /** a command's answer: ok, duplicate (a copy answered with the first answer), or its rejection code */
   answer?: string;
+  /**
+   * a telemetry message received, or one lost: its `seq` counts telemetry one by one
+   * (docs/mqtt.md), so a gap before a message is that many lost, each noted when it shows
+   */
+  telemetry?: "received" | "lost";
 }
 
 /** The key the daemon under test trusts with the engineer's role (its `uplink.commands.keys`). */
@@ -107,7 +113,7 @@ const FLOOD_BURST = 200;
 /** A message is read up to this size before it is parsed: a pod's alarms or event is a few kB. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
 /** The pod's topics mission control reads (docs/mqtt.md): podwarden/<site>/<pod>/<kind>. */
-const POD_TOPIC = /^podwarden\/([^/]+)\/([^/]+)\/(state|alarms|events|response\/[^/]+)$/;
+const POD_TOPIC = /^podwarden\/([^/]+)\/([^/]+)\/(state|alarms|events|telemetry|response\/[^/]+)$/;
 /** A run keeps at most this many observations (a scenario's events are tens). */
 const MAX_OBSERVATIONS = 100_000;
 
@@ -142,6 +148,9 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
   client.on("error", () => undefined);
   // the pod's address, from its first state message: mission control sends to the pod it sees
   let podAddress: { site: string; pod: string } | undefined;
+  // the last telemetry seq seen: a later one more than one on says how many were lost; an
+  // earlier or equal one is a QoS 1 copy, or the pod's counter starting again
+  let lastSeq: number | undefined;
   client.on("message", (topic, payload) => {
     if (payload.length > MAX_MESSAGE_BYTES) return;
     const m = POD_TOPIC.exec(topic);
@@ -155,7 +164,7 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
       return;
     }
     if (typeof body !== "object" || body === null) return;
-    const b = body as { state?: unknown; alarms?: unknown; type?: unknown; status?: unknown; duplicate?: unknown; error?: { code?: unknown } | null };
+    const b = body as { state?: unknown; alarms?: unknown; type?: unknown; status?: unknown; duplicate?: unknown; error?: { code?: unknown } | null; seq?: unknown };
     if (kind.startsWith("response/")) {
       const outcome = b.duplicate === true ? "duplicate" : b.status === "ok" ? "ok" : typeof b.error?.code === "string" ? b.error.code : "";
       if ((ANSWER_OUTCOMES as readonly string[]).includes(outcome)) note({ answer: outcome });
@@ -166,6 +175,11 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
       note({ alarms: b.alarms.map((a: unknown) => (typeof a === "object" && a !== null ? String((a as { id?: unknown }).id) : "")).filter((id) => id !== "") });
     } else if (kind === "events" && typeof b.type === "string") {
       note({ event: b.type });
+    } else if (kind === "telemetry" && typeof b.seq === "number" && Number.isSafeInteger(b.seq)) {
+      if (lastSeq !== undefined && b.seq === lastSeq) return; // a copy
+      if (lastSeq !== undefined && b.seq > lastSeq + 1) for (let k = Math.min(b.seq - lastSeq - 1, MAX_OBSERVATIONS); k > 0; k--) note({ telemetry: "lost" });
+      lastSeq = b.seq;
+      note({ telemetry: "received" });
     }
   });
   try {

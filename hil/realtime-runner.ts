@@ -61,9 +61,9 @@ export interface RealTimeDeps {
   /**
    * starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where
    * given, trusting `commandKey` (an engineer's) for signed commands, and the scenario's `control`
-   * patch over its config's, its `transmitters` racks read through their 4–20 mA transmitter; with `fakeClock`, on a wall clock the runner can move (a `clock` step)
+   * patch over its config's, its `transmitters` racks read through their 4–20 mA transmitter; with `fakeClock`, on a wall clock the runner can move (a `clock` step); its uplink's `spool` the scenario's
    */
-  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; control?: Record<string, unknown>; transmitters?: string[]; fakeClock?: boolean }) => Promise<RunningDaemon>;
+  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; spool?: HilScenario["spool"]; control?: Record<string, unknown>; transmitters?: string[]; fakeClock?: boolean }) => Promise<RunningDaemon>;
   /** asks the operator to do something by hand, resolves when they confirm, rejects once `until` aborts */
   prompt: Prompt;
   log: (line: string) => void;
@@ -227,7 +227,7 @@ function brokerStep(mc: MissionControl, action: BrokerAction): Promise<void> {
 
 /**
  * The uplink signals over a run, from what mission control saw: levels at the sample times `t`
- * (what it saw before time 0 included), and for uplink.events.<type> and uplink.answers.<outcome>
+ * (what it saw before time 0 included), and for uplink.events.<type>, uplink.answers.<outcome> and uplink.telemetry.*
  * each event or answer received after time 0 as an event for `count`.
  */
 export function uplinkSeries(refs: readonly SignalRef[], seen: readonly UplinkObservation[], t0: number, t: Float64Array): Series[] {
@@ -238,8 +238,9 @@ export function uplinkSeries(refs: readonly SignalRef[], seen: readonly UplinkOb
       if (o.online !== undefined) online = o.online ? 1 : 0;
       if (o.alarms !== undefined) alarms = new Set(o.alarms);
     },
-    eventOf: (o) => (o.event !== undefined ? { source: "uplink-events", type: o.event } : o.answer !== undefined ? { source: "uplink-answers", type: o.answer } : undefined),
-    eventSources: ["uplink-events", "uplink-answers"],
+    eventOf: (o) =>
+      o.event !== undefined ? { source: "uplink-events", type: o.event } : o.answer !== undefined ? { source: "uplink-answers", type: o.answer } : o.telemetry !== undefined ? { source: "uplink-telemetry", type: o.telemetry } : undefined,
+    eventSources: ["uplink-events", "uplink-answers", "uplink-telemetry"],
     level: (r, count) => (r.source === "uplink-online" ? online : r.source === "uplink-alarm" ? (alarms.has(r.key as string) ? 1 : 0) : count(r.source, r.key as string)),
   });
 }
@@ -266,7 +267,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   let daemon: RunningDaemon;
   try {
     const fakeClock = scenario.runnerSteps.some((x) => "clock" in x);
-    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey }), control: scenario.control, ...(scenario.transmitters === undefined ? {} : { transmitters: scenario.transmitters }), fakeClock });
+    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey, spool: scenario.spool }), control: scenario.control, ...(scenario.transmitters === undefined ? {} : { transmitters: scenario.transmitters }), fakeClock });
   } catch (err) {
     await mc?.stop();
     throw err;

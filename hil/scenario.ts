@@ -117,6 +117,16 @@ export const HIL_SCENARIO_SCHEMA = {
         "racks whose return temperature (their loop's PV) the pod reads for this scenario as a 4–20 mA loop current through the rack device's transmitter (the simulator's `returnTempMa`, input register 11 in µA), as many sites wire it, instead of as a value: a `<rack>.returnTempMa` fault then reaches the pod on the wire. The config under test is rewired so, in both modes; a rack must have a Modbus device named after it",
     },
     uplink: { const: true, description: "real time: the daemon gets an uplink to an MQTT broker of the runner's own on loopback, watched from there as mission control would (the uplink.* signals), which `broker` steps take away and bring back" },
+    spool: {
+      type: "object",
+      additionalProperties: false,
+      minProperties: 1,
+      properties: {
+        maxBytes: { type: "integer", minimum: 65536, maximum: 1_000_000_000_000, description: "the spool's size limit, bytes (the config's `uplink.spool.maxBytes`; the product's default is 64 MiB)" },
+        segmentBytes: { type: "integer", minimum: 4096, maximum: 1_073_741_824, description: "its segment size, bytes: the unit the overflow policy drops (`uplink.spool.segmentBytes`)" },
+      },
+      description: "real time only, with uplink: true: the daemon's store-and-forward spool for this scenario, small enough for an outage of seconds to fill it (docs/mqtt.md, the overflow policy)",
+    },
     replay: { type: "string", minLength: 1, maxLength: 1000, description: "a flight recording (a .pwrec file) or a captured telemetry log (any other file: the pod's telemetry messages, one a line, as JSON or as `mosquitto_sub -v` prints them), relative to this file, replayed into the virtual pod instead of running the plant: no steps, no seed, no truth signals" },
     steps: {
       type: "array",
@@ -232,6 +242,7 @@ interface RawHilScenario {
   replay?: string;
   realTime?: true;
   uplink?: true;
+  spool?: { maxBytes?: number; segmentBytes?: number };
   control?: Record<string, unknown>;
   transmitters?: string[];
   steps?: (Record<string, unknown> & { at?: number | string; when?: { signal: string; is: Condition }; delay?: number | string })[];
@@ -268,6 +279,8 @@ export interface HilScenario {
   realTimeOnly: boolean;
   /** the daemon gets an uplink to the runner's own broker, watched as mission control (real time) */
   uplink: boolean;
+  /** the daemon's uplink spool for this scenario (uplink.spool: maxBytes, segmentBytes) */
+  spool?: { maxBytes?: number; segmentBytes?: number };
   /** a patch over the pod's `control` section for this scenario (scenarioPod) */
   control?: Record<string, unknown>;
   /** racks read through their 4–20 mA return-temperature transmitter (the config under test rewired so) */
@@ -305,6 +318,7 @@ function problems(s: RawHilScenario): string[] {
   if (s.replay === undefined && s.duration === undefined) out.push("duration: required (only a replay may leave it out: the recording's length)");
   if (s.replay !== undefined && (s.steps !== undefined || s.seed !== undefined)) out.push("replay: a replay has no steps and no seed (its inputs are the recording's)");
   if (s.replay !== undefined && s.uplink === true) out.push("uplink: a replay has no daemon, so no uplink");
+  if (s.spool !== undefined && s.uplink !== true) out.push("spool: the daemon's spool holds what its uplink sends: it needs uplink: true");
   if (s.replay !== undefined && s.transmitters !== undefined) out.push("transmitters: a replay's inputs are the recording's, not read from a wire");
   s.expect.forEach((e, i) => {
     const at = `expect[${i}] (${e.name})`;
@@ -383,6 +397,7 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     runnerSteps,
     realTimeOnly: raw.realTime === true || runnerSteps.length > 0,
     uplink: raw.uplink === true,
+    ...(raw.spool === undefined ? {} : { spool: raw.spool }),
     ...(raw.control === undefined ? {} : { control: raw.control }),
     ...(raw.transmitters === undefined ? {} : { transmitters: raw.transmitters }),
     expect,

@@ -14,6 +14,8 @@
 //   uplink.events.<type>   `alarms` message listed; its events as they arrived (count; each one)
 //   uplink.answers.<outcome>  the answers to mission control's commands (`command` steps) by
 //                          outcome: ok, duplicate, or the rejection's code (count; each one)
+//   uplink.telemetry.received|lost  the pod's telemetry messages mission control received, and
+//                          those their `seq` says it never will (count; each one)
 // A name's shape and field are checked by the scenario schema; its rack and output by the pod
 // the scenario runs on (expandSignals): a typo is an error, never a signal that is always empty.
 import { REJECT_CODES } from "../agent/commands/authorizer.js";
@@ -49,7 +51,8 @@ export const POD_CDU_FIELDS = { pumpOut: "%", failsafe: "0/1" } as const;
 
 /**
  * The daemon's alarm ids (docs/agent.md, "Alarms"), by what follows the colon: a rack, a loop
- * (`<rack>.valve`, `cdu.pump`), a Modbus device, a rack's isolation valve, or a fixed id. An
+ * (`<rack>.valve`, `cdu.pump`), a Modbus device, a rack's isolation valve, or a fixed id (the
+ * uplink's own among them: docs/mqtt.md's table). An
  * `alarm.` signal or an excepted id outside these is an error: a typo would never be active, and
  * a `never` on it would pass in silence. test/hil.test.ts holds this list to the docs' table.
  */
@@ -75,6 +78,11 @@ export const ALARM_IDS = {
     "state:strokes-write",
     "recorder",
     "config:rejected",
+    "uplink:spool-write",
+    "uplink:spool-read",
+    "uplink:spool-overflow",
+    "uplink:spool-corrupt",
+    "uplink:commands",
   ],
 } as const;
 
@@ -127,9 +135,10 @@ export const SIGNAL_PATTERN =
   `|(uplink\\.)?events\\.(${EVENT_TYPES.map((t) => t.replace(".", "\\.")).join("|")})` +
   `|uplink\\.online` +
   `|uplink\\.answers\\.(${ANSWER_OUTCOMES.join("|")})` +
+  `|uplink\\.telemetry\\.(received|lost)` +
   `|uplink\\.alarm\\.[A-Za-z0-9_.:-]+)$`;
 
-export type SignalSource = "truth-rack" | "truth-cdu" | "pod-rack" | "pod-cdu" | "writes" | "alarm" | "alarms" | "events" | "uplink-online" | "uplink-alarm" | "uplink-events" | "uplink-answers";
+export type SignalSource = "truth-rack" | "truth-cdu" | "pod-rack" | "pod-cdu" | "writes" | "alarm" | "alarms" | "events" | "uplink-online" | "uplink-alarm" | "uplink-events" | "uplink-answers" | "uplink-telemetry";
 
 export interface SignalRef {
   name: string;
@@ -139,7 +148,7 @@ export interface SignalRef {
   field: string;
   /** writes: the output id */
   output?: string;
-  /** alarm, uplink-alarm: its id; alarms: the severity; events, uplink-events: the type; uplink-answers: the outcome */
+  /** alarm, uplink-alarm: its id; alarms: the severity; events, uplink-events: the type; uplink-answers: the outcome; uplink-telemetry: received or lost */
   key?: string;
   /** alarms: the ids left out */
   exceptIds?: string[];
@@ -171,6 +180,11 @@ export function expandSignals(names: readonly string[], except: readonly string[
     }
     if (name.startsWith("uplink.answers.")) {
       out.push({ name, source: "uplink-answers", rack: -1, field: "", key: name.slice("uplink.answers.".length), unit: "answers received so far" });
+      continue;
+    }
+    if (name.startsWith("uplink.telemetry.")) {
+      const key = name.slice("uplink.telemetry.".length);
+      out.push({ name, source: "uplink-telemetry", rack: -1, field: "", key, unit: key === "lost" ? "telemetry messages lost so far (gaps in seq)" : "telemetry messages received so far" });
       continue;
     }
     if (name.startsWith("uplink.events.")) {

@@ -147,8 +147,8 @@ describe("scenario files", () => {
   });
 
   it("holds its alarm ids to the daemon's documented ones, and its event types to the agent's", () => {
-    // docs/agent.md's alarm table: `<kind>:<rack|loop|device|…>` or a fixed id
-    const table = readFileSync("docs/agent.md", "utf8").split("\n").filter((l) => /^\| `[a-z]/.test(l));
+    // docs/agent.md's alarm table: `<kind>:<rack|loop|device|…>` or a fixed id; docs/mqtt.md's, the uplink's own
+    const table = [...readFileSync("docs/agent.md", "utf8").split("\n").filter((l) => /^\| `[a-z]/.test(l)), ...readFileSync("docs/mqtt.md", "utf8").split("\n").filter((l) => /^\| `uplink:/.test(l))];
     const documented = new Set(table.flatMap((l) => [...l.split(" | ")[0].matchAll(/`([a-z-]+(?::[a-z-]+)?)(?::<[^`]*)?`/g)].map((m) => m[1])));
     const ours = new Set([...ALARM_IDS.rack, ...ALARM_IDS.loop, ...ALARM_IDS.device, ...ALARM_IDS.valve, ...ALARM_IDS.fixed]);
     expect([...ours].sort()).toEqual([...documented].sort());
@@ -217,6 +217,26 @@ describe("scenario files", () => {
     expect(series[2].events).toEqual([{ tMs: 170, value: 1 }]);
     // a typo in the alarm id is an error, as for alarm.<id>
     expect(() => expandSignals(["uplink.alarm.lek:rack-1"], [], pod, new Set(), ["rack-1"], "t")).toThrow(/uplink\.alarm\.lek:rack-1 \(no alarm kind "lek"\)/);
+  });
+
+  it("mission control's telemetry: each message received, and those a gap in seq says were lost, counted", () => {
+    const refs = expandSignals(["uplink.telemetry.received", "uplink.telemetry.lost"], [], pod, new Set(), ["rack-1"], "t");
+    const t = Float64Array.from([0, 100, 200]);
+    const t0 = 1000;
+    // seq 7 then 11 (8, 9 and 10 lost), as mission control notes them
+    const seen = [{ atMs: t0 + 10, telemetry: "received" as const }, ...Array.from({ length: 3 }, () => ({ atMs: t0 + 150, telemetry: "lost" as const })), { atMs: t0 + 150, telemetry: "received" as const }];
+    const series = uplinkSeries(refs, seen, t0, t);
+    expect([...series[0].v]).toEqual([0, 1, 2]);
+    expect([...series[1].v]).toEqual([0, 0, 3]);
+    expect(series[1].events).toHaveLength(3);
+    expect(series[1].unit).toMatch(/gaps in seq/);
+  });
+
+  it("sets the daemon's spool only with an uplink, within the config's bounds", () => {
+    expect(parseHilScenario({ ...base, uplink: true, spool: { maxBytes: 65536, segmentBytes: 4096 } }, "s.yaml").spool).toEqual({ maxBytes: 65536, segmentBytes: 4096 });
+    expect(() => parseHilScenario({ ...base, spool: { maxBytes: 65536 } }, "s.yaml")).toThrow(/spool: the daemon's spool holds what its uplink sends: it needs uplink: true/);
+    expect(() => parseHilScenario({ ...base, uplink: true, spool: { maxBytes: 1000 } }, "s.yaml")).toThrow(/spool\/maxBytes|spool\.maxBytes/);
+    expect(() => parseHilScenario({ ...base, uplink: true, spool: { size: 1 } }, "s.yaml")).toThrow(/spool/);
   });
 
   it("skips mission control's view in virtual time, saying why, and judges the rest", () => {
