@@ -1,14 +1,55 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Files that only compute: no broker, device, daemon, clock or browser of their own that another
+ * file's load could make late. They run first, two at a time (the machine has two cores), and
+ * the rest after them, one at a time. What a file does decides its group, not how long it takes:
+ * a file that starts a real peer or waits on real time belongs to the serial group.
+ */
+const COMPUTE_ONLY = [
+  "agent-config",
+  "agent-supervisor",
+  "architecture",
+  "autotune",
+  "backoff",
+  "commands-auth",
+  "docs",
+  "drivers-codec",
+  "fuzz-commands",
+  "fuzz-config",
+  "hil",
+  "hotpath-control",
+  "hotpath-equivalence",
+  "hotpath-interlocks",
+  "hotpath-quality",
+  "isolation-stroke",
+  "pod-stage",
+  "sim-physics",
+  "sim-virtual",
+  "sparkplug-model",
+  "tick-window",
+  "uplink-telemetry",
+].map((f) => `test/${f}.test.ts`);
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Tests start real brokers, servers and child processes; keep them from starving each other on 2 cores.
-    fileParallelism: false,
     pool: "forks",
     // memory-bound checks (fuzzers, reconnect loops) force a collection before they measure
     execArgv: ["--expose-gc"],
+    maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: { name: "compute", include: COMPUTE_ONLY, sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        // Tests that start real brokers, servers and child processes, one file at a time: two
+        // at once starved each other on 2 cores
+        test: { name: "plant", include: ["test/**/*.test.ts"], exclude: COMPUTE_ONLY, fileParallelism: false, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });

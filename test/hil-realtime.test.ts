@@ -88,16 +88,16 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     const code = await new Promise<number | null>((r) => child.once("exit", r));
     expect(code, `${out}\n${err}`).toBe(0);
     expect(prompts.map((p) => JSON.parse(p) as unknown)).toEqual([{ device: "rack-6", exception: { code: 4 } }]);
-    expect(out).toMatch(/PASS device-exception-rack-6 \(30\.0 s of real time on the rig held-apart-sim/);
+    expect(out).toMatch(/PASS device-exception-rack-6 \(18\.0 s of real time on the rig held-apart-sim/);
     expect(out).toMatch(/ok {3}rack-6's loop fails safe within 5 s: = 1 in \d/);
     // the daemon's own alarms, from its events
     expect(out).toMatch(/ok {3}rack-6's loop's fail-safe alarm raised within 6 s: = 1 in \d/);
-    expect(out).toMatch(/ok {3}no Critical alarm for a failing device: held = 0 from 0 s to 30\.0 s/);
+    expect(out).toMatch(/ok {3}no Critical alarm for a failing device: held = 0 from 0 s to 18\.0 s/);
     const xml = readFileSync(junit, "utf8");
     expect(xml).toMatch(/<testsuites name="podwarden hil" tests="5" failures="0" errors="0" skipped="0">/);
     expect(xml).toContain(`<property name="mode" value="real-time"/>`);
     expect(xml).toContain(`<property name="rig" value="held-apart-sim"/>`);
-    expect(readFileSync(html, "utf8")).toMatch(/real time on the rig held-apart-sim, 30\.0 s; step at 10 s: \{&quot;device&quot;:&quot;rack-6&quot;,&quot;exception&quot;:\{&quot;code&quot;:4\}\} injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
+    expect(readFileSync(html, "utf8")).toMatch(/real time on the rig held-apart-sim, 18\.0 s; step at 6 s: \{&quot;device&quot;:&quot;rack-6&quot;,&quot;exception&quot;:\{&quot;code&quot;:4\}\} injected at \d+\.\d{3} s, done at \d+\.\d{3} s/);
     // the daemon it started is gone, and so is its state
     await waitFor(async () => ((await (await fetch(`${sim.controlUrl}/truth`)).json()) as { devices: { leaseExpired: boolean }[] }).devices.every((d) => d.leaseExpired), "the daemon's leases expired", 10_000, 100);
   }, 120_000);
@@ -244,7 +244,9 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
           { name: "on the true clock: carried out", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "6s", to: "6.99s", min: 1, max: 1 } },
           { name: "a day ahead: expired", signal: "uplink.answers.expired", is: { eq: 1 }, count: { from: "7.5s", to: "8.49s", min: 1, max: 1 } },
           { name: "a day ahead: not carried out", signal: "uplink.answers.ok", is: { eq: 1 }, count: { from: "7s", max: 0 } },
-          { name: "answering after the bad reload", signal: "pod.rack-2.isolated", is: { eq: 0 }, hold: { from: "8s" } },
+          // to 12.4 s: taking in the 100 MiB at 12.5 s holds the runner's own thread for a second or
+          // two (its broker is in-process), and a status it asked for then came back too late to count
+          { name: "answering after the bad reload", signal: "pod.rack-2.isolated", is: { eq: 0 }, hold: { from: "8s", to: "12.4s" } },
           // that the leak is isolated during the flood is judged, not how fast (the bench and the
           // library file measure it): 1 s is a loaded CI machine's margin
           { name: "power off during the flood", signal: "truth.rack-3.powerOff", is: { eq: 1 }, within: "1s", after: "9.5s" },
