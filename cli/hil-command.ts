@@ -16,6 +16,7 @@ import { ConfigError, parseYaml } from "../lib/config-file.js";
 import { cpuQuotaGroup, realTimeThreads, type CpuQuota } from "../lib/cpu-quota.js";
 import { fakeClockEnv, setFakeClock } from "../lib/faketime.js";
 import { mergePatch } from "../lib/merge-patch.js";
+import { sensorIngestConfig, sensorPointId } from "../hil/sensor-gateway.js";
 import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RealTimeDeps, type RunningDaemon } from "../hil/realtime-runner.js";
 import { loadRig, type RigAdapter } from "../hil/rig.js";
 import { agentConfigFromData, loadAgentConfig, type AgentConfig } from "../agent/config/load.js";
@@ -59,6 +60,15 @@ function wireTransmitters(data: Record<string, unknown>, s: Pick<HilScenario, "t
   const missing = racks.filter((r) => !devices.includes(r));
   if (missing.length > 0) throw new ConfigError(s.file, missing.map((r) => `transmitters: ${r}: the config has no Modbus device named after the rack, whose input register 11 is its transmitter's loop current`));
   readReturnTempsThroughTransmitters(data, (name) => racks.includes(name));
+}
+
+/** Rewires `racks` to read their return temperature from the sensor gateway's MQTT topics, through the daemon's MQTT ingest. */
+function wireMqttSensors(data: Record<string, unknown>, url: string, racks: readonly string[], file: string): void {
+  const all = (data.racks as { name: string; points: Record<string, unknown> }[] | undefined) ?? [];
+  const missing = racks.filter((r) => !all.some((x) => x.name === r));
+  if (missing.length > 0) throw new ConfigError(file, missing.map((r) => `mqttSensors: no rack "${r}" in the config`));
+  data.mqttIngest = sensorIngestConfig(url, racks);
+  for (const rack of all) if (racks.includes(rack.name)) rack.points = { ...rack.points, returnTempC: sensorPointId(rack.name) };
 }
 
 /**
@@ -141,6 +151,8 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, 
   if (o.uplinkUrl !== undefined) data.uplink = rigUplink(o.uplinkUrl, o.commandKey, o.spool);
   else delete data.uplink;
   if (o.transmitters !== undefined) wireTransmitters(data, { transmitters: o.transmitters, file: rig.file });
+  // the scenario's MQTT sensors, from the runner's broker (over any ingest the config has: the scenario owns its sensors' broker)
+  if (o.mqttSensors !== undefined && o.uplinkUrl !== undefined) wireMqttSensors(data, o.uplinkUrl, o.mqttSensors, rig.file);
   // the scenario's own tuning over the config's (checked before the run: scenarioPod)
   if (o.control !== undefined) data.control = mergePatch(data.control ?? {}, o.control);
   return data;

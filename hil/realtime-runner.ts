@@ -19,6 +19,7 @@ import type { VirtualPodConfig } from "../sim/virtual-pod.js";
 import { holds, type Series } from "./expectations.js";
 import { startMissionControl, type MissionControl, type TrustedKey, type UplinkObservation } from "./mission-control.js";
 import { inject, injectorFor, type Prompt, type RigAdapter } from "./rig.js";
+import { startSensorGateway, type SensorGateway } from "./sensor-gateway.js";
 import type { BrokerAction, ConfigAction, DaemonAction, HilScenario, StateDamage, StateFile } from "./scenario.js";
 import type { SignalRef, SignalSource } from "./signals.js";
 import { MAX_SAMPLES, planRun, verdictsOf, type RunPlan, type ScenarioRun } from "./virtual-runner.js";
@@ -61,9 +62,9 @@ export interface RealTimeDeps {
   /**
    * starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where
    * given, trusting `commandKey` (an engineer's) for signed commands, and the scenario's `control`
-   * patch over its config's, its `transmitters` racks read through their 4–20 mA transmitter; with `fakeClock`, on a wall clock the runner can move (a `clock` step); its uplink's `spool` the scenario's
+   * patch over its config's, its `transmitters` racks read through their 4–20 mA transmitter and its `mqttSensors` racks from the runner's broker (sensor-gateway.ts); with `fakeClock`, on a wall clock the runner can move (a `clock` step); its uplink's `spool` the scenario's
    */
-  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; spool?: HilScenario["spool"]; control?: Record<string, unknown>; transmitters?: string[]; fakeClock?: boolean }) => Promise<RunningDaemon>;
+  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; spool?: HilScenario["spool"]; mqttSensors?: string[]; control?: Record<string, unknown>; transmitters?: string[]; fakeClock?: boolean }) => Promise<RunningDaemon>;
   /** asks the operator to do something by hand, resolves when they confirm, rejects once `until` aborts */
   prompt: Prompt;
   log: (line: string) => void;
@@ -104,6 +105,9 @@ function truthReader(s: SignalRef, rackName: string): (t: TruthJson | undefined)
   if (s.source === "truth-cdu") return (t) => num(t?.cdu[s.field]);
   return (t) => num(t?.racks.find((x) => x.name === rackName)?.[s.field]);
 }
+
+/** The sensor gateway's read of the truth gives up after this: it publishes nothing for that period. */
+const GATEWAY_TRUTH_TIMEOUT_MS = 200;
 
 /** A rig's answer is read up to this size before it is parsed: an 8-rack truth is ~6 kB. */
 const MAX_TRUTH_BYTES = 1024 * 1024;
@@ -265,10 +269,22 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
   const oversized = scenario.runnerSteps.flatMap((x) => ("command" in x && x.command.as === "oversized" ? [x.command.name] : []));
   const mc: MissionControl | undefined = scenario.uplink ? await startMissionControl({ oversized }) : undefined;
   let daemon: RunningDaemon;
+  let gateway: SensorGateway | undefined;
   try {
+    const sensors = scenario.mqttSensors;
+    if (sensors !== undefined && mc !== undefined) {
+      const truth = rig.truth;
+      if (truth === undefined) throw new Error(`${scenario.file}: mqttSensors: the gateway publishes the rig's truth, and the rig "${rig.name}" has none`);
+      const read = async (): Promise<Map<string, number> | undefined> => {
+        const t = await readTruth(truth.url, GATEWAY_TRUTH_TIMEOUT_MS);
+        return t === undefined ? undefined : new Map(t.racks.map((r) => [r.name, num(r.returnTempC)] as const).filter(([, v]) => Number.isFinite(v)));
+      };
+      gateway = await startSensorGateway({ url: mc.url, racks: sensors, read });
+    }
     const fakeClock = scenario.runnerSteps.some((x) => "clock" in x);
-    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey, spool: scenario.spool }), control: scenario.control, ...(scenario.transmitters === undefined ? {} : { transmitters: scenario.transmitters }), fakeClock });
+    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey, spool: scenario.spool }), ...(sensors === undefined ? {} : { mqttSensors: sensors }), control: scenario.control, ...(scenario.transmitters === undefined ? {} : { transmitters: scenario.transmitters }), fakeClock });
   } catch (err) {
+    await gateway?.stop();
     await mc?.stop();
     throw err;
   }
@@ -300,6 +316,15 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
           return mc;
         };
         if ("broker" in s) return { atS: s.atS, what: `broker ${s.broker}`, run: () => brokerStep(needMc(), s.broker) };
+        if ("gateway" in s)
+          return {
+            atS: s.atS,
+            what: `gateway ${s.gateway}`,
+            run: () => {
+              if (gateway === undefined) throw new Error("no sensor gateway: the scenario has no mqttSensors");
+              return gateway.act(s.gateway);
+            },
+          };
         const c = s.command;
         const what = `command ${c.name} ${JSON.stringify(c.params)} ${c.as}${c.times > 1 ? ` x${c.times}${c.perS === undefined ? "" : ` at ${c.perS}/s`}` : ""}`;
         // a flood goes on while the next steps happen (a leak during it): it runs in the background
@@ -381,6 +406,7 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
     if (stepError !== null) throw new Error(`${scenario.file}: a step failed at ${(now() / 1000).toFixed(3)} s, so the run stopped: ${(stepError as Error).message}`);
   } finally {
     await daemon.stop();
+    await gateway?.stop();
     await mc?.stop();
     if (rig.clear !== undefined) await inject(rig.clear, { clear: "all" }, deps.prompt).catch((err: Error) => deps.log(`  clearing the rig's faults failed: ${err.message}`));
   }

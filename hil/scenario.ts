@@ -79,6 +79,15 @@ export type StateDamage = (typeof STATE_DAMAGE)[number];
 /** What a `config` step does to the daemon's config file: a bad edit over it, or the good one back. */
 export const CONFIG_ACTIONS = ["garbage", "restore"] as const;
 export type ConfigAction = (typeof CONFIG_ACTIONS)[number];
+/**
+ * What a step may do to the sensor gateway of a scenario with `mqttSensors` (docs/hil.md): it
+ * falls silent (a dead sensor, a gateway down), publishes live again, leaves a retained copy of a
+ * reading a minute old on the broker (a dead sensor's last word, which the broker hands to every
+ * new subscription), or flushes the queue of readings it held while it was cut off, each dated
+ * when it was taken.
+ */
+export const GATEWAY_ACTIONS = ["silent", "live", "retain-old", "flush"] as const;
+export type GatewayAction = (typeof GATEWAY_ACTIONS)[number];
 /** Most of a CPU a `cpu` step may give the daemon: a share above the machine's is no limit. */
 export const MAX_CPU_SHARE = 64;
 /** A step the runner does itself, not the rig (real time only). */
@@ -89,9 +98,13 @@ export type RunnerStep =
   | { atS: number; daemon: DaemonAction }
   | { atS: number; broker: BrokerAction }
   | { atS: number; command: CommandStep }
+  | { atS: number; gateway: GatewayAction }
   | { atS: number; clock: string };
 /** The keys that make a step the runner's. */
-const RUNNER_KEYS = ["daemon", "broker", "command", "clock", "stateFile", "config", "cpu"] as const;
+const RUNNER_KEYS = ["daemon", "broker", "command", "clock", "stateFile", "config", "cpu", "gateway"] as const;
+
+/** A scenario's list of racks rewired for it (transmitters, mqttSensors). */
+const RACK_LIST = { type: "array", minItems: 1, maxItems: 32, uniqueItems: true, items: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$", maxLength: 64 } } as const;
 
 export const HIL_SCENARIO_SCHEMA = {
   type: "object",
@@ -108,15 +121,16 @@ export const HIL_SCENARIO_SCHEMA = {
       description: "a patch over the pod's `control` section for this scenario (merged key by key, a list replaced whole), checked as the config is: what the scenario needs configured, e.g. frozen-sensor detection (points.temperature.stuckMs)",
     },
     transmitters: {
-      type: "array",
-      minItems: 1,
-      maxItems: 32,
-      uniqueItems: true,
-      items: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$", maxLength: 64 },
+      ...RACK_LIST,
       description:
         "racks whose return temperature (their loop's PV) the pod reads for this scenario as a 4–20 mA loop current through the rack device's transmitter (the simulator's `returnTempMa`, input register 11 in µA), as many sites wire it, instead of as a value: a `<rack>.returnTempMa` fault then reaches the pod on the wire. The config under test is rewired so, in both modes; a rack must have a Modbus device named after it",
     },
     uplink: { const: true, description: "real time: the daemon gets an uplink to an MQTT broker of the runner's own on loopback, watched from there as mission control would (the uplink.* signals), which `broker` steps take away and bring back" },
+    mqttSensors: {
+      ...RACK_LIST,
+      description:
+        "real time only, with uplink: true: racks whose return temperature (their loop's PV) the pod reads for this scenario from MQTT, as a site wires a sensor through a gateway: the daemon's `mqttIngest` subscribes to hil/sensors/<rack>/returnTempC on the runner's broker (payload {\"v\": °C, \"t\": epoch ms}, timePath t, stale after 2 s), and the runner's gateway publishes the rig's truth there every 250 ms; `gateway` steps fault it",
+    },
     spool: {
       type: "object",
       additionalProperties: false,
@@ -186,6 +200,11 @@ export const HIL_SCENARIO_SCHEMA = {
             description:
               "real time only, as root: the daemon's whole process held to this share of one CPU (0.05: 5 ms of CPU in each 100 ms) by a cgroup of its own (v2 cpu.max, or v1's CFS quota), as a host starved by other work or a systemd CPUQuota= leaves it; `full` lifts the limit. No CPU quota binds a SCHED_FIFO thread, so a scenario that starves the daemon sets `control: { schedFifo: false }`: the daemon without its real-time threads, as on a host that does not grant CAP_SYS_NICE (the step fails on a daemon with one)",
           },
+          gateway: {
+            enum: [...GATEWAY_ACTIONS],
+            description:
+              "real time only, with mqttSensors: the sensor gateway falls silent (silent), publishes live again (live), leaves on the broker a retained copy of each sensor's reading dated a minute ago (retain-old: what a new subscription, after a reconnect, is handed first), or flushes the 30 readings of an outage that ended 4 s ago, each dated when it was taken (33 s to 4 s ago, all older than the 2 s staleness), oldest first (flush: a gateway back from an outage)",
+          },
           clock: { type: "string", pattern: FAKETIME_OFFSET.source, description: "real time only: the daemon's wall clock is set this far from the true time (libfaketime, Debian's faketime package; its monotonic clock stays true, as when NTP or an operator sets the time): +1d, -2h, +0 back to true" },
         },
       },
@@ -242,6 +261,7 @@ interface RawHilScenario {
   replay?: string;
   realTime?: true;
   uplink?: true;
+  mqttSensors?: string[];
   spool?: { maxBytes?: number; segmentBytes?: number };
   control?: Record<string, unknown>;
   transmitters?: string[];
@@ -279,6 +299,8 @@ export interface HilScenario {
   realTimeOnly: boolean;
   /** the daemon gets an uplink to the runner's own broker, watched as mission control (real time) */
   uplink: boolean;
+  /** racks whose return temperature the daemon reads from MQTT, published by the runner's sensor gateway */
+  mqttSensors?: string[];
   /** the daemon's uplink spool for this scenario (uplink.spool: maxBytes, segmentBytes) */
   spool?: { maxBytes?: number; segmentBytes?: number };
   /** a patch over the pod's `control` section for this scenario (scenarioPod) */
@@ -307,6 +329,7 @@ function problems(s: RawHilScenario): string[] {
     const more = Object.keys(step).filter((k) => k !== "at" && k !== own);
     if (more.length > 0) return [`steps[${i}]: a ${own} step has nothing else (${more.join(", ")})`];
     if (own === "broker" && s.uplink !== true) return [`steps[${i}]: a broker step needs uplink: true (the broker is the runner's own)`];
+    if (own === "gateway" && s.mqttSensors === undefined) return [`steps[${i}]: a gateway step needs mqttSensors (the gateway publishes their readings)`];
     if (own === "command" && s.uplink !== true) return [`steps[${i}]: a command step needs uplink: true (mission control publishes it through the runner's own broker)`];
     if (own === "command" && (step.command as { as?: string }).as === "again") {
       const at = parseDuration(step.at as number | string);
@@ -319,6 +342,8 @@ function problems(s: RawHilScenario): string[] {
   if (s.replay !== undefined && (s.steps !== undefined || s.seed !== undefined)) out.push("replay: a replay has no steps and no seed (its inputs are the recording's)");
   if (s.replay !== undefined && s.uplink === true) out.push("uplink: a replay has no daemon, so no uplink");
   if (s.spool !== undefined && s.uplink !== true) out.push("spool: the daemon's spool holds what its uplink sends: it needs uplink: true");
+  if (s.mqttSensors !== undefined && s.uplink !== true) out.push("mqttSensors: the sensor gateway publishes through the runner's broker: it needs uplink: true");
+  if (s.mqttSensors !== undefined && s.transmitters?.some((r) => s.mqttSensors?.includes(r)) === true) out.push("mqttSensors: a rack's return temperature comes from a transmitter or from MQTT, not both");
   if (s.replay !== undefined && s.transmitters !== undefined) out.push("transmitters: a replay's inputs are the recording's, not read from a wire");
   s.expect.forEach((e, i) => {
     const at = `expect[${i}] (${e.name})`;
@@ -358,6 +383,7 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     if ("clock" in x) return { atS, clock: x.clock as string };
     if ("config" in x) return { atS, config: x.config as ConfigAction };
     if ("cpu" in x) return { atS, cpu: x.cpu === "full" ? null : (x.cpu as number) };
+    if ("gateway" in x) return { atS, gateway: x.gateway as GatewayAction };
     if ("stateFile" in x) {
       const st = x.stateFile as { file: StateFile; damage?: StateDamage };
       return { atS, stateFile: { file: st.file, damage: st.damage ?? "garbage" } };
@@ -395,8 +421,9 @@ export function parseHilScenario(data: unknown, file = "scenario"): HilScenario 
     steps,
     whenSteps,
     runnerSteps,
-    realTimeOnly: raw.realTime === true || runnerSteps.length > 0,
+    realTimeOnly: raw.realTime === true || runnerSteps.length > 0 || raw.mqttSensors !== undefined,
     uplink: raw.uplink === true,
+    ...(raw.mqttSensors === undefined ? {} : { mqttSensors: raw.mqttSensors }),
     ...(raw.spool === undefined ? {} : { spool: raw.spool }),
     ...(raw.control === undefined ? {} : { control: raw.control }),
     ...(raw.transmitters === undefined ? {} : { transmitters: raw.transmitters }),

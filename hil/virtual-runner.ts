@@ -240,8 +240,9 @@ export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => st
  */
 function refuseDaemonSteps(scenario: HilScenario): void {
   const d = scenario.runnerSteps;
-  const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : "broker" in x ? `broker ${x.broker}` : "clock" in x ? `clock ${x.clock}` : "stateFile" in x ? `state file ${x.stateFile.file}` : "config" in x ? `config ${x.config}` : "cpu" in x ? `cpu ${x.cpu ?? "full"}` : `command ${x.command.name}`);
+  const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : "broker" in x ? `broker ${x.broker}` : "clock" in x ? `clock ${x.clock}` : "stateFile" in x ? `state file ${x.stateFile.file}` : "config" in x ? `config ${x.config}` : "cpu" in x ? `cpu ${x.cpu ?? "full"}` : "gateway" in x ? `gateway ${x.gateway}` : `command ${x.command.name}`);
   if (d.length > 0) throw new Error(`${scenario.file}: its steps on the daemon, its config, its clock, its state, its broker or its commands (${d.map((x) => `${words(x)} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
+  if (scenario.mqttSensors !== undefined) throw new Error(`${scenario.file}: its mqttSensors are read by the daemon's MQTT ingest from the runner's broker: run it in real time, with --rig`);
   if (scenario.realTimeOnly) throw new Error(`${scenario.file}: it says realTime: true (it expects what the daemon's supervisor does): run it in real time, with --rig`);
   // a connection reset is a transport's fault: the virtual pod asks its devices with no connection
   const resets = [...scenario.steps.map((s) => s.action), ...scenario.whenSteps.map((s) => s.action)].filter((a) => "device" in a && (a.resetEvery ?? 0) > 0);

@@ -232,6 +232,21 @@ describe("scenario files", () => {
     expect(series[1].unit).toMatch(/gaps in seq/);
   });
 
+  it("reads MQTT sensors only with an uplink, faults their gateway only with them, and only in real time", () => {
+    const m = parseHilScenario({ ...base, uplink: true, mqttSensors: ["rack-2"], steps: [{ at: "1s", gateway: "silent" }, { at: "2s", gateway: "flush" }] }, "m.yaml");
+    expect(m.mqttSensors).toEqual(["rack-2"]);
+    expect(m.runnerSteps).toEqual([
+      { atS: 1, gateway: "silent" },
+      { atS: 2, gateway: "flush" },
+    ]);
+    expect(m.realTimeOnly).toBe(true);
+    expect(() => checkScenario(parseHilScenario({ ...base, uplink: true, mqttSensors: ["rack-2"] }, "m.yaml"), pod)).toThrow(/m\.yaml: its mqttSensors are read by the daemon's MQTT ingest from the runner's broker: run it in real time/);
+    expect(() => parseHilScenario({ ...base, mqttSensors: ["rack-2"] }, "m.yaml")).toThrow(/mqttSensors: the sensor gateway publishes through the runner's broker: it needs uplink: true/);
+    expect(() => parseHilScenario({ ...base, uplink: true, steps: [{ at: "1s", gateway: "silent" }] }, "m.yaml")).toThrow(/steps\[0\]: a gateway step needs mqttSensors/);
+    expect(() => parseHilScenario({ ...base, uplink: true, mqttSensors: ["rack-2"], transmitters: ["rack-2"] }, "m.yaml")).toThrow(/mqttSensors: a rack's return temperature comes from a transmitter or from MQTT, not both/);
+    expect(() => parseHilScenario({ ...base, uplink: true, mqttSensors: ["rack-2"], steps: [{ at: "1s", gateway: "asleep" }] }, "m.yaml")).toThrow(/gateway/);
+  });
+
   it("sets the daemon's spool only with an uplink, within the config's bounds", () => {
     expect(parseHilScenario({ ...base, uplink: true, spool: { maxBytes: 65536, segmentBytes: 4096 } }, "s.yaml").spool).toEqual({ maxBytes: 65536, segmentBytes: 4096 });
     expect(() => parseHilScenario({ ...base, spool: { maxBytes: 65536 } }, "s.yaml")).toThrow(/spool: the daemon's spool holds what its uplink sends: it needs uplink: true/);
