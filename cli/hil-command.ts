@@ -15,6 +15,7 @@ import { adminRequest } from "../agent/ops/admin-socket.js";
 import { ConfigError, parseYaml } from "../lib/config-file.js";
 import { cpuQuotaGroup, realTimeThreads, type CpuQuota } from "../lib/cpu-quota.js";
 import { fakeClockEnv, setFakeClock } from "../lib/faketime.js";
+import { stallMainThread, type MainThreadStall } from "../lib/main-thread-stall.js";
 import { mergePatch } from "../lib/merge-patch.js";
 import { sensorIngestConfig, sensorPointId } from "../hil/sensor-gateway.js";
 import { runRealTime, realTimePlan, type DaemonEvent, type PodView, type RealTimeDeps, type RunningDaemon } from "../hil/realtime-runner.js";
@@ -163,7 +164,7 @@ const MAX_EVENT_LINE = 64 * 1024;
 const MAX_EVENTS = 100_000;
 
 /** A daemon step's signal (the rest start a process: a new one once the last has exited, or a second). */
-const DAEMON_SIGNALS: Record<Exclude<DaemonAction, "restart" | "restart-refused" | "second">, NodeJS.Signals> = { kill: "SIGKILL", terminate: "SIGTERM", stop: "SIGSTOP", continue: "SIGCONT", reload: "SIGHUP" };
+const DAEMON_SIGNALS: Record<Exclude<DaemonAction, "restart" | "restart-refused" | "second" | "stall-main" | "resume-main">, NodeJS.Signals> = { kill: "SIGKILL", terminate: "SIGTERM", stop: "SIGSTOP", continue: "SIGCONT", reload: "SIGHUP" };
 
 /** One `podwarden run` process (this very program, with its shebang's flags), its events appended to `events`; `env` over this process's. */
 function spawnDaemon(file: string, events: DaemonEvent[], env: Record<string, string>): { child: ChildProcess; exited: Promise<number | null>; running: Promise<void>; errText: () => string } {
@@ -229,14 +230,18 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
   // a `cpu` step's cgroup, made at the first
   let quota: CpuQuota | undefined;
   let cpuShare: number | null = null;
+  // a `daemon: stall-main` step's hold on its main thread
+  let mainStall: MainThreadStall | undefined;
   const alive = (): boolean => proc.child.exitCode === null && proc.child.signalCode === null;
   const untilRunning = async (): Promise<void> => {
     const first = await Promise.race([proc.running.then(() => "running" as const), proc.exited.then((code) => ({ code })), new Promise<"late">((r) => setTimeout(() => r("late"), 60_000).unref())]);
     if (first !== "running") throw new Error(`podwarden run on the rig ${first === "late" ? "did not start in 60 s" : `exited ${String(first.code)}`}: ${proc.errText().trim() || "(no output)"}`);
   };
   const stop = async (): Promise<void> => {
-    // a starved daemon is given its CPU back to stop as it would
+    // a starved daemon is given its CPU back, and a held main thread let go, to stop as it would
     quota?.set(null);
+    await mainStall?.release();
+    mainStall = undefined;
     if (alive()) {
       // a stopped process takes no SIGTERM until it is continued
       proc.child.kill("SIGCONT");
@@ -269,6 +274,18 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
       }
     },
     act: async (action) => {
+      if (action === "stall-main") {
+        if (!alive()) throw new Error("daemon stall-main: it is not running");
+        if (mainStall !== undefined) throw new Error("daemon stall-main: its main thread is held already");
+        mainStall = await stallMainThread(proc.child.pid as number);
+        return;
+      }
+      if (action === "resume-main") {
+        if (mainStall === undefined) throw new Error("daemon resume-main: its main thread is not held (stall-main first)");
+        const held = mainStall;
+        mainStall = undefined;
+        return held.release();
+      }
       if (action === "second") {
         if (!alive()) throw new Error("daemon second: the first is not running (restart it first)");
         // its events are not the pod's: a refused daemon logs none, and one that ran is a failure
@@ -296,6 +313,9 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
         clearTimeout(t);
       }
       terminating = false;
+      // a hold on the dead daemon's main thread ended with it
+      await mainStall?.release();
+      mainStall = undefined;
       proc = spawnDaemon(file, events, env);
       // a restarted daemon is a new process on the same starved host: a quota in force holds it too
       if (quota !== undefined && cpuShare !== null) quota.add(proc.child.pid as number);
