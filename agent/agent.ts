@@ -175,6 +175,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
         ? null
         : new LeakThread({
             modbus: leakSplit.taken,
+            leases: leakSplit.leases,
             pod: { racks: c.racks, cdu: c.cdu },
             reportMs: LEAK_REPORT_MS,
             passMs: ACTUATOR_PASS_MS,

@@ -54,6 +54,7 @@ describe("splitting a Modbus config for the leak thread", () => {
     expect(kept.get("a")?.points.map((p) => p.name)).toEqual(["flow"]);
     expect(kept.get("a")?.outputs.map((o) => o.name)).toEqual(["valve"]);
     expect(kept.get("a")?.lease).toEqual({ address: 9, periodMs: 500 }); // the lease stays with the main driver
+    expect(s.leases).toEqual({ a: 9 }); // its register, for a renewal before a close (leak-worker.ts)
     expect(kept.get("b")).toBe(config.devices[1]); // serial: untouched
     expect(kept.get("c")).toBe(config.devices[2]); // nothing of it asked for
     expect(s.left).toEqual(["b.leak", "b.iso"]);
@@ -67,7 +68,7 @@ describe("a leak thread that dies", () => {
     const bad: ModbusConfig = { ...data.modbus, buses: [], devices: [{ ...data.modbus.devices[0], tcp: undefined, bus: "none" }] };
     const config = agentConfig({ ...data, pod: TEST_POD });
     const died: string[] = [];
-    const t = new LeakThread({ modbus: bad, pod: { racks: config.racks, cdu: config.cdu }, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
+    const t = new LeakThread({ modbus: bad, leases: {}, pod: { racks: config.racks, cdu: config.cdu }, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
     const frames = new Frames({ points: 4, loops: 2, racks: 1 });
     await expect(t.start(frames)).rejects.toThrow(/leak thread did not start/);
     expect(died.join()).toMatch(/no bus none/);
@@ -121,29 +122,37 @@ describe("the leak thread against a simulator process", () => {
    * A leak injected while this (the agent's) main thread is blocked, by a thread that then watches
    * the simulator for the isolation: the block lasts until that thread has seen the valve's close
    * command arrive, or has watched for `watchMs` without seeing it. Returns whether it saw it.
+   * `afterMs`: the leak comes that long into the block (past a device's lease, say); `moving`:
+   * what is watched for is the valve leaving its open end at the device, not the command's arrival
+   * (a device whose lease has run out takes a command in and does not act on it).
    */
-  function leakWhileBlocked(rack: number, watchMs: number): boolean {
-    const flag = new Int32Array(new SharedArrayBuffer(8)); // [done, seen]
+  function leakWhileBlocked(rack: number, watchMs: number, o: { afterMs?: number; moving?: boolean } = {}): boolean {
+    const flag = new Int32Array(new SharedArrayBuffer(12)); // [done, seen, the device's lease out at the leak]
     const script = `
       const { workerData: w } = require("node:worker_threads");
       const flag = new Int32Array(w.buffer);
       (async () => {
+        await new Promise((r) => setTimeout(r, w.afterMs));
+        const before = await (await fetch(w.url + "/truth")).json();
+        if (before.devices.find((d) => d.name === w.rack).leaseExpired) Atomics.store(flag, 2, 1);
         await fetch(w.url + "/fault", { method: "POST", body: JSON.stringify({ leak: w.rack }) });
         const t0 = Date.now();
         while (Date.now() - t0 < w.watchMs) {
           const t = await (await fetch(w.url + "/truth")).json();
-          if (t.racks[w.index].leakToIsolationMs !== null) { Atomics.store(flag, 1, 1); break; }
+          const r = t.racks[w.index];
+          if (w.moving ? r.supplyIsolationPct < 99 : r.leakToIsolationMs !== null) { Atomics.store(flag, 1, 1); break; }
           await new Promise((r) => setTimeout(r, 5));
         }
         Atomics.store(flag, 0, 1);
       })();`;
-    const injector = new Worker(script, { eval: true, workerData: { buffer: flag.buffer, url: sim.controlUrl, rack: `rack-${rack + 1}`, index: rack, watchMs } });
+    const injector = new Worker(script, { eval: true, workerData: { buffer: flag.buffer, url: sim.controlUrl, rack: `rack-${rack + 1}`, index: rack, watchMs, afterMs: o.afterMs ?? 0, moving: o.moving === true } });
     const t0 = performance.now();
-    while (Atomics.load(flag, 0) === 0 && performance.now() - t0 < watchMs + 10_000) {
+    while (Atomics.load(flag, 0) === 0 && performance.now() - t0 < (o.afterMs ?? 0) + watchMs + 10_000) {
       // busy: no timer, no socket, no promise of this thread runs until the injector is done
     }
     void injector.terminate();
     expect(Atomics.load(flag, 0), "the injector finished while the main thread was blocked").toBe(1);
+    if (o.afterMs !== undefined) expect(Atomics.load(flag, 2), "the device's lease had run out when the leak came").toBe(1);
     return Atomics.load(flag, 1) === 1;
   }
 
@@ -159,6 +168,23 @@ describe("the leak thread against a simulator process", () => {
       await waitFor(() => agent.points.get(agent.config.racks[1].points.leak[0])?.value === 1, "the leak reported to the main thread", 5000);
       await waitFor(() => agent.outputState(agent.config.racks[1].outputs.supplyIsolation)?.written === 0, "the close reported to the main thread", 5000);
     });
+  }, 60_000);
+
+  it("isolates when the main thread has been blocked past the device's lease: one heartbeat before the close, and the valve moves", async () => {
+    // a simulator of its own, whose devices' leases (1 s) run out inside the block
+    const long = sim;
+    const shortDir = mkdtempSync(join(tmpdir(), "podwarden-leak-thread-lease-"));
+    sim = await startSimProcess(shortDir, 1000);
+    try {
+      await withAgent(true, () => {
+        expect(leakWhileBlocked(2, 3000, { afterMs: 1800, moving: true }), "rack-3's isolation valve moving at the device, its lease run out, while the main thread was blocked").toBe(true);
+        return Promise.resolve();
+      });
+    } finally {
+      await stopProcess(sim.child);
+      sim = long;
+      rmSync(shortDir, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it("a leak thread that crashes: Critical alarm while it is down, restarted with its connections, and it isolates again", async () => {

@@ -20,6 +20,8 @@ export const LEAK_CONNECTION_SUFFIX = "#leak";
 
 export interface LeakThreadOptions {
   modbus: ModbusConfig;
+  /** the taken devices' lease registers (ModbusSplit.leases) */
+  leases: Record<string, number>;
   pod: Pick<PodConfig, "racks" | "cdu">;
   reportMs: number;
   passMs: number;
@@ -48,7 +50,7 @@ export class LeakThread {
 
   /** Starts the thread on the control worker's frames; resolves when its driver runs. */
   async start(frames: Frames): Promise<void> {
-    const input: LeakWorkerInput = { modbus: this.o.modbus, pod: this.o.pod, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0 };
+    const input: LeakWorkerInput = { modbus: this.o.modbus, leases: this.o.leases, pod: this.o.pod, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0 };
     // A driver and a few connections: its heap holds 8–10 MB (measured under the bench's 1 ms
     // polls), so 32 MB of old generation bounds a leak without ever being reached. The young
     // generation is not set here: the process's --max-semi-space-size/--optimize-for-size flags

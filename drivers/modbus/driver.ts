@@ -331,6 +331,22 @@ export class ModbusDriver {
 
   private heartbeat(d: DeviceRuntime, address: number): void {
     if (!this.running || !this.healthy()) return;
+    this.beat(d, address);
+  }
+
+  /**
+   * Writes one heartbeat to `device`'s lease register (`address`) now, ahead of the writes that
+   * follow it, whatever the health gate says and whether or not this driver beats that device:
+   * for a driver on a second connection that does not own the lease, and must have one write
+   * taken by a device whose lease may have run out.
+   */
+  renewLease(device: string, address: number): void {
+    const d = this.devices.get(device);
+    if (d === undefined) throw new Error(`no device "${device}"`);
+    if (this.running) this.beat(d, address);
+  }
+
+  private beat(d: DeviceRuntime, address: number): void {
     d.leaseCounter = (d.leaseCounter + 1) & 0xffff;
     d.bus.submit({ device: d, request: { fc: FC.WRITE_SINGLE_REGISTER, address, value: d.leaseCounter }, priority: 0, sheddable: false, done: () => undefined });
   }

@@ -11,6 +11,12 @@ export interface ModbusSplit {
   taken: ModbusConfig;
   /** ids asked for that stay in `kept`: on a serial bus */
   left: string[];
+  /**
+   * the lease register of each taken device that has one: the taken driver does not beat it,
+   * but may write it once (ModbusDriver.renewLease) to have a device whose lease ran out take a
+   * write toward its safe state
+   */
+  leases: Record<string, number>;
 }
 
 /**
@@ -23,6 +29,7 @@ export function splitModbus(config: ModbusConfig, take: ReadonlySet<string>): Mo
   const kept: DeviceConfig[] = [];
   const taken: DeviceConfig[] = [];
   const left: string[] = [];
+  const leases: Record<string, number> = {};
   for (const d of config.devices) {
     const mine = (name: string): boolean => take.has(`${d.name}.${name}`);
     const points = d.points.filter((p) => mine(p.name));
@@ -37,8 +44,9 @@ export function splitModbus(config: ModbusConfig, take: ReadonlySet<string>): Mo
       continue;
     }
     kept.push({ ...d, points: d.points.filter((p) => !mine(p.name)), outputs: d.outputs.filter((o) => !mine(o.name)) });
-    const { lease: _lease, ...rest } = d;
+    const { lease, ...rest } = d;
     taken.push({ ...rest, points, outputs });
+    if (lease !== undefined) leases[d.name] = lease.address;
   }
-  return { kept: { ...config, devices: kept }, taken: { ...config, buses: [], devices: taken }, left };
+  return { kept: { ...config, devices: kept }, taken: { ...config, buses: [], devices: taken }, left, leases };
 }
