@@ -42,7 +42,8 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "compute", include: COMPUTE_ONLY, sequence: { groupOrder: 0 } },
+        // isolate: false, one module graph per worker for all its files: 46 s for the group instead of 52
+        test: { name: "compute", include: COMPUTE_ONLY, isolate: false, sequence: { groupOrder: 0 } },
       },
       {
         extends: true,
