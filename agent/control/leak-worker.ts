@@ -75,17 +75,19 @@ function run(input: LeakWorkerInput): void {
   const sink: OutputSink = {
     setOutput: (id, v) => {
       try {
-        // A close the device has not had yet goes after one heartbeat on this connection. The
+        // A close not asked of the device before goes after one heartbeat on this connection. The
         // lease is the main thread's, renewed only while the agent is healthy; a device whose
         // lease ran out while the main thread was held (the real-time HIL scenario
         // leak-while-main-thread-busy held it 10 s: the leak came 3 s in, after the 3 s lease)
         // holds its isolation valves and did not take this thread's close until the main thread
         // went on, 7 s late. One beat renews the lease for one lease period: the device takes the
         // close, its other outputs take the last commands the main thread sent for that while,
-        // and its isolation valves hold shut once the lease runs out again (their lease fail
-        // position is hold). Nothing else renews a lease here: a dead agent still loses its
+        // and its isolation valves stay shut once the lease runs out again where their lease
+        // fail position is hold (the default). Nothing else renews a lease here: a dead agent still loses its
         // leases, and a held main thread's devices lose theirs but for that one period.
-        if (v === 0 && driver.outputState(id)?.written !== 0) {
+        // Asked once per close (the last value asked for, not the last acknowledged: a close the
+        // device keeps refusing must not have this thread beat its lease at every pass).
+        if (v === 0 && driver.outputState(id)?.value !== 0) {
           const device = id.slice(0, id.indexOf("."));
           const lease = input.leases[device];
           if (lease !== undefined) driver.renewLease(device, lease);
