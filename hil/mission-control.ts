@@ -247,11 +247,10 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
       k += n;
     }
   };
+  // mission control's own connection, told apart by its port (it reconnects: read it each time)
+  const isOwn = (c: { remotePort: number | undefined }): boolean => c.remotePort === (client.stream as { localPort?: number } | undefined)?.localPort;
   // mission control keeps its connection: every other one (the pod's) is cut off
-  const cutOff = (): void => {
-    const own = (client.stream as { localPort?: number } | undefined)?.localPort;
-    broker.partition((c) => c.remotePort === own);
-  };
+  const cutOff = (): void => broker.partition(isOwn);
   // a lossy link's timers, and a hostile broker's
   let stalls: NodeJS.Timeout | undefined;
   let stallEnd: NodeJS.Timeout | undefined;
@@ -286,8 +285,7 @@ export async function startMissionControl(o: { oversized?: readonly string[] } =
       steady();
       let k = 0;
       const spoil = (): void => {
-        const own = (client.stream as { localPort?: number } | undefined)?.localPort;
-        broker.injectRaw(MALFORMED_MQTT_PACKETS[k++ % MALFORMED_MQTT_PACKETS.length], (c) => c.remotePort !== own);
+        broker.injectRaw(MALFORMED_MQTT_PACKETS[k++ % MALFORMED_MQTT_PACKETS.length], (c) => !isOwn(c));
       };
       spoil();
       spoiling = setInterval(spoil, HOSTILE_PERIOD_MS);
