@@ -167,8 +167,11 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.layout = podLayout(c);
     this.wiring = new PodWiring(c, this.layout, { writeCaps: c.supervisor.powerBudget.writeCaps });
     this.leaseFail = leaseFailWrites(c);
-    const leakSplit = c.control.isolation.leakThread ? splitModbus(c.modbus, new Set(Object.values(this.wiring.leakPath()).flat())) : null;
-    this.leakLeft = leakSplit?.left ?? [];
+    const leakPath = new Set(Object.values(this.wiring.leakPath()).flat());
+    const leakSplit = c.control.isolation.leakThread ? splitModbus(c.modbus, leakPath) : null;
+    // left to the main thread: the leak path on serial buses, and the racks' power on BMCs
+    const onModbus = new Set(c.modbus.devices.flatMap((d) => [...d.points, ...d.outputs].map((x) => `${d.name}.${x.name}`)));
+    this.leakLeft = leakSplit === null ? [] : [...leakSplit.left, ...[...leakPath].filter((id) => !onModbus.has(id))];
     this.driver = new ModbusDriver(leakSplit?.kept ?? c.modbus, { points: this.points });
     this.leakThread =
       leakSplit === null || leakSplit.taken.devices.length === 0
@@ -177,6 +180,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
             modbus: leakSplit.taken,
             leases: leakSplit.leases,
             pod: { racks: c.racks, cdu: c.cdu },
+            decisions: this.wiring.initialDecisions(),
+            writeCaps: c.supervisor.powerBudget.writeCaps,
             reportMs: LEAK_REPORT_MS,
             passMs: ACTUATOR_PASS_MS,
             // one below the control thread: a tick (tens of µs) may preempt a poll's handling,
@@ -308,9 +313,9 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (this.leakThread !== null) {
       this.leakStartedAt = monoMs();
       await this.leakThread.start(this.control.frames);
-      this.log.info({ left: this.leakLeft, schedFifo: this.leakThread.sched }, "leak inputs and isolation valves of TCP devices served by the leak thread");
+      this.log.info({ left: this.leakLeft, schedFifo: this.leakThread.sched }, "leak inputs, isolation valves and rack power outputs of TCP devices served by the leak thread");
     }
-    if (this.leakLeft.length > 0) this.log.warn({ ids: this.leakLeft }, "leak inputs and isolation valves on serial buses are served by the main thread: its work can delay their isolation (docs/safety.md)");
+    if (this.leakLeft.length > 0) this.log.warn({ ids: this.leakLeft }, "leak inputs, isolation valves and rack power outputs on serial buses or BMCs are served by the main thread: its work can delay their isolation (docs/safety.md)");
     this.driver.start();
     this.ingest?.start();
     this.redfish?.start();
@@ -383,6 +388,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     if (o === undefined) return;
     this.outputs = o;
     if (this.stopping) return;
+    this.leakThread?.setDecisions(this.decisions);
     this.wiring.writeActuators(o, this.decisions, this.actuators, this.leaseFail);
   }
 

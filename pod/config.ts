@@ -168,7 +168,7 @@ export const CONTROL_SCHEMA = obj(
         ),
         leakThread: bool(
           true,
-          "poll the leak sensors and write the isolation valves of Modbus TCP devices from a thread of their own, on a second connection to each such device, so that no work on the main thread (input floods, telemetry, garbage collection) delays an isolation; off: the main thread's driver does it, for devices that accept one connection only. Serial (RTU) devices always stay with the main thread's driver (docs/safety.md)",
+          "poll the leak sensors and write the isolation valves and the racks' power outputs (power-off, cap) of Modbus TCP devices from a thread of their own, on a second connection to each such device, so that no work on the main thread (input floods, telemetry, garbage collection) delays an isolation or the power that follows it; off: the main thread's driver does it, for devices that accept one connection only. Serial (RTU) devices always stay with the main thread's driver (docs/safety.md)",
         ),
       },
       "leak isolation",

@@ -164,13 +164,8 @@ export class PodWiring {
       if (id !== undefined && Number.isFinite(v)) sink.setOutput(id, v);
     };
     this.writeIsolation(o, sink);
-    for (let i = 0; i < racks.length; i++) {
-      const out = racks[i].outputs;
-      const p = this.powerCommand(o, d, i);
-      set(out.powerOff, p.powerOff ? 1 : 0);
-      if (p.writeCap) set(out.powerCap, tenth(p.capKw));
-      set(out.valve, tenth(o.loopOut[lay.rackLoops[i]]));
-    }
+    this.writePower(o, d, sink);
+    for (let i = 0; i < racks.length; i++) set(racks[i].outputs.valve, tenth(o.loopOut[lay.rackLoops[i]]));
     set(this.pod.cdu.outputs.pumpSpeed, tenth(o.loopOut[lay.pumpLoop]));
     set(this.pod.cdu.outputs.pumpEnable, d.pumpEnable ? 1 : 0);
     for (const w of leaseFail) set(w.id, w.value);
@@ -192,6 +187,21 @@ export class PodWiring {
   }
 
   /**
+   * Sends every rack its power-off and cap commands (powerCommand): the second writes of every
+   * actuator pass, and the leak thread's right after its isolation writes, so a rack that loses
+   * its coolant loses its power with it whatever the main thread is doing.
+   */
+  writePower(o: Pick<PodOutputs, "rackSupplyOpen" | "rackReturnOpen">, d: PodDecisions, sink: OutputSink): void {
+    const racks = this.pod.racks;
+    for (let i = 0; i < racks.length; i++) {
+      const out = racks[i].outputs;
+      const p = this.powerCommand(o, d, i);
+      if (out.powerOff !== undefined) sink.setOutput(out.powerOff, p.powerOff ? 1 : 0);
+      if (p.writeCap && out.powerCap !== undefined && Number.isFinite(p.capKw)) sink.setOutput(out.powerCap, tenth(p.capKw));
+    }
+  }
+
+  /**
    * Holds rack `rack`'s isolation valves closed for a partial-stroke test (bits: 1 supply, 2
    * return; 0 releases them), over whatever the hot path commands (agent/health/isolation-stroke.ts).
    * Only the writes see it: the rack keeps its coolant through a partial stroke, so its power
@@ -202,10 +212,26 @@ export class PodWiring {
     this.stroke[rack] = bits & 3;
   }
 
-  /** The field points and outputs of the leak path: every leak input and isolation valve. */
+  /**
+   * The field points and outputs of the leak path: every leak input and isolation valve, and
+   * every rack's power-off and cap, which follow the isolation valves (powerCommand).
+   */
   leakPath(): { inputs: string[]; outputs: string[] } {
-    const outputs = this.pod.racks.flatMap((r) => [r.outputs.supplyIsolation, r.outputs.returnIsolation]);
+    const outputs = this.pod.racks.flatMap((r) => [r.outputs.supplyIsolation, r.outputs.returnIsolation, r.outputs.powerOff, r.outputs.powerCap].filter((id): id is string => id !== undefined));
     return { inputs: [...this.leakPoints.keys()], outputs };
+  }
+
+  /**
+   * The leak-path outputs with a value that takes their rack toward safety: 0 for an isolation
+   * valve (closed), 1 for a power-off (off). A cap has none: a lower cap is not always the safe one.
+   */
+  safeSides(): Map<string, 0 | 1> {
+    const m = new Map<string, 0 | 1>();
+    for (const r of this.pod.racks) {
+      m.set(r.outputs.supplyIsolation, 0).set(r.outputs.returnIsolation, 0);
+      if (r.outputs.powerOff !== undefined) m.set(r.outputs.powerOff, 1);
+    }
+    return m;
   }
 
   /**

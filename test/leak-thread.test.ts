@@ -13,13 +13,14 @@ import type { ModbusConfig } from "../drivers/modbus/config.js";
 import { splitModbus } from "../drivers/modbus/split.js";
 import { Frames } from "../agent/control/frames.js";
 import { LeakThread } from "../agent/control/leak-thread.js";
+import { SharedDecisions } from "../agent/control/shared-decisions.js";
 import { demoConfigData } from "../cli/demo-config.js";
 import { startSimProcess, type SimProcess } from "../tooling/sim-process.js";
 import { agentConfig, testAgent, TEST_POD } from "./helpers/agent.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 
 interface Truth {
-  racks: { name: string; leakToIsolationMs: number | null; supplyIsolationPct: number }[];
+  racks: { name: string; leakToIsolationMs: number | null; supplyIsolationPct: number; powerOff: boolean; powerCapKw: number | null }[];
   devices: { leaseExpired: boolean }[];
 }
 
@@ -61,6 +62,20 @@ describe("splitting a Modbus config for the leak thread", () => {
   });
 });
 
+describe("the supervisor's power decisions shared with the leak thread", () => {
+  it("reads back what was written, on another view of the same memory, and says when a value changed", () => {
+    const mine = new SharedDecisions(2, { pumpEnable: true, rackPowerOff: [false, false], powerCapsKw: [100, 80], coolantPending: [false, false] });
+    const theirs = new SharedDecisions(2, mine.buffer);
+    expect(theirs.read()).toEqual({ pumpEnable: true, rackPowerOff: [false, false], powerCapsKw: [100, 80], coolantPending: [false, false] });
+    const next = { pumpEnable: false, rackPowerOff: [false, true], powerCapsKw: [42.34, Infinity], coolantPending: [true, false] };
+    expect(mine.write(next)).toBe(true);
+    expect(mine.write(next)).toBe(false); // the same again: no pass asked of the thread
+    // in tenths of a kW, as the devices are sent it; a cap that is no number is not written (NaN); the pump is not the thread's
+    expect(theirs.read()).toEqual({ pumpEnable: true, rackPowerOff: [false, true], powerCapsKw: [42.3, NaN], coolantPending: [true, false] });
+    expect(() => new SharedDecisions(3, mine.buffer)).toThrow(/6 words for 3 racks/);
+  });
+});
+
 describe("a leak thread that dies", () => {
   it("is reported: the agent raises its alarm from onDied, and a start that fails says so", async () => {
     const data = demoConfigData(() => 1) as { modbus: ModbusConfig };
@@ -68,7 +83,7 @@ describe("a leak thread that dies", () => {
     const bad: ModbusConfig = { ...data.modbus, buses: [], devices: [{ ...data.modbus.devices[0], tcp: undefined, bus: "none" }] };
     const config = agentConfig({ ...data, pod: TEST_POD });
     const died: string[] = [];
-    const t = new LeakThread({ modbus: bad, leases: {}, pod: { racks: config.racks, cdu: config.cdu }, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
+    const t = new LeakThread({ modbus: bad, leases: {}, pod: { racks: config.racks, cdu: config.cdu }, decisions: { pumpEnable: true, rackPowerOff: config.racks.map(() => false), powerCapsKw: config.racks.map((r) => r.ratedKw), coolantPending: config.racks.map(() => false) }, writeCaps: false, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
     const frames = new Frames({ points: 4, loops: 2, racks: 1 });
     await expect(t.start(frames)).rejects.toThrow(/leak thread did not start/);
     expect(died.join()).toMatch(/no bus none/);
@@ -124,9 +139,10 @@ describe("the leak thread against a simulator process", () => {
    * command arrive, or has watched for `watchMs` without seeing it. Returns whether it saw it.
    * `afterMs`: the leak comes that long into the block (past a device's lease, say); `moving`:
    * what is watched for is the valve leaving its open end at the device, not the command's arrival
-   * (a device whose lease has run out takes a command in and does not act on it).
+   * (a device whose lease has run out takes a command in and does not act on it); `power`: the
+   * rack's power is also watched for, off or capped at that many kW (coolant and power move together).
    */
-  function leakWhileBlocked(rack: number, watchMs: number, o: { afterMs?: number; moving?: boolean } = {}): boolean {
+  function leakWhileBlocked(rack: number, watchMs: number, o: { afterMs?: number; moving?: boolean; power?: "off" | number } = {}): boolean {
     const flag = new Int32Array(new SharedArrayBuffer(12)); // [done, seen, the device's lease out at the leak]
     const script = `
       const { workerData: w } = require("node:worker_threads");
@@ -140,12 +156,13 @@ describe("the leak thread against a simulator process", () => {
         while (Date.now() - t0 < w.watchMs) {
           const t = await (await fetch(w.url + "/truth")).json();
           const r = t.racks[w.index];
-          if (w.moving ? r.supplyIsolationPct < 99 : r.leakToIsolationMs !== null) { Atomics.store(flag, 1, 1); break; }
+          const power = w.power === null || (w.power === "off" ? r.powerOff : r.powerCapKw === w.power);
+          if (power && (w.moving ? r.supplyIsolationPct < 99 : r.leakToIsolationMs !== null)) { Atomics.store(flag, 1, 1); break; }
           await new Promise((r) => setTimeout(r, 5));
         }
         Atomics.store(flag, 0, 1);
       })();`;
-    const injector = new Worker(script, { eval: true, workerData: { buffer: flag.buffer, url: sim.controlUrl, rack: `rack-${rack + 1}`, index: rack, watchMs, afterMs: o.afterMs ?? 0, moving: o.moving === true } });
+    const injector = new Worker(script, { eval: true, workerData: { buffer: flag.buffer, url: sim.controlUrl, rack: `rack-${rack + 1}`, index: rack, watchMs, afterMs: o.afterMs ?? 0, moving: o.moving === true, power: o.power ?? null } });
     const t0 = performance.now();
     while (Atomics.load(flag, 0) === 0 && performance.now() - t0 < (o.afterMs ?? 0) + watchMs + 10_000) {
       // busy: no timer, no socket, no promise of this thread runs until the injector is done
@@ -163,11 +180,37 @@ describe("the leak thread against a simulator process", () => {
       const sched = (agent as unknown as { leakThread: { sched: string } }).leakThread.sched;
       if (process.getuid?.() === 0) expect(sched).toBe("on");
       else expect(["on", "refused"]).toContain(sched);
-      expect(leakWhileBlocked(1, 2000), "the isolation close command reached the valve while the main thread was blocked").toBe(true);
-      // and the main thread, once free, sees what happened: the points and the write it did not do
+      expect((await truth()).racks[1].powerOff).toBe(false);
+      expect(leakWhileBlocked(1, 2000, { power: "off" }), "the isolation close command reached the valve, and the rack's power went off, while the main thread was blocked").toBe(true);
+      // and the main thread, once free, sees what happened: the points and the writes it did not do
       await waitFor(() => agent.points.get(agent.config.racks[1].points.leak[0])?.value === 1, "the leak reported to the main thread", 5000);
       await waitFor(() => agent.outputState(agent.config.racks[1].outputs.supplyIsolation)?.written === 0, "the close reported to the main thread", 5000);
+      await waitFor(() => agent.outputState(agent.config.racks[1].outputs.powerOff ?? "")?.written === 1, "the power-off reported to the main thread", 5000);
+      // the main thread does not undo it: the rack stays isolated and off
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await truth()).racks[1].powerOff).toBe(true);
     });
+  }, 60_000);
+
+  it("a rack that couples by cap is capped at its no-coolant limit while the main thread is blocked, and the cap lifted once the rack is reset", async () => {
+    const data = demoConfigData((name) => sim.ports[name]) as unknown as { racks: { noCoolant?: object }[] };
+    const racks = data.racks.map((r, i) => (i === 5 ? { ...r, noCoolant: { action: "cap", capKw: 7 } } : r));
+    await withAgent(
+      true,
+      async (agent) => {
+        // the budget's cap (writeCaps), above the no-coolant one
+        const budgetCap = async (): Promise<boolean> => ((await truth()).racks[5].powerCapKw ?? 0) > 50;
+        await waitFor(budgetCap, "rack-6 at its budget's cap", 5000);
+        expect(leakWhileBlocked(5, 2000, { power: 7 }), "rack-6 isolated and capped at 7 kW while the main thread was blocked").toBe(true);
+        expect((await truth()).racks[5].powerOff).toBe(false);
+        // the cap is lifted when the coolant comes back: dry again, then an authorised reset
+        await fault({ clear: "all" });
+        await waitFor(() => agent.points.get(agent.config.racks[5].points.leak[0])?.value === 0, "the leak gone", 5000);
+        await waitFor(async () => (await agent.resetLeak(5)) === "accepted", "the latch reset", 10_000, 200);
+        await waitFor(budgetCap, "rack-6's no-coolant cap lifted", 15_000);
+      },
+      { racks },
+    );
   }, 60_000);
 
   it("isolates when the main thread has been blocked past the device's lease: one heartbeat before the close, and the valve moves", async () => {

@@ -1,13 +1,15 @@
 // Main-thread handle on the leak thread (leak-worker.ts): starts it on the control worker's
-// frames, republishes what it reports into the agent's point store, answers for the outputs it
-// owns, stops it.
+// frames, hands it the supervisor's power decisions, republishes what it reports into the
+// agent's point store, answers for the outputs it owns, stops it.
 import { Worker } from "node:worker_threads";
 import { modbusOutputIds, type ModbusConfig } from "../../drivers/modbus/config.js";
 import type { BusStats, ModbusDriver, OutputState } from "../../drivers/modbus/driver.js";
 import type { Point } from "../../lib/points.js";
 import type { PodConfig } from "../../pod/config.js";
+import type { PodDecisions } from "../../pod/wiring.js";
 import type { Frames } from "./frames.js";
 import type { LeakWorkerInput, LeakWorkerMessage } from "./leak-worker.js";
+import { SharedDecisions } from "./shared-decisions.js";
 import { builtWorker } from "./worker-path.js";
 
 type DriverStats = ReturnType<ModbusDriver["stats"]>;
@@ -23,6 +25,10 @@ export interface LeakThreadOptions {
   /** the taken devices' lease registers (ModbusSplit.leases) */
   leases: Record<string, number>;
   pod: Pick<PodConfig, "racks" | "cdu">;
+  /** the supervisor's power decisions before its first pass (PodWiring.initialDecisions) */
+  decisions: PodDecisions;
+  /** supervisor.powerBudget.writeCaps: the budget's caps are written, not only the no-coolant one */
+  writeCaps: boolean;
   reportMs: number;
   passMs: number;
   /** SCHED_FIFO for the thread, at this priority (control.schedFifo); null: normal priority */
@@ -40,17 +46,20 @@ export class LeakThread {
   private readonly points: ReadonlySet<string>;
   private readonly outputs = new Map<string, OutputState>();
   private last: DriverStats = { devices: [], buses: [], polls: [] };
+  /** kept across restarts of the thread: a new one writes the power the supervisor last decided */
+  private readonly decisions: SharedDecisions;
   /** whether the running thread got SCHED_FIFO */
   sched: "on" | "refused" | "off" = "off";
 
   constructor(private readonly o: LeakThreadOptions) {
     this.points = new Set(o.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)));
     for (const id of modbusOutputIds(o.modbus)) this.outputs.set(id, { id, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 });
+    this.decisions = new SharedDecisions(o.pod.racks.length, o.decisions);
   }
 
   /** Starts the thread on the control worker's frames; resolves when its driver runs. */
   async start(frames: Frames): Promise<void> {
-    const input: LeakWorkerInput = { modbus: this.o.modbus, leases: this.o.leases, pod: this.o.pod, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0 };
+    const input: LeakWorkerInput = { modbus: this.o.modbus, leases: this.o.leases, pod: this.o.pod, decisions: this.decisions.buffer, writeCaps: this.o.writeCaps, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0 };
     // A driver and a few connections: its heap holds 8–10 MB (measured under the bench's 1 ms
     // polls), so 32 MB of old generation bounds a leak without ever being reached. The young
     // generation is not set here: the process's --max-semi-space-size/--optimize-for-size flags
@@ -105,6 +114,14 @@ export class LeakThread {
     const timer = setTimeout(() => void w.terminate(), 2000);
     await this.exited;
     clearTimeout(timer);
+  }
+
+  /**
+   * The supervisor's power decisions, at every actuator pass of the main thread: the thread
+   * writes the power outputs it owns from them, at once when one changed.
+   */
+  setDecisions(d: PodDecisions): void {
+    if (this.decisions.write(d)) this.worker?.postMessage({ kind: "decisions" });
   }
 
   /**

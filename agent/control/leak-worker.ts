@@ -1,11 +1,13 @@
-// The leak thread: polls the leak sensors and writes the isolation valves, on Modbus TCP
-// connections of its own, beside the control worker and away from the main thread.
+// The leak thread: polls the leak sensors and writes the isolation valves and the racks' power
+// outputs, on Modbus TCP connections of its own, beside the control worker and away from the
+// main thread.
 //
 // On the main thread a leak waited behind whatever else ran there: a 100 MB MQTT message being
 // cut, a flood of forged commands being counted and dropped, telemetry, garbage collection
 // (BENCHMARKS.md, "Leak-to-isolation under input load"). Here nothing else runs: a leak sample
 // goes straight into the control worker's frames and wakes it, and the isolation commands the
-// worker decides go straight to the valves. The main thread still sees every point and output
+// worker decides go straight to the valves, and each rack's power-off or cap follows its
+// coolant in the same pass (coolant and power move together). The main thread still sees every point and output
 // state, in reports a few times a second, for status, telemetry and alarms.
 import { parentPort, workerData } from "node:worker_threads";
 import { modbusOutputIds, type ModbusConfig } from "../../drivers/modbus/config.js";
@@ -16,19 +18,23 @@ import type { PodConfig } from "../../pod/config.js";
 import { podLayout } from "../../pod/layout.js";
 import { PodWiring, type OutputSink } from "../../pod/wiring.js";
 import { Frames, type FrameSizes } from "./frames.js";
+import { SharedDecisions } from "./shared-decisions.js";
 import { raiseThreadToFifo } from "./sched-fifo.js";
 
 export interface LeakWorkerInput {
-  /** the leak inputs and isolation outputs only (drivers/modbus/split.ts) */
+  /** the leak inputs, isolation valves and power outputs only (drivers/modbus/split.ts) */
   modbus: ModbusConfig;
   /** each device's lease register (ModbusSplit.leases): renewed once before a close it has not had */
   leases: Record<string, number>;
   pod: Pick<PodConfig, "racks" | "cdu">;
+  /** the supervisor's power decisions, written by the main thread (SharedDecisions) */
+  decisions: SharedArrayBuffer;
+  writeCaps: boolean;
   sizes: FrameSizes;
   buffers: { ctrl: SharedArrayBuffer; data: SharedArrayBuffer };
   /** how often points, output states and counters go to the main thread, ms */
   reportMs: number;
-  /** isolation commands are checked this often besides at every interlock change, ms */
+  /** isolation and power commands are checked this often besides at every interlock change, ms */
   passMs: number;
   /** raise this thread to SCHED_FIFO at schedPriority (control.schedFifo) */
   schedFifo: boolean;
@@ -58,7 +64,9 @@ function run(input: LeakWorkerInput): void {
     sched = refused === null ? "on" : "refused";
   }
   const frames = new Frames(input.sizes, input.buffers);
-  const wiring = new PodWiring(input.pod, podLayout(input.pod), { writeCaps: false });
+  const wiring = new PodWiring(input.pod, podLayout(input.pod), { writeCaps: input.writeCaps });
+  const decisions = new SharedDecisions(input.pod.racks.length, input.decisions);
+  const safeSide = wiring.safeSides();
   const points = new PointStore();
   const driver = new ModbusDriver(input.modbus, { points });
   const outputIds = modbusOutputIds(input.modbus);
@@ -74,8 +82,10 @@ function run(input: LeakWorkerInput): void {
   const warned = new Set<string>();
   const sink: OutputSink = {
     setOutput: (id, v) => {
+      // a power output on a serial bus or a BMC's Redfish is the main thread's to write
+      if (driver.outputState(id) === undefined) return;
       try {
-        // A close not asked of the device before goes after one heartbeat on this connection. The
+        // A close (or a power-off) not asked of the device before goes after one heartbeat on this connection. The
         // lease is the main thread's, renewed only while the agent is healthy; a device whose
         // lease ran out while the main thread was held (the real-time HIL scenario
         // leak-while-main-thread-busy held it 10 s: the leak came 3 s in, after the 3 s lease)
@@ -87,7 +97,7 @@ function run(input: LeakWorkerInput): void {
         // leases, and a held main thread's devices lose theirs but for that one period.
         // Asked once per close (the last value asked for, not the last acknowledged: a close the
         // device keeps refusing must not have this thread beat its lease at every pass).
-        if (v === 0 && driver.outputState(id)?.value !== 0) {
+        if (v === safeSide.get(id) && driver.outputState(id)?.value !== v) {
           const device = id.slice(0, id.indexOf("."));
           const lease = input.leases[device];
           if (lease !== undefined) driver.renewLease(device, lease);
@@ -109,8 +119,11 @@ function run(input: LeakWorkerInput): void {
       returnOpen.set(f.rackReturnOpen);
       return true;
     });
-    // only changed commands are sent (the driver compares), so a pass with nothing new is free
-    if (read === true) wiring.writeIsolation(iso, sink);
+    // only changed commands are sent (the driver compares), so a pass with nothing new is free;
+    // the valves first, as on the main thread: a close must not queue behind a power write
+    if (read !== true) return;
+    wiring.writeIsolation(iso, sink);
+    wiring.writePower(iso, decisions.read(), sink);
   };
   const watch = async (): Promise<void> => {
     while (running) {
@@ -135,7 +148,11 @@ function run(input: LeakWorkerInput): void {
     wiring.setStroke(rack, bits);
     if (running) pass();
   };
-  parentPort?.on("message", (m: { kind: "stop" } | { kind: "stroke"; rack: number; bits: number; maxMs: number }) => {
+  parentPort?.on("message", (m: { kind: "stop" } | { kind: "decisions" } | { kind: "stroke"; rack: number; bits: number; maxMs: number }) => {
+    if (m.kind === "decisions") {
+      if (running) pass();
+      return;
+    }
     if (m.kind === "stroke") {
       clearTimeout(strokeEnds.get(m.rack));
       stroke(m.rack, m.bits);
