@@ -31,6 +31,27 @@ const COMPUTE_ONLY = [
   "uplink-telemetry",
 ].map((f) => `test/${f}.test.ts`);
 
+/**
+ * Files whose peers are brokers, BMCs and daemons that mostly wait on the network, not on a
+ * deadline of their own: a lane of their own, one file at a time, beside the rest of the plant
+ * files (scripts/test-lanes.ts), with no real-time scenario, browser, fuzzer, tight control loop
+ * or fault campaign among them.
+ */
+const PLANT_IO = [
+  "agent-operator-state",
+  "demo-uplink",
+  "drivers-mqtt-ingest",
+  "fleet-bridge",
+  "fleet-cluster",
+  "fleet-emulator",
+  "redfish-client",
+  "redfish-racks",
+  "redfish-service",
+  "sparkplug",
+  "uplink-mosquitto",
+  "uplink-outage",
+].map((f) => `test/${f}.test.ts`);
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -48,8 +69,14 @@ export default defineConfig({
       {
         extends: true,
         // Tests that start real brokers, servers and child processes, one file at a time: two
-        // at once starved each other on 2 cores
-        test: { name: "plant", include: ["test/**/*.test.ts"], exclude: COMPUTE_ONLY, fileParallelism: false, sequence: { groupOrder: 1 } },
+        // of them at once starved each other on 2 cores
+        test: { name: "plant", include: ["test/**/*.test.ts"], exclude: [...COMPUTE_ONLY, ...PLANT_IO], fileParallelism: false, sequence: { groupOrder: 1 } },
+      },
+      {
+        extends: true,
+        // one file at a time too; `npm test` runs it beside "plant" in a vitest of its own
+        // (vitest gives the projects of one group one worker count), plain `vitest run` after it
+        test: { name: "plant-io", include: PLANT_IO, fileParallelism: false, sequence: { groupOrder: 2 } },
       },
     ],
   },
