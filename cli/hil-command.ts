@@ -164,7 +164,7 @@ const MAX_EVENT_LINE = 64 * 1024;
 const MAX_EVENTS = 100_000;
 
 /** A daemon step's signal (the rest start a process: a new one once the last has exited, or a second). */
-const DAEMON_SIGNALS: Record<Exclude<DaemonAction, "restart" | "restart-refused" | "second" | "stall-main" | "resume-main">, NodeJS.Signals> = { kill: "SIGKILL", terminate: "SIGTERM", stop: "SIGSTOP", continue: "SIGCONT", reload: "SIGHUP" };
+const DAEMON_SIGNALS: Record<Exclude<DaemonAction, "restart" | "restart-refused" | "second" | "stall-main" | "resume-main" | "end-leak-thread">, NodeJS.Signals> = { kill: "SIGKILL", terminate: "SIGTERM", stop: "SIGSTOP", continue: "SIGCONT", reload: "SIGHUP" };
 
 /** One `podwarden run` process (this very program, with its shebang's flags), its events appended to `events`; `env` over this process's. */
 function spawnDaemon(file: string, events: DaemonEvent[], env: Record<string, string>): { child: ChildProcess; exited: Promise<number | null>; running: Promise<void>; errText: () => string } {
@@ -194,6 +194,8 @@ function spawnDaemon(file: string, events: DaemonEvent[], env: Record<string, st
 
 /** A daemon process ends after SIGTERM within this long, or is killed. */
 const STOP_GRACE_MS = 20_000;
+/** An `end-leak-thread` step fails unless the daemon raises its `leak-thread` alarm this soon. */
+const LEAK_THREAD_ALARM_MS = 5000;
 /** A daemon that is to refuse to start has this long to exit (it refuses before it opens a device). */
 const REFUSAL_MS = 30_000;
 /** The exit codes of `podwarden run`'s refusals (cli/podwarden.ts): a bad config, another daemon. */
@@ -223,7 +225,9 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
   const events: DaemonEvent[] = [];
   // a scenario that moves the wall clock runs the daemon under libfaketime, the clock's offset in a file
   const clockFile = join(stateDir, "clock");
-  const env = o.fakeClock === true ? fakeClockEnv(clockFile) : {};
+  const env: Record<string, string> = o.fakeClock === true ? fakeClockEnv(clockFile) : {};
+  // the runner's hook in the daemon's process, before its own modules: what ends its leak thread
+  if (o.hooks === true) env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --import=${new URL("../hil/daemon-hooks.js", import.meta.url).href}`.trim();
   let proc = spawnDaemon(file, events, env);
   // a terminate asks it to exit: a restart then waits for that
   let terminating = false;
@@ -285,6 +289,19 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
         const held = mainStall;
         mainStall = undefined;
         return held.release();
+      }
+      if (action === "end-leak-thread") {
+        if (!alive()) throw new Error("daemon end-leak-thread: it is not running");
+        if (o.hooks !== true) throw new Error("daemon end-leak-thread: the daemon was started without the runner's hook");
+        // the proof that it ended: the agent's own alarm for a leak thread it did not stop
+        const seen = events.length;
+        const t0 = performance.now();
+        proc.child.kill("SIGUSR2");
+        while (!events.slice(seen).some((e) => e.type === "alarm.raised" && e.alarm?.id === "leak-thread")) {
+          if (performance.now() - t0 > LEAK_THREAD_ALARM_MS) throw new Error(`daemon end-leak-thread: no leak-thread alarm ${LEAK_THREAD_ALARM_MS / 1000} s after SIGUSR2: ${proc.errText().trim().slice(-300) || "(no output)"}`);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        return `the leak thread ended: its alarm raised ${Math.round(performance.now() - t0)} ms after`;
       }
       if (action === "second") {
         if (!alive()) throw new Error("daemon second: the first is not running (restart it first)");

@@ -62,9 +62,9 @@ export interface RealTimeDeps {
   /**
    * starts the daemon on the rig and resolves once it runs; with an uplink to `uplinkUrl` where
    * given, trusting `commandKey` (an engineer's) for signed commands, and the scenario's `control`
-   * patch over its config's, its `transmitters` racks read through their 4–20 mA transmitter and its `mqttSensors` racks from the runner's broker (sensor-gateway.ts); with `fakeClock`, on a wall clock the runner can move (a `clock` step); its uplink's `spool` the scenario's
+   * patch over its config's, its `transmitters` racks read through their 4–20 mA transmitter and its `mqttSensors` racks from the runner's broker (sensor-gateway.ts); with `fakeClock`, on a wall clock the runner can move (a `clock` step); with `hooks`, with the runner's hook in its process (hil/daemon-hooks.ts: an `end-leak-thread` step); its uplink's `spool` the scenario's
    */
-  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; spool?: HilScenario["spool"]; mqttSensors?: string[]; control?: Record<string, unknown>; transmitters?: string[]; fakeClock?: boolean }) => Promise<RunningDaemon>;
+  startDaemon: (o: { uplinkUrl?: string; commandKey?: TrustedKey; spool?: HilScenario["spool"]; mqttSensors?: string[]; control?: Record<string, unknown>; transmitters?: string[]; fakeClock?: boolean; hooks?: boolean }) => Promise<RunningDaemon>;
   /** asks the operator to do something by hand, resolves when they confirm, rejects once `until` aborts */
   prompt: Prompt;
   log: (line: string) => void;
@@ -282,7 +282,8 @@ export async function runRealTime(scenario: HilScenario, pod: VirtualPodConfig, 
       gateway = await startSensorGateway({ url: mc.url, racks: sensors, read });
     }
     const fakeClock = scenario.runnerSteps.some((x) => "clock" in x);
-    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey, spool: scenario.spool }), ...(sensors === undefined ? {} : { mqttSensors: sensors }), control: scenario.control, ...(scenario.transmitters === undefined ? {} : { transmitters: scenario.transmitters }), fakeClock });
+    const hooks = scenario.runnerSteps.some((x) => "daemon" in x && x.daemon === "end-leak-thread");
+    daemon = await deps.startDaemon({ ...(mc === undefined ? {} : { uplinkUrl: mc.url, commandKey: mc.trustedKey, spool: scenario.spool }), ...(sensors === undefined ? {} : { mqttSensors: sensors }), control: scenario.control, ...(scenario.transmitters === undefined ? {} : { transmitters: scenario.transmitters }), fakeClock, hooks });
   } catch (err) {
     await gateway?.stop();
     await mc?.stop();

@@ -64,6 +64,7 @@ export const ALARM_IDS = {
   fixed: [
     "control:overrun",
     "control:stalled",
+    "leak-thread",
     "power:budget",
     "state:latches",
     "state:latches-write",
