@@ -202,9 +202,14 @@ const REFUSAL_MS = 30_000;
 const EXIT_BAD_CONFIG = 2;
 const EXIT_ANOTHER_DAEMON = 3;
 
+/** What a started daemon did first: said it runs, exited (with its code), or neither within `ms`. */
+function firstOf(p: ReturnType<typeof spawnDaemon>, ms: number): Promise<"running" | "late" | { c: number | null }> {
+  return Promise.race([p.running.then(() => "running" as const), p.exited.then((c) => ({ c })), new Promise<"late">((r) => setTimeout(() => r("late"), ms).unref())]);
+}
+
 /** How a start that must be refused ended: the refusal in words, or an Error saying why it was none. */
 async function refusal(p: ReturnType<typeof spawnDaemon>, code: number, what: string): Promise<string> {
-  const first = await Promise.race([p.running.then(() => "running" as const), p.exited.then((c) => ({ c })), new Promise<"late">((r) => setTimeout(() => r("late"), REFUSAL_MS).unref())]);
+  const first = await firstOf(p, REFUSAL_MS);
   // what it said, on one line: a config's problems are a line each
   const said = p.errText().trim().replace(/\s+/g, " ").slice(0, 400) || "(no output)";
   if (first === "running") throw new Error(`${what}: it was not refused, it runs`);
@@ -238,8 +243,8 @@ async function startRigDaemon(configPath: string, rig: RigAdapter, o: DaemonOpti
   let mainStall: MainThreadStall | undefined;
   const alive = (): boolean => proc.child.exitCode === null && proc.child.signalCode === null;
   const untilRunning = async (): Promise<void> => {
-    const first = await Promise.race([proc.running.then(() => "running" as const), proc.exited.then((code) => ({ code })), new Promise<"late">((r) => setTimeout(() => r("late"), 60_000).unref())]);
-    if (first !== "running") throw new Error(`podwarden run on the rig ${first === "late" ? "did not start in 60 s" : `exited ${String(first.code)}`}: ${proc.errText().trim() || "(no output)"}`);
+    const first = await firstOf(proc, 60_000);
+    if (first !== "running") throw new Error(`podwarden run on the rig ${first === "late" ? "did not start in 60 s" : `exited ${String(first.c)}`}: ${proc.errText().trim() || "(no output)"}`);
   };
   const stop = async (): Promise<void> => {
     // a starved daemon is given its CPU back, and a held main thread let go, to stop as it would
