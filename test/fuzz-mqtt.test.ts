@@ -12,6 +12,8 @@ import { MqttFrameTracker } from "../lib/mqtt-connection.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { PartitionProxy } from "../tooling/partition-proxy.js";
 import { MALFORMED_MQTT_PACKETS } from "../hil/mission-control.js";
+import { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
+import { modelSourceOf } from "../agent/uplink/sparkplug/metrics.js";
 import { corpus, fuzzSeed, mutateBytes, Prng } from "./helpers/fuzz.js";
 import { waitFor } from "./helpers/processes.js";
 import { startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
@@ -232,6 +234,30 @@ describe("MQTT from a broker that breaks the protocol and talks on", () => {
     await waitFor(() => pod.uplink.stats().spoolDepth.telemetry === 0 && pod.uplink.stats().spoolDepth.critical === 0, "spool drained", 15_000);
     expect(pod.agent.healthy()).toBe(true);
     expect(pod.agent.control.ticks).toBeGreaterThan(ticks0);
+  }, 60_000);
+
+  it("ends the Sparkplug edge node's connection on each malformed packet too, and it births again", async () => {
+    const node = new SparkplugEdgeNode({
+      pod: pod.agent,
+      uplink: { ...pod.config.uplink!, sparkplug: { ...pod.config.uplink!.sparkplug, enabled: true, groupId: "proto" } },
+      model: modelSourceOf(pod.config, "test", "test"),
+      jsonUplink: () => pod.uplink.stats(),
+      log: pod.agent.logs.module("sparkplug"),
+    });
+    node.start();
+    try {
+      for (const [k, b] of MALFORMED_MQTT_PACKETS.slice(0, 3).entries()) {
+        await waitFor(() => node.stats().session && pod.uplink.stats().connected, `both sessions up before packet ${k}`, 15_000);
+        const sessions = node.stats().sessions;
+        // into every connection through the link: the JSON uplink's and the edge node's
+        expect(link.injectToClients(b)).toBe(2);
+        await waitFor(() => node.stats().sessions > sessions && node.stats().session, `the edge node's session ${k} ended and born again`, 10_000);
+      }
+      const ended = pod.logs.lines.filter((l) => l.msg === "sparkplug: broker sent a packet that breaks the protocol: connection ended").map((l) => l.err);
+      expect(ended).toEqual(["Not supported", "Packet must not have both QoS bits set to 1", "Invalid variable byte integer"]);
+    } finally {
+      await node.stop();
+    }
   }, 60_000);
 });
 
