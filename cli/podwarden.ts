@@ -52,7 +52,9 @@ usage:
                                                          HIL scenarios with expectations, in virtual time against the
                                                          simulator, or (--rig) in real time: the daemon against a rig
                                                          (docs/hil.md); exit 1 when any expectation fails
-  podwarden sim -c <sim.yaml> [--scenario <file.yaml>]   run the simulated pod (Modbus TCP + HTTP control)
+  podwarden sim -c <sim.yaml> [--scenario <file.yaml>] [--rtu <serial port>]
+                                                         run the simulated pod (Modbus TCP + HTTP control; --rtu: every device
+                                                         on that serial port over Modbus RTU too, 115200 baud)
   podwarden keygen --key-id <id> [--out <dir>]           make an Ed25519 key pair for signing commands
   podwarden hmi-user --users <file> --name <n> --role <r>[,<r>]
                                                          add or replace an HMI user (password read from
@@ -184,6 +186,7 @@ async function main(argv: string[]): Promise<number> {
       options: {
         config: { type: "string", short: "c" },
         scenario: { type: "string" },
+        rtu: { type: "string" },
         broker: { type: "string" },
         rack: { type: "string" },
         "state-dir": { type: "string" },
@@ -485,7 +488,7 @@ async function main(argv: string[]): Promise<number> {
       }
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");
-        await (await import("./sim-command.js")).simCommand(values.config, values.scenario, log);
+        await (await import("./sim-command.js")).simCommand(values.config, values.scenario, log, values.rtu);
         return 0;
       default:
         throw new UsageError(`unknown command "${command}"`);

@@ -12,8 +12,10 @@ export interface RunningSim {
   stop(): Promise<void>;
 }
 
-export async function startSim(configPath: string, scenarioPath?: string): Promise<RunningSim> {
-  const config = loadSimConfig(configPath);
+/** `rtu`: a serial port to serve every device on over Modbus RTU too (115200 baud), over the config's devices.rtu */
+export async function startSim(configPath: string, scenarioPath?: string, rtu?: string): Promise<RunningSim> {
+  const loaded = loadSimConfig(configPath);
+  const config = rtu === undefined ? loaded : { ...loaded, devices: { ...loaded.devices, rtu: { path: rtu, baudRate: loaded.devices.rtu?.baudRate ?? 115200 } } };
   const scenarioFile = scenarioPath ?? (config.scenario !== undefined ? resolve(dirname(configPath), config.scenario) : undefined);
   const scenario = scenarioFile !== undefined ? loadScenario(scenarioFile) : undefined;
   const sim = new PodSim(config, scenario);
@@ -37,8 +39,8 @@ export async function startSim(configPath: string, scenarioPath?: string): Promi
   };
 }
 
-export async function simCommand(configPath: string, scenarioPath: string | undefined, log: (line: string) => void): Promise<void> {
-  const running = await startSim(configPath, scenarioPath);
+export async function simCommand(configPath: string, scenarioPath: string | undefined, log: (line: string) => void, rtu?: string): Promise<void> {
+  const running = await startSim(configPath, scenarioPath, rtu);
   const { sim, controlPort } = running;
   const host = sim.config.devices.host;
   log(`podwarden sim: ${sim.plant.racks.length} racks, seed ${sim.config.seed}`);

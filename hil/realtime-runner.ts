@@ -142,7 +142,14 @@ function unobservable(rig: RigAdapter): (refs: readonly SignalRef[]) => string |
  */
 export function realTimePlan(scenario: HilScenario, pod: VirtualPodConfig, rig: RigAdapter): RunPlan {
   if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario runs on its recording, not in real time`);
-  for (const s of [...scenario.steps, ...scenario.whenSteps]) injectorFor(rig, s.action);
+  for (const s of [...scenario.steps, ...scenario.whenSteps]) {
+    injectorFor(rig, s.action);
+    // line noise acts on a serial line: on a device the rig reaches over TCP it would do nothing, and the scenario pass for nothing
+    const a = s.action as { device?: string; lineNoisePct?: number };
+    if (a.device !== undefined && (a.lineNoisePct ?? 0) > 0 && rig.devices[a.device]?.serial === undefined) {
+      throw new Error(`${scenario.file}: a lineNoisePct step: line noise on ${a.device} needs the rig to reach it over a serial line (devices.${a.device}.serial in ${rig.file})`);
+    }
+  }
   const plan = planRun(scenario, pod, `real time on the rig "${rig.name}"`, unobservable(rig));
   // a step's condition is read as the samples arrive: the alarms, events and mission control's
   // view are put together from their logs once the run is over

@@ -31,6 +31,8 @@ export interface RigDevice {
   unitId?: number;
   /** a Redfish BMC */
   url?: string;
+  /** a Modbus device reached over a serial line (RTU) instead: the port on the daemon's host */
+  serial?: { path: string; baudRate: number };
 }
 
 export interface RigAdapter {
@@ -110,7 +112,7 @@ export const RIG_SCHEMA = {
     devices: {
       type: "object",
       maxProperties: 512,
-      description: "where the daemon finds each device its config names, on this rig (a Modbus TCP address, or a Redfish BMC's URL); devices not named keep the config's",
+      description: "where the daemon finds each device its config names, on this rig (a Modbus TCP address, a serial line, or a Redfish BMC's URL); devices not named keep the config's",
       additionalProperties: {
         type: "object",
         additionalProperties: false,
@@ -120,6 +122,16 @@ export const RIG_SCHEMA = {
           port: { type: "integer", minimum: 1, maximum: 65535 },
           unitId: { type: "integer", minimum: 0, maximum: 255 },
           url: { type: "string", pattern: "^https?://[^/?#\\s]+$", maxLength: 256 },
+          serial: {
+            type: "object",
+            additionalProperties: false,
+            required: ["path"],
+            description: "a Modbus device reached over a serial line (RTU) on this rig, though the config reaches it over TCP: the daemon gets a bus of this port with the device on it (a line-noise step, `lineNoisePct`, needs one)",
+            properties: {
+              path: { type: "string", minLength: 1, maxLength: 4096, description: "the serial port on the daemon's host, e.g. /dev/ttyUSB0" },
+              baudRate: { type: "integer", minimum: 1200, maximum: 921600, default: 115200, description: "baud" },
+            },
+          },
         },
       },
     },

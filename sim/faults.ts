@@ -10,7 +10,7 @@ import type { StrokedValve } from "./plant/valve.js";
 export type FaultAction =
   | { leak: string; state?: "wet" | "dry" | "cable-fault" }
   | { sensor: string; fault: "stuck" | "drift" | "noise" | "nan" | "value" | "clear"; value?: number; ratePerS?: number; sigma?: number }
-  | { device: string; offline?: boolean; slowMs?: number; resetEvery?: number; exception?: { code: number; functions?: number[] } | null }
+  | { device: string; offline?: boolean; slowMs?: number; resetEvery?: number; lineNoisePct?: number; exception?: { code: number; functions?: number[] } | null }
   | { bmc: string; slowMs?: number; error500?: boolean; unauthorized?: boolean; stale?: boolean; unhealthy?: boolean; dropStream?: boolean }
   | { valveStuck: string; stuck?: boolean }
   | { powerStuck: string; stuck?: boolean }
@@ -33,6 +33,7 @@ export const FAULT_ACTION_PROPERTIES = {
   offline: { type: "boolean", description: "with device: stop answering" },
   slowMs: { type: "integer", minimum: 0, maximum: 60000, description: "with device or bmc: answer this much later" },
   resetEvery: { type: "integer", minimum: 0, maximum: 1_000_000, description: "with device: reset its Modbus TCP connection (RST) after every this-many answers on it, as a flaky switch port or a device restarting its network stack does (0 clears); real time only: virtual time has no connections" },
+  lineNoisePct: { type: "number", minimum: 0, maximum: 100, description: "with device: damage this share of its answers on the Modbus RTU line, % (a bit flipped, a frame cut short, garbage before or after), as electrical noise on a serial line does (0 clears); real time over RTU only: its TCP answers and virtual time are untouched" },
   exception: {
     description: "with device: answer with this Modbus exception code (null clears)",
     oneOf: [
@@ -145,6 +146,7 @@ export class FaultTarget {
       if (a.offline !== undefined) dev.faults.offline = a.offline;
       if (a.slowMs !== undefined) dev.faults.slowMs = a.slowMs;
       if (a.resetEvery !== undefined) dev.faults.resetEvery = a.resetEvery;
+      if (a.lineNoisePct !== undefined) dev.faults.lineNoisePct = a.lineNoisePct;
       if (a.exception !== undefined) dev.faults.exception = a.exception ?? undefined;
     } else if ("bmc" in a) {
       const b = this.bmcs.find((x) => x.name === a.bmc);

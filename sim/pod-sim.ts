@@ -75,6 +75,8 @@ export interface GroundTruth {
   }[];
   rackHeatKw: number;
   coolantLostL: number;
+  /** the RTU front's counters (devices.rtu): requests taken, bad requests, answers damaged by lineNoisePct; null without one */
+  rtu: { frames: number; crcErrors: number; damaged: number } | null;
   devices: DeviceTruth[];
 }
 
@@ -246,6 +248,7 @@ export class PodSim {
         })(),
       })),
       rackHeatKw: p.rackHeatKw,
+      rtu: this.rtu === null ? null : { frames: this.rtu.frames, crcErrors: this.rtu.crcErrors, damaged: this.rtu.damaged },
       coolantLostL: p.racks.reduce((a, r) => a + r.coolantLostL, 0),
       devices: this.devices.all.map((d) => ({
         name: d.name,

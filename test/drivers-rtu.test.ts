@@ -8,6 +8,7 @@ import { withCrc } from "../drivers/modbus/protocol.js";
 import type { Point } from "../lib/points.js";
 import { simConfig } from "../sim/config.js";
 import { PodSim } from "../sim/pod-sim.js";
+import { damageFrame } from "../sim/devices/line-noise.js";
 import { Prng } from "../sim/prng.js";
 import { modbusConfig } from "./helpers/driver.js";
 import { ptyPair, waitFor, type PtyPair } from "./helpers/processes.js";
@@ -36,18 +37,7 @@ class CorruptingRelay {
   private damage(b: Buffer): Buffer {
     if (!this.rng.chance(this.rate)) return b;
     this.damaged++;
-    const out = Buffer.from(b);
-    switch (this.rng.int(0, 3)) {
-      case 0: // flip one bit anywhere: the CRC no longer matches
-        out[this.rng.int(0, out.length - 1)] ^= 1 << this.rng.int(0, 7);
-        return out;
-      case 1: // truncated frame
-        return out.subarray(0, this.rng.int(1, Math.max(1, out.length - 1)));
-      case 2: // garbage before the frame
-        return Buffer.concat([Buffer.from([this.rng.int(0, 255), this.rng.int(0, 255)]), out]);
-      default: // garbage after the frame
-        return Buffer.concat([out, Buffer.from([this.rng.int(0, 255)])]);
-    }
+    return damageFrame(b, this.rng);
   }
 
   async close(): Promise<void> {

@@ -20,7 +20,7 @@ import { inject, parseRig, type RigAdapter } from "../hil/rig.js";
 import { loadHilScenario, parseHilScenario } from "../hil/scenario.js";
 import { startSimProcess, type SimProcess } from "../tooling/sim-process.js";
 import { TEST_POD } from "./helpers/agent.js";
-import { run, stopProcess, waitFor } from "./helpers/processes.js";
+import { ptyPair, run, stopProcess, waitFor, type PtyPair } from "./helpers/processes.js";
 import { startTestSim } from "./helpers/sim.js";
 
 // Its figures have margins of seconds (a loop fails safe within 5 s of its device failing): they
@@ -32,12 +32,16 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
   let sim: SimProcess;
   let rigFile: string;
   let configFile: string;
+  /** a serial line into the simulator's RTU front: `a` the daemon's end, `b` the simulator's */
+  let line: PtyPair;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "podwarden-hil-rt-"));
     // the library's plant (configs/sim-pod.yaml), each device on a port of its own choosing
     const simPod = parse(readFileSync("configs/sim-pod.yaml", "utf8")) as { plant: Record<string, unknown> };
-    sim = await startSimProcess(dir, 3000, undefined, simPod.plant);
+    line = await ptyPair();
+    // every device on TCP, and on the serial line too (Modbus RTU, by unit id)
+    sim = await startSimProcess(dir, 3000, undefined, simPod.plant, { rtu: { path: line.b, baudRate: 115200 } });
     const rig = {
       name: "held-apart-sim",
       // its Modbus devices (the demo config reads no BMC)
@@ -62,6 +66,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
 
   afterAll(async () => {
     await stopProcess(sim.child, "SIGKILL");
+    await line.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -337,6 +342,30 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
     expect(w.code).not.toBe(0);
     expect(w.stderr).toMatch(/not-refused\.yaml: a step failed at [\d.]+ s, so the run stopped: daemon restart-refused: podwarden run on a bad config: it was not refused, it runs/);
   }, 150_000);
+
+  it("runs a scenario on a serial line: rack-2's device over RTU, its answers damaged, and the leak isolated through the noise; refused on a rig without the line", async () => {
+    const scenario = "configs/hil/real-time/rtu-line-noise-rack-2.yaml";
+    const base = parse(readFileSync(rigFile, "utf8")) as { devices: Record<string, object>; faults: { default: object } };
+    const serial = join(dir, "rig-serial.yaml");
+    writeFileSync(serial, stringify({ ...base, settleS: 1, faults: { default: base.faults.default }, devices: { ...base.devices, "rack-2": { serial: { path: line.a, baudRate: 115200 }, unitId: 12 } } }));
+    const r = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", serial], 90_000);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/PASS rtu-line-noise-rack-2/);
+    expect(r.stdout).toMatch(/ok {3}rack-2's power off within 1 s of its leak, through the noise: = 1 in \d/);
+    // the simulator damaged answers on the line: the noise was there to be refused
+    const truth = (await (await fetch(`${sim.controlUrl}/truth`)).json()) as { rtu?: { damaged: number } };
+    expect(truth.rtu?.damaged ?? 0).toBeGreaterThan(20);
+    // on the TCP-only rig the noise would do nothing: refused before anything runs
+    const refused = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", rigFile]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/line noise on rack-2 needs the rig to reach it over a serial line \(devices\.rack-2\.serial in /);
+    // a device on a line and at an address both: which one is meant cannot be guessed
+    const both = join(dir, "rig-both.yaml");
+    writeFileSync(both, stringify({ ...base, devices: { ...base.devices, "rack-2": { serial: { path: line.a }, host: "127.0.0.1", port: 1502 } } }));
+    const ambiguous = await run("node", ["dist/cli/podwarden.js", "hil", "run", scenario, "-c", configFile, "--rig", both]);
+    expect(ambiguous.code).not.toBe(0);
+    expect(ambiguous.stderr).toMatch(/devices\.rack-2: a serial line, or a TCP address or URL, not both/);
+  }, 120_000);
 
   it("fails the run when a manual step is not done by its end, naming the step, and stops the daemon", async () => {
     const scenario = join(dir, "unanswered.yaml");

@@ -44,6 +44,8 @@ export interface DeviceFaults {
   slowMs: number;
   /** reset the TCP connection (RST) after every this-many answers on it; 0: never */
   resetEvery: number;
+  /** damage this share of its answers on the RTU line, % (line-noise.ts); 0: none */
+  lineNoisePct: number;
   /** answer every request (or those with the listed function codes) with this exception code */
   exception?: { code: number; functions?: number[] };
 }
@@ -73,7 +75,7 @@ function invalidRaw(type: DataType): number {
 }
 
 export class FieldDevice<Ctx> implements SlaveDataModel {
-  readonly faults: DeviceFaults = { offline: false, slowMs: 0, resetEvery: 0 };
+  readonly faults: DeviceFaults = { offline: false, slowMs: 0, resetEvery: 0, lineNoisePct: 0 };
   private readonly sensorFaults = new Map<string, ActiveSensorFault>();
   private readonly index = new Map<Table, Map<number, Slot<Ctx>>>();
   private readonly byName = new Map<string, RegisterEntry<Ctx>>();
@@ -116,6 +118,7 @@ export class FieldDevice<Ctx> implements SlaveDataModel {
     this.faults.offline = false;
     this.faults.slowMs = 0;
     this.faults.resetEvery = 0;
+    this.faults.lineNoisePct = 0;
     this.faults.exception = undefined;
     this.sensorFaults.clear();
   }

@@ -3,7 +3,9 @@
 // checked by CRC; a bad CRC drops one byte and resynchronises, as a line receiver would.
 import { SerialPort } from "serialport";
 import { crcOk, rtuRequestLength, withCrc } from "../../drivers/modbus/protocol.js";
+import { Prng } from "../prng.js";
 import type { FieldDevice } from "./field-device.js";
+import { damageFrame } from "./line-noise.js";
 
 export class ModbusRtuFront {
   private port: SerialPort | null = null;
@@ -13,6 +15,9 @@ export class ModbusRtuFront {
   private readonly byUnit = new Map<number, FieldDevice<unknown>>();
   crcErrors = 0;
   frames = 0;
+  /** answers damaged on their way out (a device's lineNoisePct) */
+  damaged = 0;
+  private readonly noise = new Prng(0x5e71a1);
 
   constructor(devices: readonly FieldDevice<unknown>[]) {
     for (const d of devices) this.byUnit.set(d.unitId, d);
@@ -65,7 +70,10 @@ export class ModbusRtuFront {
     if (device === undefined) return;
     const response = device.respond(pdu);
     if (response === null) return;
-    const out = withCrc(Buffer.concat([Buffer.from([unit]), response]));
+    const good = withCrc(Buffer.concat([Buffer.from([unit]), response]));
+    const noisy = device.faults.lineNoisePct > 0 && this.noise.chance(device.faults.lineNoisePct / 100);
+    if (noisy) this.damaged++;
+    const out = noisy ? damageFrame(good, this.noise) : good;
     const send = (): void => {
       if (this.port?.isOpen === true) this.port.write(out);
     };
