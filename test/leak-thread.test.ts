@@ -34,7 +34,7 @@ describe("splitting a Modbus config for the leak thread", () => {
     maxGapRegisters: 0,
     maxRequestRegisters: 125,
     maxRequestBits: 2000,
-    breaker: { failures: 3, openMs: 1000, maxOpenMs: 30000 },
+    breaker: { failures: 3, damagedAnswers: 10, openMs: 1000, maxOpenMs: 30000 },
     lease: { address: 9, periodMs: 500 },
     points: ["leak", "flow"].map((p, i) => ({ name: p, table: "input" as const, address: i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, group: "safety" })),
     outputs: ["iso", "valve"].map((o, i) => ({ name: o, table: "holding" as const, address: 10 + i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, refreshMs: 0, verify: false, tolerance: 0 })),

@@ -171,7 +171,7 @@ export class Bus {
           break;
         case "corrupt":
           d.stats.corrupt++;
-          d.breaker.failure();
+          d.breaker.damaged();
           retry = true;
           break;
         case "collision":

@@ -58,7 +58,7 @@ export interface DeviceConfig {
   maxGapRegisters: number;
   maxRequestRegisters: number;
   maxRequestBits: number;
-  breaker: { failures: number; openMs: number; maxOpenMs: number };
+  breaker: { failures: number; damagedAnswers: number; openMs: number; maxOpenMs: number };
   lease?: { address: number; periodMs: number };
   points: PointConfig[];
   outputs: OutputConfig[];
@@ -135,8 +135,8 @@ export const MODBUS_SCHEMA = {
           name,
           path: { type: "string", minLength: 1, description: "serial device, e.g. /dev/ttyUSB0" },
           baudRate: { type: "integer", minimum: 1200, maximum: 921600, default: 19200, description: "baud" },
-          guardMs: { type: "integer", minimum: 0, maximum: 10000, default: 100, description: "silence after a timeout or bad frame, ms" },
-          interFrameMs: { type: "integer", minimum: 1, maximum: 1000, default: 20, description: "silence that ends a truncated frame, ms" },
+          guardMs: { type: "integer", minimum: 0, maximum: 10000, default: 100, description: "silence after a timeout before the next request, ms" },
+          interFrameMs: { type: "integer", minimum: 1, maximum: 1000, default: 20, description: "silence that ends a truncated frame, and that the line needs after a bad frame or stray bytes before the next request, ms" },
           budget: { type: "number", exclusiveMinimum: 0, maximum: 1, default: 0.85, description: "share of bus time polling may use" },
         },
       },
@@ -186,7 +186,8 @@ export const MODBUS_SCHEMA = {
             default: {},
             description: "circuit breaker",
             properties: {
-              failures: { type: "integer", minimum: 1, maximum: 100, default: 3, description: "consecutive failures that open it" },
+              failures: { type: "integer", minimum: 1, maximum: 100, default: 3, description: "failures (timeouts, device-failure exceptions) with no good answer between that open it" },
+              damagedAnswers: { type: "integer", minimum: 1, maximum: 1000, default: 10, description: "RTU answers damaged on the line (bad CRC, cut frame) in a row that open it" },
               openMs: { type: "integer", minimum: 10, maximum: 600000, default: 1000, description: "first open period, ms" },
               maxOpenMs: { type: "integer", minimum: 10, maximum: 3600000, default: 30000, description: "longest open period, ms" },
             },

@@ -125,7 +125,7 @@ export class ModbusDriver {
         timeoutMs: dc.timeoutMs,
         retries: dc.retries,
         retryDelayMs: dc.retryDelayMs,
-        breaker: new CircuitBreaker(dc.breaker.failures, { baseMs: dc.breaker.openMs, maxMs: dc.breaker.maxOpenMs }, monoMs),
+        breaker: new CircuitBreaker(dc.breaker.failures, { baseMs: dc.breaker.openMs, maxMs: dc.breaker.maxOpenMs }, monoMs, dc.breaker.damagedAnswers),
         stats: newDeviceStats(),
         config: dc,
         bus,

@@ -1,9 +1,13 @@
 // Modbus RTU master on a serial port (serialport), one request at a time per bus.
 //
 // RTU has no transaction id, so the only protection against a late answer being taken for the
-// next request is time: after a timeout or a bad frame the bus stays quiet for `guardMs`
-// (bytes arriving then are discarded) before the next request, and the receive buffer is
-// flushed before every request. A frame is accepted only if it starts at the first byte after
+// next request is time: after a timeout the bus stays quiet for `guardMs` (the device may still
+// answer), and after a bad frame until the line has been silent for `interFrameMs` (the rest of
+// the damaged answer, or of a neighbour's late one, is still arriving). Bytes arriving while no
+// request waits are discarded and push that silence on. The receive buffer is flushed before
+// every request. A bad frame once held the bus for the whole `guardMs` as well: 100 ms per
+// damaged answer, on a line damaging 30 % of them, kept a leaking rack's isolation writes
+// queued for seconds (docs/hil.md, rtu-line-noise-rack-2). A frame is accepted only if it starts at the first byte after
 // the request, comes from the addressed unit, answers the function code sent, has exactly the
 // expected length and a good CRC. modbus-serial's buffered RTU port scans its buffer for any
 // matching unit and function code instead, which can pick up a stale or misaligned frame; that
@@ -19,9 +23,9 @@ import type { ModbusOutcome, ModbusRequest, ModbusTransport, TransportStats } fr
 export interface RtuTransportOptions {
   path: string;
   baudRate: number;
-  /** silence after a timeout or a bad frame before the next request, ms */
+  /** silence after a timeout before the next request, ms */
   guardMs: number;
-  /** a partial frame followed by this much silence is a truncated frame, ms */
+  /** a partial frame followed by this much silence is a truncated frame; after a bad frame or stray bytes, the silence the line needs before the next request, ms */
   interFrameMs: number;
   reconnect: { baseMs: number; maxMs: number };
 }
@@ -90,8 +94,10 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   }
 
   private onData(chunk: Buffer): void {
-    if (this.current === null || monoMs() < this.quietUntil) {
+    const now = monoMs();
+    if (this.current === null || now < this.quietUntil) {
       this.strayBytes += chunk.length; // nobody asked: a late answer or line noise
+      this.quietUntil = Math.max(this.quietUntil, now + this.o.interFrameMs);
       return;
     }
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
@@ -125,7 +131,7 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   }
 
   private corrupt(why: string, kind: "corrupt" | "collision" = "corrupt"): void {
-    this.quietUntil = monoMs() + this.o.guardMs;
+    this.quietUntil = monoMs() + this.o.interFrameMs;
     this.finish({ ok: false, kind, message: why });
   }
 
@@ -146,8 +152,13 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   }
 
   private async exchange(unit: number, req: ModbusRequest, timeoutMs: number): Promise<ModbusOutcome> {
-    const wait = this.quietUntil - monoMs();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    // wait out the quiet, which stray bytes push on; a line that never falls silent (a babbling
+    // device) holds the request at most its own timeout past the quiet first owed, then it goes
+    const giveUpAt = Math.max(this.quietUntil, monoMs()) + timeoutMs;
+    for (let now = monoMs(); now < this.quietUntil && now < giveUpAt; now = monoMs()) {
+      const wait = Math.min(this.quietUntil, giveUpAt) - now;
+      await new Promise((r) => setTimeout(r, wait));
+    }
     const port = this.port;
     if (port === null || !this.connected) return { ok: false, kind: "disconnected", message: "serial port not open" };
     return new Promise<ModbusOutcome>((resolve) => {
