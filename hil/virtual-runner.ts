@@ -4,7 +4,7 @@
 // every tick, then judged. Seeded and deterministic: the same config, seed and scenario give the
 // same series and the same verdicts.
 import * as L from "../hotpath-as/assembly/layout.js";
-import { modbusOutputIds } from "../drivers/modbus/config.js";
+import { modbusOutputIds } from "../drivers/modbus/driver.js";
 import { ConfigError } from "../lib/config-file.js";
 import type { SimConfig } from "../sim/config.js";
 import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";

@@ -3,9 +3,9 @@
 // while the agent's main thread is blocked outright. The simulator runs in a process of its own
 // (a blocked test process would stall an in-process plant too) and times the leak register
 // changing and the close command arriving at the device.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../agent/agent.js";
@@ -59,6 +59,32 @@ describe("splitting a Modbus config for the leak thread", () => {
     expect(kept.get("b")).toBe(config.devices[1]); // serial: untouched
     expect(kept.get("c")).toBe(config.devices[2]); // nothing of it asked for
     expect(s.left).toEqual(["b.leak", "b.iso"]);
+  });
+});
+
+describe("what the leak thread loads", () => {
+  /** The packages the built module graph from `entry` imports at run time (type imports are gone from the build). */
+  const packagesLoaded = (entry: string): Set<string> => {
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const walk = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const m of readFileSync(file, "utf8").matchAll(/^import\s+(?:[^"']*?\s+from\s+)?["']([^"']+)["']/gm)) {
+        if (m[1].startsWith(".")) walk(resolve(dirname(file), m[1]));
+        else packages.add(m[1]);
+      }
+    };
+    walk(resolve(entry));
+    return packages;
+  };
+
+  it("keeps the config's validation out of the leak thread: neither ajv nor yaml in its module graph", () => {
+    // importing drivers/modbus/config.js for one helper once loaded both and compiled the Modbus
+    // schema in the thread: 2.2 MB of its heap (BENCHMARKS.md, "Daemon memory")
+    const loaded = packagesLoaded("dist/agent/control/leak-worker.js");
+    expect(loaded.has("modbus-serial"), "the walk reaches the driver").toBe(true);
+    expect([...loaded].filter((p) => /^(ajv|yaml)(\/|$)/.test(p))).toEqual([]);
   });
 });
 

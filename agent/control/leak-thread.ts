@@ -2,8 +2,8 @@
 // frames, hands it the supervisor's power decisions, republishes what it reports into the
 // agent's point store, answers for the outputs it owns, stops it.
 import { Worker } from "node:worker_threads";
-import { modbusOutputIds, type ModbusConfig } from "../../drivers/modbus/config.js";
-import type { BusStats, ModbusDriver, OutputState } from "../../drivers/modbus/driver.js";
+import type { ModbusConfig } from "../../drivers/modbus/config.js";
+import { modbusOutputIds, type BusStats, type ModbusDriver, type OutputState } from "../../drivers/modbus/driver.js";
 import type { Point } from "../../lib/points.js";
 import type { PodConfig } from "../../pod/config.js";
 import type { PodDecisions } from "../../pod/wiring.js";

@@ -10,8 +10,8 @@
 // coolant in the same pass (coolant and power move together). The main thread still sees every point and output
 // state, in reports a few times a second, for status, telemetry and alarms.
 import { parentPort, workerData } from "node:worker_threads";
-import { modbusOutputIds, type ModbusConfig } from "../../drivers/modbus/config.js";
-import { ModbusDriver, type OutputState } from "../../drivers/modbus/driver.js";
+import type { ModbusConfig } from "../../drivers/modbus/config.js";
+import { ModbusDriver, modbusOutputIds, type OutputState } from "../../drivers/modbus/driver.js";
 import { monoMs } from "../../lib/clock.js";
 import { PointStore, type Point } from "../../lib/points.js";
 import type { PodConfig } from "../../pod/config.js";

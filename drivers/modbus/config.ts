@@ -25,11 +25,6 @@ export interface PointConfig {
   loop4to20?: LoopCurrentConfig;
 }
 
-/** Every output of a Modbus config by its id (`<device>.<output>`), as the driver names them. */
-export function modbusOutputIds(m: Pick<ModbusConfig, "devices">): string[] {
-  return m.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`));
-}
-
 export interface OutputConfig {
   name: string;
   table: WriteTable;

@@ -20,6 +20,15 @@ import { TcpTransport } from "./tcp-transport.js";
 import { decodePoint, encodeOutput, writeRequest } from "./values.js";
 import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type ModbusTransport, type TransportStats } from "./types.js";
 
+/**
+ * Every output of a Modbus config by its id (`<device>.<output>`), as the driver names them.
+ * Here, not beside the config's schema: the leak thread needs it, and importing config.ts would
+ * load ajv and yaml into that thread and compile the schema there (its heap: see BENCHMARKS.md).
+ */
+export function modbusOutputIds(m: Pick<ModbusConfig, "devices">): string[] {
+  return m.devices.flatMap((d) => d.outputs.map((o) => `${d.name}.${o.name}`));
+}
+
 interface DeviceRuntime extends BusDevice {
   config: DeviceConfig;
   bus: Bus;
