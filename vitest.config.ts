@@ -67,6 +67,8 @@ export default defineConfig({
     pool: "forks",
     // memory-bound checks (fuzzers, reconnect loops) force a collection before they measure
     execArgv: ["--expose-gc"],
+    // removes the temporary directories a file made (tempDir) when the file ends
+    setupFiles: ["test/helpers/temp-dirs-setup.ts"],
     maxWorkers: 2,
     projects: [
       {

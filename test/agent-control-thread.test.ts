@@ -1,8 +1,7 @@
 // The control worker: ticks on its own thread, keeps ticking while the main thread is blocked,
 // takes commands and config patches through shared memory, and stops cleanly.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -25,6 +24,7 @@ import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { simConfig } from "../sim/config.js";
 import { VirtualPod } from "../sim/virtual-pod.js";
 import { waitFor } from "./helpers/processes.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const threads: ControlThread[] = [];
 afterEach(async () => {
@@ -82,7 +82,7 @@ describe("control worker", () => {
       const ticked = ct.ticks - t0;
       await ct.stop();
       console.log(JSON.stringify({ target: compileHotPath("release").target, ticked, logs }));`;
-    const dir = mkdtempSync(join(tmpdir(), "podwarden-nosimd-"));
+    const dir = tempDir("podwarden-nosimd-");
     const file = join(dir, "no-simd.mjs");
     writeFileSync(file, script);
     const r = spawnSync(process.execPath, ["--no-enable-sse4-1", file], { encoding: "utf8", timeout: 60_000 });

@@ -1,6 +1,5 @@
 // `podwarden run` as a real process against the simulator: signals and what the devices do.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +9,7 @@ import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { clearedAlarms, raisedAlarms, startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 describe("podwarden run (daemon process)", () => {
   let t: TestSim;
@@ -39,7 +39,7 @@ describe("podwarden run (daemon process)", () => {
 
   beforeAll(async () => {
     t = await startTestSim({ devices: { leaseMs: 1500 } });
-    dir = mkdtempSync(join(tmpdir(), "podwarden-daemon-"));
+    dir = tempDir("podwarden-daemon-");
   });
   afterEach(async () => {
     await Promise.all(daemons.splice(0).map((d) => stopProcess(d.child, "SIGKILL")));

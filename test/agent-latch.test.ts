@@ -1,6 +1,5 @@
 // A leak latch survives an agent restart: the rack stays isolated until an authorised reset.
-import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Agent } from "../agent/agent.js";
@@ -9,6 +8,7 @@ import { RACK_NORMAL } from "../hotpath-as/assembly/layout.js";
 import { agentConfig, demoConfigFor, testAgent } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const savedLatches = (dir: string): string[] | null => {
   try {
@@ -41,7 +41,7 @@ describe("leak latches across a restart", () => {
 
   beforeAll(async () => {
     t = await startTestSim();
-    stateDir = mkdtempSync(join(tmpdir(), "podwarden-state-"));
+    stateDir = tempDir("podwarden-state-");
   });
   afterAll(async () => {
     for (const a of agents) await a.stop({ driveSafe: false, reason: "test end" });
@@ -107,7 +107,7 @@ describe("leak latches across a restart", () => {
   });
 
   it("raises state:latches-write while the latch file cannot be written, and clears it once a write succeeds", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "podwarden-state-"));
+    const dir = tempDir("podwarden-state-");
     // every write goes through latches.json.bg.tmp: a directory in its place makes each one fail
     // (a permission bit would not stop a test running as root)
     mkdirSync(join(dir, "latches.json.bg.tmp"));
@@ -128,7 +128,7 @@ describe("leak latches across a restart", () => {
   });
 
   it("saves a leak latched since the last supervisor pass before stop() returns", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "podwarden-state-"));
+    const dir = tempDir("podwarden-state-");
     const a = await start(dir);
     // no supervisor pass from here on: only the stop path can write the latch
     (a as unknown as { supervise(): void }).supervise = (): void => undefined;
@@ -144,7 +144,7 @@ describe("leak latches across a restart", () => {
   });
 
   it("treats an oversized latch file as damaged: moved aside unparsed, with the Critical alarm", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "podwarden-state-"));
+    const dir = tempDir("podwarden-state-");
     writeFileSync(join(dir, "latches.json"), `{"racks":[],"pad":"${"x".repeat(2 * 1024 * 1024)}"}`);
     const c = await start(dir);
     await waitFor(() => c.supervisor.alarms.get("state:latches")?.severity === "Critical", "alarm");

@@ -1,8 +1,7 @@
 // Operator decisions survive a restart and a reload: an isolation for hose work, a loop in
 // Manual, maintenance, a leased setpoint and a leased Override are all back before the first tick, or dropped with
 // an alarm when they no longer fit; a decision that cannot be saved is refused and changes nothing.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent, type CarriedState } from "../agent/agent.js";
@@ -12,6 +11,7 @@ import { Logs } from "../agent/log.js";
 import { agentConfig, demoConfigFor, LogCapture, testAgent } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const saved = (dir: string): Record<string, unknown> | null => {
   try {
@@ -28,7 +28,7 @@ describe("operator decisions across a restart and a reload", () => {
   const dirs: string[] = [];
   const agents: Agent[] = [];
   const newDir = (): string => {
-    const d = mkdtempSync(join(tmpdir(), "podwarden-operator-"));
+    const d = tempDir("podwarden-operator-");
     dirs.push(d);
     return d;
   };

@@ -2,8 +2,7 @@
 // the simulator, driven the ways an engineer drives it (the CLI over the admin socket, signed
 // commands through the executor, the HMI's actions), with its refusals, aborts, persistence
 // across a restart, and reversal.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent } from "../agent/agent.js";
@@ -21,6 +20,7 @@ import { demoConfigData } from "../cli/demo-config.js";
 import { gainsCommand, tuneCommand } from "../cli/tune-command.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 describe("relay autotune and gains on a running agent", () => {
   let t: TestSim;
@@ -44,7 +44,7 @@ describe("relay autotune and gains on a running agent", () => {
 
   beforeAll(async () => {
     t = await startTestSim();
-    stateDir = mkdtempSync(join(tmpdir(), "pw-tune-"));
+    stateDir = tempDir("pw-tune-");
     const data = demoConfigData((d) => t.port(d));
     data.stateDir = stateDir;
     data.site = "tune-test";

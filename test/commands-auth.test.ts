@@ -1,12 +1,12 @@
 // Command authorisation: signature, key, role, pod, expiry, replay (across restarts), malformed
 // and hostile payloads. Real Ed25519 keys (node:crypto), a real state directory.
-import { mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CommandAuthorizer, type AuthorizerOptions } from "../agent/commands/authorizer.js";
 import { commandBody, signedCommand, type CommandSpec } from "../agent/commands/client.js";
 import { generateCommandKey, parsePrivateKey, parsePublicKey, signEnvelope } from "../agent/commands/signing.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -18,7 +18,7 @@ const eng = generateCommandKey();
 const stranger = generateCommandKey();
 
 function setup(over: Partial<AuthorizerOptions> = {}): { auth: CommandAuthorizer; opts: AuthorizerOptions } {
-  const stateDir = mkdtempSync(join(tmpdir(), "pw-auth-"));
+  const stateDir = tempDir("pw-auth-");
   dirs.push(stateDir);
   const opts: AuthorizerOptions = {
     site: "s1",

@@ -3,19 +3,19 @@
 // and nothing else. A child (an ES module, as the daemon is, importing Worker as the agent does)
 // runs a leak-worker.js and another worker; each thread writes its letter every 10 ms.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stopProcess, waitFor } from "./helpers/processes.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const tick = (letter: string): string => `setInterval(() => require("node:fs").writeSync(1, "${letter}"), 10);\n`;
 
 describe("the HIL runner's hook in the daemon's process", () => {
   let dir: string;
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), "podwarden-daemon-hooks-"));
+    dir = tempDir("podwarden-daemon-hooks-");
     writeFileSync(join(dir, "leak-worker.js"), tick("l"));
     writeFileSync(join(dir, "control-worker.js"), tick("c"));
     writeFileSync(join(dir, "package.json"), '{ "type": "commonjs" }');

@@ -2,8 +2,7 @@
 // a full disk under its state directory (a 512 KiB tmpfs in its own mount namespace), and CPU
 // starvation (a cgroup quota).
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import mqtt from "mqtt";
 import { stringify } from "yaml";
@@ -16,6 +15,7 @@ import { cpuQuotaGroup } from "../lib/cpu-quota.js";
 import { clearedAlarms, raisedAlarms, startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 /** The demo config under this test's own pod identity (a daemon claims its pod host-wide). */
 const demoConfigFor = (...a: Parameters<typeof demoConfigForDemoPod>): unknown =>
@@ -30,7 +30,7 @@ describe("faults around the daemon process", () => {
   const daemons: Daemon[] = [];
   beforeAll(async () => {
     t = await startTestSim({ devices: { leaseMs: 1500 } });
-    dir = mkdtempSync(join(tmpdir(), "pw-faults-proc-"));
+    dir = tempDir("pw-faults-proc-");
   });
   afterEach(async () => {
     await Promise.all(daemons.splice(0).map((d) => stopProcess(d.child, "SIGKILL")));

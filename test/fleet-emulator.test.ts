@@ -4,8 +4,7 @@
 // the fleet watch as pods: online, every event counted by seq with no gap, alarms on cue, signed
 // commands answered (and forged or replayed ones refused), a dropped connection's Will.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
@@ -17,6 +16,7 @@ import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { stopProcess } from "../tooling/processes.js";
 import { waitFor } from "./helpers/processes.js";
 import { KEYS, sharedSim, startUplinkPod } from "./helpers/uplink.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const SESSION = "configs/fleet/demo-pod-session.json";
 const sim = sharedSim();
@@ -96,7 +96,7 @@ describe("the pod emulator", () => {
 
   it("runs from the CLI (podwarden fleet emulate): pods numbered from --first, faults from stdin, signed commands under --public-key, a clean stop on SIGTERM", async () => {
     const broker = await Mosquitto.start();
-    const dir = mkdtempSync(join(tmpdir(), "pw-emulate-"));
+    const dir = tempDir("pw-emulate-");
     const pub = join(dir, "view.pub");
     writeFileSync(pub, `${KEYS.observer.publicRaw}\n`);
     const w = await FleetWatch.start({ urls: [broker.url], protocolVersion: 5, clientId: `emu-cli-${process.pid}`, baseline: "one", persistent: false });

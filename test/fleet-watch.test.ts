@@ -3,8 +3,7 @@
 // subscription with two connections: the load split between them, every event counted by seq
 // over both, online/offline from the Wills, and one signed command to both pods with both answers
 // collected, by the library and by the CLI.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parsePrivateKey } from "../agent/commands/signing.js";
@@ -14,6 +13,7 @@ import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { PartitionProxy } from "../tooling/partition-proxy.js";
 import { run, waitFor } from "./helpers/processes.js";
 import { KEYS, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 describe("the sequence ledger", () => {
   it("counts first copies, duplicates, gaps that fill, gaps given up as lost, and late arrivals", () => {
@@ -60,7 +60,7 @@ describe("fleet watch against real pods (mosquitto, shared subscription)", () =>
     const w = await FleetWatch.start({ urls: [broker.url], protocolVersion: 5, share: "mc", consumers: 2, baseline: "one", clientId: `fleet-watch-${process.pid}`, lossAfterMs: 60_000 });
     const pods: UplinkPod[] = [];
     const probes: NodeJS.Timeout[] = [];
-    const dir = mkdtempSync(join(tmpdir(), "pw-fleet-"));
+    const dir = tempDir("pw-fleet-");
     try {
       pods.push(await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, pod: "fleet-1", uplink: { keepaliveS: 1 } }));
       pods.push(await startUplinkPod({ brokerUrl: `mqtt://127.0.0.1:${link.port}`, protocolVersion: 5, pod: "fleet-2", uplink: { keepaliveS: 1 } }));

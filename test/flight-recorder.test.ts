@@ -3,8 +3,7 @@
 // sample arriving and the isolation commanded by the tick that took it; replayed through the hot
 // path the recording comes out bit for bit; replayed with a config that would not have tripped,
 // it says so; an operator's recording, the CSV export, rotation, and a damaged file.
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
@@ -25,6 +24,7 @@ import { HmiServer } from "../agent/hmi/server.js";
 import { demoConfigData } from "../cli/demo-config.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 describe("the flight recorder", () => {
   let t: TestSim;
@@ -37,7 +37,7 @@ describe("the flight recorder", () => {
 
   beforeAll(async () => {
     t = await startTestSim();
-    stateDir = mkdtempSync(join(tmpdir(), "pw-recorder-"));
+    stateDir = tempDir("pw-recorder-");
     data = demoConfigData((d) => t.port(d));
     data.stateDir = stateDir;
     data.site = "recorder-test";

@@ -6,8 +6,7 @@
 // Modbus injector writes a real device's coil; a rig that cannot inject a step, or judge anything,
 // is refused before anything runs.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,6 +21,7 @@ import { startSimProcess, type SimProcess } from "../tooling/sim-process.js";
 import { TEST_POD } from "./helpers/agent.js";
 import { ptyPair, run, stopProcess, waitFor, type PtyPair } from "./helpers/processes.js";
 import { startTestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 // Its figures have margins of seconds (a loop fails safe within 5 s of its device failing): they
 // judge what the pod does, not how fast this machine is.
@@ -36,7 +36,7 @@ describe("hil run in real time, the daemon against the simulator as a rig", () =
   let line: PtyPair;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "podwarden-hil-rt-"));
+    dir = tempDir("podwarden-hil-rt-");
     // the library's plant (configs/sim-pod.yaml), each device on a port of its own choosing
     const simPod = parse(readFileSync("configs/sim-pod.yaml", "utf8")) as { plant: Record<string, unknown> };
     line = await ptyPair();

@@ -5,8 +5,7 @@
 // and build (the leak isolated within a tick of its reading), with a config that would not have
 // tripped (the scenario fails, saying why), and through `podwarden hil run`. A log that cannot be
 // read is refused, naming the line.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateAgentConfig } from "../agent/config/load.js";
@@ -18,6 +17,7 @@ import { startEmbeddedBroker, type EmbeddedBroker } from "../lib/embedded-broker
 import { demoConfigData } from "../cli/demo-config.js";
 import { run, waitFor } from "./helpers/processes.js";
 import { MissionControl, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 describe("a captured telemetry log replayed as a scenario's input", () => {
   let dir: string;
@@ -27,7 +27,7 @@ describe("a captured telemetry log replayed as a scenario's input", () => {
   let mc: MissionControl;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "pw-telemetry-replay-"));
+    dir = tempDir("pw-telemetry-replay-");
     broker = await startEmbeddedBroker();
     pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4 });
     mc = await MissionControl.connect(broker.url, pod.base, 4);

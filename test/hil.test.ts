@@ -4,8 +4,7 @@
 // path; the same seed giving the same report; a deliberately broken config failing the library
 // with clear messages; and the reports parsed back by a real browser's XML parser, and the CLI.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium, type Browser } from "playwright-core";
@@ -22,6 +21,7 @@ import { checkScenario, planRun, runVirtual, supervisorOnly, type ScenarioRun } 
 import { eventSeries, uplinkSeries, type DaemonEvent } from "../hil/realtime-runner.js";
 import { ALARM_IDS, EVENT_TYPES, expandSignals } from "../hil/signals.js";
 import { loadSimConfig } from "../sim/config.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const LIBRARY = "configs/hil";
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -375,7 +375,7 @@ describe("the standard library in virtual time, through the pod's wiring and hot
     beforeAll(async () => {
       if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: .ci/run installs Debian's chromium (or set CHROMIUM)`);
       browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-      dir = mkdtempSync(join(tmpdir(), "podwarden-hil-"));
+      dir = tempDir("podwarden-hil-");
     }, 30_000);
     afterAll(async () => {
       await browser?.close();
@@ -490,7 +490,7 @@ describe("the standard library in virtual time, through the pod's wiring and hot
     const bad = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(LIBRARY, "leak-chatter-rack-6.yaml"), "--repeat", "lots"], { encoding: "utf8" });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/--repeat lots: a whole number of runs/);
-    const dir = mkdtempSync(join(tmpdir(), "podwarden-hil-repeat-"));
+    const dir = tempDir("podwarden-hil-repeat-");
     try {
       const replay = join(dir, "a-replay.yaml");
       writeFileSync(replay, "name: a-replay\nreplay: capture.log\nexpect:\n  - { name: e, signal: pod.rack-1.isolated, is: { eq: 1 }, never: {} }\n");

@@ -1,10 +1,9 @@
 // The pod's web HMI (issue #23), served by `podwarden run` against the simulator and looked at in
 // a real browser: Debian's chromium, headless, driven by playwright-core.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { createServer } from "node:http";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { stringify } from "yaml";
@@ -24,6 +23,7 @@ import { startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { TestPki } from "./helpers/pki.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 /** where the browser test leaves its screenshot (a CI artifact; not committed) */
@@ -85,7 +85,7 @@ describe("the HMI's event log", () => {
 
 describe("HMI logins", () => {
   it("keeps passwords as scrypt hashes, and a wrong password, a wrong name and a right one are told apart only by the answer", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "podwarden-hmi-users-"));
+    const dir = tempDir("podwarden-hmi-users-");
     try {
       const file = join(dir, "users.yaml");
       await setUser(file, "alice", ["operator"], "correct horse");
@@ -165,7 +165,7 @@ describe("podwarden run serves the HMI", () => {
 
   beforeAll(async () => {
     t = await startTestSim({ devices: { leaseMs: 1500 } });
-    dir = mkdtempSync(join(tmpdir(), "podwarden-hmi-"));
+    dir = tempDir("podwarden-hmi-");
     mkdirSync(join(dir, "state"));
     await setUser(join(dir, "users.yaml"), "alice", ["operator"], "alice-password");
     await setUser(join(dir, "users.yaml"), "olga", ["observer"], "olga-password");

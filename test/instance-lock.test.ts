@@ -1,11 +1,11 @@
 // The daemon's claims on its pod and state directory (agent/ops/instance-lock.ts), in process.
 // test/agent-daemon.test.ts runs the same through `podwarden run`.
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, chownSync, copyFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { daemonClaims, InstanceLock, InstanceLockError, lockDirectory, removeStale } from "../agent/ops/instance-lock.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const me = { pid: process.pid, pod: "t/p", config: "/etc/podwarden/pod.yaml" };
 const site = `test-${process.pid}-${Date.now()}`;
@@ -16,7 +16,7 @@ afterAll(() => {
 });
 /** A lock directory of this test's own, so a daemon running on the host cannot interfere. */
 function lockDir(): string {
-  const parent = mkdtempSync(join(tmpdir(), "pw-lockdir-"));
+  const parent = tempDir("pw-lockdir-");
   dirs.push(parent);
   return join(parent, "locks");
 }
@@ -57,8 +57,8 @@ describe("instance lock", () => {
   });
 
   it("sees one state directory reached by two paths (a symlink) as one claim", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pw-lock-"));
-    const other = mkdtempSync(join(tmpdir(), "pw-lock-"));
+    const dir = tempDir("pw-lock-");
+    const other = tempDir("pw-lock-");
     dirs.push(dir, other);
     const link = join(other, "state");
     symlinkSync(dir, link);

@@ -1,8 +1,7 @@
 // Partial-stroke tests of isolation valves: one test against the simulator's stroked valve
 // (clean, seized, seizing part-way, slow, too fast for the test), the pod's tests with their
 // refusals, aborts, alarms, records and schedule, and the wiring that carries a test's close.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
@@ -14,6 +13,7 @@ import type { AgentEvent, ProblemReport } from "../agent/pod-api.js";
 import { podLayout } from "../pod/layout.js";
 import { PodWiring } from "../pod/wiring.js";
 import { StrokedValve } from "../sim/plant/valve.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 /** A limit switch as a device reads it from the valve: made at the last 1 % of travel. */
 const openLimit = (v: StrokedValve): number => (v.position >= 99 ? 1 : 0);
@@ -190,7 +190,7 @@ describe("the pod's partial-stroke tests", () => {
 
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
-    dir = mkdtempSync(join(tmpdir(), "podwarden-stroke-"));
+    dir = tempDir("podwarden-stroke-");
     now = 0;
     out = { loopStatus: [L.LS_AUTOMATIC, L.LS_AUTOMATIC], rackState: [L.RACK_NORMAL, L.RACK_NORMAL], rackStatus: [0, 0], rackSupplyOpen: [1, 1], rackReturnOpen: [1, 1] };
     failsafe = false;

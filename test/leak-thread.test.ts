@@ -3,9 +3,8 @@
 // while the agent's main thread is blocked outright. The simulator runs in a process of its own
 // (a blocked test process would stall an in-process plant too) and times the leak register
 // changing and the close command arriving at the device.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { readFileSync, rmSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../agent/agent.js";
@@ -18,6 +17,7 @@ import { demoConfigData } from "../cli/demo-config.js";
 import { startSimProcess, type SimProcess } from "../tooling/sim-process.js";
 import { agentConfig, testAgent, TEST_POD } from "./helpers/agent.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 interface Truth {
   racks: { name: string; leakToIsolationMs: number | null; supplyIsolationPct: number; powerOff: boolean; powerCapKw: number | null }[];
@@ -127,7 +127,7 @@ describe("the leak thread against a simulator process", () => {
   };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "podwarden-leak-thread-"));
+    dir = tempDir("podwarden-leak-thread-");
     sim = await startSimProcess(dir, 5000); // device leases outlast the blocked main thread
   }, 30_000);
   afterAll(async () => {
@@ -242,7 +242,7 @@ describe("the leak thread against a simulator process", () => {
   it("isolates when the main thread has been blocked past the device's lease: one heartbeat before the close, and the valve moves", async () => {
     // a simulator of its own, whose devices' leases (1 s) run out inside the block
     const long = sim;
-    const shortDir = mkdtempSync(join(tmpdir(), "podwarden-leak-thread-lease-"));
+    const shortDir = tempDir("podwarden-leak-thread-lease-");
     sim = await startSimProcess(shortDir, 1000);
     try {
       await withAgent(true, () => {

@@ -3,9 +3,7 @@
 // drivers, the simulator's BMCs over HTTP and the plant. A pod over budget caps its racks and the
 // plant's total power falls under the budget; a Redfish leak event isolates its rack; a BMC that
 // refuses its cap is an alarm.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent } from "../agent/agent.js";
 import { validateAgentConfig } from "../agent/config/load.js";
@@ -14,6 +12,7 @@ import { Metrics } from "../agent/ops/metrics.js";
 import { DEMO_BMC_PASSWORD_ENV, demoConfigData, readRacksThroughBmcs } from "../cli/demo-config.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 describe("racks read and capped through their BMCs over Redfish", () => {
   let t: TestSim;
@@ -25,7 +24,7 @@ describe("racks read and capped through their BMCs over Redfish", () => {
     process.env[DEMO_BMC_PASSWORD_ENV] = "podwarden-sim";
     t = await startTestSim({ devices: { redfish: { limitRampKwPerS: 200 } } });
     t.sim.inject({ load: "all", pct: 95 });
-    stateDir = mkdtempSync(join(tmpdir(), "pw-rf-racks-"));
+    stateDir = tempDir("pw-rf-racks-");
     const data = demoConfigData((d) => t.port(d));
     readRacksThroughBmcs(data, (d) => t.port(d), { pollMs: 250 });
     data.stateDir = stateDir;

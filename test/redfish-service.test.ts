@@ -3,8 +3,7 @@
 // profile's mandatory resources are there, the state is the pod's real state, and the service is
 // read-only, authenticated when configured, and bounded. An agent against the simulator over real
 // Modbus TCP, and one `podwarden run` for the daemon's wiring.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +15,7 @@ import { startDaemon, untilRunning } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { freePort } from "../tooling/free-port.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 // From DMTF's JSON schemas (DSP8010, Redfish-Publications): the properties each type requires,
 // and the enumerations of the properties served
@@ -82,7 +82,7 @@ describe("the pod as a Redfish cooling unit", () => {
     await agent.start();
     server = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: "test" }, { enabled: true, host: "127.0.0.1", port: 0, maxRequestsPerS: 10_000 });
     base = `http://127.0.0.1:${await server.listen()}`;
-    dir = mkdtempSync(join(tmpdir(), "pw-redfish-"));
+    dir = tempDir("pw-redfish-");
     await waitFor(() => agent.status().racks.every((r) => r.flowLpm !== null), "every rack's flow read", 20_000);
   }, 60_000);
   afterAll(async () => {

@@ -1,7 +1,6 @@
 // Virtual time, scenarios, config validation and the `podwarden sim` command.
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
@@ -14,6 +13,7 @@ import { simConfig, loadSimConfig } from "../sim/config.js";
 import { parseScenario, parseDuration, type Scenario } from "../sim/scenario.js";
 import { VirtualPod } from "../sim/virtual-pod.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const INFERENCE = { profile: "inference" as const, basePct: 30, burstPct: 95, meanBurstS: 4, meanGapS: 10 };
 const SCENARIO: Scenario = parseScenario({
@@ -168,7 +168,7 @@ describe("scenario files", () => {
 
 describe("simulator config", () => {
   const write = (text: string): string => {
-    const dir = mkdtempSync(join(tmpdir(), "podwarden-simcfg-"));
+    const dir = tempDir("podwarden-simcfg-");
     const f = join(dir, "sim.yaml");
     writeFileSync(f, text);
     return f;

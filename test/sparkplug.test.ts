@@ -2,8 +2,7 @@
 // mosquitto, watched by an independent host application (tooling/sparkplug-host.ts: Eclipse
 // Tahu's decoder, state tracked as a primary host would). Each rule the host checks is listed
 // with its section in docs/sparkplug.md, beside the test here that exercises it.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +13,7 @@ import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const DEVICES = 9; // the CDU and 8 racks
 /**
@@ -71,7 +71,7 @@ describe("Sparkplug B edge node (daemon, mosquitto, Tahu host)", () => {
   beforeAll(async () => {
     t = await startTestSim({ devices: { leaseMs: 3000 } });
     broker = await Mosquitto.start();
-    dir = mkdtempSync(join(tmpdir(), "pw-spb-"));
+    dir = tempDir("pw-spb-");
   }, 30_000);
   afterEach(async () => {
     await Promise.all(daemons.splice(0).map((d) => stopProcess(d.child, "SIGKILL")));

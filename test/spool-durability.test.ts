@@ -5,10 +5,10 @@
 // after each acknowledged one was deleted (or it may come back).
 // Nothing is mocked: these are the calls the kernel saw.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -66,7 +66,7 @@ function parseTrace(text: string): Call[] {
 
 describe("spool durability", () => {
   it("fsyncs every segment's records after their last write, even across a rollover, and the directory after each new or deleted segment", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pw-spool-sync-"));
+    const dir = tempDir("pw-spool-sync-");
     dirs.push(dir);
     const spoolDir = join(dir, "spool");
     const traceFile = join(dir, "trace");

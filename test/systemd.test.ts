@@ -1,8 +1,7 @@
 // systemd integration: the unit verifies, and the notify protocol against a real NOTIFY_SOCKET
 // (an AF_UNIX datagram listener): READY=1 after start, WATCHDOG=1 only while healthy, STOPPING=1.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import { shebangNodeFlags } from "../tooling/node-flags.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 interface Listener {
   datagrams: string[];
@@ -19,7 +19,7 @@ interface Listener {
 }
 
 async function notifySocket(): Promise<Listener> {
-  const path = join(mkdtempSync(join(tmpdir(), "podwarden-notify-")), "notify.sock");
+  const path = join(tempDir("podwarden-notify-"), "notify.sock");
   const child = spawn("/usr/bin/python3", ["test/peers/notify_listener.py", path], { stdio: ["ignore", "pipe", "inherit"] });
   const datagrams: string[] = [];
   let ready = false;
@@ -85,7 +85,7 @@ describe("systemd", () => {
 
     it("sends READY=1 once running, WATCHDOG=1 while healthy, STOPPING=1 on SIGTERM", async () => {
       const l = await notifySocket();
-      const cfg = join(mkdtempSync(join(tmpdir(), "podwarden-sd-")), "agent.yaml");
+      const cfg = join(tempDir("podwarden-sd-"), "agent.yaml");
       writeFileSync(
         cfg,
         stringify(

@@ -1,7 +1,6 @@
 // The uplink against a real mosquitto: the example per-pod ACL from deploy/, MQTT 5 request/
 // response correlation, credentials from a file, and TLS with mutual authentication.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +11,7 @@ import { brokerPki, type TestPki } from "./helpers/pki.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { MissionControl, startUplinkPod, type UplinkPod } from "./helpers/uplink.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const USERS = { "pod-demo-pod-a": "secret-a", "pod-demo-pod-b": "secret-b", "mission-control": "secret-mc" };
 
@@ -35,7 +35,7 @@ describe("the example per-pod ACL, with a real mosquitto", () => {
   beforeAll(async () => {
     broker = await Mosquitto.start({ users: USERS, general: [`acl_file ${resolve("deploy/mosquitto/podwarden.acl")}`] });
     sim = await startTestSim();
-    credDir = mkdtempSync(join(tmpdir(), "pw-cred-"));
+    credDir = tempDir("pw-cred-");
     writeFileSync(join(credDir, "mqtt-password"), "secret-a\n");
     pod = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 5, sim, uplink: { username: "pod-demo-pod-a", passwordFile: join(credDir, "mqtt-password") } });
     mc = await MissionControl.connect(broker.url, pod.base, 5, { username: "mission-control", password: "secret-mc" });

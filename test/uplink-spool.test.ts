@@ -1,15 +1,15 @@
 // The store-and-forward spool on a real filesystem: order, PUBACK-based removal, restart,
 // overflow policy, torn writes and corrupt files.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Spool, type Taken } from "../agent/uplink/spool.js";
 import { Prng } from "../sim/prng.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const dirs: string[] = [];
 function spoolDir(): string {
-  const d = mkdtempSync(join(tmpdir(), "pw-spool-"));
+  const d = tempDir("pw-spool-");
   dirs.push(d);
   return d;
 }

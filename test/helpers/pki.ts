@@ -1,15 +1,15 @@
 // A throw-away PKI for TLS tests: EC keys and certificates made with openssl in a temporary
 // directory, removed by the test that made it.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { run } from "./processes.js";
+import { tempDir } from "./temp-dirs.js";
 
 export class TestPki {
   private constructor(readonly dir: string) {}
 
   static create(): TestPki {
-    return new TestPki(mkdtempSync(join(tmpdir(), "pw-tls-")));
+    return new TestPki(tempDir("pw-tls-"));
   }
 
   /** Path of a file in the PKI directory: `<name>.pem` (certificate) or `<name>.key`. */

@@ -1,6 +1,6 @@
 // Child processes that tests start (socat, mbpoll, the CLI): started here, always stopped.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stopProcess, waitFor } from "../../tooling/processes.js";
@@ -20,5 +20,13 @@ export async function ptyPair(): Promise<PtyPair> {
   const b = join(dir, "b");
   const child = spawn("socat", [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: "ignore" });
   await waitFor(() => existsSync(a) && existsSync(b), "socat pty pair");
-  return { a, b, stop: () => stopProcess(child) };
+  // the pair owns its directory (the bench uses it too, outside vitest's temp-dir cleanup)
+  return {
+    a,
+    b,
+    stop: async () => {
+      await stopProcess(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
