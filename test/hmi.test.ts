@@ -522,8 +522,9 @@ describe("podwarden run serves the HMI", () => {
       await stopProcess(daemon.child, "SIGKILL");
       await page.locator("body.stale #link", { hasText: /^STALE$/ }).waitFor({ timeout: 15_000 });
       expect(await page.locator("#stale-banner").isVisible()).toBe(true);
-      // only the browser's own reports of the lost connection and its retries
-      expect(errors.filter((e) => !/ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e))).toEqual([]);
+      // only the browser's own reports of the lost connection and its retries (a request in
+      // flight when the daemon died is reset: the project's CI saw ERR_CONNECTION_RESET once)
+      expect(errors.filter((e) => !/ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e))).toEqual([]);
       expect(exceptions).toEqual([]);
       t.sim.inject({ clear: "all" });
     }, 30_000);
