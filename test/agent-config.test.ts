@@ -1,7 +1,6 @@
 // Agent config: the shipped configs load, bad ones fail with the key path and reason, secrets
 // come from the environment, and check-config exits non-zero.
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { loadAgentConfig, parseAgentConfig, type AgentConfig } from "../agent/config/load.js";
@@ -12,10 +11,11 @@ import { num, obj, optional } from "../lib/schema-builders.js";
 import { ConfigError } from "../lib/config-file.js";
 import { generateCommandKey } from "../agent/commands/signing.js";
 import { run } from "./helpers/processes.js";
+import { tempDir } from "./helpers/temp-dirs.js";
 
 const demo = readFileSync("configs/demo-pod.yaml", "utf8");
 const write = (text: string): string => {
-  const f = join(mkdtempSync(join(tmpdir(), "podwarden-cfg-")), "agent.yaml");
+  const f = join(tempDir("podwarden-cfg-"), "agent.yaml");
   writeFileSync(f, text);
   return f;
 };
@@ -60,7 +60,9 @@ describe("agent config", () => {
       (s: string) => s.replace("powerCap: rack-4.powerCapKw, powerOff: rack-4.powerOff,", "powerOff: rack-4.powerOff,"),
       /racks\[3\]\.outputs\.powerCap: supervisor\.powerBudget\.writeCaps needs it \(or set writeCaps: false\)/,
     ],
-  ])("rejects %s, naming the key", (_what, mutate, reason) => {
+      // the leak sensors' group slowed past their 3 s staleMs: stale before every poll, with no fault anywhere
+    ["a leak sensor polled slower than it may age", (s: string) => s.replace("{ name: safety, periodMs: 20, priority: 0 }", "{ name: safety, periodMs: 5000, priority: 0 }"), /racks\[0\]\.points\.leak\[0\]: "rack-1\.leakState" is polled every 5000 ms \(modbus group "safety"\), not faster than control\.points\.leak\.staleMs \(3000 ms\)/],
+])("rejects %s, naming the key", (_what, mutate, reason) => {
     const text = mutate(demo);
     expect(text).not.toBe(demo);
     expect(() => parseAgentConfig(text, "agent.yaml")).toThrow(ConfigError);

@@ -114,11 +114,43 @@ function crossChecks(c: AgentConfig): string[] {
     const maxS = Math.floor(c.control.setpointLeaseMaxMs / 1000);
     if (sp.writeLeaseS > maxS) out.push(`uplink.sparkplug.writeLeaseS: ${sp.writeLeaseS} s is over control.setpointLeaseMaxMs (${maxS} s): the executor would refuse every write`);
   }
+  out.push(...pollSlowerThanStaleProblems(c));
   if (c.mqttIngest !== undefined) out.push(...mqttConnectionProblems(c.mqttIngest, "mqttIngest", [c.mqttIngest.url]));
   out.push(...hmiProblems(c.hmi));
   out.push(...redfishProblems(c.redfish));
   out.push(...redfishClientProblems(c.redfishClient));
   return [...out, ...modbusProblems(c.modbus)];
+}
+
+/**
+ * A Modbus input polled no faster than the hot path lets its sample age (control.points.<kind>.staleMs)
+ * reads stale before each poll lands: its loop, or its leak sensor, would sit in fail-safe for
+ * part of every period, or all of it, with no fault anywhere. Refused, naming both figures.
+ */
+function pollSlowerThanStaleProblems(c: AgentConfig): string[] {
+  const out: string[] = [];
+  const periodOf = new Map(c.modbus.groups.map((g) => [g.name, g.periodMs]));
+  const polled = new Map<string, { periodMs: number; group: string }>();
+  for (const d of c.modbus.devices) for (const p of d.points) polled.set(`${d.name}.${p.name}`, { periodMs: periodOf.get(p.group) ?? 0, group: p.group });
+  type Kind = keyof AgentConfig["control"]["points"];
+  const check = (id: string | undefined, kind: Kind, at: string): void => {
+    const poll = id === undefined ? undefined : polled.get(id);
+    const staleMs = c.control.points[kind].staleMs;
+    if (poll === undefined || staleMs === 0 || poll.periodMs < staleMs) return;
+    out.push(`${at}: "${id}" is polled every ${poll.periodMs} ms (modbus group "${poll.group}"), not faster than control.points.${kind}.staleMs (${staleMs} ms): it would read stale before each poll lands`);
+  };
+  c.racks.forEach((r, i) => {
+    const at = `racks[${i}].points`;
+    check(r.points.returnTempC, "temperature", `${at}.returnTempC`);
+    check(r.points.supplyTempC, "temperature", `${at}.supplyTempC`);
+    check(r.points.flowLpm, "flow", `${at}.flowLpm`);
+    check(r.points.powerKw, "power", `${at}.powerKw`);
+    r.points.leak.forEach((l, j) => check(l, "leak", `${at}.leak[${j}]`));
+    for (const key of ["supplyIsolationClosedLimit", "returnIsolationClosedLimit"] as const) check(r.points[key], "limitSwitch", `${at}.${key}`);
+  });
+  check(c.cdu.points.dpKpa, "pressure", "cdu.points.dpKpa");
+  check(c.cdu.points.supplyTempC, "temperature", "cdu.points.supplyTempC");
+  return out;
 }
 
 function uplinkProblems(u: UplinkConfig): string[] {
