@@ -143,7 +143,10 @@ export class NatsCluster {
       "the NATS cluster to carry QoS 1 messages on every node",
       timeoutMs,
       250,
-    );
+    ).catch((err: unknown) => {
+      // what each node last said: a failed election or a stream still recovering reads there
+      throw new Error(`${String(err)}\n${live.map((i) => `--- ${this.node(i).name}:\n${this.node(i).log.slice(-1500)}`).join("\n")}`);
+    });
   }
 
   /** One QoS 1 message through node i and back, within 5 s (a node catching up with its peers can leave a SUBSCRIBE unanswered). */
@@ -207,10 +210,15 @@ export class NatsCluster {
     await Promise.all(this.nodes.map((_, i) => this.kill(i, signal)));
   }
 
-  /** Starts every node that is down, and waits until the cluster carries messages. */
-  async startAll(): Promise<void> {
+  /**
+   * Starts every node that is down, and waits until the cluster carries messages. After the whole
+   * cluster was killed, JetStream recovers its streams and elects their leaders while every pod
+   * reconnects at once: a loaded CI run (2026-12-05, beside the other test lane) took over the
+   * 30 s a single node's return needs, hence the longer default.
+   */
+  async startAll(readyTimeoutMs = 90_000): Promise<void> {
     await Promise.all(this.nodes.flatMap((n, i) => (n.child === null ? [this.launch(i)] : [])));
-    await this.ready();
+    await this.ready(readyTimeoutMs);
   }
 
   /** Restarts every node at once (all down, then all up). */
