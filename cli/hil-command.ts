@@ -132,23 +132,22 @@ function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, 
   for (const [name, d] of Object.entries(rig.devices)) {
     const m = modbus.find((x) => x.name === name);
     const b = redfish.find((x) => x.name === name);
-    if (m !== undefined && d.serial !== undefined) {
-      if (d.host !== undefined || d.port !== undefined || d.url !== undefined) problems.push(`devices.${name}: a serial line, or a TCP address or URL, not both`);
-      else if (m.tcp === undefined) problems.push(`devices.${name}: the config reaches it over RTU already: its bus is the config's`);
-      else {
-        // one bus per port: devices on one line share it, as on a real multi-drop bus
-        const buses = (modbusData.buses ??= []);
-        let bus = buses.find((b) => b.path === d.serial?.path);
-        if (bus === undefined) {
-          bus = { name: `rig-serial-${buses.length + 1}`, path: d.serial.path, baudRate: d.serial.baudRate };
-          buses.push(bus);
+    if (m !== undefined && (d.serial !== undefined || d.url === undefined)) {
+      if (d.serial !== undefined) {
+        if (d.host !== undefined || d.port !== undefined || d.url !== undefined) problems.push(`devices.${name}: a serial line, or a TCP address or URL, not both`);
+        else if (m.tcp === undefined) problems.push(`devices.${name}: the config reaches it over RTU already: its bus is the config's`);
+        else {
+          // one bus per port: devices on one line share it, as on a real multi-drop bus
+          const buses = (modbusData.buses ??= []);
+          let bus = buses.find((b) => b.path === d.serial?.path);
+          if (bus === undefined) {
+            bus = { name: `rig-serial-${buses.length + 1}`, path: d.serial.path, baudRate: d.serial.baudRate };
+            buses.push(bus);
+          }
+          delete m.tcp;
+          m.bus = bus.name;
         }
-        delete m.tcp;
-        m.bus = bus.name;
-      }
-      if (d.unitId !== undefined) m.unitId = d.unitId;
-    } else if (m !== undefined && d.url === undefined) {
-      if (m.tcp === undefined) problems.push(`devices.${name}: the config reaches it over RTU, not TCP`);
+      } else if (m.tcp === undefined) problems.push(`devices.${name}: the config reaches it over RTU, not TCP`);
       else {
         if (d.host !== undefined) m.tcp.host = d.host;
         if (d.port !== undefined) m.tcp.port = d.port;
