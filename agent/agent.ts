@@ -38,6 +38,7 @@ import { LoopTunings } from "./tuning/loop-tuning.js";
 import { noCoolantLimitKw } from "../pod/config.js";
 import { ProblemRegistry } from "./problems.js";
 import { TickWindow } from "./control/tick-window.js";
+import { PassLateness } from "./control/pass-lateness.js";
 import type { Alarm } from "./supervisor/alarms.js";
 import { LoopLeases } from "./supervisor/setpoints.js";
 import { Supervisor, type PodMode, type Reading } from "./supervisor/supervisor.js";
@@ -128,6 +129,8 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   private decisions: PodDecisions;
   private outputs: ControlOutputs | undefined;
   private readonly tickWindow: TickWindow;
+  /** how late the main thread's actuator passes ran */
+  private readonly passLateness = new PassLateness(ACTUATOR_PASS_MS);
   private running = false;
   private stopping = false;
   private readonly spDefault: number[];
@@ -322,7 +325,12 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     this.writeActuators();
     this.startStrokes();
     this.timers.push(setInterval(() => this.supervise(), c.supervisor.periodMs));
-    this.timers.push(setInterval(() => this.writeActuators(), ACTUATOR_PASS_MS));
+    this.timers.push(
+      setInterval(() => {
+        this.passLateness.mark(monoMs());
+        this.writeActuators();
+      }, ACTUATOR_PASS_MS),
+    );
     void this.interlockWatch();
     this.emit({ type: "agent.started" });
   }
@@ -825,13 +833,15 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
         maxUs: ct.maxLatenessUs,
         schedFifo: ct.schedFifo,
         recent: this.tickWindow.recent(),
+        failsafeEntries: ct.failsafeEntries,
+        actuatorPass: this.passLateness.figures(),
       },
     };
   }
 
   controlStats(): ReturnType<PodDiagnostics["controlStats"]> {
     const ct = this.control;
-    return { ticks: ct.ticks, urgentTicks: ct.urgentTicks, overruns: ct.overruns, maxLatenessUs: ct.maxLatenessUs, lateness: ct.latenessHistogram(), recent: this.tickWindow.recent() };
+    return { ticks: ct.ticks, urgentTicks: ct.urgentTicks, overruns: ct.overruns, maxLatenessUs: ct.maxLatenessUs, lateness: ct.latenessHistogram(), recent: this.tickWindow.recent(), failsafeEntries: ct.failsafeEntries, actuatorPassLateness: this.passLateness.histogram };
   }
 
   modbusStats(): ReturnType<ModbusDriver["stats"]> {

@@ -37,7 +37,20 @@ export interface PodStatus {
   racks: RackStatus[];
   pump: PumpStatus;
   /** cumulative since start, and `recent`: the same over the last supervisor.overrun.windowMs */
-  control: { ticks: number; overruns: number; p50Us: number; p99Us: number; p999Us: number; maxUs: number; schedFifo: string; recent: RecentTicks };
+  control: {
+    ticks: number;
+    overruns: number;
+    p50Us: number;
+    p99Us: number;
+    p999Us: number;
+    maxUs: number;
+    schedFifo: string;
+    recent: RecentTicks;
+    /** loops that left live control for fail-safe, each time, since the start */
+    failsafeEntries: number;
+    /** the main thread's actuator passes: how many, and how late beyond their period */
+    actuatorPass: { passes: number; p99LateUs: number; maxLateUs: number };
+  };
 }
 
 /** Who the pod is: what `info` and the board show. */
@@ -71,7 +84,7 @@ export interface PodReader {
 
 /** The control thread's and the field drivers' counters, for metrics. */
 export interface PodDiagnostics {
-  controlStats(): { ticks: number; urgentTicks: number; overruns: number; maxLatenessUs: number; lateness: LogHistogram; recent: RecentTicks };
+  controlStats(): { ticks: number; urgentTicks: number; overruns: number; maxLatenessUs: number; lateness: LogHistogram; recent: RecentTicks; failsafeEntries: number; actuatorPassLateness: LogHistogram };
   modbusStats(): ReturnType<ModbusDriver["stats"]>;
   /** null without mqttIngest */
   ingestStats(): { connected: boolean; messages: number; rejected: number; retainedIgnored: number; outOfOrder: number; oversized: number; silentBrokerDrops: number; protocolErrorDrops: number } | null;

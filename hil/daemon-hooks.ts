@@ -12,7 +12,7 @@ import type { Worker } from "node:worker_threads";
 
 const threads = createRequire(import.meta.url)("node:worker_threads") as typeof WorkerThreads;
 
-/** The file the leak thread runs (agent/control/worker-path.ts builds its URL or path). */
+/** The file the leak thread runs (lib/worker-path.ts builds its URL or path). */
 const LEAK_WORKER = /[/\\]leak-worker\.js$/;
 
 type WorkerArgs = ConstructorParameters<typeof threads.Worker>;

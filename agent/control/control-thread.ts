@@ -9,7 +9,7 @@ import { LogHistogram } from "../../lib/log-histogram.js";
 import { allocateRing, FlightRingReader, type RingShape } from "./flight-ring.js";
 import { CTRL, CTRL_F64, Frames, PATCH_BYTES } from "./frames.js";
 import type { WorkerInput } from "./worker.js";
-import { builtWorker } from "./worker-path.js";
+import { builtWorker } from "../../lib/worker-path.js";
 
 export interface ControlOptions {
   periodMs: number;
@@ -267,6 +267,11 @@ export class ControlThread {
 
   get skipped(): number {
     return Atomics.load(this.frames.ctrl, CTRL.SKIPPED);
+  }
+
+  /** loops that left live control for fail-safe, each time (the start excepted) */
+  get failsafeEntries(): number {
+    return Atomics.load(this.frames.ctrl, CTRL.FAILSAFE_ENTRIES);
   }
 
   /** ticks run before their deadline on tickNow() */

@@ -28,6 +28,7 @@ export const CTRL = {
   PATCH_LEN: 12,
   PATCH_APPLIED: 13,
   URGENT_TICKS: 14, // ticks run before their deadline because a safety input changed
+  FAILSAFE_ENTRIES: 15, // loops that went from live control into fail-safe, counted each time
   COUNT: 16,
 } as const;
 

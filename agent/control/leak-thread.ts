@@ -10,7 +10,7 @@ import type { PodDecisions } from "../../pod/wiring.js";
 import type { Frames } from "./frames.js";
 import type { LeakWorkerInput, LeakWorkerMessage } from "./leak-worker.js";
 import { SharedDecisions } from "./shared-decisions.js";
-import { builtWorker } from "./worker-path.js";
+import { builtWorker } from "../../lib/worker-path.js";
 
 type DriverStats = ReturnType<ModbusDriver["stats"]>;
 

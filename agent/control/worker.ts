@@ -11,6 +11,7 @@ import { loadBank, writeSample, type BankSpec } from "../../hotpath-as/bank-conf
 import { WasmHotPath } from "../../hotpath-as/wasm-bank.js";
 import { monoMs } from "../../lib/clock.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
+import { inFailsafe } from "../../pod/status-words.js";
 import { InterlockChangeDetector } from "../../pod/wiring.js";
 import { applyCommands, applyPatch, TUNE_EDGE_NONE, TUNE_EDGE_START, TUNE_EDGE_STOP } from "./bank-inputs.js";
 import { FLAG_COMMANDS, FLAG_PATCH, FLAG_URGENT, FlightRingWriter, type RingBuffers, type RingShape } from "./flight-ring.js";
@@ -89,6 +90,11 @@ function run(input: WorkerInput): void {
   const tuneEdge = new Int32Array(Lc);
   const ring = input.recorder === undefined ? null : new FlightRingWriter(input.recorder.shape, input.recorder.buffers);
   const interlocks = new InterlockChangeDetector(Lc, R);
+  // which loops were in live control (a status word, no fail-safe) at the last tick: a loop that
+  // leaves live control for fail-safe is counted, every time, so a fail-safe shorter than a
+  // supervisor pass (which samples the outputs) is not missed; the start, before a loop's inputs
+  // first arrive, is not an entry
+  const live = new Uint8Array(Lc);
   // the command frame as this worker last copied it whole: applied, and recorded, from here
   const cmd = new CommandCopy(input.sizes);
   let cmdSeq = -1;
@@ -193,7 +199,11 @@ function run(input: WorkerInput): void {
     for (let i = 0; i < Lc; i++) {
       f.loopOut[i] = v.loopF.out[i];
       f.loopPv[i] = v.loopF.pv[i];
-      f.loopStatus[i] = v.loopI.status[i];
+      const st = v.loopI.status[i];
+      f.loopStatus[i] = st;
+      const fs = inFailsafe(st);
+      if (fs && live[i] === 1) Atomics.add(f.ctrl, CTRL.FAILSAFE_ENTRIES, 1);
+      live[i] = fs ? 0 : st !== 0 ? 1 : live[i];
       f.loopTune[i] = v.loopI.tune[i];
       f.loopTuneEnd[i] = v.loopI.tuneEnd[i];
       f.loopTuneSwitches[i] = v.loopI.tuneSwitches[i];

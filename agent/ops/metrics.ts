@@ -230,6 +230,28 @@ export class Metrics {
       },
     });
     new Counter({
+      name: "podwarden_loop_failsafe_entries_total",
+      help: "Loops that left live control for fail-safe, each time, since the start (counted by the control worker every tick)",
+      registers: [r],
+      collect() {
+        this.reset();
+        this.inc(a().controlStats().failsafeEntries);
+      },
+    });
+    new Gauge({
+      name: "podwarden_actuator_pass_lateness_seconds",
+      help: "How late the main thread's actuator passes ran beyond their period, quantiles since start",
+      labelNames: ["quantile"],
+      registers: [r],
+      collect() {
+        const h = a().controlStats().actuatorPassLateness;
+        for (const q of LATENESS_QUANTILES) {
+          const us = h.percentile(q);
+          if (Number.isFinite(us)) this.set({ quantile: String(q) }, us / 1e6);
+        }
+      },
+    });
+    new Counter({
       name: "podwarden_tick_overruns_total",
       help: "Control ticks that started more than one period late",
       registers: [r],
