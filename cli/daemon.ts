@@ -1,11 +1,13 @@
 // `podwarden run -c <config.yaml>`: the daemon. Starts the agent, then:
 //   SIGTERM/SIGINT  drive actuators safe, stop, exit 0 within 5 s
-//   SIGHUP          reload: the new file is validated first; a bad one is rejected (the alarm
+//   SIGHUP          reload: the new file is read and validated first, in a worker thread, bounded
+//                   in time and memory (agent/config/load-off-thread.ts); a bad one is rejected (the alarm
 //                   config:rejected) and the running config stays; tuning changes apply in place, structural ones restart
 //                   the agent's internals (device leases hold the actuators meanwhile)
 import { ConfigError } from "../lib/config-file.js";
 import { Agent, identityChange, sameStructure, stateDirOf } from "../agent/agent.js";
 import { loadAgentConfig, type LoadedConfig } from "../agent/config/load.js";
+import { loadAgentConfigOffThread } from "../agent/config/load-off-thread.js";
 import { Logs } from "../agent/log.js";
 import { join, resolve } from "node:path";
 import { AdminSocket } from "../agent/ops/admin-socket.js";
@@ -144,7 +146,9 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   const reload = async (): Promise<void> => {
     let next: LoadedConfig;
     try {
-      next = loadAgentConfig(configPath);
+      // read and checked in a worker: the thread that serves control waits for a message, not
+      // for the parse of whatever the file now holds
+      next = await loadAgentConfigOffThread(configPath);
     } catch (err) {
       rejected(err instanceof ConfigError ? err.problems : [(err as Error).message], "the new config is invalid");
       return;

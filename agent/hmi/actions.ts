@@ -21,7 +21,7 @@ import type { AuditRecord, PodCommander } from "../pod-api.js";
 import type { HmiConfig } from "./schema.js";
 import { readBody, refuse, sendJson } from "./http.js";
 import { LoginLimiter, sameToken, Sessions, type Session } from "./sessions.js";
-import { loadUsers, verifyPassword, type HmiUser } from "./users.js";
+import { PasswordBusyError, UsersFile, verifyPassword, type HmiUser } from "./users.js";
 
 /** What the HMI may do: no power budget (mission control's), nothing a role could not sign. */
 export const HMI_ACTIONS = ["ack-alarm", "reset-leak", "setpoint", "mode", "isolate-rack", "return-rack", "record", "tune", "gains"] as const satisfies readonly CommandName[];
@@ -54,6 +54,7 @@ function cookieOf(req: IncomingMessage): string | undefined {
 export class HmiActions {
   private readonly sessions: Sessions;
   private readonly limiter = new LoginLimiter();
+  private readonly usersFile: UsersFile | null;
 
   constructor(
     /** the pod's commanding face, and where the view reads the loops' names and the envelope */
@@ -62,6 +63,7 @@ export class HmiActions {
     private readonly onError: (err: unknown) => void,
   ) {
     this.sessions = new Sessions(c.sessionIdleS * 1000);
+    this.usersFile = c.usersFile === undefined ? null : new UsersFile(c.usersFile);
   }
 
   attach(commander: () => HmiCommander): void {
@@ -100,9 +102,9 @@ export class HmiActions {
   }
 
   private users(): HmiUser[] | null {
-    if (this.c.usersFile === undefined) return null;
-    // read at every login and action: a user removed from the file, or given other roles, is so at once
-    return loadUsers(this.c.usersFile);
+    // looked at every login and action (parsed again only when it changed): a user removed from
+    // the file, or given other roles, is so at once
+    return this.usersFile?.read() ?? null;
   }
 
   private current(req: IncomingMessage): { id: string; s: Session } | null {
@@ -137,8 +139,9 @@ export class HmiActions {
 
   private async login(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const source = req.socket.remoteAddress ?? "unknown";
-    const wait = this.limiter.waitMs(source, Date.now());
-    if (wait > 0) return refuse(res, 429, "too many failed logins: wait and try again", { "retry-after": String(Math.ceil(wait / 1000)) });
+    // the attempt's place first: a burst gets no further than the limit's worth of attempts
+    const place = this.limiter.reserve(source, Date.now());
+    if ("waitMs" in place) return refuse(res, 429, "too many failed logins: wait and try again", { "retry-after": String(Math.ceil(place.waitMs / 1000)) });
     const body = await readBody(req, MAX_LOGIN_BYTES);
     if (body === null) return refuse(res, 413, `a login is at most ${MAX_LOGIN_BYTES} bytes`);
     const parsed = parseJson(body);
@@ -146,13 +149,24 @@ export class HmiActions {
     const password = typeof parsed?.password === "string" ? parsed.password : null;
     if (name === null || password === null || name.length > 64 || password.length > 256) return refuse(res, 400, "give {name, password}");
     const users = this.users();
-    if (users === null) return refuse(res, 403, "no one can log in: hmi.usersFile is not configured (the HMI is view-only)");
+    if (users === null) {
+      this.limiter.release(place.ticket);
+      return refuse(res, 403, "no one can log in: hmi.usersFile is not configured (the HMI is view-only)");
+    }
     const user = users.find((u) => u.name === name);
-    if (!(await verifyPassword(user, password))) {
-      this.limiter.failed(source, Date.now());
+    let right: boolean;
+    try {
+      right = await verifyPassword(user, password);
+    } catch (err) {
+      if (!(err instanceof PasswordBusyError)) throw err;
+      this.limiter.release(place.ticket); // never looked at: not a failure
+      return refuse(res, 503, err.message, { "retry-after": "1" });
+    }
+    if (!right) {
       this.audit({ action: "hmi-login", by: `hmi ${name.slice(0, MAX_AUDITED_NAME)}`, result: "rejected", reason: `wrong name or password (from ${source})` });
       return refuse(res, 401, "wrong name or password");
     }
+    this.limiter.release(place.ticket);
     const { id, session } = this.sessions.open(user!.name, user!.roles, Date.now());
     this.audit({ action: "hmi-login", by: `hmi ${user!.name}`, result: "accepted" });
     const secure = this.c.tls === undefined ? "" : "; Secure";

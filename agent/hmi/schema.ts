@@ -17,6 +17,19 @@ export const serverTls = (description: string) =>
     ),
   );
 
+/**
+ * A served endpoint's connection caps (the HMI's, the Redfish service's): past either, a
+ * connection is closed as it is accepted, so a flood of half-open connections costs the daemon
+ * nothing it has to walk (lib/http-server.ts).
+ */
+export const connectionKeys = () => ({
+  maxConnections: int(1, 4096, 64, "connections open at once from every address together; one more is closed as it is accepted"),
+  maxConnectionsPerAddress: int(1, 1024, 16, "connections open at once from one address (a browser opens about 6, and 1 for each live page); one more is closed as it is accepted"),
+});
+
+/** The caps of a served endpoint's config, as lib/http-server.ts takes them. */
+export const connectionLimits = (c: { maxConnections: number; maxConnectionsPerAddress: number }) => ({ maxConnections: c.maxConnections, maxPerAddress: c.maxConnectionsPerAddress });
+
 export const HMI_SCHEMA = obj(
   {
     enabled: bool(true, "serve the pod's web HMI (docs/hmi.md)"),
@@ -28,6 +41,7 @@ export const HMI_SCHEMA = obj(
     usersFile: optional(str("who may log in to act (acknowledge, reset a leak, setpoints, modes, isolation): a YAML file written by `podwarden hmi-user`; without it the HMI is view-only", { minLength: 1 })),
     sessionIdleS: int(60, 86400, 900, "a login ends after this long without a request"),
     tls: serverTls("serve over HTTPS with this certificate"),
+    ...connectionKeys(),
   },
   "the pod's web HMI, served by the daemon",
 );

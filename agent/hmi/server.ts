@@ -18,10 +18,10 @@
 // buffered (it is dropped, not buffered for).
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { boundedServer, closeHttp, listenHttp } from "../../lib/http-server.js";
+import { boundedServer, closeHttp, listenHttp, type BoundedServer, type ConnectionCounts } from "../../lib/http-server.js";
 import { findPackage } from "../../lib/package-root.js";
 import type { AgentEvent, PodDiagnostics, PodReader } from "../pod-api.js";
 import type { UplinkStats } from "../uplink/uplink.js";
@@ -29,7 +29,7 @@ import { hmiHealth, RequestRates } from "./health.js";
 import { EventLog, MAX_EVENTS_PER_REQUEST } from "./event-log.js";
 import { HmiActions, type HmiCommander } from "./actions.js";
 import { refuse, SECURITY_HEADERS, sendJson, sendJsonText } from "./http.js";
-import type { HmiConfig } from "./schema.js";
+import { connectionLimits, type HmiConfig } from "./schema.js";
 import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
 import { recordingCsv } from "../recorder/recording-csv.js";
 import { findRecording, readRecording } from "../recorder/recording-file.js";
@@ -81,6 +81,8 @@ export interface HmiStats {
   refused: number;
   /** live pages dropped because they stopped reading */
   dropped: number;
+  /** connections: open now, and closed as they were accepted past a cap */
+  connections: ConnectionCounts;
 }
 
 export interface HmiServerOptions {
@@ -98,7 +100,7 @@ export interface HmiServerOptions {
 }
 
 export class HmiServer {
-  private server: Server | null = null;
+  private server: BoundedServer | null = null;
   private readonly assets = new Map<string, Asset>();
   private readonly clients = new Set<ServerResponse>();
   private timer: NodeJS.Timeout | null = null;
@@ -151,7 +153,7 @@ export class HmiServer {
   /** Listens; resolves with the port. */
   async listen(): Promise<number> {
     const handler = (req: IncomingMessage, res: ServerResponse): void => this.handle(req, res);
-    const server = boundedServer({ maxHeaderBytes: MAX_HEADER_BYTES, tls: this.c.tls }, handler);
+    const server = boundedServer({ maxHeaderBytes: MAX_HEADER_BYTES, tls: this.c.tls, limits: connectionLimits(this.c) }, handler);
     this.server = server;
     const port = await listenHttp(server, { host: this.c.host, port: this.c.port });
     this.sample();
@@ -208,7 +210,7 @@ export class HmiServer {
   }
 
   stats(): HmiStats {
-    return { clients: this.clients.size, refused: this.refused, dropped: this.dropped };
+    return { clients: this.clients.size, refused: this.refused, dropped: this.dropped, connections: this.server?.connectionCounts() ?? { open: 0, refusedTotal: 0, refusedPerAddress: 0 } };
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {

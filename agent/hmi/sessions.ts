@@ -69,13 +69,22 @@ export class Sessions {
   }
 }
 
+/** One attempt's place in the limiter: a failure from the moment it was taken. */
+export interface LoginTicket {
+  readonly atMs: number;
+  readonly source: string;
+}
+
 /**
- * Failed logins allowed per minute: `perSource` from one address, `total` from all. Beyond
- * either, logins are refused unread (429) until the minute has passed: a password cannot be
- * guessed faster, and the scrypt work a flood of guesses would cost is never spent.
+ * Failed logins allowed per minute: `perSource` from one address, `total` from all. An attempt
+ * takes its place before its password is looked at (`reserve`) and counts as a failure from
+ * then on; only a right password gives the place back (`succeeded`). Beyond either limit,
+ * logins are refused unread (429) until the minute has passed: a password cannot be guessed
+ * faster, and a burst of guesses costs at most the limit's worth of scrypt work, however many
+ * arrive at once (counting after the scrypt let 113-196 of a burst reach it: issue #49).
  */
 export class LoginLimiter {
-  private readonly failures: { atMs: number; source: string }[] = [];
+  private readonly failures: LoginTicket[] = [];
 
   constructor(
     private readonly perSource = 5,
@@ -86,10 +95,31 @@ export class LoginLimiter {
   /** ms to wait before `source` may try again; 0 if it may try now. */
   waitMs(source: string, nowMs: number): number {
     this.expire(nowMs);
-    const mine = this.failures.filter((f) => f.source === source);
-    if (mine.length >= this.perSource) return mine[0].atMs + this.windowMs - nowMs;
+    let mine = 0;
+    let first: LoginTicket | undefined;
+    for (const f of this.failures) {
+      if (f.source !== source) continue;
+      first ??= f;
+      mine++;
+    }
+    if (first !== undefined && mine >= this.perSource) return first.atMs + this.windowMs - nowMs;
     if (this.failures.length >= this.total) return this.failures[0].atMs + this.windowMs - nowMs;
     return 0;
+  }
+
+  /** Takes a place for an attempt from `source`, or says how long to wait (ms) when there is none. */
+  reserve(source: string, nowMs: number): { ticket: LoginTicket } | { waitMs: number } {
+    const wait = this.waitMs(source, nowMs);
+    if (wait > 0) return { waitMs: wait };
+    const ticket = { atMs: nowMs, source };
+    this.failures.push(ticket);
+    return { ticket };
+  }
+
+  /** The attempt was right (or was never looked at): its place is given back. */
+  release(ticket: LoginTicket): void {
+    const i = this.failures.indexOf(ticket);
+    if (i >= 0) this.failures.splice(i, 1);
   }
 
   failed(source: string, nowMs: number): void {

@@ -7,7 +7,7 @@
 //       roles: [operator]
 //       passwordHash: scrypt$16384$8$1$<salt, base64>$<hash, base64>
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
-import { writeFileSync, renameSync } from "node:fs";
+import { renameSync, statSync, writeFileSync } from "node:fs";
 import { stringify } from "yaml";
 import { loadYamlFile, validator } from "../../lib/config-file.js";
 import { ROLES, type Role } from "../commands/schema.js";
@@ -93,11 +93,78 @@ export async function hashPassword(password: string): Promise<string> {
 /** A hash with the default cost, for a name nobody has: a wrong name costs what a wrong password does. */
 const DECOY = { N: COST.N, r: COST.r, p: COST.p, salt: randomBytes(16), hash: randomBytes(KEY_BYTES) };
 
-/** Whether `password` is the one `user`'s hash was made from; a user that does not exist costs the same and fails. */
+/** Every password check in this process waits for one of these: too many at once is refused. */
+export class PasswordBusyError extends Error {
+  constructor() {
+    super("too many password checks at once: try again shortly");
+    this.name = "PasswordBusyError";
+  }
+}
+
+/**
+ * How many scrypt derivations of a password check run at once in the process, and how many may
+ * wait. Each runs on libuv's thread pool, off the main thread, but takes a core and 16 MB for
+ * ~50 ms, and the pool (4 threads) is the one the state files' writes and fsyncs wait in: four
+ * at once on the controller's 2 cores starved everything else. One at a time leaves a core and
+ * three threads of the pool to the daemon; a check beyond the queue is refused, not queued.
+ */
+export const PASSWORD_CHECKS = { concurrent: 1, waiting: 8 } as const;
+
+let checking = 0;
+const waiters: (() => void)[] = [];
+
+async function checkSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (checking >= PASSWORD_CHECKS.concurrent) {
+    if (waiters.length >= PASSWORD_CHECKS.waiting) throw new PasswordBusyError();
+    await new Promise<void>((resolve) => waiters.push(resolve));
+  }
+  checking++;
+  try {
+    return await work();
+  } finally {
+    checking--;
+    waiters.shift()?.();
+  }
+}
+
+/**
+ * Whether `password` is the one `user`'s hash was made from; a user that does not exist costs the
+ * same and fails. Throws PasswordBusyError when PASSWORD_CHECKS are all taken.
+ */
 export async function verifyPassword(user: HmiUser | undefined, password: string): Promise<boolean> {
   const h = (user === undefined ? null : parseHash(user.passwordHash)) ?? DECOY;
-  const key = await derive(password, h.salt, h);
+  const key = await checkSlot(() => derive(password, h.salt, h));
   return user !== undefined && h !== DECOY && h.hash.length === key.length && timingSafeEqual(h.hash, key);
+}
+
+/**
+ * The users file as it is now, parsed once per change: a login or action looks at its identity
+ * (inode, size, change time) and parses it again only when that moved, so a user removed from
+ * the file, or given other roles, is so at the next request, and a burst of requests costs one
+ * stat each instead of a YAML parse and a schema check each.
+ */
+export class UsersFile {
+  private seen = "";
+  private users: HmiUser[] = [];
+
+  constructor(readonly path: string) {}
+
+  /** The users; throws a ConfigError when the file is missing or invalid (nobody gets in). */
+  read(): HmiUser[] {
+    let id: string;
+    try {
+      const st = statSync(this.path, { bigint: true });
+      id = `${st.ino}:${st.size}:${st.ctimeNs}:${st.mtimeNs}`;
+    } catch {
+      id = "";
+    }
+    if (id === "" || id !== this.seen) {
+      this.seen = "";
+      this.users = loadUsers(this.path);
+      this.seen = id;
+    }
+    return this.users;
+  }
 }
 
 /** Adds or replaces a user in the file (created if missing), written whole to a temporary file and renamed, mode 0600. */

@@ -1,7 +1,7 @@
 // The Redfish service's config section (`redfish`): its schema and type (apart from the server,
 // so config checking does not load it).
 import { bool, int, obj, optional, str, type Infer } from "../../lib/schema-builders.js";
-import { endpointProblems, serverTls } from "../hmi/schema.js";
+import { connectionKeys, endpointProblems, serverTls } from "../hmi/schema.js";
 
 export const REDFISH_SCHEMA = obj(
   {
@@ -11,6 +11,7 @@ export const REDFISH_SCHEMA = obj(
     usersFile: optional(str("who may read beyond the service root: HTTP Basic auth against a users file written by `podwarden hmi-user` (any role reads); without it, every resource is readable by whoever reaches the bound address", { minLength: 1 })),
     maxRequestsPerS: int(1, 10_000, 100, "requests taken a second, counted before the request is looked at; beyond it 503 with Retry-After"),
     tls: serverTls("serve over HTTPS with this certificate (Redfish clients expect HTTPS; plain HTTP is for loopback)"),
+    ...connectionKeys(),
   },
   "the pod as a Redfish cooling unit (ThermalEquipment/CDUs), served by the daemon",
 );

@@ -6,8 +6,9 @@ import { createHash } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { boundedServer, closeHttp, listenHttp } from "../../lib/http-server.js";
 import { LoginLimiter } from "../hmi/sessions.js";
-import { loadUsers, verifyPassword } from "../hmi/users.js";
+import { PasswordBusyError, UsersFile, verifyPassword } from "../hmi/users.js";
 import type { RedfishConfig } from "./schema.js";
+import { connectionLimits } from "../hmi/schema.js";
 import { RedfishTree, ROOT, type RedfishSource } from "./tree.js";
 
 const MAX_HEADER_BYTES = 8 * 1024;
@@ -49,6 +50,7 @@ export class RedfishServer {
    */
   private readonly verified = new Map<string, number>();
   private readonly counts: RedfishStats = { requests: 0, limited: 0, unauthorized: 0 };
+  private readonly usersFile: UsersFile | null;
 
   constructor(
     src: RedfishSource,
@@ -56,6 +58,7 @@ export class RedfishServer {
   ) {
     this.tree = new RedfishTree(src);
     this.intake = c.maxRequestsPerS;
+    this.usersFile = c.usersFile === undefined ? null : new UsersFile(c.usersFile);
   }
 
   /** Follows a new agent after a reload replaced it. */
@@ -64,7 +67,7 @@ export class RedfishServer {
   }
 
   async listen(): Promise<number> {
-    const server = boundedServer({ maxHeaderBytes: MAX_HEADER_BYTES, tls: this.c.tls }, (req, res) => void this.handle(req, res));
+    const server = boundedServer({ maxHeaderBytes: MAX_HEADER_BYTES, tls: this.c.tls, limits: connectionLimits(this.c) }, (req, res) => void this.handle(req, res));
     this.server = server;
     this.timer = setInterval(() => (this.intake = this.c.maxRequestsPerS), 1000);
     return await listenHttp(server, { host: this.c.host, port: this.c.port });
@@ -93,43 +96,54 @@ export class RedfishServer {
       return error(res, 400, "MalformedJSON", "the URL's percent-encoding is malformed");
     }
     const open = path === "/redfish" || path === "/redfish/" || path === ROOT || path === `${ROOT}/`;
-    if (!open && this.c.usersFile !== undefined && !(await this.authorized(req))) {
-      this.counts.unauthorized++;
-      return error(res, 401, "InsufficientPrivilege", "HTTP Basic authentication with a user of the users file is needed", { "www-authenticate": 'Basic realm="podwarden"' });
+    if (!open && this.usersFile !== null) {
+      const auth = await this.authorized(req, this.usersFile);
+      if (auth !== "ok") this.counts.unauthorized++;
+      if (auth === "wait") return error(res, 429, "ServiceTemporarilyUnavailable", "too many failed logins from here: wait and try again", { "retry-after": "60" });
+      if (auth === "busy") return error(res, 503, "ServiceTemporarilyUnavailable", "too many password checks at once: try again shortly", { "retry-after": "1" });
+      if (auth === "no") return error(res, 401, "InsufficientPrivilege", "HTTP Basic authentication with a user of the users file is needed", { "www-authenticate": 'Basic realm="podwarden"' });
     }
     const resource = this.tree.get(path);
     if (resource === null) return error(res, 404, "ResourceNotFound", `no resource at ${path.slice(0, 200)}`);
     send(res, 200, resource);
   }
 
-  /** Basic credentials of a user in the users file, read at each request (as the HMI reads it at each login); failures rate-limited per address. */
-  private async authorized(req: IncomingMessage): Promise<boolean> {
-    const source = req.socket.remoteAddress ?? "?";
+  /**
+   * Basic credentials of a user in the users file. A credential verified in the last minute is
+   * taken from the cache first: a DCIM poller that sends its right credentials with every
+   * request is not locked out by someone else's failures. Any other takes its place in the
+   * limiter before its password is looked at (so a burst costs at most the limit's worth of
+   * scrypt work), and gives it back only when right.
+   */
+  private async authorized(req: IncomingMessage, file: UsersFile): Promise<"ok" | "no" | "wait" | "busy"> {
     const now = Date.now();
-    if (this.logins.waitMs(source, now) > 0) return false;
     const h = req.headers.authorization ?? "";
-    let ok = false;
-    const key = h.length <= MAX_AUTH_CHARS ? createHash("sha256").update(h).digest("base64") : "";
+    if (h.length > MAX_AUTH_CHARS || !h.startsWith("Basic ")) return "no";
+    const key = createHash("sha256").update(h).digest("base64");
     const until = this.verified.get(key);
-    if (until !== undefined && until > now) return true;
-    if (h.length <= MAX_AUTH_CHARS && h.startsWith("Basic ")) {
-      const text = Buffer.from(h.slice(6), "base64").toString("utf8");
-      const colon = text.indexOf(":");
-      if (colon > 0) {
-        const name = text.slice(0, colon);
-        try {
-          ok = await verifyPassword(loadUsers(this.c.usersFile!).find((u) => u.name === name), text.slice(colon + 1));
-        } catch {
-          ok = false; // an unreadable users file lets nobody in
+    if (until !== undefined && until > now) return "ok";
+    const place = this.logins.reserve(req.socket.remoteAddress ?? "?", now);
+    if ("waitMs" in place) return "wait";
+    const text = Buffer.from(h.slice(6), "base64").toString("utf8");
+    const colon = text.indexOf(":");
+    let ok = false;
+    if (colon > 0) {
+      const name = text.slice(0, colon);
+      try {
+        ok = await verifyPassword(file.read().find((u) => u.name === name), text.slice(colon + 1));
+      } catch (err) {
+        if (err instanceof PasswordBusyError) {
+          this.logins.release(place.ticket); // never looked at: not a failure
+          return "busy";
         }
+        ok = false; // an unreadable users file lets nobody in
       }
     }
-    if (!ok) this.logins.failed(source, now);
-    else {
-      if (this.verified.size >= MAX_VERIFIED) this.verified.clear();
-      this.verified.set(key, now + CREDENTIAL_TTL_MS);
-    }
-    return ok;
+    if (!ok) return "no";
+    this.logins.release(place.ticket);
+    if (this.verified.size >= MAX_VERIFIED) this.verified.clear();
+    this.verified.set(key, now + CREDENTIAL_TTL_MS);
+    return "ok";
   }
 
   async close(): Promise<void> {
