@@ -75,6 +75,18 @@ function aliasHeavyConfig(): string {
   return s;
 }
 
+interface Mark {
+  failsafeEntries: number;
+  line: number;
+}
+
+/**
+ * Alarms an attack may leave: `control:overrun` judges the machine (how late the 1 kHz ticks
+ * ran while the test itself made 16k connections on the same two cores), not the service plane,
+ * and the benchmark measures it beside an unloaded run; every other alarm fails the test.
+ */
+const MACHINE_TIMING = new Set(["control:overrun"]);
+
 /** `podwarden run` on the demo pod against the simulator in its own process, with the HMI and Redfish served and a users file. */
 interface AttackPod {
   daemon: Daemon;
@@ -84,9 +96,10 @@ interface AttackPod {
   admin: string;
   configFile: string;
   client(address: string): UndiciAgent;
-  /** the fail-safe count now; then, after an attack, that it has not moved and the pod is as it was */
-  failsafeEntries(): Promise<number>;
-  unharmed(before: number): Promise<void>;
+  /** where the attack starts: the fail-safe count, and how far the daemon's log has got */
+  mark(): Promise<Mark>;
+  /** after an attack: no loop left live control, and no alarm was raised but the machine's own timing */
+  unharmed(since: Mark): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -133,12 +146,18 @@ async function startAttackPod(name: string): Promise<AttackPod> {
       agents.push(a);
       return a;
     },
-    failsafeEntries: async () => (await adminStatus(admin)).control.failsafeEntries,
-    unharmed: async (before) => {
+    mark: async () => ({ failsafeEntries: (await adminStatus(admin)).control.failsafeEntries, line: daemon.lines.length }),
+    unharmed: async (since) => {
       const s = await adminStatus(admin);
-      expect(s.control.failsafeEntries, "loops that went to fail-safe during the attack").toBe(before);
-      expect(s.mode).toBe("Running");
+      expect(s.control.failsafeEntries, "loops that went to fail-safe during the attack").toBe(since.failsafeEntries);
       expect(allLive(s)).toBe(true);
+      expect(s.mode).not.toBe("Failsafe");
+      const raised = daemon.lines
+        .slice(since.line)
+        .map((l) => l.event as { type?: string; alarm?: { id: string } } | undefined)
+        .filter((e) => e?.type === "alarm.raised" && !MACHINE_TIMING.has(e.alarm!.id))
+        .map((e) => e!.alarm!.id);
+      expect(raised, "alarms raised during the attack").toEqual([]);
     },
     stop,
   };
@@ -152,7 +171,7 @@ describe("a burst of HMI logins from eight addresses (issue #49)", () => {
   afterAll(async () => pod?.stop());
 
   it("400 wrong logins from eight addresses at once: at most the limiter's 20 are looked at, and no loop leaves Auto", async () => {
-    const before = await pod.failsafeEntries();
+    const before = await pod.mark();
     const attackers = Array.from({ length: 8 }, (_, i) => pod.client(`127.0.1.${i + 1}`));
     const answers = await Promise.all(Array.from({ length: 400 }, (_, i) => login(pod.hmi, attackers[i % 8], "alice", "wrong")));
     expect(answers.filter((s) => s === 401).length).toBeLessThanOrEqual(20);
@@ -169,7 +188,7 @@ describe("service inputs cannot reach the control plane (issue #49)", () => {
   afterAll(async () => pod?.stop());
 
   it("400 wrong logins from one address at once: at most its 5 are looked at, no loop leaves Auto, and the right user still logs in from another", async () => {
-    const before = await pod.failsafeEntries();
+    const before = await pod.mark();
     const attacker = pod.client("127.0.0.1");
     const answers = await Promise.all(Array.from({ length: 400 }, () => login(pod.hmi, attacker, "alice", "wrong")));
     expect(answers.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
@@ -182,7 +201,7 @@ describe("service inputs cannot reach the control plane (issue #49)", () => {
     const url = `${pod.redfish}/Chassis`;
     const poller = pod.client("127.0.2.100");
     expect(await redfishGet(url, poller, "alice", "alice-password")).toBe(200);
-    const before = await pod.failsafeEntries();
+    const before = await pod.mark();
     const attackers = Array.from({ length: 8 }, (_, i) => pod.client(`127.0.2.${i + 1}`));
     const answers = await Promise.all(Array.from({ length: 400 }, (_, i) => redfishGet(url, attackers[i % 8], "alice", `wrong-${i}`)));
     expect(answers.filter((s) => s === 401).length).toBeGreaterThan(0);
@@ -192,7 +211,7 @@ describe("service inputs cannot reach the control plane (issue #49)", () => {
   });
 
   it("a slowloris of 16k connections on the HMI, held past node's own 30 s sweep: no loop leaves Auto, and a page from another address still loads", async () => {
-    const before = await pod.failsafeEntries();
+    const before = await pod.mark();
     const { hostname, port } = new URL(pod.hmi);
     const open = new Set<Socket>();
     let refused = 0;
@@ -225,7 +244,7 @@ describe("service inputs cannot reach the control plane (issue #49)", () => {
   }, 120_000);
 
   it("a SIGHUP with a 700 KB alias-heavy config: the reload is rejected and no loop leaves Auto", async () => {
-    const before = await pod.failsafeEntries();
+    const before = await pod.mark();
     writeFileSync(pod.configFile, aliasHeavyConfig());
     const seen = pod.daemon.lines.length;
     pod.daemon.child.kill("SIGHUP");
