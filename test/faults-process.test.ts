@@ -71,7 +71,13 @@ describe("faults around the daemon process", () => {
     expect(d.lines.some((l) => typeof l.time === "string" && Date.parse(l.time) > Date.now() + 300 * 86_400_000)).toBe(true);
     // ...and nothing new went wrong: no input went stale, no device timed out, no loop failed safe
     const after = raisedAlarms(d).filter((id) => !before.has(id));
-    expect(after.filter((id) => /^(failsafe|device|control|leak)/.test(id))).toEqual([]);
+    // control:overrun is left out of the list and judged by its scale instead: on a loaded 2-core CI
+    // machine more than 1 % of ticks can miss their deadline by a few ms (CI run of 2026-12-05), which
+    // is the machine, not the clock. A tick timer fooled by a jump would be late by the jump itself
+    // (the smallest here is 2 h), so the worst tick must stay far below even one minute.
+    expect(after.filter((id) => id !== "control:overrun" && /^(failsafe|device|control|leak)/.test(id))).toEqual([]);
+    const worst = Number(/^podwarden_tick_lateness_max_seconds (\S+)$/m.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())?.[1]);
+    expect(worst, "the worst tick's lateness, s").toBeLessThan(60);
   }, 120_000);
 
   it("with a full disk: raises the alarm, keeps control, still publishes live, and clears the alarm once the drained spool frees the disk", async () => {
