@@ -3,3 +3,4 @@ export declare const FORBIDDEN_IMPORTS: Readonly<Record<string, readonly string[
 export declare const boundaries: readonly object[];
 export declare const AGENT_CLASS_MESSAGE: string;
 export declare const ALLOWED_INSIDE: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>>;
+export declare const AGENT_HOSTS: readonly string[];

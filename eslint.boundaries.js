@@ -42,21 +42,26 @@ const patterns = (folders, allowed = []) => folders.flatMap((f) => [`**/${f}/*`,
 export const AGENT_CLASS_MESSAGE = "a service takes the narrow face it needs (agent/pod-api.ts), never the Agent class (docs/architecture.md)";
 const AGENT_CLASS = { group: ["./agent.js", "../agent.js", "../../agent.js", "../../../agent.js"], message: AGENT_CLASS_MESSAGE };
 
-/** Flat-config entries, one per folder. */
-export const boundaries = Object.entries(FORBIDDEN_IMPORTS).map(([folder, forbidden]) => ({
-  files: [`${folder}/**/*.ts`],
-  rules: {
-    "no-restricted-imports": [
-      "error",
-      {
-        patterns: [
-          ...forbidden.map((f) => ({
-            group: patterns([f], ALLOWED_INSIDE[folder]?.[f]),
-            message: `${folder}/ may not import ${f}/ (docs/architecture.md: who may import whom)`,
-          })),
-          ...(folder === "agent" ? [AGENT_CLASS] : []),
-        ],
-      },
-    ],
-  },
-}));
+/**
+ * The files inside agent/ that host the Agent rather than serve it: the control plane's thread
+ * builds, starts, reloads and stops it (as the daemon's main did before the two planes), or the
+ * main thread does, on a pod with RS-485 buses; agent-host.ts is what both do alike.
+ */
+export const AGENT_HOSTS = ["agent/plane/agent-host.ts", "agent/plane/control-plane-worker.ts", "agent/plane/in-process-plane.ts"];
+
+const folderPatterns = (folder, forbidden) =>
+  forbidden.map((f) => ({
+    group: patterns([f], ALLOWED_INSIDE[folder]?.[f]),
+    message: `${folder}/ may not import ${f}/ (docs/architecture.md: who may import whom)`,
+  }));
+
+/** Flat-config entries, one per folder, and the Agent's host after agent/'s. */
+export const boundaries = [
+  ...Object.entries(FORBIDDEN_IMPORTS).map(([folder, forbidden]) => ({
+    files: [`${folder}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [...folderPatterns(folder, forbidden), ...(folder === "agent" ? [AGENT_CLASS] : [])] }],
+    },
+  })),
+  { files: AGENT_HOSTS, rules: { "no-restricted-imports": ["error", { patterns: folderPatterns("agent", FORBIDDEN_IMPORTS.agent) }] } },
+];

@@ -19,19 +19,20 @@ import { pumpStatus, rackStatuses, type ValveHealthView } from "../pod/status-vi
 import { qualityWords } from "../pod/status-words.js";
 import { ACTUATOR_PASS_MS, PodWiring, type OutputSink, type PodDecisions } from "../pod/wiring.js";
 import { join } from "node:path";
-import { commandLimits } from "./commands/executor.js";
+import { commandLimits, executeCommand } from "./commands/executor.js";
 import type { AgentConfig, LoadedConfig } from "./config/load.js";
 import { ControlThread, type ControlOutputs } from "./control/control-thread.js";
 import { LeakThread } from "./control/leak-thread.js";
 import type { IsoValve, StrokeResult } from "./health/isolation-stroke.js";
 import { IsolationStrokes, type StrokeStatus } from "./health/isolation-strokes.js";
 import { FlightRecorder, ringFor, tripOf } from "./recorder/flight-recorder.js";
-import type { RecordingEntry } from "./recorder/recording-file.js";
+import { recentSummaries, type RecordingEntry } from "./recorder/recording-file.js";
 import { packageVersion } from "./version.js";
+import { sameStructure, stateDirOf, type CarriedState } from "./lifecycle.js";
 import { LatchStore } from "./latch-store.js";
 import { describeOperatorState, EMPTY_OPERATOR_STATE, OperatorStore, type OperatorState } from "./operator-state.js";
 import type { Logger, Logs } from "./log.js";
-import type { AgentEvent, AppliedGains, AuditRecord, CommandLimits, LoopGainsStatus, PodCommander, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad, Range, RecordingSummary, TuningStatus } from "./pod-api.js";
+import type { AgentEvent, AppliedGains, AuditRecord, CommandLimits, CommandRequest, LoopGainsStatus, Outcome, PodCommander, PodCommands, PodDiagnostics, PodIdentity, PodReader, PodStatus, ProblemReport, ProblemReporter, RackLoad, Range, RecordingSummary, TuningStatus } from "./pod-api.js";
 import { GainsStore } from "./tuning/gains-store.js";
 import { ValveHealth } from "./health/valve-health.js";
 import { LoopTunings } from "./tuning/loop-tuning.js";
@@ -44,17 +45,7 @@ import { LoopLeases } from "./supervisor/setpoints.js";
 import { Supervisor, type PodMode, type Reading } from "./supervisor/supervisor.js";
 
 export type { AgentEvent, PodStatus, ProblemReport } from "./pod-api.js";
-
-/**
- * What a structural reload hands from the old agent to the new one: the state that must survive
- * it. With a state directory the files hold the same (each change is saved before it applies);
- * without one, this is the only copy.
- */
-export interface CarriedState {
-  latchedRacks: string[];
-  operator: OperatorState;
-  powerBudgetKw: number | null;
-}
+export { identityChange, sameStructure, stateDirOf, type CarriedState } from "./lifecycle.js";
 
 function checkBudgetFile(data: unknown): { podKw: number | null } {
   const kw = (data as { podKw?: unknown } | null)?.podKw;
@@ -74,29 +65,7 @@ const LEAK_REPORT_MS = 50;
  */
 const UNVERIFIED_GRACE_MS = 5000;
 
-/** Same devices, points, racks and wiring: a reload can patch tuning in place. */
-export function sameStructure(a: AgentConfig, b: AgentConfig): boolean {
-  const shape = (c: AgentConfig): string => JSON.stringify([c.site, c.pod, c.racks, c.cdu, c.modbus, c.mqttIngest ?? null, c.redfishClient, c.uplink ?? null, c.control.periodMs, c.control.isolation.leakThread, c.recorder, c.valveHealth.enabled]);
-  return shape(a) === shape(b);
-}
-
-/** The state directory a config gives: its own `stateDir`, else systemd's StateDirectory. */
-export function stateDirOf(c: AgentConfig): string | undefined {
-  return c.stateDir ?? process.env.STATE_DIRECTORY;
-}
-
-/**
- * What a reload may not change, because it is the daemon's identity: the pod it claims on this
- * host and in MQTT, and the directory its latches, spool and replay guard live in (moving that
- * live would leave a latched leak behind in the old one). Returns why, or null.
- */
-export function identityChange(a: AgentConfig, b: AgentConfig): string | null {
-  if (a.site !== b.site || a.pod !== b.pod) return `the pod changed (${a.site}/${a.pod} -> ${b.site}/${b.pod})`;
-  if (stateDirOf(a) !== stateDirOf(b)) return `the state directory changed (${stateDirOf(a) ?? "none"} -> ${stateDirOf(b) ?? "none"})`;
-  return null;
-}
-
-export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemReporter {
+export class Agent implements PodReader, PodCommander, PodCommands, PodDiagnostics, ProblemReporter {
   readonly config: AgentConfig;
   readonly configHash: string;
   readonly identity: PodIdentity;
@@ -784,6 +753,11 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
     return "timeout";
   }
 
+  /** Carries out a command through the executor, on this pod's own operations. */
+  execute(body: CommandRequest, by: string): Promise<Outcome> {
+    return executeCommand(this, body, by);
+  }
+
   audit(a: AuditRecord): void {
     this.emit({ type: "command.audit", ...a });
   }
@@ -963,10 +937,7 @@ export class Agent implements PodReader, PodCommander, PodDiagnostics, ProblemRe
   }
 
   recentRecordings(n: number): RecordingSummary[] {
-    return this.recordings()
-      .slice(-n)
-      .reverse()
-      .map((r) => ({ id: r.id, createdAt: r.header.createdAt, triggers: r.header.triggers.map((t) => t.reason), ticks: r.header.count, complete: r.header.complete, bytes: r.bytes }));
+    return recentSummaries(this.recordings(), n);
   }
 
   private startTunings(): LoopTunings {

@@ -9,13 +9,23 @@ export type { LogConfig };
 
 export class Logs {
   readonly root: Logger;
+  private readonly destination: DestinationStream;
 
   constructor(
     private readonly cfg: LogConfig,
     base: Record<string, string>,
     destination?: DestinationStream,
   ) {
-    this.root = pino({ level: cfg.level, base, timestamp: pino.stdTimeFunctions.isoTime }, destination ?? pino.destination({ dest: 1, sync: false }));
+    this.destination = destination ?? pino.destination({ dest: 1, sync: false });
+    this.root = pino({ level: cfg.level, base, timestamp: pino.stdTimeFunctions.isoTime }, this.destination);
+  }
+
+  /**
+   * Lines another thread's logger formatted (the control plane's: agent/plane/), written to this
+   * one's destination, so that one writer owns stdout and lines never interleave mid-line.
+   */
+  writeRaw(text: string): void {
+    this.destination.write(text);
   }
 
   /** The logger of one module (agent, control, drivers, supervisor, uplink, ...). */

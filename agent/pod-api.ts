@@ -15,6 +15,8 @@ import type { StrokeStatus } from "./health/isolation-strokes.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
 import type { Alarm } from "./supervisor/alarms.js";
 import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
+import type { RejectCode } from "./commands/authorizer.js";
+import type { CommandBody } from "./commands/schema.js";
 
 export type AgentEvent =
   | SupervisorEvent
@@ -37,18 +39,12 @@ export interface PodStatus {
   racks: RackStatus[];
   pump: PumpStatus;
   /** cumulative since start, and `recent`: the same over the last supervisor.overrun.windowMs */
-  control: {
-    ticks: number;
-    overruns: number;
-    p50Us: number;
-    p99Us: number;
-    p999Us: number;
-    maxUs: number;
+  control: Omit<RecentTicks, "spanMs"> & {
     schedFifo: string;
     recent: RecentTicks;
     /** loops that left live control for fail-safe, each time, since the start */
     failsafeEntries: number;
-    /** the main thread's actuator passes: how many, and how late beyond their period */
+    /** the control plane's actuator passes: how many, and how late beyond their period */
     actuatorPass: { passes: number; p99LateUs: number; maxLateUs: number };
   };
 }
@@ -120,7 +116,29 @@ export interface RackLoad {
   isolatedByOperator: boolean;
 }
 
-/** Commanding the pod: the command executor and the admin socket. */
+/** What became of a command: carried out (with what it returns), or refused and why. */
+export type Outcome = { status: "ok"; data?: unknown; rack?: string } | { status: "rejected"; code: RejectCode; reason: string; rack?: string };
+
+/** A command as the executor takes it: its name, and its parameters already checked against the command's schema. */
+export type CommandRequest = Pick<CommandBody, "command" | "params">;
+
+/**
+ * Commanding the pod from a service (the uplink, Sparkplug, the HMI, the admin socket): a command
+ * goes to the executor wherever the pod's control runs (in the daemon, the control plane's thread)
+ * and its outcome comes back; no service calls the pod's operations itself.
+ */
+export interface PodCommands {
+  readonly layout: PodLayout;
+  readonly limits: CommandLimits;
+  /** carries out `body` as `by` through the executor (agent/commands/executor.ts) */
+  execute(body: CommandRequest, by: string): Promise<Outcome>;
+  /** records an operator action as an event (the log and the events topic) */
+  audit(a: AuditRecord): void;
+  /** the newest recordings, newest first, as summaries */
+  recentRecordings(n: number): RecordingSummary[];
+}
+
+/** Commanding the pod: the command executor. */
 export interface PodCommander {
   readonly layout: PodLayout;
   readonly limits: CommandLimits;

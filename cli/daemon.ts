@@ -1,11 +1,15 @@
-// `podwarden run -c <config.yaml>`: the daemon. Starts the agent, then:
+// `podwarden run -c <config.yaml>`: the daemon. Starts the control plane (the agent, on a thread
+// of its own: agent/plane/) and, on this thread, the service plane around it, then:
 //   SIGTERM/SIGINT  drive actuators safe, stop, exit 0 within 5 s
 //   SIGHUP          reload: the new file is read and validated first, in a worker thread, bounded
 //                   in time and memory (agent/config/load-off-thread.ts); a bad one is rejected (the alarm
 //                   config:rejected) and the running config stays; tuning changes apply in place, structural ones restart
 //                   the agent's internals (device leases hold the actuators meanwhile)
 import { ConfigError } from "../lib/config-file.js";
-import { Agent, identityChange, sameStructure, stateDirOf } from "../agent/agent.js";
+import { identityChange, sameStructure, stateDirOf } from "../agent/lifecycle.js";
+import { ControlPlane } from "../agent/plane/control-plane.js";
+import { InProcessPlane } from "../agent/plane/in-process-plane.js";
+import { ownThreadPossible, type PodPlane } from "../agent/plane/pod-plane.js";
 import { loadAgentConfig, type LoadedConfig } from "../agent/config/load.js";
 import { loadAgentConfigOffThread } from "../agent/config/load-off-thread.js";
 import { Logs } from "../agent/log.js";
@@ -24,12 +28,12 @@ const CONFIG_REJECTED = "config:rejected";
 import { packageVersion } from "../agent/version.js";
 
 export interface DaemonHooks {
-  /** called once the agent runs (systemd READY=1, the uplink, ...) */
-  started?(agent: Agent): void | Promise<void>;
-  /** called before the agent stops (publish offline, ...) */
-  stopping?(agent: Agent): void | Promise<void>;
-  /** called after a reload replaced the agent */
-  replaced?(agent: Agent): void | Promise<void>;
+  /** called once the control plane runs (systemd READY=1, the uplink, ...) */
+  started?(plane: PodPlane): void | Promise<void>;
+  /** called before the control plane stops (publish offline, ...) */
+  stopping?(plane: PodPlane): void | Promise<void>;
+  /** called after a reload restarted the agent's internals */
+  replaced?(plane: PodPlane): void | Promise<void>;
 }
 
 export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Promise<number> {
@@ -42,8 +46,11 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   const { site, pod } = loaded.config;
   const lock = await InstanceLock.acquire(daemonClaims(site, pod, stateDirOf(loaded.config)), { pid: process.pid, pod: `${site}/${pod}`, config: resolve(configPath) });
   if (lock.unguarded.length > 0) log.warn({ problems: lock.unguarded }, "cannot claim this pod on the host: running without the guard against a second daemon");
-  let agent = new Agent(loaded, logs);
-  await agent.start();
+  // the agent runs on the control plane's thread; everything below on this one talks to it by
+  // bounded messages and reads the view it sends
+  const own = ownThreadPossible(loaded.config);
+  if (!own.ok) log.warn({ why: own.why }, "the control plane runs on the main thread, with the service plane: a service input that holds it holds control too (docs/architecture.md, Threads)");
+  const agent: PodPlane = own.ok ? await ControlPlane.start(loaded, logs) : await InProcessPlane.start(loaded, logs);
   let uplink: Uplink | null = null;
   let sparkplug: SparkplugEdgeNode | null = null;
   let hmi: HmiServer | null = null;
@@ -108,19 +115,19 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   // unreachable broker)
   // loaded only when configured: a pod without an uplink does not carry mqtt and the command
   // schemas in memory
-  const startUplink = async (a: Agent, c: LoadedConfig["config"]["uplink"]): Promise<Uplink | null> => {
+  const startUplink = async (a: PodPlane, c: LoadedConfig["config"]["uplink"]): Promise<Uplink | null> => {
     if (c === undefined || (c.sparkplug.enabled && !c.sparkplug.jsonTopics)) return null;
     const { Uplink } = await import("../agent/uplink/uplink.js");
-    const u = new Uplink(a, c, a.logs.module("uplink"));
+    const u = new Uplink(a, c, logs.module("uplink"));
     await u.start();
     return u;
   };
   // Sparkplug B on a connection of its own (docs/sparkplug.md), loaded only when enabled
-  const startSparkplug = async (a: Agent, c: LoadedConfig["config"]["uplink"]): Promise<SparkplugEdgeNode | null> => {
+  const startSparkplug = async (a: PodPlane, c: LoadedConfig["config"]["uplink"]): Promise<SparkplugEdgeNode | null> => {
     if (c === undefined || !c.sparkplug.enabled) return null;
     const { SparkplugEdgeNode } = await import("../agent/uplink/sparkplug/edge-node.js");
     const { modelSourceOf } = await import("../agent/uplink/sparkplug/metrics.js");
-    const node = new SparkplugEdgeNode({ pod: a, uplink: c, model: modelSourceOf(a.config, a.configHash, packageVersion()), jsonUplink: () => uplink?.stats() ?? null, log: a.logs.module("sparkplug") });
+    const node = new SparkplugEdgeNode({ pod: a, uplink: c, model: modelSourceOf(a.config, a.configHash, packageVersion()), jsonUplink: () => uplink?.stats() ?? null, log: logs.module("sparkplug") });
     node.start();
     return node;
   };
@@ -129,9 +136,9 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   await hooks.started?.(agent);
   // the control worker has ticked with valid (fail-safe until inputs arrive) outputs
   const systemd = new SystemdNotifier();
-  systemd.notify("READY=1", `STATUS=running, mode ${agent.supervisor.mode}`);
+  systemd.notify("READY=1", `STATUS=running, mode ${agent.mode()}`);
   systemd.startWatchdog(() => agent.healthy());
-  log.info({ mode: agent.supervisor.mode, systemd: systemd.enabled }, "podwarden running");
+  log.info({ mode: agent.mode(), systemd: systemd.enabled }, "podwarden running");
 
   let busy: Promise<void> = Promise.resolve();
   // A rejected reload is an operator's decision refused: it raises CONFIG_REJECTED (Warning) with
@@ -158,6 +165,13 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       log.info("reload: config unchanged");
       return;
     }
+    // a pod whose control plane has a thread of its own cannot take RS-485 buses by a reload: their
+    // binding works on the main thread only (agent/plane/pod-plane.ts)
+    const own = ownThreadPossible(next.config);
+    if (agent instanceof ControlPlane && !own.ok) {
+      rejected([own.why], "RS-485 buses are added only with a restart");
+      return;
+    }
     const fixed = identityChange(agent.config, next.config);
     if (fixed !== null) {
       rejected([fixed], "site, pod and stateDir change only with a restart");
@@ -169,26 +183,31 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     if (JSON.stringify(next.config.redfish) !== JSON.stringify(loaded.config.redfish)) log.warn({ running: loaded.config.redfish }, "reload: the redfish settings changed; they apply at the next start");
     if (JSON.stringify(next.config.hmi) !== JSON.stringify(loaded.config.hmi)) log.warn({ running: loaded.config.hmi }, "reload: the hmi settings changed; they apply at the next start (the users file itself is read at every login)");
     systemd.notify("RELOADING=1");
-    if (sameStructure(agent.config, next.config)) {
-      agent.applyTuning(next.config);
+    // a structural reload stops the uplink and Sparkplug around the agent's restart, as before:
+    // they are started again on the new config once the control plane has taken it
+    const structural = !sameStructure(agent.config, next.config);
+    if (structural) {
+      await uplink?.stop();
+      await sparkplug?.stop();
+    }
+    let how: "tuning" | "restarted";
+    try {
+      how = await agent.reload(next);
+    } catch (err) {
+      rejected([(err as Error).message], "the control plane could not take it");
+      if (structural) {
+        uplink = await startUplink(agent, agent.config.uplink);
+        sparkplug = await startSparkplug(agent, agent.config.uplink);
+      }
+      return;
+    }
+    if (how === "tuning") {
       systemd.notify("READY=1", "STATUS=config reloaded");
       log.info({ hash: next.hash }, "reload: tuning applied in place");
       return;
     }
-    log.warn({ hash: next.hash }, "reload: devices or wiring changed, restarting the agent's internals");
-    await agent.stop({ driveSafe: false, reason: "reload" });
-    await uplink?.stop();
-    await sparkplug?.stop();
-    // latches, operator decisions and the budget go over to the new agent as they were
-    agent = new Agent(next, logs, agent.carryOver());
-    await agent.start();
     uplink = await startUplink(agent, next.config.uplink);
     sparkplug = await startSparkplug(agent, next.config.uplink);
-    metrics?.attach(() => agent);
-    hmi?.attach(
-      () => agent,
-      () => agent,
-    );
     redfish?.attach({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: packageVersion() });
     await hooks.replaced?.(agent);
     systemd.notify("READY=1", "STATUS=config reloaded, agent restarted");

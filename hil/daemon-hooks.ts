@@ -5,7 +5,10 @@
 // SIGUSR1 starts the inspector); nor can ptrace, whose injected faults in one thread end the
 // whole process once libuv or V8 aborts on them. So the hook keeps a handle on every Worker the
 // daemon makes, and on SIGUSR2 terminates the one running agent/control/leak-worker.js: its exit,
-// not asked for by the agent, is what the agent's `leak-thread` alarm and restart answer.
+// not asked for by the agent, is what the agent's `leak-thread` alarm and restart answer. The
+// leak thread is started by the control plane's thread (agent/plane/), where this hook is loaded
+// too (a preload runs in every worker) but where no signal arrives: the main thread passes the
+// signal on over a BroadcastChannel, and each thread ends the leak threads it started.
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import type * as WorkerThreads from "node:worker_threads";
 import type { Worker } from "node:worker_threads";
@@ -34,10 +37,27 @@ class TrackedWorker extends Original {
 threads.Worker = TrackedWorker;
 syncBuiltinESMExports();
 
-process.on("SIGUSR2", () => {
-  if (live.size === 0) {
-    process.stderr.write("hil daemon hook: end-leak-thread: the daemon has no leak thread running\n");
-    return;
-  }
+/** Ends the leak threads this thread started; how many. */
+const endLeakThreads = (): number => {
+  const n = live.size;
   for (const w of live) void w.terminate();
-});
+  return n;
+};
+const channel = new threads.BroadcastChannel("podwarden-hil-daemon-hooks");
+channel.unref();
+let ended = 0;
+channel.onmessage = (m: unknown) => {
+  const msg = (m as { data: { t: string; n?: number } }).data;
+  if (msg.t === "end") channel.postMessage({ t: "ended", n: endLeakThreads() });
+  else if (msg.t === "ended") ended += msg.n ?? 0;
+};
+if (threads.isMainThread) {
+  process.on("SIGUSR2", () => {
+    ended = endLeakThreads();
+    channel.postMessage({ t: "end" });
+    // every thread answers at once; one that has none to end answers 0
+    setTimeout(() => {
+      if (ended === 0) process.stderr.write("hil daemon hook: end-leak-thread: the daemon has no leak thread running\n");
+    }, 500).unref();
+  });
+}

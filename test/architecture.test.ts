@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
-import { AGENT_CLASS_MESSAGE, ALLOWED_INSIDE, FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
+import { AGENT_CLASS_MESSAGE, AGENT_HOSTS, ALLOWED_INSIDE, FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
 
 /** A real file of each folder, one level down, so `../<folder>/` reaches the top of the tree. */
 const SAMPLE: Record<string, string> = {
@@ -73,12 +73,25 @@ describe("import boundaries", () => {
       ["agent/ops/metrics.ts", "../agent.js"],
       ["agent/commands/executor.ts", "../agent.js"],
       ["agent/problems.ts", "./agent.js"],
+      // the control plane's handle on the service plane's side is a service too
+      ["agent/plane/control-plane.ts", "../agent.js"],
     ]) {
       const [r] = await eslint.lintText(`import { Agent } from "${spec}";\nexport type A = Agent;\n${readFileSync(file, "utf8")}`, { filePath: file });
       const messages = r.messages.filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.message);
       expect(messages, file).toHaveLength(1);
       expect(messages[0]).toContain(AGENT_CLASS_MESSAGE);
     }
+  });
+
+  it("lets the Agent's hosts, and them alone, host the Agent, and keeps it out of sim/, hil/, cli/ and tooling", async () => {
+    expect(AGENT_HOSTS).toEqual(["agent/plane/agent-host.ts", "agent/plane/control-plane-worker.ts", "agent/plane/in-process-plane.ts"]);
+    const file = AGENT_HOSTS[1];
+    const lint = async (spec: string): Promise<string[]> => {
+      const [r] = await eslint.lintText(`import "${spec}";\n${readFileSync(file, "utf8")}`, { filePath: file });
+      return r.messages.filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.message);
+    };
+    expect(await lint("../agent.js")).toEqual([]);
+    for (const target of ["sim", "hil", "cli", "tooling"]) expect(await lint(`../../${target}/x.js`), target).toHaveLength(1);
   });
 
   it("keeps the rules the issue set: the hot path imports nothing of ours, drivers only lib, the pod stage only the hot path and lib, sim never the agent, product never tooling", () => {

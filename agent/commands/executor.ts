@@ -6,11 +6,9 @@ import type { IsoValve } from "../health/isolation-stroke.js";
 import type { LoopMode } from "../../hotpath-as/bank-config.js";
 import type { PodConfig } from "../../pod/config.js";
 import type { SupervisorConfig } from "../supervisor/schema.js";
-import type { CommandLimits, PodCommander, RackLoad, Range } from "../pod-api.js";
-import type { RejectCode } from "./authorizer.js";
-import type { CommandBody } from "./schema.js";
+import type { CommandLimits, CommandRequest, Outcome, PodCommander, RackLoad, Range } from "../pod-api.js";
 
-export type { CommandLimits, Range };
+export type { CommandLimits, Outcome, Range };
 
 /** The envelope commands must stay inside, from the config (the same limits local tuning obeys). */
 export function commandLimits(c: Pick<PodConfig, "control" | "racks"> & { supervisor: Pick<SupervisorConfig, "powerBudget"> }): CommandLimits {
@@ -26,8 +24,6 @@ export function commandLimits(c: Pick<PodConfig, "control" | "racks"> & { superv
     pumpOutputPct: { min: k.pumpLoop.outMin, max: k.pumpLoop.outMax },
   };
 }
-
-export type Outcome = { status: "ok"; data?: unknown; rack?: string } | { status: "rejected"; code: RejectCode; reason: string; rack?: string };
 
 const outside = (what: string, v: number, r: Range): Outcome => ({ status: "rejected", code: "out-of-envelope", reason: `${what} ${v} is outside the configured envelope [${r.min}, ${r.max}]` });
 const inRange = (v: number, r: Range): boolean => v >= r.min && v <= r.max;
@@ -50,7 +46,7 @@ export function loadedRackRefusal(name: string, load: RackLoad): string | null {
 }
 
 /** Carries out `body` (its command and parameters, already checked against the command's schema) as `by`. */
-export async function executeCommand(agent: PodCommander, body: Pick<CommandBody, "command" | "params">, by: string): Promise<Outcome> {
+export async function executeCommand(agent: PodCommander, body: CommandRequest, by: string): Promise<Outcome> {
   const p = body.params;
   const limits = agent.limits;
   const rackOf = (): number | Outcome => agent.layout.rackIndex(String(p.rack)) ?? { status: "rejected", code: "not-found", reason: `no rack "${String(p.rack)}"` };

@@ -15,9 +15,8 @@
 // a logout must carry the session's CSRF token in x-csrf-token.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { duplicateKeyProblem } from "../../lib/json-unique-keys.js";
-import { executeCommand } from "../commands/executor.js";
 import { ROLE_COMMANDS, validateParams, type CommandName, type Role } from "../commands/schema.js";
-import type { AuditRecord, PodCommander } from "../pod-api.js";
+import type { AuditRecord, PodCommands } from "../pod-api.js";
 import type { HmiConfig } from "./schema.js";
 import { readBody, refuse, sendJson } from "./http.js";
 import { LoginLimiter, sameToken, Sessions, type Session } from "./sessions.js";
@@ -34,7 +33,7 @@ const MAX_ACTION_BYTES = 4096;
 const MAX_AUDITED_NAME = 64;
 
 /** What actions take of the pod: the commander (the executor's face) and the audit trail. */
-export type HmiCommander = PodCommander;
+export type HmiCommander = PodCommands;
 
 const isAction = (s: unknown): s is HmiAction => typeof s === "string" && (HMI_ACTIONS as readonly string[]).includes(s);
 
@@ -222,7 +221,7 @@ export class HmiActions {
       this.audit({ action: command, by, result: "invalid-params", reason: params.reason });
       return refuse(res, 400, params.reason);
     }
-    const outcome = await executeCommand(this.commander(), { command, params: params.value }, by);
+    const outcome = await this.commander().execute({ command, params: params.value }, by);
     const ok = outcome.status === "ok";
     this.audit({ action: command, ...(outcome.rack === undefined ? {} : { rack: outcome.rack }), by, result: ok ? "accepted" : outcome.code, ...(ok ? {} : { reason: outcome.reason }) });
     if (ok) sendJson(res, 200, { status: "ok", data: outcome.data ?? null });

@@ -9,9 +9,15 @@
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
-import { executeCommand } from "../commands/executor.js";
 import { validateParams } from "../commands/schema.js";
-import type { PodCommander, PodReader } from "../pod-api.js";
+import type { PodCommands, PodReader } from "../pod-api.js";
+
+/** What the admin socket takes of the pod: status, commands, and the two operations it carries out itself. */
+export type AdminPod = Pick<PodReader, "status"> &
+  PodCommands & {
+    resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout">;
+    recordNow(by: string): string | Promise<string>;
+  };
 
 const BY = "local admin socket";
 
@@ -30,7 +36,7 @@ export class AdminSocket {
   private server: Server | null = null;
 
   constructor(
-    private agent: () => Pick<PodReader, "status"> & PodCommander,
+    private agent: () => AdminPod,
     readonly path: string,
   ) {}
 
@@ -58,18 +64,20 @@ export class AdminSocket {
         return;
       }
       if (req.method === "POST" && url.pathname === "/record") {
-        try {
-          return send(200, { recording: agent.recordNow("local admin socket") });
-        } catch (err) {
-          return send(409, { error: (err as Error).message });
-        }
+        Promise.resolve()
+          .then(() => agent.recordNow("local admin socket"))
+          .then(
+            (recording) => send(200, { recording }),
+            (err: Error) => send(409, { error: err.message }),
+          );
+        return;
       }
       if (req.method === "GET" && url.pathname === "/recordings") return send(200, { recordings: agent.recentRecordings(1000) });
       if (req.method === "POST" && (url.pathname === "/tune" || url.pathname === "/gains" || url.pathname === "/stroke")) {
         const command = url.pathname.slice(1) as "tune" | "gains" | "stroke";
         const params = validateParams(command, queryParams(command, url.searchParams));
         if (!params.ok) return send(400, { error: params.reason });
-        executeCommand(agent, { command, params: params.value }, BY).then(
+        agent.execute({ command, params: params.value }, BY).then(
           (outcome) => {
             // names and enums, by the schema
             const rack = params.value.rack as string | undefined;

@@ -9,8 +9,10 @@ import { measuredValue, QUALITIES } from "../../lib/points.js";
 import type { BusStats } from "../../drivers/modbus/driver.js";
 import type { RedfishDeviceStats } from "../../drivers/redfish/driver.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
+import type { LogHistogram } from "../../lib/log-histogram.js";
 import type { PodDiagnostics, PodReader } from "../pod-api.js";
 import { inFailsafe } from "../../pod/status-words.js";
+import type { PlaneCounts } from "../plane/control-plane.js";
 import type { ValveHealthView } from "../../pod/status-view.js";
 import type { StrokeResult } from "../health/isolation-stroke.js";
 import type { MetricsConfig } from "./metrics-schema.js";
@@ -21,8 +23,25 @@ import type { HmiStats } from "../hmi/server.js";
 const MODES = ["Starting", "Running", "Degraded", "Failsafe"];
 const LATENESS_QUANTILES = [0.5, 0.9, 0.99, 0.999];
 
-/** What metrics read of the pod. */
-export type MetricsPod = PodReader & PodDiagnostics;
+/** A gauge of a lateness histogram's quantiles (in seconds), read at each scrape. */
+function latenessQuantiles(r: Registry, name: string, help: string, histogram: () => LogHistogram): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: ["quantile"],
+    registers: [r],
+    collect() {
+      const h = histogram();
+      for (const q of LATENESS_QUANTILES) {
+        const us = h.percentile(q);
+        if (Number.isFinite(us)) this.set({ quantile: String(q) }, us / 1e6);
+      }
+    },
+  });
+}
+
+/** What metrics read of the pod; the daemon's also says what its queues between the planes refused and dropped. */
+export type MetricsPod = PodReader & PodDiagnostics & { planeCounts?(): PlaneCounts };
 
 export class Metrics {
   readonly registry = new Registry();
@@ -166,19 +185,7 @@ export class Metrics {
         for (const x of MODES) this.set({ mode: x }, x === m ? 1 : 0);
       },
     });
-    new Gauge({
-      name: "podwarden_tick_lateness_seconds",
-      help: "Control tick lateness quantiles since start (from the control worker's histogram)",
-      labelNames: ["quantile"],
-      registers: [r],
-      collect() {
-        const h = a().controlStats().lateness;
-        for (const q of LATENESS_QUANTILES) {
-          const us = h.percentile(q);
-          if (Number.isFinite(us)) this.set({ quantile: String(q) }, us / 1e6);
-        }
-      },
-    });
+    latenessQuantiles(r, "podwarden_tick_lateness_seconds", "Control tick lateness quantiles since start (from the control worker's histogram)", () => a().controlStats().lateness);
     new Gauge({
       name: "podwarden_tick_lateness_recent_seconds",
       help: "Control tick lateness quantiles over the last supervisor.overrun.windowMs (shows an incident, which the cumulative quantiles average away)",
@@ -230,6 +237,29 @@ export class Metrics {
       },
     });
     new Counter({
+      name: "podwarden_plane_refused_total",
+      help: "Requests (commands, resets, recordings) the service plane refused at once because the control plane had its queue's bound waiting",
+      registers: [r],
+      collect() {
+        this.reset();
+        const c = a().planeCounts?.();
+        if (c !== undefined) this.inc(c.refused);
+      },
+    });
+    new Counter({
+      name: "podwarden_plane_dropped_total",
+      help: "What a queue between the planes dropped past its bound: audit records and problems to the control plane (notes), events, log lines and views from it",
+      labelNames: ["what"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const c = a().planeCounts?.();
+        if (c === undefined) return;
+        this.inc({ what: "notes" }, c.droppedNotes);
+        for (const [what, n] of Object.entries(c.dropped)) this.inc({ what }, n);
+      },
+    });
+    new Counter({
       name: "podwarden_loop_failsafe_entries_total",
       help: "Loops that left live control for fail-safe, each time, since the start (counted by the control worker every tick)",
       registers: [r],
@@ -238,19 +268,7 @@ export class Metrics {
         this.inc(a().controlStats().failsafeEntries);
       },
     });
-    new Gauge({
-      name: "podwarden_actuator_pass_lateness_seconds",
-      help: "How late the main thread's actuator passes ran beyond their period, quantiles since start",
-      labelNames: ["quantile"],
-      registers: [r],
-      collect() {
-        const h = a().controlStats().actuatorPassLateness;
-        for (const q of LATENESS_QUANTILES) {
-          const us = h.percentile(q);
-          if (Number.isFinite(us)) this.set({ quantile: String(q) }, us / 1e6);
-        }
-      },
-    });
+    latenessQuantiles(r, "podwarden_actuator_pass_lateness_seconds", "How late the control plane's actuator passes ran beyond their period, quantiles since start", () => a().controlStats().actuatorPassLateness);
     new Counter({
       name: "podwarden_tick_overruns_total",
       help: "Control ticks that started more than one period late",
@@ -399,6 +417,19 @@ export class Metrics {
         if (s === null) return;
         this.inc({ reason: "max-clients" }, s.refused);
         this.inc({ reason: "slow" }, s.dropped);
+      },
+    });
+    new Counter({
+      name: "podwarden_hmi_connections_refused_total",
+      help: "HMI connections closed as they were accepted, by cap (total: hmi.maxConnections were open; address: hmi.maxConnectionsPerAddress from that address)",
+      labelNames: ["cap"],
+      registers: [r],
+      collect() {
+        this.reset();
+        const s = h();
+        if (s === null) return;
+        this.inc({ cap: "total" }, s.connections.refusedTotal);
+        this.inc({ cap: "address" }, s.connections.refusedPerAddress);
       },
     });
   }

@@ -180,6 +180,14 @@ export interface RecordingEntry {
 }
 
 /** The recordings in a directory, oldest first (ids sort by time); unreadable files are listed in `bad`. */
+/** The newest `n` of `entries` (oldest first, as listRecordings gives them), newest first, as summaries. */
+export function recentSummaries(entries: readonly RecordingEntry[], n: number): { id: string; createdAt: string; triggers: string[]; ticks: number; complete: boolean; bytes: number }[] {
+  return entries
+    .slice(-n)
+    .reverse()
+    .map((r) => ({ id: r.id, createdAt: r.header.createdAt, triggers: r.header.triggers.map((t) => t.reason), ticks: r.header.count, complete: r.header.complete, bytes: r.bytes }));
+}
+
 export function listRecordings(dir: string): { recordings: RecordingEntry[]; bad: { file: string; why: string }[] } {
   let names: string[];
   try {

@@ -18,9 +18,9 @@
 // p50 2.4 ms to 52 ms and p99 to 153 ms (`npm run bench -- --only leak`, BENCHMARKS.md).
 import type { IClientPublishOptions, IPublishPacket } from "mqtt";
 import { CommandAuthorizer, type Rejected } from "../commands/authorizer.js";
-import { executeCommand, type Outcome } from "../commands/executor.js";
+import type { Outcome } from "../commands/executor.js";
 import { COMMANDS, isCommandName, type CommandName } from "../commands/schema.js";
-import type { PodCommander, PodIdentity } from "../pod-api.js";
+import type { PodCommands, PodIdentity } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import type { UplinkConfig } from "./schema.js";
 
@@ -46,7 +46,7 @@ export class CommandService {
   problem: string | null = null;
 
   constructor(
-    private readonly agent: () => PodCommander & { readonly identity: PodIdentity },
+    private readonly agent: () => PodCommands & { readonly identity: PodIdentity },
     private readonly c: UplinkConfig["commands"],
     private readonly log: Logger,
     private readonly publish: Publish,
@@ -123,7 +123,7 @@ export class CommandService {
         if (!verdict.ok) return this.reject(verdict, name, replyTo);
         const { body, keyId } = verdict;
         const key = answerKey(keyId, body.seq, body.transaction);
-        executeCommand(this.agent(), body, `key ${keyId}`).then(
+        this.agent().execute(body, `key ${keyId}`).then(
           (outcome) => this.answer(name, body.transaction, keyId, outcome, replyTo, key),
           (err: Error) => this.answer(name, body.transaction, keyId, { status: "rejected", code: "unavailable", reason: `failed: ${err.message}` }, replyTo, key),
         );

@@ -27,7 +27,7 @@ import { Backoff } from "../../lib/backoff.js";
 import { BrokerList, type BrokerTarget } from "../../lib/broker-list.js";
 import { LogHistogram } from "../../lib/log-histogram.js";
 import { disableNagle, endOnProtocolError, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, redactUrl, watchBrokerSilence } from "../../lib/mqtt-connection.js";
-import type { AgentEvent, PodCommander, PodReader, ProblemReporter } from "../pod-api.js";
+import type { AgentEvent, PodCommands, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
 import { CommandService } from "./command-service.js";
@@ -65,7 +65,7 @@ export function brokerOptions(c: UplinkConfig): IClientOptions {
 }
 
 /** What the uplink needs of the pod: to read it, to command it (for mission control's commands), and to report its own problems. */
-export type UplinkPod = PodReader & PodCommander & ProblemReporter;
+export type UplinkPod = PodReader & PodCommands & ProblemReporter;
 
 export class Uplink {
   private client: MqttClient | null = null;

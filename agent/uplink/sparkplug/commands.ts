@@ -4,8 +4,7 @@
 // metric is refused and audited. An operator may opt named loops in
 // (uplink.sparkplug.writableSetpoints): a DCMD may then write those loops' setpoints, through
 // the same command executor and envelope as a signed command, and only for a lease.
-import { executeCommand } from "../../commands/executor.js";
-import type { AuditRecord, PodCommander } from "../../pod-api.js";
+import type { AuditRecord, PodCommands } from "../../pod-api.js";
 import type { DeviceDef, SparkplugModel } from "./metrics.js";
 import { decodePayload, type UMetric } from "./payload.js";
 import type { SparkplugConfig } from "./schema.js";
@@ -32,7 +31,7 @@ export class SparkplugCommands {
   private readonly writable: ReadonlySet<string>;
 
   constructor(
-    private readonly pod: () => PodCommander,
+    private readonly pod: () => PodCommands,
     private readonly model: SparkplugModel,
     private readonly c: SparkplugConfig,
     private readonly maxBytes: number,
@@ -97,7 +96,7 @@ export class SparkplugCommands {
     const loop = def.setpointLoop;
     if (loop === undefined || !this.writable.has(loop)) return this.refuse("DCMD", d.id, `"${def.name}" is not writable: Sparkplug commands are unsigned (uplink.sparkplug.writableSetpoints opts a loop's setpoint in)`);
     if (typeof m.value !== "number" || !Number.isFinite(m.value)) return this.refuse("DCMD", d.id, `"${def.name}" needs a finite number`);
-    const outcome = await executeCommand(this.pod(), { command: "setpoint", params: { loop, value: m.value, leaseS: this.c.writeLeaseS } }, "sparkplug");
+    const outcome = await this.pod().execute({ command: "setpoint", params: { loop, value: m.value, leaseS: this.c.writeLeaseS } }, "sparkplug");
     const rack = d.id === "CDU" ? {} : { rack: d.id };
     if (outcome.status === "ok") {
       this.counts.accepted++;

@@ -20,7 +20,7 @@ import { JsonStateFile } from "../../../lib/json-state-file.js";
 import { disableNagle, endOnProtocolError, guardPacketSize, HARD_PACKET_FACTOR, redactUrl, watchBrokerSilence } from "../../../lib/mqtt-connection.js";
 import type { Point } from "../../../lib/points.js";
 import type { Logger } from "../../log.js";
-import type { PodCommander, PodReader, ProblemReporter } from "../../pod-api.js";
+import type { PodCommands, PodReader, ProblemReporter } from "../../pod-api.js";
 import { brokerUrls, type UplinkConfig } from "../schema.js";
 import { brokerOptions, type UplinkStats } from "../uplink.js";
 import { SparkplugCommands, type CommandCounts } from "./commands.js";
@@ -36,7 +36,7 @@ const MAX_STATE_PER_S = 10;
 /** Historical metrics per replayed message: ~40 bytes each, so a message stays near 10 KB. */
 const REPLAY_METRICS = 256;
 
-export type SparkplugPod = PodReader & PodCommander & ProblemReporter;
+export type SparkplugPod = PodReader & PodCommands & ProblemReporter;
 
 export interface SparkplugOptions {
   pod: SparkplugPod;

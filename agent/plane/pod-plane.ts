@@ -1,0 +1,28 @@
+// What the daemon's service plane holds of the pod, wherever its control plane runs: on a thread
+// of its own (ControlPlane, control-plane.ts) or, on a pod with RS-485 buses, on the main thread
+// (InProcessPlane, in-process-plane.ts).
+import type { AgentConfig, LoadedConfig } from "../config/load.js";
+import type { PodCommands, PodDiagnostics, PodReader, ProblemReporter } from "../pod-api.js";
+import type { AdminPod } from "../ops/admin-socket.js";
+import type { PlaneCounts } from "./control-plane.js";
+
+export interface PodPlane extends PodReader, PodDiagnostics, PodCommands, ProblemReporter, Pick<AdminPod, "resetLeak" | "recordNow"> {
+  readonly config: AgentConfig;
+  readonly configHash: string;
+  readonly stateDir: string | undefined;
+  readonly recordingsDir: string | undefined;
+  /** a validated config: in place when only tuning changed, else by restarting the agent's internals */
+  reload(next: LoadedConfig): Promise<"tuning" | "restarted">;
+  stop(opts: { driveSafe: boolean; reason: string; timeoutMs?: number }): Promise<void>;
+  /** what the queues between the planes refused and dropped (only where there are two) */
+  planeCounts?(): PlaneCounts;
+}
+
+/**
+ * Whether the config's pod can run its control plane on a thread of its own: not with RS-485
+ * buses, whose serialport binding works on the main thread's event loop only.
+ */
+export function ownThreadPossible(c: AgentConfig): { ok: true } | { ok: false; why: string } {
+  if (c.modbus.buses.length === 0) return { ok: true };
+  return { ok: false, why: `RS-485 buses (${c.modbus.buses.map((b) => b.name).join(", ")}): serialport's binding delivers a port's data on the main thread only` };
+}
