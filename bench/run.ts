@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-campaign, hil-realtime, faults, fleet), or
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-campaign, hil-realtime, faults, fleet, attacks), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
@@ -20,6 +20,7 @@ import { printSparkplug, runSparkplugBench } from "./sparkplug.js";
 import { printRedfish, runRedfishBench } from "./redfish.js";
 import { printRecorder, runRecorderBench } from "./recorder.js";
 import { printFleet, runFleetBench } from "./fleet.js";
+import { printAttacks, runAttackBench } from "./attacks.js";
 import { printHilBench, printHilCampaign, printHilRealtimeBench, runHilBench, runHilCampaign, runHilRealtimeBench } from "./hil.js";
 
 const { values } = parseArgs({
@@ -87,3 +88,5 @@ if (wants("hil-realtime")) printHilRealtimeBench(await runHilRealtimeBench());
 if (wants("faults")) printFaultBench(await runFaultBench(values.quick ? 10 : 100));
 // the daemons run as `podwarden run` processes; this process is mission control
 if (wants("fleet")) printFleet(await runFleetBench(values.quick));
+// the daemon runs as a `podwarden run` process with its production flags; this process attacks it
+if (wants("attacks")) printAttacks(await runAttackBench(values.quick));
