@@ -109,12 +109,32 @@ function pushView(): void {
   port.postMessage({ t: "view", view: view() } satisfies ToService);
 }
 
+/** Events wait for the end of this turn, at most this many, then go out together. */
+const MAX_EVENTS_PER_TURN = 1024;
+let turnEvents: AgentEvent[] = [];
+
+/**
+ * Each event goes out at the end of the turn that raised it, with the others of that turn and a
+ * view taken after them: the uplink publishes its retained state on a mode or maintenance event,
+ * reading the view, which must already show it (the demo's maintenance test failed without this).
+ */
 function onEvent(e: AgentEvent): void {
-  if (!toService.admit()) {
+  if (turnEvents.length >= MAX_EVENTS_PER_TURN) {
     dropped.events++;
     return;
   }
-  port.postMessage({ t: "event", e } satisfies ToService);
+  if (turnEvents.length === 0) setImmediate(sendEvents);
+  turnEvents.push(e);
+}
+
+function sendEvents(): void {
+  const es = turnEvents;
+  turnEvents = [];
+  if (!toService.admit()) {
+    dropped.events += es.length;
+    return;
+  }
+  port.postMessage({ t: "events", es, view: view() } satisfies ToService);
 }
 
 function follow(a: Agent): void {

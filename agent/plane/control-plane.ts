@@ -157,8 +157,10 @@ export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, Pro
       case "view":
         this.view_ = m.view;
         return;
-      case "event":
-        this.listeners.emit(m.e);
+      case "events":
+        // the view first: a listener that reads the pod on an event reads its effect
+        this.view_ = m.view;
+        for (const e of m.es) this.listeners.emit(e);
         return;
       case "reply": {
         // the view taken after the request: what a service reads next shows its effect

@@ -80,7 +80,8 @@ export type ToService =
   | { t: "started"; view: PodView }
   | { t: "failed"; error: string }
   | { t: "view"; view: PodView }
-  | { t: "event"; e: AgentEvent }
+  /** the events of one turn of the control plane, with the view taken after them: a service that reads on an event reads its effect */
+  | { t: "events"; es: AgentEvent[]; view: PodView }
   | { t: "reply"; id: number; ok: true; value: unknown; view: PodView }
   | { t: "reply"; id: number; ok: false; error: string; view: PodView }
   | { t: "log"; text: string; bytes: number };
