@@ -9,7 +9,8 @@ import { PodSim } from "../sim/pod-sim.js";
 import { loopModeWord } from "../pod/status-words.js";
 import { podDrawKw } from "../pod/status-view.js";
 import { redactUrl } from "../lib/mqtt-connection.js";
-import { Agent } from "../agent/agent.js";
+import { ControlPlane } from "../agent/plane/control-plane.js";
+import type { PodPlane } from "../agent/plane/pod-plane.js";
 import type { PodReader } from "../agent/pod-api.js";
 import { DEMO_BMC_PASSWORD_ENV, demoConfigData, readRacksThroughBmcs } from "./demo-config.js";
 import { validateAgentConfig } from "../agent/config/load.js";
@@ -48,7 +49,8 @@ export interface DemoOptions {
 
 export interface RunningDemo {
   sim: PodSim;
-  agent: Agent;
+  /** the pod, its control plane on a thread of its own as in `podwarden run` */
+  agent: PodPlane;
   broker: EmbeddedBroker | null;
   brokerUrl: string;
   controlUrl: string;
@@ -110,7 +112,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   const brokerUrl = o.broker ?? broker!.url;
   const sim = new PodSim(simConfig);
   const api = new SimControlApi(sim);
-  let agent: Agent | null = null;
+  let agent: PodPlane | null = null;
   let uplink: Uplink | null = null;
   let sparkplug: SparkplugEdgeNode | null = null;
   let hmi: HmiServer | null = null;
@@ -149,13 +151,13 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const config = validateAgentConfig(data, o.agentConfig);
     // the demo logs to a file-less sink: the board is the interface
     const logs = new Logs(config.log, { site: config.site, pod: config.pod }, { write: () => true });
-    agent = new Agent({ config, hash: "demo", path: o.agentConfig }, logs);
-    await agent.start();
-    uplink = new Uplink(agent, config.uplink!, agent.logs.module("uplink"));
+    // the agent on a thread of its own, the services here: the daemon's two planes (agent/plane/)
+    agent = await ControlPlane.start({ config, hash: "demo", path: o.agentConfig }, logs);
+    uplink = new Uplink(agent, config.uplink!, logs.module("uplink"));
     await uplink.start();
     if (config.uplink!.sparkplug.enabled) {
       const u = uplink;
-      sparkplug = new SparkplugEdgeNode({ pod: agent, uplink: config.uplink!, model: modelSourceOf(config, "demo", packageVersion()), jsonUplink: () => u.stats(), log: agent.logs.module("sparkplug") });
+      sparkplug = new SparkplugEdgeNode({ pod: agent, uplink: config.uplink!, model: modelSourceOf(config, "demo", packageVersion()), jsonUplink: () => u.stats(), log: logs.module("sparkplug") });
       sparkplug.start();
     }
     const a = agent;
@@ -223,7 +225,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
 }
 
 /** The demo's HMI on its configured port, or on a free one if that is taken (another demo, say). */
-async function startDemoHmi(agent: Agent, c: HmiConfig, uplink: () => UplinkStats): Promise<{ server: HmiServer; url: string }> {
+async function startDemoHmi(agent: PodPlane, c: HmiConfig, uplink: () => UplinkStats): Promise<{ server: HmiServer; url: string }> {
   const start = async (port: number): Promise<{ server: HmiServer; url: string }> => {
     const server = new HmiServer({ pod: () => agent, commander: () => agent, recordingsDir: () => agent.recordingsDir, uplink, config: { ...c, port }, version: packageVersion() });
     try {

@@ -89,7 +89,7 @@ describe("the demo pod (npm start)", () => {
   });
 
   it("renders the status board", async () => {
-    await waitFor(() => demo.agent.supervisor.mode !== "Starting", "out of Starting", 30_000);
+    await waitFor(() => demo.agent.mode() !== "Starting", "out of Starting", 30_000);
     const board = demo.board();
     for (const want of ["mode", "rack-1", "rack-8", "pump", "tick lateness", "active alarms", "return", "cap"]) expect(board).toContain(want);
     expect(board).toMatch(/power \d+ kW drawn of a 680 kW budget/);
