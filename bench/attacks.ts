@@ -7,7 +7,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stallMainThread } from "../lib/main-thread-stall.js";
+import { stallMainThread } from "../hil/main-thread-stall.js";
 import { adminStatus, burst, eight, hugeReload, login, redfishGet, slowloris, startAttackPod, type AttackPod } from "../tooling/attack-pod.js";
 import { DAEMON_NODE_FLAGS } from "../tooling/sim-process.js";
 import { cpuMeter, processRssMb } from "./agent.js";

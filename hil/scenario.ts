@@ -17,7 +17,7 @@
 // Each expectation has exactly one kind: within (+ after), hold, never, eventually, count.
 import { dirname, resolve } from "node:path";
 import { loadYamlFile, validator } from "../lib/config-file.js";
-import { FAKETIME_OFFSET } from "../lib/faketime.js";
+import { FAKETIME_OFFSET } from "./faketime.js";
 import { mergePatch } from "../lib/merge-patch.js";
 import { validateControl, type PodConfig } from "../pod/config.js";
 import { COMMANDS, type CommandName } from "../agent/commands/schema.js";

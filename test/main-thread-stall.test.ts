@@ -1,10 +1,10 @@
-// The HIL runner's `daemon: stall-main` (lib/main-thread-stall.ts): strace holds a process's main
+// The HIL runner's `daemon: stall-main` (hil/main-thread-stall.ts): strace holds a process's main
 // thread and no other. A child's main thread and its worker each print a tick every 10 ms, the
 // worker straight to fd 1 (a worker's process.stdout goes through the main thread): held, the
 // main thread's ticks stop and the worker's go on; let go, the main thread's come back.
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { stallMainThread } from "../lib/main-thread-stall.js";
+import { stallMainThread } from "../hil/main-thread-stall.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 
 const CHILD = `

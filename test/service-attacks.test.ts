@@ -9,7 +9,7 @@
 // (`npm run bench -- --only attacks`).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fetch as undiciFetch } from "undici";
-import { stallMainThread } from "../lib/main-thread-stall.js";
+import { stallMainThread } from "../hil/main-thread-stall.js";
 import { adminStatus, burst, eight, hugeReload, login, redfishGet, slowloris, startAttackPod, type AttackPod, type Mark } from "../tooling/attack-pod.js";
 import { TEST_POD } from "./helpers/agent.js";
 import { tempDir } from "./helpers/temp-dirs.js";
