@@ -4,6 +4,18 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import { boundaries } from "./eslint.boundaries.js";
 
+/** Files past the 500-line ceiling (2026-12-05), each at its size then: split, and take it off the list. */
+const OVERSIZED = {
+  "agent/agent.ts": 1089,
+  "agent/ops/metrics.ts": 663,
+  "agent/uplink/spool-queue.ts": 619,
+  "drivers/redfish/driver.ts": 599,
+  "cli/podwarden.ts": 518,
+  "hotpath-as/reference.ts": 567,
+  "test/hmi.test.ts": 561,
+  "test/hil.test.ts": 504,
+};
+
 export default tseslint.config(
   { ignores: ["node_modules/", "dist/", "build/", "coverage/", "hotpath-as/assembly/index.ts"] },
   js.configs.recommended,
@@ -21,6 +33,10 @@ export default tseslint.config(
     },
   },
   ...boundaries,
+  // A file a reader can hold: 500 lines at most (issue #49). The files already past it may not
+  // grow while they wait for their split, each held to its size on the day the rule came in.
+  { files: ["**/*.ts"], rules: { "max-lines": ["error", { max: 500 }] } },
+  ...Object.entries(OVERSIZED).map(([file, max]) => ({ files: [file], rules: { "max-lines": ["error", { max }] } })),
   {
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,
