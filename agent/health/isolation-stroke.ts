@@ -37,6 +37,15 @@ export interface StrokeResult {
   critical?: boolean;
 }
 
+/** The strokes as status shows them: the one running, the last ended, each valve's last verdict. */
+export interface StrokeStatus {
+  running: StrokeResult | null;
+  /** the test that ended last since the agent started, aborted ones included */
+  recent: StrokeResult | null;
+  /** each valve's last verdict (passed or failed), kept across restarts */
+  last: StrokeResult[];
+}
+
 export interface StrokeTiming {
   /** the close command is held at least this long, ms */
   holdMs: number;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { JsonStateFile, stateFileCheck } from "../../lib/json-state-file.js";
 import { arr, bool, int, obj, oneOf, optional, str, type Infer } from "../../lib/schema-builders.js";
 import type { AgentEvent, ProblemReport } from "../pod-api.js";
-import { ISO_VALVES, podLeak, rackInterlock, strokeBit, StrokeTest, type IsoValve, type LimitReading, type StrokeOutputs, type StrokeResult } from "./isolation-stroke.js";
+import { ISO_VALVES, podLeak, rackInterlock, strokeBit, StrokeTest, type IsoValve, type LimitReading, type StrokeOutputs, type StrokeResult, type StrokeStatus } from "./isolation-stroke.js";
 import type { PartialStrokeSection } from "./schema.js";
 
 /** While a test runs it is stepped this often, ms: its timing figures are good to about this plus the limit switch's poll period. */
@@ -27,13 +27,8 @@ export interface RackLimits {
   returnClosedLimit?: string;
 }
 
-export interface StrokeStatus {
-  running: StrokeResult | null;
-  /** the test that ended last since the agent started, aborted ones included */
-  recent: StrokeResult | null;
-  /** each valve's last verdict (passed or failed), kept across restarts */
-  last: StrokeResult[];
-}
+// where pod-api.ts reads it without importing this file, which imports pod-api.ts
+export type { StrokeStatus } from "./isolation-stroke.js";
 
 export interface StrokeHost {
   readonly racks: readonly RackLimits[];
