@@ -168,9 +168,16 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       // a pod subscribes to its requests at QoS 0 and mission control sends again, with a new
       // seq, when no answer comes (docs/mqtt.md): once, here, to a pod whose request was lost
       // while the restarted cluster settled (a run in three lost one, 2026-12-04)
-      const unanswered = targets.filter((_, k) => answers[k]?.response?.status !== "ok");
-      const again = unanswered.length === 0 ? [] : await w.command(unanswered, "snapshot", {}, key, 15_000);
-      expect(again.map((a) => a.response?.status)).toEqual(unanswered.map(() => "ok"));
+      // Sent again up to three times, 15 s each: twice on 2026-12-05 (a full suite, a fresh-clone CI run) a
+      // loaded machine's restarted cluster took more than 30 s to route a pod's requests again
+      // (and, once, the watch's last events). The pod answers when its request arrives; what is
+      // judged is that every pod answers, not how soon the cluster settles.
+      let unanswered = targets.filter((_, k) => answers[k]?.response?.status !== "ok");
+      for (let round = 0; round < 3 && unanswered.length > 0; round++) {
+        const again = await w.command(unanswered, "snapshot", {}, key, 15_000);
+        unanswered = unanswered.filter((_, k) => again[k]?.response?.status !== "ok");
+      }
+      expect(unanswered, "pods that never answered a signed command").toEqual([]);
 
       // every pod's every event, and every emulated pod's telemetry, at the watch by seq
       await waitFor(() => real.every((p) => p.uplink.stats().spoolDepth.critical === 0) && emulated.every((p) => p.stats().queued === 0), "every pod's queue drained", 60_000, 100);
@@ -184,7 +191,7 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
         emulated.every((p) => w.ledger.counts(p.id, "telemetry").highest >= p.stats().lastSeq.telemetry) &&
         unacknowledged().length === 0 &&
         w.gaps("events").every((g) => !g.pod.startsWith("demo/"));
-      await waitFor(caughtUp, "the watch caught up with every pod", 30_000, 100).catch(() => undefined);
+      await waitFor(caughtUp, "the watch caught up with every pod", 60_000, 100).catch(() => undefined);
       // a pod's own loss would be a message missing that the cluster never acknowledged
       expect(unacknowledged()).toEqual([]);
       // the real pods were quiet whenever a node died: none of their events missing
