@@ -9,6 +9,7 @@ import { splitModbus } from "../drivers/modbus/split.js";
 import { MqttIngest } from "../drivers/mqtt-ingest.js";
 import { RedfishDriver } from "../drivers/redfish/driver.js";
 import { Backoff } from "../lib/backoff.js";
+import { Listeners } from "../lib/listeners.js";
 import { monoMs } from "../lib/clock.js";
 import { JsonStateFile } from "../lib/json-state-file.js";
 import { measuredValue, PointStore, type Point } from "../lib/points.js";
@@ -90,7 +91,7 @@ export class Agent implements PodReader, PodCommander, PodCommands, PodDiagnosti
   /** leak inputs and isolation outputs the leak thread could not take (serial devices) */
   private readonly leakLeft: string[];
   private readonly log: Logger;
-  private readonly listeners: ((e: AgentEvent) => void)[] = [];
+  private readonly listeners = new Listeners<AgentEvent>();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly leakBackoff = new Backoff({ baseMs: 1000, maxMs: 30_000 });
   private leakRestart: NodeJS.Timeout | undefined;
@@ -201,16 +202,12 @@ export class Agent implements PodReader, PodCommander, PodCommands, PodDiagnosti
   }
 
   onEvent(l: (e: AgentEvent) => void): () => void {
-    this.listeners.push(l);
-    return () => {
-      const i = this.listeners.indexOf(l);
-      if (i >= 0) this.listeners.splice(i, 1);
-    };
+    return this.listeners.add(l);
   }
 
   private emit(e: AgentEvent): void {
     // listeners (the uplink) first: the event is on the wire before the log line is formatted
-    for (const l of this.listeners) l(e);
+    this.listeners.emit(e);
     const trip = this.recorder === null ? null : tripOf(e);
     if (trip !== null) this.recordTrip(trip);
     const level = e.type === "alarm.raised" && e.alarm.severity === "Critical" ? "warn" : "info";

@@ -50,11 +50,6 @@ async function phase(pod: AttackPod, name: string, attack: () => Promise<string>
   if (took < WINDOW_MS) await new Promise((r) => setTimeout(r, WINDOW_MS - took - 200));
   const cpuPct = cpu();
   const h = await pod.harm(mark);
-  const raised = pod.daemon.lines
-    .slice(mark.line)
-    .map((l) => l.event as { type?: string; alarm?: { id: string } } | undefined)
-    .filter((e) => e?.type === "alarm.raised")
-    .map((e) => e!.alarm!.id);
   const c = h.status.control;
   return {
     phase: name,
@@ -67,7 +62,7 @@ async function phase(pod: AttackPod, name: string, attack: () => Promise<string>
     passP99Us: c.actuatorPass.p99LateUs,
     passMaxUs: c.actuatorPass.maxLateUs,
     failsafeEntries: h.failsafeEntries,
-    alarms: raised,
+    alarms: h.alarms,
     cpuPct,
     rssMb: processRssMb(pid),
   };

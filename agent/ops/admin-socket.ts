@@ -56,7 +56,7 @@ export class AdminSocket {
         if (index === undefined) return send(404, { error: `no rack "${rack}"` });
         agent.resetLeak(index).then(
           (result) => {
-            agent.audit({ action: "reset-leak", rack, by: "local admin socket", result });
+            agent.audit({ action: "reset-leak", rack, by: BY, result });
             send(result === "accepted" ? 200 : 409, { rack, result });
           },
           (err: Error) => send(500, { error: err.message }),
@@ -65,7 +65,7 @@ export class AdminSocket {
       }
       if (req.method === "POST" && url.pathname === "/record") {
         Promise.resolve()
-          .then(() => agent.recordNow("local admin socket"))
+          .then(() => agent.recordNow(BY))
           .then(
             (recording) => send(200, { recording }),
             (err: Error) => send(409, { error: err.message }),

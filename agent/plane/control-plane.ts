@@ -66,6 +66,34 @@ export class ControlPlaneBusyError extends Error {
   }
 }
 
+/**
+ * The service plane's end of the queues from the control plane: every message counted as taken,
+ * log text written at once, the rest handed on. One for the start and the run that follows it.
+ */
+class Inbox {
+  private readonly toService: QueueGauge;
+  private readonly logQueue: QueueGauge;
+
+  constructor(
+    gauges: SharedArrayBuffer,
+    private readonly logs: Logs,
+  ) {
+    this.toService = new QueueGauge(gauges, QUEUES.toService, QUEUE_BOUNDS.toService);
+    this.logQueue = new QueueGauge(gauges, QUEUES.logs, QUEUE_BOUNDS.logBytes);
+  }
+
+  /** Takes `m` off its queue: null for log text (written here), else the message. */
+  take(m: ToService): Exclude<ToService, { t: "log" }> | null {
+    if (m.t === "log") {
+      this.logQueue.taken(m.bytes);
+      this.logs.writeRaw(m.text);
+      return null;
+    }
+    this.toService.taken();
+    return m;
+  }
+}
+
 export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, ProblemReporter {
   readonly identity: PodIdentity;
   readonly layout: PodLayout;
@@ -77,8 +105,6 @@ export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, Pro
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private nextId = 1;
   private readonly toControl: QueueGauge;
-  private readonly toService: QueueGauge;
-  private readonly logQueue: QueueGauge;
   private readonly counts = { refused: 0, droppedNotes: 0 };
   private exited: Error | null = null;
 
@@ -87,7 +113,7 @@ export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, Pro
     loaded: LoadedConfig,
     first: PodView,
     gauges: SharedArrayBuffer,
-    private readonly logs: Logs,
+    inbox: Inbox,
   ) {
     this.config_ = loaded.config;
     this.configHash_ = loaded.hash;
@@ -97,9 +123,10 @@ export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, Pro
     this.limits_ = commandLimits(c);
     this.view_ = first;
     this.toControl = new QueueGauge(gauges, QUEUES.toControl, QUEUE_BOUNDS.toControl);
-    this.toService = new QueueGauge(gauges, QUEUES.toService, QUEUE_BOUNDS.toService);
-    this.logQueue = new QueueGauge(gauges, QUEUES.logs, QUEUE_BOUNDS.logBytes);
-    worker.on("message", (m: ToService) => this.receive(m));
+    worker.on("message", (m: ToService) => {
+      const taken = inbox.take(m);
+      if (taken !== null) this.receive(taken);
+    });
   }
 
   /**
@@ -111,18 +138,12 @@ export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, Pro
     const gauges = QueueGauge.buffer(QUEUES.count);
     const input: ControlPlaneInput = { loaded, carried, gauges, viewMs: VIEW_MS, nice: c.schedFifo ? CONTROL_PLANE_NICE : null };
     const worker = new Worker(builtWorker(import.meta.url, "control-plane-worker.js"), { workerData: input });
-    const logQueue = new QueueGauge(gauges, QUEUES.logs, QUEUE_BOUNDS.logBytes);
-    const toService = new QueueGauge(gauges, QUEUES.toService, QUEUE_BOUNDS.toService);
+    const inbox = new Inbox(gauges, logs);
     const first = await new Promise<PodView>((resolve, reject) => {
       const early = (m: ToService): void => {
-        if (m.t === "log") {
-          logQueue.taken(m.bytes);
-          logs.writeRaw(m.text);
-          return;
-        }
-        toService.taken();
-        if (m.t === "started") done(null, m.view);
-        else if (m.t === "failed") done(new Error(m.error));
+        const taken = inbox.take(m);
+        if (taken?.t === "started") done(null, taken.view);
+        else if (taken?.t === "failed") done(new Error(taken.error));
       };
       const exit = (code: number): void => done(new Error(`the control plane's thread ended (exit ${code}) before its agent started`));
       const error = (err: Error): void => done(err);
@@ -140,19 +161,13 @@ export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, Pro
       worker.once("exit", exit);
       worker.once("error", error);
     });
-    const plane = new ControlPlane(worker, loaded, first, gauges, logs);
+    const plane = new ControlPlane(worker, loaded, first, gauges, inbox);
     worker.once("error", (err) => plane.ended(err));
     worker.once("exit", (code) => plane.ended(new Error(`the control plane's thread ended (exit ${code})`)));
     return plane;
   }
 
-  private receive(m: ToService): void {
-    if (m.t === "log") {
-      this.logQueue.taken(m.bytes);
-      this.logs.writeRaw(m.text);
-      return;
-    }
-    this.toService.taken();
+  private receive(m: Exclude<ToService, { t: "log" }>): void {
     switch (m.t) {
       case "view":
         this.view_ = m.view;
