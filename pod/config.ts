@@ -101,7 +101,7 @@ function pointChecks(d: { min: number; max: number; rateMax: number }, what: str
 export const CONTROL_SCHEMA = obj(
   {
     periodMs: num(0.1, 100, 1, "control tick period, ms"),
-    schedFifo: bool(true, "raise the control thread, and the leak thread one priority below it, to SCHED_FIFO where permitted (CAP_SYS_NICE)"),
+    schedFifo: bool(true, "raise the control thread, and the leak thread one priority below it, to SCHED_FIFO where permitted (CAP_SYS_NICE); and the control plane's thread (the agent) to nice -10, ahead of the service plane, not to FIFO (docs/architecture.md, Threads)"),
     schedPriority: int(1, 99, 40, "SCHED_FIFO priority of the control thread"),
     warmupTicks: int(0, 10_000_000, 20000, "hot-path steps run on a scratch bank before the first real tick (JIT warm-up)"),
     returnTempSetpointC: num(10, 80, 45, "local default return-temperature setpoint, °C"),
