@@ -77,6 +77,9 @@ describe("uplink failover between brokers", () => {
     const probe = setInterval(() => pod.agent.audit({ action: "probe", by: "test", result: String(++probes) }), 20);
     try {
       expect(pod.uplink.stats().broker).toBe(a.url);
+      // commands are QoS 0 (mission control re-sends without an answer): one sent before the
+      // pod's subscription is acknowledged is not heard, so this one waits for it
+      await waitFor(() => pod.uplink.stats().commandsLive, "the pod's command subscription on A");
       // a command on A, answered on A
       const spec = mcA.spec("setpoint", { loop: "rack-2.valve", value: 40, leaseS: 600 });
       const payload = signedCommand({ ...spec, transaction: "tx-failover" });
@@ -90,6 +93,7 @@ describe("uplink failover between brokers", () => {
       await waitFor(() => mcB.messages.some((m) => m.topic === `${base}state` && m.body.state === "online"), "online on B");
 
       // mission control, not having heard on B, sends the same signed command again there
+      await waitFor(() => pod.uplink.stats().commandsLive, "the pod's command subscription on B");
       await mcB.publishRaw("setpoint", payload);
       await waitFor(() => mcB.of("response/setpoint").some((r) => r.transaction === "tx-failover"), "the answer to the copy, on B");
       const again = mcB.of("response/setpoint").find((r) => r.transaction === "tx-failover")!;

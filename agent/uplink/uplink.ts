@@ -57,6 +57,8 @@ export interface UplinkStats {
   /** when the broker last acknowledged a publish (wall time, ISO 8601), or null */
   lastAckAt: string | null;
   commands: { accepted: number; rejected: number; suppressed: number; dropped: number; duplicates: number };
+  /** the broker has acknowledged the subscription to signed commands on this connection: a command sent before then is not heard */
+  commandsLive: boolean;
 }
 
 /** The MQTT client options for the uplink: the shared connection options and the protocol version. */
@@ -92,6 +94,7 @@ export class Uplink {
   private connects = 0;
   /** wall-clock ms the current connection came up: records made before it are historical */
   private connectedAtMs = 0;
+  private commandsLive = false;
   private stopping = false;
   private pumping = false;
   private unsubscribe: (() => void) | null = null;
@@ -191,7 +194,7 @@ export class Uplink {
     const switched = this.target !== null && this.lastConnected !== null && this.target.url !== this.lastConnected;
     this.lastConnected = this.target?.url ?? null;
     this.log.info({ url: redactUrl(this.target?.url ?? ""), connects: this.connects, switched }, "uplink connected");
-    this.firstConnect();
+    if (!this.c.commands.enabled) this.firstConnect();
     this.publishRetained();
     // A broker the pod left while it still ran (silent to the pod, or cut off from it) publishes
     // the pod's Will ("offline", retained) once its keepalive runs out, 1.5x after the pod's last
@@ -207,13 +210,21 @@ export class Uplink {
     // QoS 0: a command is acknowledged by its response, and its sender re-sends without one. At
     // QoS 1, mosquitto 2.0 kept requests above our maximumPacketSize in our in-flight window and
     // after 20 delivered nothing more (test/fuzz-mqtt-commands.test.ts): a silenced command channel
-    if (this.c.commands.enabled) client.subscribe(this.topic("request/+"), { qos: 0 });
+    this.commandsLive = false;
+    if (this.c.commands.enabled)
+      client.subscribe(this.topic("request/+"), { qos: 0 }, (err) => {
+        if (client !== this.client || (err !== null && err !== undefined)) return;
+        this.commandsLive = true;
+        // start() is done once the pod can hear commands, not merely once it is connected
+        this.firstConnect();
+      });
     this.pump();
   }
 
   /** The connection closed (lost, refused, or given up by the silence watchdog): spool, and retry after a backoff. */
   private onClose(client: MqttClient): void {
     if (client !== this.client) return;
+    this.commandsLive = false;
     // what was in flight is sent again from the spool: keep mqtt.js from also resending it
     for (const id of Object.keys(client.outgoing)) client.removeOutgoingMessage(Number(id));
     this.inflight = 0;
@@ -394,6 +405,7 @@ export class Uplink {
       ackUs: { p50: this.ackLatency.percentile(0.5), p99: this.ackLatency.percentile(0.99) },
       lastAckAt: this.lastAckAtMs === null ? null : new Date(this.lastAckAtMs).toISOString(),
       commands: this.commands.stats(),
+      commandsLive: this.commandsLive && this.client?.connected === true,
     };
   }
 
