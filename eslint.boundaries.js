@@ -55,6 +55,20 @@ const folderPatterns = (folder, forbidden) =>
     message: `${folder}/ may not import ${f}/ (docs/architecture.md: who may import whom)`,
   }));
 
+/**
+ * The pod's features, each a folder under agent/ given the pod context (agent/pod-context.ts). A
+ * feature may import its own folder, the pod context, the narrow faces and their types
+ * (agent/pod-api.ts), the shared-memory formats the control worker writes (agent/control/: the
+ * recorder's ring, a tuning's state), and pod/, lib/ and hotpath-as/; nothing else of the agent
+ * (not the Agent, the pod loop, a service, or another feature) and no driver.
+ */
+export const FEATURES = ["operator", "recorder", "tuning", "health"];
+export const FEATURE_MESSAGE = "a feature imports its own folder, agent/pod-context.ts, agent/pod-api.ts, agent/control/, pod/, lib/ and hotpath-as/ only (docs/architecture.md: pod features)";
+const FEATURE_IMPORTS = [
+  { regex: "^\\.\\./(?!pod-context\\.js$|pod-api\\.js$|control/|\\.\\./)", message: FEATURE_MESSAGE },
+  { regex: "^\\.\\./\\.\\./(?!pod/|lib/|hotpath-as/)", message: FEATURE_MESSAGE },
+];
+
 /** Flat-config entries, one per folder, and the Agent's host after agent/'s. */
 export const boundaries = [
   ...Object.entries(FORBIDDEN_IMPORTS).map(([folder, forbidden]) => ({
@@ -64,4 +78,18 @@ export const boundaries = [
     },
   })),
   { files: AGENT_HOSTS, rules: { "no-restricted-imports": ["error", { patterns: folderPatterns("agent", FORBIDDEN_IMPORTS.agent) }] } },
+  {
+    files: FEATURES.map((f) => `agent/${f}/**/*.ts`),
+    rules: { "no-restricted-imports": ["error", { patterns: [...folderPatterns("agent", FORBIDDEN_IMPORTS.agent), AGENT_CLASS, ...FEATURE_IMPORTS] }] },
+  },
+  // the pod loop runs the features through PodFeature alone: it imports none of them
+  {
+    files: ["agent/loop/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [...folderPatterns("agent", FORBIDDEN_IMPORTS.agent), AGENT_CLASS, ...FEATURES.map((f) => ({ group: [`../${f}/*`, `../${f}/**`], message: "the pod loop imports no feature: it runs them through PodFeature (agent/pod-context.ts)" }))] },
+      ],
+    },
+  },
 ];

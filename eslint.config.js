@@ -6,7 +6,6 @@ import { boundaries } from "./eslint.boundaries.js";
 
 /** Files past the 500-line ceiling (2026-12-05), each at its size then: split, and take it off the list. */
 const OVERSIZED = {
-  "agent/agent.ts": 1089,
   "agent/ops/metrics.ts": 663,
   "agent/uplink/spool-queue.ts": 619,
   "drivers/redfish/driver.ts": 599,
@@ -37,6 +36,8 @@ export default tseslint.config(
   // grow while they wait for their split, each held to its size on the day the rule came in.
   { files: ["**/*.ts"], rules: { "max-lines": ["error", { max: 500 }] } },
   ...Object.entries(OVERSIZED).map(([file, max]) => ({ files: [file], rules: { "max-lines": ["error", { max }] } })),
+  // the Agent keeps the construction, the start and stop order and reload, and no more (issue #49)
+  { files: ["agent/agent.ts"], rules: { "max-lines": ["error", { max: 250 }] } },
   {
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,

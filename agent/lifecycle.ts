@@ -3,7 +3,7 @@
 // change, and where the state directory is. Apart from the Agent class, so that the service
 // plane (cli/daemon.ts, agent/plane/control-plane.ts) decides these without loading it.
 import type { AgentConfig } from "./config/load.js";
-import type { OperatorState } from "./operator-state.js";
+import type { OperatorState } from "./operator/operator-state.js";
 
 /**
  * What a structural reload hands from the old agent to the new one: the state that must survive

@@ -175,7 +175,7 @@ function chatteringLeak(hz: number): FaultClass {
 /** The rack's leak sensor dry again, then its latch reset (authorised; refused while it still reads wet). */
 async function dryAndReset(c: Campaign, r: number): Promise<void> {
   c.sim.inject({ leak: rackName(r), state: "dry" });
-  await waitFor(async () => (await c.pod.agent.resetLeak(r)) === "accepted", `${rackName(r)} leak reset`, 10_000, 50);
+  await waitFor(async () => (await c.pod.agent.commander.resetLeak(r)) === "accepted", `${rackName(r)} leak reset`, 10_000, 50);
 }
 
 export const FAULT_CLASSES: FaultClass[] = [

@@ -130,7 +130,7 @@ async function budgetBench(dir: string, trials: number): Promise<Latencies[]> {
         const full = await truthKw();
         const budget = Math.round(full * 0.7);
         const t0 = performance.now();
-        await agent.setPowerBudget(budget);
+        await agent.commander.setPowerBudget(budget);
         let dt: number | null = null;
         while (performance.now() - t0 < 20_000) {
           if ((await truthKw()) <= budget) {
@@ -141,7 +141,7 @@ async function budgetBench(dir: string, trials: number): Promise<Latencies[]> {
         }
         xs.push(dt);
         // back to full power before the next trial
-        await agent.setPowerBudget(null);
+        await agent.commander.setPowerBudget(null);
         const t1 = performance.now();
         while ((await truthKw()) < full * 0.97 && performance.now() - t1 < 20_000) await sleep(50);
       }

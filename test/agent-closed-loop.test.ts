@@ -93,7 +93,7 @@ describe("agent against the simulated pod", () => {
     for (const r of truth().racks) if (r.name !== "rack-3") expect(Math.abs(r.returnTempC - 45)).toBeLessThan(1.5);
     expect(agent.status().racks.filter((r) => r.name !== "rack-3").every((r) => r.loopStatus & L.LS_AUTOMATIC)).toBe(true);
     // the latch holds after the leak dries, until an authorised reset; a reset while wet is refused
-    expect(await agent.resetLeak(2)).toBe("refused-wet");
+    expect(await agent.commander.resetLeak(2)).toBe("refused-wet");
     t.sim.inject({ leak: "rack-3", state: "dry" });
     await new Promise((r) => setTimeout(r, 500));
     expect(agent.status().racks[2].isolation).toBe("Isolated");
@@ -108,7 +108,7 @@ describe("agent against the simulated pod", () => {
       const r = truth().racks[2];
       if (r.powerKw > 1 && r.flowLpm < minLpm) poweredDry++;
     }, 20);
-    expect(await agent.resetLeak(2)).toBe("accepted");
+    expect(await agent.commander.resetLeak(2)).toBe("accepted");
     await waitFor(() => truth().racks[2].supplyIsolationPct === 100, "back in service", 10_000);
     // bumpless: the valve ramps from its leak-safe value back to the output it had in control
     // (the loop resumes there, not from closed), and the rack returns to its setpoint without
@@ -182,7 +182,7 @@ describe("agent against the simulated pod", () => {
     expect(agent.supervisor.alarms.get("flow-meter:rack-4")?.severity).toBe("Critical");
     t.sim.inject({ sensor: "rack-4.flowLpm", fault: "clear" });
     t.sim.inject({ leak: "rack-4", state: "dry" });
-    await waitFor(async () => (await agent.resetLeak(3)) === "accepted", "reset accepted", 10_000, 200);
+    await waitFor(async () => (await agent.commander.resetLeak(3)) === "accepted", "reset accepted", 10_000, 200);
     await waitFor(() => truth().racks[3].supplyIsolationPct === 100, "back in service", 10_000);
     await waitFor(() => agent.supervisor.alarms.get("flow-meter:rack-4") === undefined, "flow-meter alarm cleared", 15_000);
   }, 60_000);
@@ -190,24 +190,24 @@ describe("agent against the simulated pod", () => {
   it("an operator's isolation: refused while the rack's load cannot be shown off, proven by its flow meter, alarmed when flow does not stop", async () => {
     const cmd = (command: string, rack: string): CommandBody => ({ command, params: { rack }, transaction: "t", pod: "x", seq: 1, issuedAt: "", expiresAt: "" }) as unknown as CommandBody;
     // a loaded rack: refused, nothing moves
-    expect(await executeCommand(agent, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "rejected", code: "refused", reason: expect.stringMatching(/rack-5 draws \d+\.\d kW, above the 2 kW/) as unknown });
+    expect(await executeCommand(agent.commander, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "rejected", code: "refused", reason: expect.stringMatching(/rack-5 draws \d+\.\d kW, above the 2 kW/) as unknown });
     // an unloaded rack whose power meter has no good reading: refused too, naming the meter
     t.sim.inject({ load: "rack-5", pct: 0 });
     t.sim.inject({ sensor: "rack-5.powerKw", fault: "nan" });
-    await waitFor(() => agent.rackLoad(4).drawKw === null, "power meter bad", 10_000);
-    expect(await executeCommand(agent, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "rejected", code: "refused", reason: expect.stringMatching(/rack-5's power meter has no good reading \(rack-5\.powerKw: .*\): its load cannot be shown to be off/) as unknown });
+    await waitFor(() => agent.commander.rackLoad(4).drawKw === null, "power meter bad", 10_000);
+    expect(await executeCommand(agent.commander, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "rejected", code: "refused", reason: expect.stringMatching(/rack-5's power meter has no good reading \(rack-5\.powerKw: .*\): its load cannot be shown to be off/) as unknown });
     expect(truth().racks[4].supplyIsolationPct).toBe(100);
     t.sim.inject({ sensor: "rack-5.powerKw", fault: "clear" });
-    await waitFor(() => (agent.rackLoad(4).drawKw ?? 99) <= agent.rackLoad(4).limitKw, "rack-5 unloaded", 10_000);
+    await waitFor(() => (agent.commander.rackLoad(4).drawKw ?? 99) <= agent.commander.rackLoad(4).limitKw, "rack-5 unloaded", 10_000);
     // the flow meter lies: it still reads 30 L/min after the valves have shut
     t.sim.inject({ sensor: "rack-5.flowLpm", fault: "value", value: 30 });
-    expect(await executeCommand(agent, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(agent.commander, cmd("isolate-rack", "rack-5"), "test")).toMatchObject({ status: "ok" });
     await waitFor(() => truth().racks[4].supplyIsolationPct === 0 && truth().racks[4].flowLpm === 0, "rack-5 isolated", 10_000);
     await waitFor(() => agent.supervisor.alarms.get("isolation-failed:rack-5") !== undefined, "isolation unproven", 30_000);
     expect(agent.supervisor.alarms.get("isolation-failed:rack-5")).toMatchObject({ severity: "Critical", message: expect.stringMatching(/operator isolation of rack-5 not proven after 8 s: flow has not stopped \(30\.0 L\/min\)/) as unknown });
     expect(agent.status().racks[4].powerOffRequested).toBe(true); // its power followed its coolant
     t.sim.inject({ sensor: "rack-5.flowLpm", fault: "clear" });
-    expect(await executeCommand(agent, cmd("return-rack", "rack-5"), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(agent.commander, cmd("return-rack", "rack-5"), "test")).toMatchObject({ status: "ok" });
     await waitFor(() => truth().racks[4].supplyIsolationPct === 100, "rack-5 back in service", 10_000);
     t.sim.inject({ load: "rack-5", pct: 70 });
     await waitFor(() => agent.supervisor.alarms.get("isolation-failed:rack-5") === undefined, "alarm cleared", 15_000);

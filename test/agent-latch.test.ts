@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Agent } from "../agent/agent.js";
-import { LatchStore } from "../agent/latch-store.js";
+import { LatchStore } from "../agent/operator/latch-store.js";
 import { RACK_NORMAL } from "../hotpath-as/assembly/layout.js";
 import { agentConfig, demoConfigFor, testAgent } from "./helpers/agent.js";
 import { waitFor } from "./helpers/processes.js";
@@ -61,7 +61,7 @@ describe("leak latches across a restart", () => {
     await waitFor(() => b.supervisor.alarms.get("leak:rack-2") !== undefined, "alarm");
     await waitFor(() => t.sim.truth().racks[1].supplyIsolationPct === 0, "valves closed");
     expect(b.supervisor.alarms.get("leak:rack-2")?.latched).toBe(true); // says what it is
-    expect(await b.resetLeak(1)).toBe("accepted");
+    expect(await b.commander.resetLeak(1)).toBe("accepted");
     await waitFor(() => savedLatches(stateDir)?.length === 0, "latch cleared on disk");
     await waitFor(() => b.supervisor.alarms.get("leak:rack-2") === undefined, "alarm cleared after the reset");
     await b.stop({ driveSafe: false, reason: "next test" });
@@ -71,12 +71,12 @@ describe("leak latches across a restart", () => {
     // the main thread's own path (serial devices, or the leak thread off); the leak thread
     // writes the close from its own thread, with no disk write on the way (test/leak-thread.test.ts)
     const a = await start(stateDir, false);
-    const internals = a as unknown as { supervise(): void };
+    const internals = a.loop;
     // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with its own `this`
     const save = LatchStore.prototype.save;
     let commandAtSave: number | null | undefined;
     const spy = vi.spyOn(LatchStore.prototype, "save").mockImplementation(function (this: LatchStore, racks: string[]) {
-      if (racks.includes("rack-3") && commandAtSave === undefined) commandAtSave = a.driver.outputState("rack-3.supplyIsolationOpen")?.value;
+      if (racks.includes("rack-3") && commandAtSave === undefined) commandAtSave = a.field.modbus.outputState("rack-3.supplyIsolationOpen")?.value;
       return save.call(this, racks);
     });
     // The race this guards against: the supervisor's period falling between the control
@@ -84,7 +84,7 @@ describe("leak latches across a restart", () => {
     // sample's own turn (the agent has just handed it to the control thread), wait without
     // yielding for the tick that isolates, then run the supervisor before anything else can.
     let raced = false;
-    const off = a.driver.points.subscribe((p) => {
+    const off = a.field.modbus.points.subscribe((p) => {
       if (raced || p.id !== "rack-3.leakState" || p.value !== 1) return;
       raced = true;
       const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -102,7 +102,7 @@ describe("leak latches across a restart", () => {
       spy.mockRestore();
       t.sim.inject({ leak: "rack-3", state: "dry" });
     }
-    await waitFor(async () => (await a.resetLeak(2)) === "accepted", "reset");
+    await waitFor(async () => (await a.commander.resetLeak(2)) === "accepted", "reset");
     await a.stop({ driveSafe: false, reason: "next test" });
   });
 
@@ -123,7 +123,7 @@ describe("leak latches across a restart", () => {
     } finally {
       t.sim.inject({ leak: "rack-5", state: "dry" });
     }
-    await waitFor(async () => (await a.resetLeak(4)) === "accepted", "reset");
+    await waitFor(async () => (await a.commander.resetLeak(4)) === "accepted", "reset");
     await a.stop({ driveSafe: false, reason: "next test" });
   });
 
@@ -131,7 +131,7 @@ describe("leak latches across a restart", () => {
     const dir = tempDir("podwarden-state-");
     const a = await start(dir);
     // no supervisor pass from here on: only the stop path can write the latch
-    (a as unknown as { supervise(): void }).supervise = (): void => undefined;
+    a.loop.supervise = (): void => undefined;
     t.sim.inject({ leak: "rack-7" });
     try {
       await waitFor(() => a.control.outputs()?.rackState[6] !== RACK_NORMAL, "latched in the control thread");

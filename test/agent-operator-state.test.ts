@@ -50,7 +50,7 @@ describe("operator decisions across a restart and a reload", () => {
   /** An operator isolates only a rack whose load is off (executor.ts, loadedRackRefusal). */
   const unload = async (a: Agent, rack: number): Promise<void> => {
     t.sim.inject({ load: `rack-${rack + 1}`, pct: 0 });
-    await waitFor(() => (a.rackLoad(rack).drawKw ?? 99) <= a.rackLoad(rack).limitKw, `rack-${rack + 1} unloaded`, 10_000);
+    await waitFor(() => (a.commander.rackLoad(rack).drawKw ?? 99) <= a.commander.rackLoad(rack).limitKw, `rack-${rack + 1} unloaded`, 10_000);
   };
 
   beforeAll(async () => {
@@ -66,7 +66,7 @@ describe("operator decisions across a restart and a reload", () => {
     const dir = newDir();
     const a = await start(dir);
     await unload(a, 3);
-    expect(await executeCommand(a, command("isolate-rack", { rack: "rack-4" }), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(a.commander, command("isolate-rack", { rack: "rack-4" }), "test")).toMatchObject({ status: "ok" });
     expect(saved(dir)?.isolatedRacks).toEqual(["rack-4"]); // on disk when the command answered
     await waitFor(() => valvePct(3) === 0, "isolated");
     await stop(a);
@@ -76,11 +76,11 @@ describe("operator decisions across a restart and a reload", () => {
     expect(b.status().racks[3].isolatedByOperator).toBe(true);
     // the first writes keep the rack shut: the valve is never commanded open in between
     // (the leak thread writes the isolation valves, and reports what it wrote every 50 ms)
-    await waitFor(() => (b.outputState("rack-4.supplyIsolationOpen")?.value ?? null) !== null, "the first isolation command", 5000);
-    expect(b.outputState("rack-4.supplyIsolationOpen")?.value).toBe(0);
+    await waitFor(() => (b.field.io.outputState("rack-4.supplyIsolationOpen")?.value ?? null) !== null, "the first isolation command", 5000);
+    expect(b.field.io.outputState("rack-4.supplyIsolationOpen")?.value).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(valvePct(3)).toBe(0);
-    expect(await executeCommand(b, command("return-rack", { rack: "rack-4" }), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(b.commander, command("return-rack", { rack: "rack-4" }), "test")).toMatchObject({ status: "ok" });
     expect(saved(dir)?.isolatedRacks).toEqual([]);
     await waitFor(() => valvePct(3) === 100, "returned to service");
     await stop(b);
@@ -89,9 +89,9 @@ describe("operator decisions across a restart and a reload", () => {
   it("keeps a loop in Manual, maintenance and a leased setpoint through a restart, with the lease's time still running", async () => {
     const dir = newDir();
     const a = await start(dir);
-    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 37 }), "test")).toMatchObject({ status: "ok" });
-    expect(await executeCommand(a, command("mode", { maintenance: true }), "test")).toMatchObject({ status: "ok" });
-    expect(await executeCommand(a, command("setpoint", { loop: "rack-5.valve", value: 41, leaseS: 60 }), "key ops-1")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(a.commander, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 37 }), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(a.commander, command("mode", { maintenance: true }), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(a.commander, command("setpoint", { loop: "rack-5.valve", value: 41, leaseS: 60 }), "key ops-1")).toMatchObject({ status: "ok" });
     await waitFor(() => a.control.outputs()?.loopOut[1] === 37, "manual output in force");
     await stop(a);
 
@@ -105,8 +105,8 @@ describe("operator decisions across a restart and a reload", () => {
     expect(lease?.expiresInMs).toBeLessThanOrEqual(60_000);
     expect(b.status().racks[4].setpointC).toBe(41);
     // back to Automatic and out of maintenance: the file forgets them
-    await executeCommand(b, command("mode", { loop: "rack-2.valve", mode: "Automatic" }), "test");
-    await executeCommand(b, command("mode", { maintenance: false }), "test");
+    await executeCommand(b.commander, command("mode", { loop: "rack-2.valve", mode: "Automatic" }), "test");
+    await executeCommand(b.commander, command("mode", { maintenance: false }), "test");
     expect(saved(dir)).toMatchObject({ loopModes: [], maintenance: false });
     await stop(b);
   });
@@ -115,13 +115,13 @@ describe("operator decisions across a restart and a reload", () => {
     const dir = newDir();
     const a = await start(dir);
     const loopOut = (x: Agent): number | undefined => x.control.outputs()?.loopOut[1];
-    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 37 }), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(a.commander, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 37 }), "test")).toMatchObject({ status: "ok" });
     // an Override is a remote value: without a lease, or longer than the longest one, it is refused
-    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80 }), "test")).toMatchObject({ status: "rejected", code: "invalid-params", reason: expect.stringMatching(/Override needs leaseS/) as unknown });
-    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80, leaseS: a.limits.maxLeaseS + 1 }), "test")).toMatchObject({ status: "rejected", code: "out-of-envelope" });
+    expect(await executeCommand(a.commander, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80 }), "test")).toMatchObject({ status: "rejected", code: "invalid-params", reason: expect.stringMatching(/Override needs leaseS/) as unknown });
+    expect(await executeCommand(a.commander, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80, leaseS: a.limits.maxLeaseS + 1 }), "test")).toMatchObject({ status: "rejected", code: "out-of-envelope" });
     // and Manual, the mode that stays, takes no lease
-    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 30, leaseS: 10 }), "test")).toMatchObject({ status: "rejected", code: "invalid-params", reason: expect.stringMatching(/leaseS is only for Override/) as unknown });
-    expect(await executeCommand(a, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80, leaseS: 600 }), "key mc-1")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(a.commander, command("mode", { loop: "rack-2.valve", mode: "Manual", outputPct: 30, leaseS: 10 }), "test")).toMatchObject({ status: "rejected", code: "invalid-params", reason: expect.stringMatching(/leaseS is only for Override/) as unknown });
+    expect(await executeCommand(a.commander, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 80, leaseS: 600 }), "key mc-1")).toMatchObject({ status: "ok" });
     await waitFor(() => loopOut(a) === 80, "override in force");
     // on disk when the command answered, over the Manual underneath
     expect(saved(dir)).toMatchObject({ loopModes: [{ loop: "rack-2.valve", mode: "Manual", outputPct: 37 }], overrides: [{ loop: "rack-2.valve", outputPct: 80, by: "key mc-1" }] });
@@ -138,15 +138,15 @@ describe("operator decisions across a restart and a reload", () => {
     b.onEvent((e) => {
       if (e.type === "override.expired") expired.push(e);
     });
-    expect(await executeCommand(b, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 70, leaseS: 1 }), "key mc-1")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(b.commander, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 70, leaseS: 1 }), "key mc-1")).toMatchObject({ status: "ok" });
     await waitFor(() => expired.length === 1, "override expired", 10_000);
     expect(expired[0]).toEqual({ type: "override.expired", loop: "rack-2.valve", mode: "Manual", outputPct: 37 });
     await waitFor(() => loopOut(b) === 37, "back to the Manual output");
     expect(b.snapshot().overrides).toEqual([]);
     // a mode command ends an Override at once, and the file forgets it
-    expect(await executeCommand(b, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 60, leaseS: 600 }), "key mc-1")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(b.commander, command("mode", { loop: "rack-2.valve", mode: "Override", outputPct: 60, leaseS: 600 }), "key mc-1")).toMatchObject({ status: "ok" });
     await waitFor(() => loopOut(b) === 60, "second override");
-    expect(await executeCommand(b, command("mode", { loop: "rack-2.valve", mode: "Automatic" }), "test")).toMatchObject({ status: "ok" });
+    expect(await executeCommand(b.commander, command("mode", { loop: "rack-2.valve", mode: "Automatic" }), "test")).toMatchObject({ status: "ok" });
     expect(saved(dir)).toMatchObject({ loopModes: [], overrides: [] });
     expect(b.snapshot().overrides).toEqual([]);
     await stop(b);
@@ -191,7 +191,7 @@ describe("operator decisions across a restart and a reload", () => {
     // every write goes through operator.json.bg.tmp: a directory in its place makes each one fail
     mkdirSync(join(dir, "operator.json.bg.tmp"));
     await unload(a, 5);
-    const out = await executeCommand(a, command("isolate-rack", { rack: "rack-6" }), "test").catch((err: Error) => ({ status: "thrown", reason: err.message }));
+    const out = await executeCommand(a.commander, command("isolate-rack", { rack: "rack-6" }), "test").catch((err: Error) => ({ status: "thrown", reason: err.message }));
     expect(out).toMatchObject({ status: "thrown", reason: expect.stringMatching(/cannot be saved, so it is refused/) as unknown });
     expect(a.status().racks[5].isolatedByOperator).toBe(false);
     await waitFor(() => a.supervisor.alarms.get("state:operator-write") !== undefined, "alarm");
@@ -202,9 +202,9 @@ describe("operator decisions across a restart and a reload", () => {
 
   it("hands isolation, Manual and the budget to the agent a structural reload builds, with no state directory at all", async () => {
     const a = await start(undefined);
-    await a.isolateRack(6, true);
-    await a.setLoopMode(2, "Manual", 55);
-    await a.setPowerBudget(600);
+    await a.commander.isolateRack(6, true);
+    await a.commander.setLoopMode(2, "Manual", 55);
+    await a.commander.setPowerBudget(600);
     await waitFor(() => valvePct(6) === 0, "isolated");
     await a.stop({ driveSafe: false, reason: "reload" });
     const carried = a.carryOver();
@@ -216,8 +216,8 @@ describe("operator decisions across a restart and a reload", () => {
     await waitFor(() => b.control.outputs()?.loopOut[2] === 55, "manual output carried");
     await new Promise((r) => setTimeout(r, 200));
     expect(valvePct(6)).toBe(0);
-    await b.isolateRack(6, false);
-    await b.setLoopMode(2, "Automatic");
+    await b.commander.isolateRack(6, false);
+    await b.commander.setLoopMode(2, "Automatic");
     await stop(b);
   });
 });

@@ -6,7 +6,7 @@ import { AlarmManager, type AlarmEvent } from "../agent/supervisor/alarms.js";
 import { heatBalance } from "../agent/supervisor/heat-balance.js";
 import { COOLANT_KJ_PER_L_K } from "../pod/coolant.js";
 import { allocatePower, type RackPowerDemand } from "../agent/supervisor/power-budget.js";
-import { LoopLeases } from "../agent/supervisor/setpoints.js";
+import { LoopLeases } from "../agent/operator/loop-leases.js";
 import { Supervisor, type SupervisorEvent, type SupervisorInputs } from "../agent/supervisor/supervisor.js";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { podLayout } from "../pod/layout.js";

@@ -1,10 +1,10 @@
 // The stage boundaries hold, and the linter enforces them: a forbidden import added to a real
 // file of each folder fails `npm run lint` with the boundary's message, and an allowed one does not.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
 import { cycles, importGraph, importsOf } from "../tooling/import-cycles.js";
-import { AGENT_CLASS_MESSAGE, AGENT_HOSTS, ALLOWED_INSIDE, FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
+import { AGENT_CLASS_MESSAGE, AGENT_HOSTS, ALLOWED_INSIDE, FEATURE_MESSAGE, FEATURES, FORBIDDEN_IMPORTS } from "../eslint.boundaries.js";
 
 /** A real file of each folder, one level down, so `../<folder>/` reaches the top of the tree. */
 const SAMPLE: Record<string, string> = {
@@ -93,6 +93,35 @@ describe("import boundaries", () => {
     };
     expect(await lint("../agent.js")).toEqual([]);
     for (const target of ["sim", "hil", "cli", "tooling"]) expect(await lint(`../../${target}/x.js`), target).toHaveLength(1);
+  });
+
+  it.each(FEATURES)("lets the %s feature import the pod context, the faces, the worker's formats, pod/, lib/ and the hot path, and nothing else of the agent", async (feature) => {
+    const file = readdirSync(`agent/${feature}`).find((f) => f.endsWith(".ts"));
+    expect(file, feature).toBeDefined();
+    const path = `agent/${feature}/${file}`;
+    const lint = async (spec: string): Promise<string[]> => {
+      const [r] = await eslint.lintText(`import "${spec}";\n${readFileSync(path, "utf8")}`, { filePath: path });
+      return r.messages.filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.message);
+    };
+    for (const allowed of ["./x.js", "../pod-context.js", "../pod-api.js", "../control/flight-ring.js", "../../pod/wiring.js", "../../lib/points.js", "../../hotpath-as/assembly/layout.js"]) {
+      expect(await lint(allowed), `${feature} -> ${allowed}`).toEqual([]);
+    }
+    const others = FEATURES.filter((f) => f !== feature).map((f) => `../${f}/x.js`);
+    for (const refused of ["../agent.js", "../loop/pod-loop.js", "../uplink/uplink.js", "../hmi/server.js", "../commands/executor.js", "../supervisor/supervisor.js", "../lifecycle.js", "../plane/control-plane.js", "../../drivers/modbus/driver.js", ...others]) {
+      const messages = await lint(refused);
+      expect(messages.length, `${feature} -> ${refused}`).toBeGreaterThan(0);
+      expect(messages.some((m) => m.includes(FEATURE_MESSAGE) || m.includes(AGENT_CLASS_MESSAGE)), `${feature} -> ${refused}`).toBe(true);
+    }
+  });
+
+  it("keeps every feature out of the pod loop: it runs them through PodFeature", async () => {
+    const path = "agent/loop/pod-loop.ts";
+    for (const feature of FEATURES) {
+      const [r] = await eslint.lintText(`import "../${feature}/x.js";\n${readFileSync(path, "utf8")}`, { filePath: path });
+      expect(r.messages.filter((m) => m.ruleId === "no-restricted-imports"), feature).toHaveLength(1);
+    }
+    const [ok] = await eslint.lintText(`import "../pod-context.js";\n${readFileSync(path, "utf8")}`, { filePath: path });
+    expect(ok.messages.filter((m) => m.ruleId === "no-restricted-imports")).toEqual([]);
   });
 
   it("keeps the rules the issue set: the hot path imports nothing of ours, drivers only lib, the pod stage only the hot path and lib, sim never the agent, product never tooling", () => {

@@ -13,7 +13,7 @@ import { replayRecording } from "../agent/recorder/flight-replay.js";
 import { listRecordings, readRecording } from "../agent/recorder/recording-file.js";
 import { validateAgentConfig, type AgentConfig } from "../agent/config/load.js";
 import { Logs } from "../agent/log.js";
-import { AdminSocket } from "../agent/ops/admin-socket.js";
+import { AdminSocket, type AdminPod } from "../agent/ops/admin-socket.js";
 import type { AgentEvent, TuningStatus } from "../agent/pod-api.js";
 import { PHASE_TOLERANCE_DEG } from "../agent/tuning/relay-analysis.js";
 import { demoConfigData } from "../cli/demo-config.js";
@@ -33,7 +33,22 @@ describe("relay autotune and gains on a running agent", () => {
     agent = new Agent({ config, hash: "tune-test-hash", path: "t" }, new Logs(config.log, { site: config.site, pod: config.pod }));
     agent.onEvent((e) => events.push(e));
     await agent.start();
-    admin = new AdminSocket(() => agent, join(stateDir, "admin.sock"));
+    // the admin socket's face of this agent, as the planes give it (the reset and the recording
+    // are the agent's commander's)
+    const a = agent;
+    const face: AdminPod = {
+      status: () => a.status(),
+      layout: a.layout,
+      get limits() {
+        return a.limits;
+      },
+      execute: (b, by) => a.execute(b, by),
+      audit: (r) => a.audit(r),
+      recentRecordings: (n) => a.recentRecordings(n),
+      resetLeak: (r) => a.commander.resetLeak(r),
+      recordNow: (by) => a.commander.recordNow(by),
+    };
+    admin = new AdminSocket(() => face, join(stateDir, "admin.sock"));
     await admin.listen();
     await waitFor(() => agent.status().racks.every((r) => r.returnTempC !== null) && ["Running", "Degraded"].includes(agent.status().mode), "every rack read, the pod out of Starting", 30_000);
   };
@@ -60,16 +75,16 @@ describe("relay autotune and gains on a running agent", () => {
   });
 
   const ok = async (command: "mode" | "tune" | "gains", params: Record<string, unknown>): Promise<unknown> => {
-    const r = await executeCommand(agent, { command, params }, "engineer-key");
+    const r = await executeCommand(agent.commander, { command, params }, "engineer-key");
     if (r.status !== "ok") throw new Error(`${command}: ${r.reason}`);
     return r.data;
   };
   const refused = async (command: "tune" | "gains", params: Record<string, unknown>): Promise<string> => {
-    const r = await executeCommand(agent, { command, params }, "engineer-key");
+    const r = await executeCommand(agent.commander, { command, params }, "engineer-key");
     if (r.status === "ok") throw new Error(`${command} was accepted`);
     return r.reason;
   };
-  const tuning = (loop: string): TuningStatus | null => agent.tuningStatus(agent.layout.loopIndex(loop)!);
+  const tuning = (loop: string): TuningStatus | null => agent.commander.tuningStatus(agent.layout.loopIndex(loop)!);
   const pump = (): number => agent.layout.loopIndex("cdu.pump")!;
 
   let proposal: { kp: number; ki: number };
@@ -155,7 +170,7 @@ describe("relay autotune and gains on a running agent", () => {
   it("keeps applied gains across a restart, and the CLI reverts them to the config's", async () => {
     await stop();
     await start();
-    expect(agent.loopGains(pump()).applied).toMatchObject({ kp: proposal.kp, ki: proposal.ki, rule: "tyreus-luyben" });
+    expect(agent.commander.loopGains(pump()).applied).toMatchObject({ kp: proposal.kp, ki: proposal.ki, rule: "tyreus-luyben" });
     expect(agent.control.bankSpec.loops[pump()].kp).toBe(proposal.kp);
     // a reload in place (SIGHUP, the same structure) keeps them too
     agent.applyTuning(validateAgentConfig(JSON.parse(JSON.stringify(config)) as unknown, "reloaded"));
@@ -174,7 +189,7 @@ describe("relay autotune and gains on a running agent", () => {
     try {
       expect(await refused("gains", { loop: "cdu.pump", kp: 1, ki: 1 })).toMatch(/cannot be saved, so they are refused and nothing changed/);
       expect(agent.control.bankSpec.loops[pump()].kp).toBe(config.control.pumpLoop.kp);
-      expect(agent.loopGains(pump()).applied).toBeNull();
+      expect(agent.commander.loopGains(pump()).applied).toBeNull();
       await waitFor(() => agent.activeAlarms().some((a) => a.id === "state:gains-write"), "the alarm", 5000);
     } finally {
       rmSync(join(stateDir, "gains.json.bg.tmp"), { recursive: true });

@@ -193,13 +193,13 @@ describe("the flight recorder", () => {
 
   it("records on an operator's request, by signed command too, joining triggers into one open recording", async () => {
     t.sim.inject({ clear: "all" });
-    await waitFor(() => agent.recordingsDir !== undefined && complete().length >= 1, "the leak recording written", 5000);
+    await waitFor(() => agent.recorder.dir !== undefined && complete().length >= 1, "the leak recording written", 5000);
     const before = complete().length;
-    const out = await executeCommand(agent, { command: "record", params: {} }, "ops-key");
+    const out = await executeCommand(agent.commander, { command: "record", params: {} }, "ops-key");
     expect(out.status).toBe("ok");
     const id = (out as { data: { recording: string } }).data.recording;
     // a second trigger while the first is open joins it
-    expect(agent.recordNow("operator at the HMI")).toBe(id);
+    expect(agent.commander.recordNow("operator at the HMI")).toBe(id);
     await waitFor(() => complete().length > before, "the operator's recording complete", 10_000);
     const h = complete().find((x) => x.id === id)!;
     expect(h.triggers.map((x) => x.reason)).toEqual(["operator:ops-key", "operator:operator at the HMI"]);
@@ -207,9 +207,9 @@ describe("the flight recorder", () => {
 
   it("keeps the newest maxFiles recordings", async () => {
     for (let k = 0; k < 3; k++) {
-      const id = agent.recordNow(`rotation ${k}`);
+      const id = agent.commander.recordNow(`rotation ${k}`);
       await waitFor(() => complete().some((h) => h.id === id), `recording ${id} complete`, 10_000);
-      await agent.recordingsFlushed();
+      await agent.recorder.flushed();
     }
     const ids = listRecordings(dir()).recordings.map((r) => r.id);
     expect(ids).toHaveLength(3);
@@ -217,7 +217,7 @@ describe("the flight recorder", () => {
   }, 40_000);
 
   it("serves the recordings to the HMI: their summaries, and each as CSV", async () => {
-    const hmi = new HmiServer({ pod: () => agent, commander: () => agent, recordingsDir: () => agent.recordingsDir, config: { ...agent.config.hmi, port: 0 }, version: "test" });
+    const hmi = new HmiServer({ pod: () => agent, commander: () => agent, recordingsDir: () => agent.recorder.dir, config: { ...agent.config.hmi, port: 0 }, version: "test" });
     const port = await hmi.listen();
     try {
       const list = (await (await fetch(`http://127.0.0.1:${port}/api/recordings`)).json()) as { recordings: { id: string; ticks: number; triggers: string[] }[] };
@@ -239,11 +239,11 @@ describe("the flight recorder", () => {
   });
 
   it("takes a storm of triggers into one recording, listing the first hundred", async () => {
-    const ids = new Set(Array.from({ length: 150 }, (_, k) => agent.recordNow(`storm ${k}`)));
+    const ids = new Set(Array.from({ length: 150 }, (_, k) => agent.commander.recordNow(`storm ${k}`)));
     expect(ids.size).toBe(1);
     const [id] = ids;
     await waitFor(() => complete().some((h) => h.id === id), `recording ${id} complete`, 10_000);
-    await agent.recordingsFlushed();
+    await agent.recorder.flushed();
     const h = complete().find((x) => x.id === id)!;
     expect(h.triggers).toHaveLength(100);
     expect(h.triggers.at(-1)!.reason).toBe("operator:storm 99");
@@ -255,8 +255,8 @@ describe("the flight recorder", () => {
     const config = validateAgentConfig(data, "recorder off");
     // never started: nothing connects, and the refusal needs none of it
     const off = new Agent({ config, hash: "off", path: "t" }, new Logs(config.log, { site: "off", pod: "off" }, { write: () => true }));
-    expect(() => off.recordNow("ops")).toThrow(/the flight recorder is off/);
-    const out = await executeCommand(off, { command: "record", params: {} }, "ops");
+    expect(() => off.commander.recordNow("ops")).toThrow(/the flight recorder is off/);
+    const out = await executeCommand(off.commander, { command: "record", params: {} }, "ops");
     expect(out).toMatchObject({ status: "rejected", code: "refused" });
     expect((out as { reason: string }).reason).toMatch(/recorder is off/);
     expect(off.recentRecordings(5)).toEqual([]);

@@ -244,7 +244,7 @@ describe("command fuzzing", () => {
         }
         lastSeq.set(v.keyId, v.body.seq);
         // what the authorizer let through goes to the executor of a real agent
-        const outcome = await executeCommand(agent, v.body, `key ${v.keyId}`);
+        const outcome = await executeCommand(agent.commander, v.body, `key ${v.keyId}`);
         note(outcome.status === "ok" ? "executor-ok" : `executor-${outcome.code}`);
         if (outcome.status === "ok") {
           const bad = outsideEnvelope(v.body.command, v.body.params, agent);

@@ -203,15 +203,15 @@ describe("the leak thread against a simulator process", () => {
     await withAgent(true, async (agent) => {
       expect(agent.modbusStats().devices.some((d) => d.name === "rack-2#leak" && d.connected)).toBe(true);
       // SCHED_FIFO, one below the control thread, where permitted (root has CAP_SYS_NICE)
-      const sched = (agent as unknown as { leakThread: { sched: string } }).leakThread.sched;
+      const sched = agent.field.leak?.thread.sched;
       if (process.getuid?.() === 0) expect(sched).toBe("on");
       else expect(["on", "refused"]).toContain(sched);
       expect((await truth()).racks[1].powerOff).toBe(false);
       expect(leakWhileBlocked(1, 2000, { power: "off" }), "the isolation close command reached the valve, and the rack's power went off, while the main thread was blocked").toBe(true);
       // and the main thread, once free, sees what happened: the points and the writes it did not do
       await waitFor(() => agent.points.get(agent.config.racks[1].points.leak[0])?.value === 1, "the leak reported to the main thread", 5000);
-      await waitFor(() => agent.outputState(agent.config.racks[1].outputs.supplyIsolation)?.written === 0, "the close reported to the main thread", 5000);
-      await waitFor(() => agent.outputState(agent.config.racks[1].outputs.powerOff ?? "")?.written === 1, "the power-off reported to the main thread", 5000);
+      await waitFor(() => agent.field.io.outputState(agent.config.racks[1].outputs.supplyIsolation)?.written === 0, "the close reported to the main thread", 5000);
+      await waitFor(() => agent.field.io.outputState(agent.config.racks[1].outputs.powerOff ?? "")?.written === 1, "the power-off reported to the main thread", 5000);
       // the main thread does not undo it: the rack stays isolated and off
       await new Promise((r) => setTimeout(r, 300));
       expect((await truth()).racks[1].powerOff).toBe(true);
@@ -232,7 +232,7 @@ describe("the leak thread against a simulator process", () => {
         // the cap is lifted when the coolant comes back: dry again, then an authorised reset
         await fault({ clear: "all" });
         await waitFor(() => agent.points.get(agent.config.racks[5].points.leak[0])?.value === 0, "the leak gone", 5000);
-        await waitFor(async () => (await agent.resetLeak(5)) === "accepted", "the latch reset", 10_000, 200);
+        await waitFor(async () => (await agent.commander.resetLeak(5)) === "accepted", "the latch reset", 10_000, 200);
         await waitFor(budgetCap, "rack-6's no-coolant cap lifted", 15_000);
       },
       { racks },
@@ -259,7 +259,7 @@ describe("the leak thread against a simulator process", () => {
   it("a leak thread that crashes: Critical alarm while it is down, restarted with its connections, and it isolates again", async () => {
     await withAgent(true, async (agent) => {
       // fault injection: end the thread as a crash would, without the stop the agent sends
-      const inside = agent as unknown as { leakThread: { worker: Worker | null } };
+      const inside = { leakThread: agent.field.leak?.thread as unknown as { worker: Worker | null } };
       const crashed = inside.leakThread.worker;
       expect(crashed).not.toBeNull();
       await crashed?.terminate();
@@ -279,7 +279,7 @@ describe("the leak thread against a simulator process", () => {
         await waitFor(
           () => {
             try {
-              return agent.startStroke(4, "supply", "test").state === "running";
+              return agent.commander.startStroke(4, "supply", "test").state === "running";
             } catch {
               return false;
             }

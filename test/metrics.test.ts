@@ -69,12 +69,12 @@ describe("metrics and health", () => {
   });
 
   it("exposes MQTT ingest points beside the Modbus ones, and the ingest's counters", async () => {
-    await waitFor(() => agent.ingest?.retainedIgnored === 1, "the retained reading delivered and ignored");
+    await waitFor(() => agent.field.ingest?.retainedIgnored === 1, "the retained reading delivered and ignored");
     const bms = await mqtt.connectAsync(broker.url, { clientId: "bms-live" });
     try {
       await waitFor(async () => {
         await bms.publishAsync("bms/inlet", "24.5", { qos: 1 });
-        return agent.ingest?.points.get("bms.inletAirC")?.quality === "good";
+        return agent.field.ingest?.points.get("bms.inletAirC")?.quality === "good";
       }, "a live reading", 10_000, 200);
     } finally {
       await bms.endAsync();
@@ -92,7 +92,7 @@ describe("metrics and health", () => {
     const bad = await mqtt.connectAsync(broker.url, { clientId: "bms-bad" });
     try {
       await bad.publishAsync("bms/inlet", "not a number", { qos: 1 });
-      await waitFor(() => agent.ingest?.points.get("bms.inletAirC")?.quality === "invalid", "the reading invalid", 10_000);
+      await waitFor(() => agent.field.ingest?.points.get("bms.inletAirC")?.quality === "invalid", "the reading invalid", 10_000);
     } finally {
       await bad.endAsync();
     }

@@ -64,17 +64,17 @@ describe("racks read and capped through their BMCs over Redfish", () => {
     const before = plantKw();
     const budget = Math.round(before * 0.6);
     expect(before).toBeGreaterThan(budget + 100);
-    await agent.setPowerBudget(budget);
+    await agent.commander.setPowerBudget(budget);
     await waitFor(() => plantKw() <= budget, `the plant's total power under the ${budget} kW budget`, 30_000);
     // every BMC holds the cap the supervisor decided, verified on read-back
     for (const [i, b] of t.sim.bmcs.entries()) {
-      const s = agent.outputState(`rack-${i + 1}-bmc.powerLimit`)!;
+      const s = agent.field.io.outputState(`rack-${i + 1}-bmc.powerLimit`)!;
       expect(s.quality).toBe("good");
       expect(b.limitW).not.toBeNull();
       expect(b.limitW! / 1000).toBeCloseTo(s.written!, 0);
     }
     expect(agent.activeAlarms().filter((a) => a.id.startsWith("output:"))).toEqual([]);
-    await agent.setPowerBudget(null);
+    await agent.commander.setPowerBudget(null);
   });
 
   it("isolates a rack on its BMC's leak event, as a Modbus leak would", async () => {
@@ -90,13 +90,13 @@ describe("racks read and capped through their BMCs over Redfish", () => {
 
   it("alarms a cap its BMC refuses, and clears the alarm once the BMC holds it", async () => {
     t.sim.inject({ bmc: "rack-5", error500: true });
-    await agent.setPowerBudget(Math.round(plantKw() * 0.7));
+    await agent.commander.setPowerBudget(Math.round(plantKw() * 0.7));
     await waitFor(() => agent.activeAlarms().some((a) => a.id === "output:rack-5-bmc.powerLimit"), "an alarm for rack-5's unverified cap", 20_000);
     const alarm = agent.activeAlarms().find((a) => a.id === "output:rack-5-bmc.powerLimit")!;
     expect(alarm.message).toMatch(/not verified on the BMC/);
     expect(agent.activeAlarms().some((a) => a.id === "device:rack-5-bmc")).toBe(true);
     t.sim.inject({ bmc: "rack-5", error500: false });
-    await waitFor(() => agent.outputState("rack-5-bmc.powerLimit")?.quality === "good", "rack-5's cap verified", 20_000);
+    await waitFor(() => agent.field.io.outputState("rack-5-bmc.powerLimit")?.quality === "good", "rack-5's cap verified", 20_000);
     await waitFor(() => !agent.activeAlarms().some((a) => a.id === "output:rack-5-bmc.powerLimit" && a.conditionActive), "the alarm clear", 20_000);
   });
 });

@@ -68,7 +68,7 @@ describe("commands over MQTT (aedes)", () => {
   });
 
   it("refuses to isolate a rack that still carries its load, then isolates it once its load is off and returns it to service (ground truth: the isolation valves)", async () => {
-    await waitFor(() => (pod.agent.rackLoad(3).drawKw ?? 0) > 20, "rack-4 loaded");
+    await waitFor(() => (pod.agent.commander.rackLoad(3).drawKw ?? 0) > 20, "rack-4 loaded");
     const loaded = await mc.send("isolate-rack", { rack: "rack-4" });
     expect(loaded).toMatchObject({ status: "rejected", error: { code: "refused", message: expect.stringMatching(/rack-4 draws \d+\.\d kW, above the 2 kW it may draw with no coolant: move its load off first/) as unknown } });
     expect(pod.agent.status().racks[3].isolatedByOperator).toBe(false);
@@ -76,7 +76,7 @@ describe("commands over MQTT (aedes)", () => {
     await waitFor(() => audits().some((a) => a.transaction === loaded.transaction && a.result === "refused"), "audit of the refusal");
     // the rack's work is moved elsewhere: its meter reads (nearly) nothing, and the isolation goes ahead
     pod.sim.sim.inject({ load: "rack-4", pct: 0 });
-    await waitFor(() => (pod.agent.rackLoad(3).drawKw ?? 99) <= pod.agent.rackLoad(3).limitKw, "rack-4 unloaded", 10_000);
+    await waitFor(() => (pod.agent.commander.rackLoad(3).drawKw ?? 99) <= pod.agent.commander.rackLoad(3).limitKw, "rack-4 unloaded", 10_000);
     expect((await mc.send("isolate-rack", { rack: "rack-4" })).status).toBe("ok");
     await waitFor(() => pod.sim.sim.truth().racks[3].supplyIsolationPct === 0 && pod.sim.sim.truth().racks[3].returnIsolationPct === 0, "rack-4 isolated", 10_000);
     expect((await mc.send("return-rack", { rack: "rack-4" })).status).toBe("ok");

@@ -157,7 +157,7 @@ describe("control valve health and isolation valve partial-stroke tests on a run
     await t?.stop();
   });
   const manual = async (rack: string, pct: number): Promise<void> => {
-    const r = await executeCommand(agent, { command: "mode", params: { loop: `${rack}.valve`, mode: "Manual", outputPct: pct } }, "test");
+    const r = await executeCommand(agent.commander, { command: "mode", params: { loop: `${rack}.valve`, mode: "Manual", outputPct: pct } }, "test");
     expect(r.status).toBe("ok");
   };
   const alarm = (id: string) => agent.activeAlarms().find((a) => a.id === id);
@@ -192,7 +192,7 @@ describe("control valve health and isolation valve partial-stroke tests on a run
     await waitFor(() => alarm("valve:rack-4") === undefined || alarm("valve:rack-4")!.conditionActive === false, "the alarm clearing", 15_000);
   }, 40_000);
 
-  const stroke = (params: Record<string, unknown>) => executeCommand(agent, { command: "stroke", params }, "test engineer");
+  const stroke = (params: Record<string, unknown>) => executeCommand(agent.commander, { command: "stroke", params }, "test engineer");
   /** the simulator's isolation valve positions of a rack, watched until the test ends */
   const watchIso = (rack: number) => {
     const seen = { minSupply: 100, minReturn: 100, powerOff: false };
@@ -232,7 +232,7 @@ describe("control valve health and isolation valve partial-stroke tests on a run
     await waitFor(() => agent.strokeStatus().recent?.rack === "rack-6", "the test's end", 10_000);
     expect(agent.strokeStatus().recent).toMatchObject({ state: "failed", critical: true });
     // released: the open command is back at the device
-    await waitFor(() => agent.outputState("rack-6.supplyIsolationOpen")?.written === 1, "rack-6's supply valve commanded open again", 5000);
+    await waitFor(() => agent.field.io.outputState("rack-6.supplyIsolationOpen")?.written === 1, "rack-6's supply valve commanded open again", 5000);
     await waitFor(() => alarm("stroke:rack-6.supply") !== undefined, "stroke:rack-6.supply", 5000);
     expect(alarm("stroke:rack-6.supply")).toMatchObject({ severity: "Critical", source: "rack-6" });
     t.sim.inject({ valve: "rack-6.supplyIsolation", stuck: false });
@@ -253,6 +253,6 @@ describe("control valve health and isolation valve partial-stroke tests on a run
     expect(refused).toMatchObject({ status: "rejected", code: "refused" });
     expect(refused.status === "rejected" && refused.reason).toMatch(/a leak in the pod \(rack-7/);
     t.sim.inject({ leak: "rack-7", state: "dry" });
-    await waitFor(async () => (await agent.resetLeak(6)) === "accepted", "rack-7's latch reset", 10_000);
+    await waitFor(async () => (await agent.commander.resetLeak(6)) === "accepted", "rack-7's latch reset", 10_000);
   }, 30_000);
 });

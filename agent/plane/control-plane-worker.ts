@@ -94,7 +94,7 @@ function view(): PodView {
     ingest: hosted.agent.ingestStats(),
     redfish: hosted.agent.redfishStats(),
     stroke: hosted.agent.strokeStatus(),
-    ...(hosted.agent.recordingsDir === undefined ? {} : { recordingsDir: hosted.agent.recordingsDir }),
+    ...(hosted.agent.recorder.dir === undefined ? {} : { recordingsDir: hosted.agent.recorder.dir }),
     dropped: { ...dropped },
   };
 }
@@ -147,9 +147,9 @@ async function carryOut(req: Request): Promise<unknown> {
     case "execute":
       return await hosted.agent.execute(req.body, req.by);
     case "reset-leak":
-      return await hosted.agent.resetLeak(req.rack);
+      return await hosted.agent.commander.resetLeak(req.rack);
     case "record":
-      return hosted.agent.recordNow(req.by);
+      return hosted.agent.commander.recordNow(req.by);
     case "reload":
       return await reloadAgent(hosted, req.loaded, logs, log, follow);
     case "stop":

@@ -65,7 +65,7 @@ export class InProcessPlane implements PodPlane {
     return this.agent.stateDir;
   }
   get recordingsDir(): string | undefined {
-    return this.agent.recordingsDir;
+    return this.agent.recorder.dir;
   }
 
   reload(next: LoadedConfig): Promise<"tuning" | "restarted"> {
@@ -126,10 +126,10 @@ export class InProcessPlane implements PodPlane {
     return this.agent.recentRecordings(n);
   }
   resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout"> {
-    return this.agent.resetLeak(rack);
+    return this.agent.commander.resetLeak(rack);
   }
   recordNow(by: string): string {
-    return this.agent.recordNow(by);
+    return this.agent.commander.recordNow(by);
   }
 
   reportProblem(id: string, p: ProblemReport): void {

@@ -8,9 +8,9 @@
 // The state is kept by name (rack and loop names), not by index, so a reload that reorders or
 // removes racks restores what still exists and says what it could not.
 import { join } from "node:path";
-import { MODE_CODE, type LoopMode } from "../hotpath-as/bank-config.js";
-import { JsonStateFile, stateFileCheck } from "../lib/json-state-file.js";
-import { arr, bool, num, obj, oneOf, optional, str, type Infer } from "../lib/schema-builders.js";
+import { MODE_CODE, type LoopMode } from "../../hotpath-as/bank-config.js";
+import { JsonStateFile, stateFileCheck } from "../../lib/json-state-file.js";
+import { arr, bool, num, obj, oneOf, optional, str, type Infer } from "../../lib/schema-builders.js";
 
 const LOOP_MODE = oneOf(Object.keys(MODE_CODE) as LoopMode[], undefined, "loop mode");
 

@@ -2,7 +2,7 @@
 // service because the agent restarted (systemd restarts it after a crash): the latched racks
 // are written to the state directory on every change, and restored, isolated again, at start.
 import { join } from "node:path";
-import { JsonStateFile } from "../lib/json-state-file.js";
+import { JsonStateFile } from "../../lib/json-state-file.js";
 
 export interface LatchLoad {
   racks: string[];

@@ -1,0 +1,78 @@
+// The pod's field drivers built from its config: the leak path's devices split off to the leak
+// thread where they are on Modbus TCP, the rest to the main Modbus driver, MQTT ingest and the
+// Redfish client, all publishing into one point store. What the leak thread cannot take (serial
+// buses, BMCs) is said, because the control plane's thread then serves it.
+import { ModbusDriver } from "../../drivers/modbus/driver.js";
+import { splitModbus } from "../../drivers/modbus/split.js";
+import { MqttIngest } from "../../drivers/mqtt-ingest.js";
+import { RedfishDriver } from "../../drivers/redfish/driver.js";
+import type { PointStore } from "../../lib/points.js";
+import { ACTUATOR_PASS_MS, type PodWiring } from "../../pod/wiring.js";
+import type { AgentConfig } from "../config/load.js";
+import type { Frames } from "../control/frames.js";
+import type { Logs } from "../log.js";
+import type { ProblemReporter } from "../pod-api.js";
+import { ingestField, modbusField, redfishField, type FieldDriver } from "./field-driver.js";
+import { FieldIo } from "./field-io.js";
+import { LeakPath } from "./leak-path.js";
+
+/**
+ * How often the leak thread reports its points, output states and counters to the control plane,
+ * ms: status and telemetry see a leak input at most this late (the isolation does not wait).
+ */
+const LEAK_REPORT_MS = 50;
+
+export interface PodField {
+  io: FieldIo;
+  modbus: ModbusDriver;
+  ingest: MqttIngest | null;
+  redfish: RedfishDriver | null;
+  /** the leak thread (null: off, or no TCP device on the leak path) */
+  leak: LeakPath | null;
+  /** leak inputs and isolation outputs the leak thread could not take (serial devices, BMCs) */
+  leakLeft: string[];
+}
+
+export function podField(c: AgentConfig, wiring: PodWiring, points: PointStore, logs: Logs, problems: ProblemReporter, frames: () => Frames): PodField {
+  const leakPathIds = new Set(Object.values(wiring.leakPath()).flat());
+  const split = c.control.isolation.leakThread ? splitModbus(c.modbus, leakPathIds) : null;
+  const onModbus = new Set(c.modbus.devices.flatMap((d) => [...d.points, ...d.outputs].map((x) => `${d.name}.${x.name}`)));
+  const leakLeft = split === null ? [] : [...split.left, ...[...leakPathIds].filter((id) => !onModbus.has(id))];
+  const modbus = new ModbusDriver(split?.kept ?? c.modbus, { points });
+  const leak =
+    split === null || split.taken.devices.length === 0
+      ? null
+      : new LeakPath(
+          {
+            modbus: split.taken,
+            leases: split.leases,
+            pod: { racks: c.racks, cdu: c.cdu },
+            decisions: wiring.initialDecisions(),
+            writeCaps: c.supervisor.powerBudget.writeCaps,
+            reportMs: LEAK_REPORT_MS,
+            passMs: ACTUATOR_PASS_MS,
+            // one below the control thread: a tick (tens of µs) may preempt a poll's handling,
+            // never the other way round
+            fifoPriority: c.control.schedFifo ? Math.max(1, c.control.schedPriority - 1) : null,
+            onPoint: (p) => points.publish(p),
+            onLog: (level, message) => logs.module("leak-thread")[level](message),
+          },
+          frames,
+          problems,
+          logs.module("agent"),
+        );
+  const ingestLog = logs.module("ingest");
+  const ingest =
+    c.mqttIngest === undefined
+      ? null
+      : new MqttIngest(
+          { ...c.mqttIngest, clientId: c.mqttIngest.clientId ?? `podwarden-${c.site}-${c.pod}-ingest` },
+          (silentMs) => ingestLog.warn({ silentMs: Math.round(silentMs), keepaliveS: c.mqttIngest?.keepaliveS }, "sensor broker silent: giving up the connection"),
+          points,
+          (message) => ingestLog.warn({ err: message }, "sensor broker sent a packet that breaks the protocol: connection ended"),
+        );
+  const redfish = c.redfishClient.devices.length === 0 ? null : new RedfishDriver(c.redfishClient, { points, onLog: (level, message) => logs.module("redfish-client")[level](message) });
+  // the leak path first: its thread is serving isolation before anything else polls
+  const drivers: FieldDriver[] = [...(leak === null ? [] : [leak]), modbusField(modbus), ...(ingest === null ? [] : [ingestField(ingest)]), ...(redfish === null ? [] : [redfishField(redfish, c.redfishClient)])];
+  return { io: new FieldIo(drivers, problems), modbus, ingest, redfish, leak, leakLeft };
+}
