@@ -13,15 +13,10 @@ import { ownThreadPossible, type PodPlane } from "../agent/plane/pod-plane.js";
 import { loadAgentConfig, type LoadedConfig } from "../agent/config/load.js";
 import { loadAgentConfigOffThread } from "../agent/config/load-off-thread.js";
 import { Logs } from "../agent/log.js";
-import { join, resolve } from "node:path";
-import { AdminSocket } from "../agent/ops/admin-socket.js";
+import { resolve } from "node:path";
+import { ServicePlane } from "./service-plane.js";
 import { daemonClaims, InstanceLock } from "../agent/ops/instance-lock.js";
-import { Metrics } from "../agent/ops/metrics.js";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
-import type { HmiServer } from "../agent/hmi/server.js";
-import type { RedfishServer } from "../agent/redfish/server.js";
-import type { Uplink } from "../agent/uplink/uplink.js";
-import type { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
 
 /** The alarm a rejected reload raises (docs/agent.md, Alarms). */
 const CONFIG_REJECTED = "config:rejected";
@@ -51,88 +46,9 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   const own = ownThreadPossible(loaded.config);
   if (!own.ok) log.warn({ why: own.why }, "the control plane runs on the main thread, with the service plane: a service input that holds it holds control too (docs/architecture.md, Threads)");
   const agent: PodPlane = own.ok ? await ControlPlane.start(loaded, logs) : await InProcessPlane.start(loaded, logs);
-  let uplink: Uplink | null = null;
-  let sparkplug: SparkplugEdgeNode | null = null;
-  let hmi: HmiServer | null = null;
-  let metrics: Metrics | null = null;
-  if (loaded.config.metrics.enabled) {
-    metrics = new Metrics(
-      () => agent,
-      () => uplink?.stats() ?? null,
-      () => hmi?.stats() ?? null,
-      () => sparkplug?.stats() ?? null,
-    );
-    try {
-      const port = await metrics.listen(loaded.config.metrics);
-      log.info({ host: loaded.config.metrics.host, port }, "metrics and health on /metrics, /healthz, /readyz");
-    } catch (err) {
-      // monitoring must not stop control: run without it, loudly
-      log.error({ err }, "metrics endpoint could not start; running without it");
-      metrics = null;
-    }
-  }
-  if (loaded.config.hmi.enabled) {
-    // loaded only when enabled: a pod without an HMI does not carry it in memory
-    const { HmiServer } = await import("../agent/hmi/server.js");
-    const c = loaded.config.hmi;
-    try {
-      hmi = new HmiServer({ pod: () => agent, commander: () => agent, recordingsDir: () => agent.recordingsDir, uplink: () => uplink?.stats() ?? null, config: c, version: packageVersion(), onError: (err) => log.error({ err }, "hmi: cannot read the pod's state or carry out an action") });
-      const port = await hmi.listen();
-      log.info({ host: c.host, port, url: `${c.tls === undefined ? "http" : "https"}://${c.host.includes(":") ? `[${c.host}]` : c.host}:${port}/` }, "hmi served");
-    } catch (err) {
-      // like metrics: a page must not stop control
-      log.error({ err }, "hmi could not start; running without it");
-      await hmi?.close(); // its subscription to the pod's events goes too
-      hmi = null;
-    }
-  }
-  let redfish: RedfishServer | null = null;
-  if (loaded.config.redfish.enabled) {
-    // loaded only when enabled, like the HMI
-    const { RedfishServer } = await import("../agent/redfish/server.js");
-    const c = loaded.config.redfish;
-    try {
-      redfish = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: packageVersion() }, c);
-      const port = await redfish.listen();
-      log.info({ host: c.host, port, url: `${c.tls === undefined ? "http" : "https"}://${c.host.includes(":") ? `[${c.host}]` : c.host}:${port}/redfish/v1` }, "redfish served");
-    } catch (err) {
-      log.error({ err }, "redfish service could not start; running without it");
-      await redfish?.close();
-      redfish = null;
-    }
-  }
-  let admin: AdminSocket | null = null;
-  if (agent.stateDir !== undefined) {
-    admin = new AdminSocket(() => agent, join(agent.stateDir, "admin.sock"));
-    try {
-      await admin.listen();
-    } catch (err) {
-      log.error({ err }, "admin socket could not start (podwarden reset-leak will not reach this daemon)");
-      admin = null;
-    }
-  }
   // health and metrics answer before the uplink's first connection attempt (which may wait for an
   // unreachable broker)
-  // loaded only when configured: a pod without an uplink does not carry mqtt and the command
-  // schemas in memory
-  const startUplink = async (a: PodPlane, c: LoadedConfig["config"]["uplink"]): Promise<Uplink | null> => {
-    if (c === undefined || (c.sparkplug.enabled && !c.sparkplug.jsonTopics)) return null;
-    const { Uplink } = await import("../agent/uplink/uplink.js");
-    const u = new Uplink(a, c, logs.module("uplink"));
-    await u.start();
-    return u;
-  };
-  // Sparkplug B on a connection of its own (docs/sparkplug.md), loaded only when enabled
-  const startSparkplug = async (a: PodPlane, c: LoadedConfig["config"]["uplink"]): Promise<SparkplugEdgeNode | null> => {
-    if (c === undefined || !c.sparkplug.enabled) return null;
-    const { SparkplugEdgeNode } = await import("../agent/uplink/sparkplug/edge-node.js");
-    const { modelSourceOf } = await import("../agent/uplink/sparkplug/metrics.js");
-    const node = new SparkplugEdgeNode({ pod: a, uplink: c, model: modelSourceOf(a.config, a.configHash, packageVersion()), jsonUplink: () => uplink?.stats() ?? null, log: logs.module("sparkplug") });
-    node.start();
-    return node;
-  };
-  uplink = await startUplink(agent, loaded.config.uplink);
-  sparkplug = await startSparkplug(agent, loaded.config.uplink);
+  const services = await ServicePlane.start(agent, loaded.config, { logs });
   await hooks.started?.(agent);
   // the control worker has ticked with valid (fail-safe until inputs arrive) outputs
   const systemd = new SystemdNotifier();
@@ -186,19 +102,13 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     // a structural reload stops the uplink and Sparkplug around the agent's restart, as before:
     // they are started again on the new config once the control plane has taken it
     const structural = !sameStructure(agent.config, next.config);
-    if (structural) {
-      await uplink?.stop();
-      await sparkplug?.stop();
-    }
+    if (structural) await services.stopUplinks();
     let how: "tuning" | "restarted";
     try {
       how = await agent.reload(next);
     } catch (err) {
       rejected([(err as Error).message], "the control plane could not take it");
-      if (structural) {
-        uplink = await startUplink(agent, agent.config.uplink);
-        sparkplug = await startSparkplug(agent, agent.config.uplink);
-      }
+      if (structural) await services.startUplinks(agent.config.uplink);
       return;
     }
     if (how === "tuning") {
@@ -206,9 +116,8 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       log.info({ hash: next.hash }, "reload: tuning applied in place");
       return;
     }
-    uplink = await startUplink(agent, next.config.uplink);
-    sparkplug = await startSparkplug(agent, next.config.uplink);
-    redfish?.attach({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: packageVersion() });
+    await services.startUplinks(next.config.uplink);
+    services.replaced(agent);
     await hooks.replaced?.(agent);
     systemd.notify("READY=1", "STATUS=config reloaded, agent restarted");
   };
@@ -234,13 +143,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
       void busy
         .then(async () => {
           await hooks.stopping?.(agent);
-          await agent.stop({ driveSafe: true, reason: signal, timeoutMs: 2500 });
-          await uplink?.stop(); // "offline" goes out after the actuators are safe
-          await sparkplug?.stop(); // and the NDEATH
-          await metrics?.close();
-          await hmi?.close();
-          await redfish?.close();
-          await admin?.close();
+          await services.stop({ driveSafe: true, reason: signal, timeoutMs: 2500 });
           await lock.release();
         })
         .then(

@@ -10,6 +10,7 @@ import { loopModeWord } from "../pod/status-words.js";
 import { podDrawKw } from "../pod/status-view.js";
 import { redactUrl } from "../lib/mqtt-connection.js";
 import { ControlPlane } from "../agent/plane/control-plane.js";
+import { ServicePlane } from "./service-plane.js";
 import type { PodPlane } from "../agent/plane/pod-plane.js";
 import type { PodReader } from "../agent/pod-api.js";
 import { DEMO_BMC_PASSWORD_ENV, demoConfigData, readRacksThroughBmcs } from "./demo-config.js";
@@ -19,15 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { generateCommandKey } from "../agent/commands/signing.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Uplink, type UplinkStats } from "../agent/uplink/uplink.js";
-import { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
-import { modelSourceOf } from "../agent/uplink/sparkplug/metrics.js";
 import { topicBase } from "../agent/uplink/uplink.js";
-import { HmiServer } from "../agent/hmi/server.js";
-import { AdminSocket } from "../agent/ops/admin-socket.js";
-import { RedfishServer } from "../agent/redfish/server.js";
-import type { HmiConfig } from "../agent/hmi/schema.js";
-import { packageVersion } from "../agent/version.js";
 import { setUser } from "../agent/hmi/users.js";
 import { randomBytes } from "node:crypto";
 
@@ -60,6 +53,8 @@ export interface RunningDemo {
   hmiUrl: string | null;
   /** the HMI login this run made: user "demo", role engineer */
   hmiLogin: { name: string; password: string };
+  /** where metrics and health, the HMI and Redfish answer (each on a free port where its configured one was taken) */
+  urls: { metrics?: string; hmi?: string; redfish?: string };
   board(): string;
   /** the lines the board prints under itself: how to watch and command the pod */
   help(): string;
@@ -113,11 +108,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   const sim = new PodSim(simConfig);
   const api = new SimControlApi(sim);
   let agent: PodPlane | null = null;
-  let uplink: Uplink | null = null;
-  let sparkplug: SparkplugEdgeNode | null = null;
-  let hmi: HmiServer | null = null;
-  let redfish: RedfishServer | null = null;
-  let admin: AdminSocket | null = null;
+  let services: ServicePlane | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-demo-"));
   try {
     await sim.start();
@@ -148,39 +139,22 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const usersFile = join(stateDir, "hmi-users.yaml");
     await setUser(usersFile, "demo", ["engineer"], hmiPassword);
     data.hmi = { ...(data.hmi ?? {}), usersFile };
+    // the pod as a Redfish cooling unit, read-only, on a port of its own choosing
+    data.redfish = { ...(data.redfish ?? {}), enabled: true, port: 0 };
     const config = validateAgentConfig(data, o.agentConfig);
     // the demo logs to a file-less sink: the board is the interface
     const logs = new Logs(config.log, { site: config.site, pod: config.pod }, { write: () => true });
-    // the agent on a thread of its own, the services here: the daemon's two planes (agent/plane/)
+    // the agent on a thread of its own, the services here: the daemon's two planes (agent/plane/),
+    // and the daemon's own service setup (cli/service-plane.ts), on free ports where the
+    // configured ones are taken (a daemon or another demo on this host)
     agent = await ControlPlane.start({ config, hash: "demo", path: o.agentConfig }, logs);
-    uplink = new Uplink(agent, config.uplink!, logs.module("uplink"));
-    await uplink.start();
-    if (config.uplink!.sparkplug.enabled) {
-      const u = uplink;
-      sparkplug = new SparkplugEdgeNode({ pod: agent, uplink: config.uplink!, model: modelSourceOf(config, "demo", packageVersion()), jsonUplink: () => u.stats(), log: logs.module("sparkplug") });
-      sparkplug.start();
-    }
+    services = await ServicePlane.start(agent, config, { logs, freePortIfTaken: true });
     const a = agent;
-    const u = uplink;
-    const spb = sparkplug;
-    let hmiUrl: string | null = null;
-    if (config.hmi.enabled) {
-      const started = await startDemoHmi(a, config.hmi, () => u.stats());
-      hmi = started.server;
-      hmiUrl = started.url;
-    }
-    // the pod as a Redfish cooling unit, read-only, on a port of its own choosing
-    redfish = new RedfishServer({ pod: a, racks: config.racks, cdu: config.cdu, version: packageVersion() }, { ...config.redfish, enabled: true, port: 0 });
-    const redfishUrl = `http://127.0.0.1:${await redfish.listen()}/redfish/v1`;
-    // the controller's local tools (podwarden tune, gains, stroke, recording trigger, reset-leak) reach
-    // the demo's agent as they reach a daemon: over the admin socket in its state directory
-    admin = new AdminSocket(() => a, join(stateDir, "admin.sock"));
-    await admin.listen();
-    const h = hmi;
-    const rf = redfish;
-    const ad = admin;
+    const sv = services;
+    const hmiUrl = sv.urls.hmi ?? null;
+    const redfishUrl = sv.urls.redfish ?? "";
     let timer: NodeJS.Timeout | null = null;
-    const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, spb !== null, `${redfishUrl}/ThermalEquipment/CDUs/${config.pod}`, stateDir);
+    const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, sv.sparkplug !== null, `${redfishUrl}/ThermalEquipment/CDUs/${config.pod}`, stateDir);
     if (o.boardMs > 0) {
       timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${helpText}\n`), o.boardMs);
     }
@@ -193,16 +167,12 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       commandKeyFile: keyFile,
       hmiUrl,
       hmiLogin: { name: "demo", password: hmiPassword },
+      urls: sv.urls,
       board: () => renderBoard(a, sim),
       help: () => helpText,
       stop: async () => {
         if (timer !== null) clearInterval(timer);
-        await h?.close();
-        await rf.close();
-        await ad.close();
-        await a.stop({ driveSafe: true, reason: "demo stopped" });
-        await u.stop();
-        await spb?.stop();
+        await sv.stop({ driveSafe: true, reason: "demo stopped" });
         await api.close();
         await sim.stop();
         await broker?.close();
@@ -210,36 +180,14 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       },
     };
   } catch (err) {
-    await hmi?.close();
-    await redfish?.close();
-    await admin?.close();
-    await uplink?.stop();
-    await sparkplug?.stop();
-    await agent?.stop({ driveSafe: false, reason: "demo failed to start" });
+    if (services !== null) await services.stop({ driveSafe: false, reason: "demo failed to start" });
+    else await agent?.stop({ driveSafe: false, reason: "demo failed to start" });
     await api.close();
     await sim.stop();
     await broker?.close();
     rmSync(stateDir, { recursive: true, force: true });
     throw err;
   }
-}
-
-/** The demo's HMI on its configured port, or on a free one if that is taken (another demo, say). */
-async function startDemoHmi(agent: PodPlane, c: HmiConfig, uplink: () => UplinkStats): Promise<{ server: HmiServer; url: string }> {
-  const start = async (port: number): Promise<{ server: HmiServer; url: string }> => {
-    const server = new HmiServer({ pod: () => agent, commander: () => agent, recordingsDir: () => agent.recordingsDir, uplink, config: { ...c, port }, version: packageVersion() });
-    try {
-      const bound = await server.listen();
-      return { server, url: `${c.tls === undefined ? "http" : "https"}://${c.host}:${bound}/` };
-    } catch (err) {
-      await server.close();
-      throw err;
-    }
-  };
-  return await start(c.port).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === "EADDRINUSE") return start(0);
-    throw err;
-  });
 }
 
 export function help(brokerUrl: string, site: string, pod: string, controlPort: number, keyFile: string, mqttVersion: number, hmi: { url: string; password: string } | null = null, sparkplug = false, redfishCdu: string | null = null, stateDir: string | null = null): string {

@@ -3,7 +3,7 @@
 // and the uplink's topics as mission control sees them; with --sparkplug, the Sparkplug B edge node
 // as the board's `sparkplug-watch` line shows it.
 import { spawn } from "node:child_process";
-import { createServer, type AddressInfo } from "node:net";
+import { createServer, type AddressInfo, type Server } from "node:net";
 import mqtt, { type MqttClient } from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDemo, type RunningDemo } from "../cli/demo.js";
@@ -182,6 +182,37 @@ describe("the demo beside a broker that already has its port", () => {
       }
     } finally {
       await new Promise<void>((r) => taken.close(() => r()));
+    }
+  }, 60_000);
+});
+
+describe("the demo beside a daemon that has the metrics and HMI ports", () => {
+  it("serves metrics and its HMI on free ports instead, as the shared service setup allows it (a daemon's are never moved)", async () => {
+    // the demo config's ports (the schema's defaults): held here, or already held by a daemon on
+    // this host, which is the case the fallback is for
+    const held: Server[] = [];
+    for (const port of [9464, 8470]) {
+      const s = createServer();
+      const ok = await new Promise<boolean>((r) => {
+        s.once("error", () => r(false));
+        s.listen(port, "127.0.0.1", () => r(true));
+      });
+      if (ok) held.push(s);
+    }
+    try {
+      const demo = await startDemo({ simConfig: "configs/sim-pod.yaml", agentConfig: "configs/demo-pod.yaml", brokerPort: 0, boardMs: 0, out: process.stdout, interactive: false });
+      try {
+        expect(demo.urls.metrics).toBeDefined();
+        expect(new URL(demo.urls.metrics!).port).not.toBe("9464");
+        expect(new URL(demo.hmiUrl!).port).not.toBe("8470");
+        const health = await fetch(new URL("/healthz", demo.urls.metrics));
+        expect([200, 503]).toContain(health.status);
+        expect((await fetch(demo.hmiUrl!)).status).toBe(200);
+      } finally {
+        await demo.stop();
+      }
+    } finally {
+      for (const s of held) await new Promise<void>((r) => s.close(() => r()));
     }
   }, 60_000);
 });

@@ -1,0 +1,203 @@
+// The service plane around a running control plane, as `podwarden run` and the demo both set it
+// up: metrics and health, the HMI, the Redfish service, the admin socket, the uplink and Sparkplug
+// B, each from its config section, each loaded only when enabled; and one stop order for both.
+// A service that cannot start is logged and left out: monitoring and pages must not stop control.
+import { join } from "node:path";
+import type { AgentConfig } from "../agent/config/load.js";
+import type { HmiServer } from "../agent/hmi/server.js";
+import type { Logger, Logs } from "../agent/log.js";
+import { AdminSocket } from "../agent/ops/admin-socket.js";
+import { Metrics } from "../agent/ops/metrics.js";
+import type { PodPlane } from "../agent/plane/pod-plane.js";
+import type { RedfishServer } from "../agent/redfish/server.js";
+import type { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
+import type { Uplink } from "../agent/uplink/uplink.js";
+import { packageVersion } from "../agent/version.js";
+
+export interface ServicePlaneOptions {
+  logs: Logs;
+  /**
+   * A port that is taken (metrics, the HMI, Redfish): serve on a free one instead. The demo's, so
+   * that it runs beside a daemon; a daemon's ports are the operator's, and a taken one is an error.
+   */
+  freePortIfTaken?: boolean;
+}
+
+type UplinkConfig = AgentConfig["uplink"];
+
+const url = (scheme: string, host: string, port: number, path: string): string => `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}${path}`;
+
+export class ServicePlane {
+  uplink: Uplink | null = null;
+  sparkplug: SparkplugEdgeNode | null = null;
+  hmi: HmiServer | null = null;
+  redfish: RedfishServer | null = null;
+  metrics: Metrics | null = null;
+  admin: AdminSocket | null = null;
+  /** where each HTTP service answers, once it does */
+  readonly urls: { metrics?: string; hmi?: string; redfish?: string } = {};
+  private readonly log: Logger;
+
+  private constructor(
+    private plane: PodPlane,
+    private readonly o: ServicePlaneOptions,
+  ) {
+    this.log = o.logs.module("daemon");
+  }
+
+  /**
+   * Starts every service the config enables, in the order health answers first: metrics, the HMI,
+   * Redfish, the admin socket, then the uplink and Sparkplug (whose first connection may wait for
+   * an unreachable broker).
+   */
+  static async start(plane: PodPlane, c: AgentConfig, o: ServicePlaneOptions): Promise<ServicePlane> {
+    const s = new ServicePlane(plane, o);
+    await s.startMetrics(c);
+    await s.startHmi(c);
+    await s.startRedfish(c);
+    await s.startAdmin();
+    await s.startUplinks(c.uplink);
+    return s;
+  }
+
+  /** Listens on the configured port, or on a free one if it is taken and the options allow. */
+  private async listen(listen: (port: number | undefined) => Promise<number>, port: number): Promise<number> {
+    return await listen(undefined).catch((err: NodeJS.ErrnoException) => {
+      if (this.o.freePortIfTaken === true && err.code === "EADDRINUSE" && port !== 0) return listen(0);
+      throw err;
+    });
+  }
+
+  private async startMetrics(c: AgentConfig): Promise<void> {
+    if (!c.metrics.enabled) return;
+    const m = new Metrics(
+      () => this.plane,
+      () => this.uplink?.stats() ?? null,
+      () => this.hmi?.stats() ?? null,
+      () => this.sparkplug?.stats() ?? null,
+    );
+    try {
+      const port = await this.listen((p) => m.listen(p === undefined ? c.metrics : { ...c.metrics, port: p }), c.metrics.port);
+      this.metrics = m;
+      this.urls.metrics = url("http", c.metrics.host, port, "/metrics");
+      this.log.info({ host: c.metrics.host, port }, "metrics and health on /metrics, /healthz, /readyz");
+    } catch (err) {
+      // monitoring must not stop control: run without it, loudly
+      this.log.error({ err }, "metrics endpoint could not start; running without it");
+      await m.close();
+    }
+  }
+
+  private async startHmi(c: AgentConfig): Promise<void> {
+    if (!c.hmi.enabled) return;
+    // loaded only when enabled: a pod without an HMI does not carry it in memory
+    const { HmiServer } = await import("../agent/hmi/server.js");
+    const make = (port: number | undefined): HmiServer =>
+      new HmiServer({
+        pod: () => this.plane,
+        commander: () => this.plane,
+        recordingsDir: () => this.plane.recordingsDir,
+        uplink: () => this.uplink?.stats() ?? null,
+        config: port === undefined ? c.hmi : { ...c.hmi, port },
+        version: packageVersion(),
+        onError: (err) => this.log.error({ err }, "hmi: cannot read the pod's state or carry out an action"),
+      });
+    let server: HmiServer | null = null;
+    try {
+      const port = await this.listen(async (p) => {
+        await server?.close();
+        server = make(p);
+        return await server.listen();
+      }, c.hmi.port);
+      this.hmi = server;
+      this.urls.hmi = url(c.hmi.tls === undefined ? "http" : "https", c.hmi.host, port, "/");
+      this.log.info({ host: c.hmi.host, port, url: this.urls.hmi }, "hmi served");
+    } catch (err) {
+      // like metrics: a page must not stop control
+      this.log.error({ err }, "hmi could not start; running without it");
+      await (server as HmiServer | null)?.close(); // its subscription to the pod's events goes too
+    }
+  }
+
+  private async startRedfish(c: AgentConfig): Promise<void> {
+    if (!c.redfish.enabled) return;
+    // loaded only when enabled, like the HMI
+    const { RedfishServer } = await import("../agent/redfish/server.js");
+    let server: RedfishServer | null = null;
+    try {
+      const port = await this.listen(async (p) => {
+        await server?.close();
+        server = new RedfishServer({ pod: this.plane, racks: c.racks, cdu: c.cdu, version: packageVersion() }, p === undefined ? c.redfish : { ...c.redfish, port: p });
+        return await server.listen();
+      }, c.redfish.port);
+      this.redfish = server;
+      this.urls.redfish = url(c.redfish.tls === undefined ? "http" : "https", c.redfish.host, port, "/redfish/v1");
+      this.log.info({ host: c.redfish.host, port, url: this.urls.redfish }, "redfish served");
+    } catch (err) {
+      this.log.error({ err }, "redfish service could not start; running without it");
+      await (server as RedfishServer | null)?.close();
+    }
+  }
+
+  private async startAdmin(): Promise<void> {
+    const dir = this.plane.stateDir;
+    if (dir === undefined) return;
+    const admin = new AdminSocket(() => this.plane, join(dir, "admin.sock"));
+    try {
+      await admin.listen();
+      this.admin = admin;
+    } catch (err) {
+      this.log.error({ err }, "admin socket could not start (podwarden reset-leak will not reach this pod)");
+    }
+  }
+
+  /**
+   * The uplink and Sparkplug on `c`, each loaded only when configured: a pod without an uplink
+   * does not carry mqtt and the command schemas in memory.
+   */
+  async startUplinks(c: UplinkConfig): Promise<void> {
+    if (c === undefined) return;
+    const { logs } = this.o;
+    if (!c.sparkplug.enabled || c.sparkplug.jsonTopics) {
+      const { Uplink } = await import("../agent/uplink/uplink.js");
+      this.uplink = new Uplink(this.plane, c, logs.module("uplink"));
+      await this.uplink.start();
+    }
+    // Sparkplug B on a connection of its own (docs/sparkplug.md)
+    if (c.sparkplug.enabled) {
+      const { SparkplugEdgeNode } = await import("../agent/uplink/sparkplug/edge-node.js");
+      const { modelSourceOf } = await import("../agent/uplink/sparkplug/metrics.js");
+      const p = this.plane;
+      this.sparkplug = new SparkplugEdgeNode({ pod: p, uplink: c, model: modelSourceOf(p.config, p.configHash, packageVersion()), jsonUplink: () => this.uplink?.stats() ?? null, log: logs.module("sparkplug") });
+      this.sparkplug.start();
+    }
+  }
+
+  /** "offline" and the NDEATH go out; a structural reload starts them again on the new config. */
+  async stopUplinks(): Promise<void> {
+    await this.uplink?.stop();
+    await this.sparkplug?.stop();
+    this.uplink = null;
+    this.sparkplug = null;
+  }
+
+  /** The control plane replaced its agent (a structural reload): Redfish serves the new racks. */
+  replaced(plane: PodPlane): void {
+    this.plane = plane;
+    this.redfish?.attach({ pod: plane, racks: plane.config.racks, cdu: plane.config.cdu, version: packageVersion() });
+  }
+
+  /**
+   * The one stop order: the control plane first (actuators driven safe, then the device leases
+   * hold), then the uplinks ("offline" and the NDEATH go out after the actuators are safe), then
+   * the HTTP services and the admin socket.
+   */
+  async stop(opts: { driveSafe: boolean; reason: string; timeoutMs?: number }): Promise<void> {
+    await this.plane.stop(opts);
+    await this.stopUplinks();
+    await this.metrics?.close();
+    await this.hmi?.close();
+    await this.redfish?.close();
+    await this.admin?.close();
+  }
+}
