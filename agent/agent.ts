@@ -83,6 +83,7 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
       supervisor: this.supervisor,
       control: () => this.control,
       outputs: () => this.loop.outputs(),
+      commanded: () => this.loop.commanded(),
       reading: (bankIndex, id) => this.loop.reading(bankIndex, id),
       emit: (e) => this.emit(e),
       onEvent: (l) => this.onEvent(l),
@@ -103,8 +104,7 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
     this.recorder = new RecorderFeature(ctx);
     this.features = [this.operator, this.tuning, this.valves, this.strokes, this.recorder];
     this.loop = new PodLoop({ config: c, layout: this.layout, wiring: this.wiring, points: this.points, supervisor: this.supervisor, field: this.field.io, leak: this.field.leak, control: () => this.control, features: this.features, problems: this.problems, log: this.log });
-    // device leases are refreshed only while the pod loop is healthy
-    this.field.modbus.setHealthGate(() => this.loop.healthy());
+    this.field.modbus.setHealthGate(() => this.loop.healthy()); // device leases are renewed only while it is
     this.commander = podCommander({ core: this, operator: this.operator, tuning: this.tuning, strokes: this.strokes, recorder: this.recorder });
   }
 

@@ -32,6 +32,8 @@ export interface PodContext extends ProblemReporter {
   control(): ControlThread;
   /** the control worker's outputs read now, or the last read when none is new */
   outputs(): ControlOutputs | undefined;
+  /** the control worker's outputs as the last actuator pass wrote them: the commands in force */
+  commanded(): ControlOutputs | undefined;
   /** a point's reading as the supervisor judges it: the hot path's verdict, and what its driver saw */
   reading(bankIndex: number, pointId: string): Reading;
   /** an event to every listener, the uplink's first, and the log */

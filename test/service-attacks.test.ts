@@ -1,7 +1,8 @@
 // The service plane against the attacks of issue #49, on `podwarden run` against the simulator in
 // a process of its own (tooling/attack-pod.ts): a burst of HMI logins from one address and from
-// eight, the same against Redfish's Basic auth, a slowloris on the HMI, the main thread held, and
-// a SIGHUP with a large alias-heavy config. The control plane must not notice any of them: no loop
+// eight, the same against Redfish's Basic auth, a slowloris on the HMI, the main thread held, a
+// SIGHUP with a large alias-heavy config, a flood of forged commands at 10k a second, and a 100 MB
+// payload on the pod's MQTT sensor topic. The control plane must not notice any of them: no loop
 // leaves live control for fail-safe (the control worker counts each entry,
 // `status.control.failsafeEntries`), the pod stays Running, no alarm is raised but the machine's
 // own timing, and the service still serves a genuine user afterwards. None asserts a duration:
@@ -10,7 +11,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fetch as undiciFetch } from "undici";
 import { stallMainThread } from "../hil/main-thread-stall.js";
-import { adminStatus, burst, eight, hugeReload, login, MACHINE_TIMING, redfishGet, slowloris, startAttackPod, type AttackPod, type Mark } from "../tooling/attack-pod.js";
+import mqtt from "mqtt";
+import { adminStatus, burst, commandFlood, eight, genuineCommand, hugePayload, hugeReload, login, MACHINE_TIMING, redfishGet, slowloris, startAttackPod, type AttackPod, type Mark } from "../tooling/attack-pod.js";
+import { waitFor } from "../tooling/processes.js";
 import { TEST_POD } from "./helpers/agent.js";
 import { tempDir } from "./helpers/temp-dirs.js";
 
@@ -23,7 +26,7 @@ async function unharmed(pod: AttackPod, since: Mark): Promise<void> {
   expect(h.alarms.filter((id) => !MACHINE_TIMING.has(id)), "alarms raised during the attack").toEqual([]);
 }
 
-const attackPod = (name: string): Promise<AttackPod> => startAttackPod(tempDir("podwarden-attacks-"), `${TEST_POD}-${name}`);
+const attackPod = (name: string, o: { mqtt?: boolean } = {}): Promise<AttackPod> => startAttackPod(tempDir("podwarden-attacks-"), `${TEST_POD}-${name}`, o);
 
 describe("a burst of HMI logins from eight addresses (issue #49)", () => {
   let pod: AttackPod;
@@ -100,6 +103,59 @@ describe("service inputs cannot reach the control plane (issue #49)", () => {
   it("a SIGHUP with a 700 KB alias-heavy config: the reload is rejected and no loop leaves Auto", async () => {
     const before = await pod.mark();
     await hugeReload(pod);
+    await unharmed(pod, before);
+  }, 90_000);
+});
+
+describe("MQTT inputs cannot reach the control plane (issue #49)", () => {
+  let pod: AttackPod;
+  beforeAll(async () => {
+    pod = await attackPod("mqtt", { mqtt: true });
+    await waitFor(async () => (await pod.metric("podwarden_mqtt_ingest_connected")) === 1, "the sensor connection up", 20_000, 200);
+  }, 120_000);
+  afterAll(async () => pod?.stop());
+
+  it("10k forged commands a second for 3 s: none carried out, every one refused or dropped unread, no loop leaves Auto, and a genuine command afterwards is", async () => {
+    const before = await pod.mark();
+    const accepted0 = await pod.metric("podwarden_commands_total", { result: "accepted" });
+    const total0 = await pod.metric("podwarden_commands_total");
+    const sent = await commandFlood(pod, 10_000, 3000);
+    expect(sent).toBeGreaterThan(20_000);
+    // what the pod counted of the flood: refused (bad signature), or beyond its rate, dropped unread
+    await waitFor(async () => (await pod.metric("podwarden_commands_total")) > total0, "the flood counted", 10_000, 200);
+    const refused = (await pod.metric("podwarden_commands_total", { result: "rejected" })) + (await pod.metric("podwarden_commands_total", { result: "dropped" }));
+    expect(refused).toBeGreaterThan(0);
+    expect(refused).toBeLessThanOrEqual(sent);
+    expect(await pod.metric("podwarden_commands_total", { result: "accepted" })).toBe(accepted0);
+    await unharmed(pod, before);
+    // mission control's genuine command, sent again without an answer as it would be
+    let answer: Record<string, unknown> | null = null;
+    for (let i = 0; i < 5 && answer === null; i++) answer = await genuineCommand(pod, 1, 3000);
+    expect(answer, JSON.stringify(answer)).toMatchObject({ status: "ok", command: "setpoint" });
+  }, 90_000);
+
+  it("a 100 MB payload on the pod's sensor topic: ended on its header, unread; the sensor read again after it, and no loop leaves Auto", async () => {
+    const before = await pod.mark();
+    const m = pod.mqtt!;
+    const messages0 = await pod.metric("podwarden_mqtt_ingest_messages_total", { outcome: "messages" });
+    const oversized0 = await pod.metric("podwarden_mqtt_ingest_messages_total", { outcome: "oversized" });
+    await hugePayload(pod, m.sensorTopic, 100 * 1024 * 1024);
+    await waitFor(async () => (await pod.metric("podwarden_mqtt_ingest_messages_total", { outcome: "oversized" })) > oversized0, "the payload refused", 30_000, 200);
+    // the connection is made again, and a genuine reading arrives on it
+    const sensor = await mqtt.connectAsync(m.url, { protocolVersion: 4, clientId: `sensor-${process.pid}`, reconnectPeriod: 0 });
+    try {
+      await waitFor(
+        async () => {
+          await sensor.publishAsync(m.sensorTopic, "21.5", { qos: 0 });
+          return (await pod.metric("podwarden_mqtt_ingest_messages_total", { outcome: "messages" })) > messages0;
+        },
+        "a reading taken after the payload",
+        30_000,
+        500,
+      );
+    } finally {
+      await sensor.endAsync();
+    }
     await unharmed(pod, before);
   }, 90_000);
 });

@@ -3,12 +3,18 @@
 // wrong logins and wrong Basic credentials, a slowloris, a SIGHUP with an alias-heavy config, its
 // main thread held. The attack tests (test/service-attacks.test.ts) judge what each did to
 // control; the attack benchmark (bench/attacks.ts) measures it beside a quiet window of the same
-// run. Both read the pod over its admin socket, which no attack here reaches.
+// run. Both read the pod over its admin socket, which no attack here reaches. With `mqtt`, the pod
+// also has an uplink taking signed commands and an MQTT sensor on a mosquitto of its own, for the
+// forged-command flood and the oversized sensor payload.
 import { connect, type Socket } from "node:net";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent as UndiciAgent, fetch as undiciFetch } from "undici";
 import { stringify } from "yaml";
+import mqtt from "mqtt";
+import { signedCommand } from "../agent/commands/client.js";
+import type { KeyObject } from "node:crypto";
+import { generateCommandKey, parsePrivateKey } from "../agent/commands/signing.js";
 import { setUser } from "../agent/hmi/users.js";
 import { adminRequest } from "../agent/ops/admin-socket.js";
 import type { PodStatus } from "../agent/pod-api.js";
@@ -16,6 +22,7 @@ import { demoConfigData } from "../cli/demo-config.js";
 import { inFailsafe } from "../pod/status-words.js";
 import { startDaemon, untilRunning, type Daemon } from "./daemon-process.js";
 import { stopProcess, waitFor } from "./processes.js";
+import { Mosquitto } from "./mosquitto-process.js";
 import { startSimProcess, type SimProcess } from "./sim-process.js";
 
 /** GET /status over the daemon's admin socket. */
@@ -61,6 +68,10 @@ export interface AttackPod {
   redfish: string;
   admin: string;
   configFile: string;
+  /** with `mqtt`: the broker of the pod's uplink and its MQTT sensor, the key mission control signs with, and the topics */
+  mqtt?: { url: string; key: KeyObject; keyId: string; site: string; pod: string; requestTopic: (command: string) => string; responseTopic: string; sensorTopic: string };
+  /** a counter or gauge from the daemon's /metrics, summed over the series that carry `labels` */
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
   /** a client bound to one loopback address: the daemon sees each as its own source */
   client(address: string): UndiciAgent;
   mark(): Promise<Mark>;
@@ -69,9 +80,11 @@ export interface AttackPod {
 }
 
 /** The attack pod under the pod identity `pod`, in a directory of its own under `dir`, once every loop is in live control. */
-export async function startAttackPod(dir: string, pod: string, o: { nodeFlags?: string[] } = {}): Promise<AttackPod> {
+export async function startAttackPod(dir: string, pod: string, o: { nodeFlags?: string[]; mqtt?: boolean } = {}): Promise<AttackPod> {
   mkdirSync(join(dir, "state"), { recursive: true });
   const sim = await startSimProcess(dir, 1500);
+  const broker = o.mqtt === true ? await Mosquitto.start() : null;
+  const key = generateCommandKey();
   const users = join(dir, "users.yaml");
   await setUser(users, "alice", ["operator"], "alice-password");
   const data = demoConfigData((device) => sim.ports[device]) as unknown as Record<string, unknown>;
@@ -79,6 +92,15 @@ export async function startAttackPod(dir: string, pod: string, o: { nodeFlags?: 
   data.stateDir = join(dir, "state");
   data.hmi = { enabled: true, port: 0, usersFile: users };
   data.redfish = { enabled: true, port: 0, usersFile: users, maxRequestsPerS: 10_000 };
+  data.metrics = { enabled: true, port: 0 };
+  const site = String(data.site);
+  const sensorTopic = `attack/${pod}/ambient`;
+  if (broker !== null) {
+    data.uplink = { url: broker.url, protocolVersion: 5, commands: { keys: [{ id: "mc", publicKey: key.publicRaw, roles: ["engineer"] }] } };
+    // MQTT 3.1.1: the broker delivers whatever size it is sent, so the pod's own bound on a
+    // packet (maxPacketBytes, checked on its header before the body) is what meets a huge one
+    data.mqttIngest = { url: broker.url, protocolVersion: 4, points: [{ id: "ambient.tempC", topic: sensorTopic, staleMs: 60_000 }] };
+  }
   const configFile = join(dir, "agent.yaml");
   writeFileSync(configFile, stringify(data));
   const daemon = startDaemon(configFile, o);
@@ -88,6 +110,7 @@ export async function startAttackPod(dir: string, pod: string, o: { nodeFlags?: 
     await Promise.all(agents.map((a) => a.close()));
     await stopProcess(daemon.child, "SIGKILL");
     await stopProcess(sim.child, "SIGKILL");
+    await broker?.stop();
     rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -107,6 +130,25 @@ export async function startAttackPod(dir: string, pod: string, o: { nodeFlags?: 
     redfish: (daemon.lines.find((l) => l.msg === "redfish served") as { url: string }).url,
     admin,
     configFile,
+    ...(broker === null
+      ? {}
+      : {
+          mqtt: {
+            url: broker.url,
+            key: parsePrivateKey(key.privatePem),
+            keyId: "mc",
+            site,
+            pod,
+            requestTopic: (command: string) => `podwarden/${site}/${pod}/request/${command}`,
+            responseTopic: `podwarden/${site}/${pod}/response/#`,
+            sensorTopic,
+          },
+        }),
+    metric: async (name, labels = {}) => {
+      const port = (daemon.lines.find((l) => l.msg === "metrics and health on /metrics, /healthz, /readyz") as { port: number }).port;
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      return metricValue(text, name, labels);
+    },
     client: (address) => {
       const a = new UndiciAgent({ localAddress: address, connections: 64, pipelining: 0 });
       agents.push(a);
@@ -124,6 +166,17 @@ export async function startAttackPod(dir: string, pod: string, o: { nodeFlags?: 
     },
     stop,
   };
+}
+
+/** The sum of the series of `name` in a Prometheus text exposition that carry every label of `labels`. */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name) || (line[name.length] !== "{" && line[name.length] !== " ")) continue;
+    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+    sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return sum;
 }
 
 /** A login at the HMI: its status, 0 when the connection was refused or dropped. */
@@ -213,4 +266,64 @@ export async function hugeReload(pod: AttackPod): Promise<void> {
   const seen = pod.daemon.lines.length;
   pod.daemon.child.kill("SIGHUP");
   await waitFor(() => pod.daemon.lines.slice(seen).some((l) => typeof l.msg === "string" && l.msg.startsWith("reload rejected")), "the reload rejected", 60_000);
+}
+
+/**
+ * Forged commands at `perS` a second for `ms`: each a well-formed envelope of a setpoint, signed
+ * by a key the pod does not know (an attacker's own). Returns how many were sent.
+ */
+export async function commandFlood(pod: AttackPod, perS: number, ms: number): Promise<number> {
+  const m = pod.mqtt!;
+  const forger = parsePrivateKey(generateCommandKey().privatePem);
+  const client = await mqtt.connectAsync(m.url, { protocolVersion: 5, clientId: `forger-${process.pid}`, reconnectPeriod: 0 });
+  let sent = 0;
+  const t0 = performance.now();
+  try {
+    // in slices of 10 ms, each its share of the rate; QoS 0, as commands are sent
+    while (performance.now() - t0 < ms) {
+      const due = Math.floor(((performance.now() - t0) / 1000) * perS);
+      for (; sent < due; sent++) {
+        const payload = signedCommand({ site: m.site, pod: m.pod, command: "setpoint", params: { loop: "rack-1.valve", value: 40, leaseS: 60 }, seq: sent + 1, keyId: m.keyId, privateKey: forger, transaction: `forged-${sent}` });
+        client.publish(m.requestTopic("setpoint"), payload, { qos: 0 });
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    await client.endAsync();
+  }
+  return sent;
+}
+
+/** A genuine signed command from mission control; resolves with the pod's answer, or null after `timeoutMs`. */
+export async function genuineCommand(pod: AttackPod, seq: number, timeoutMs = 10_000): Promise<Record<string, unknown> | null> {
+  const m = pod.mqtt!;
+  const client = await mqtt.connectAsync(m.url, { protocolVersion: 5, clientId: `mc-${process.pid}-${seq}`, reconnectPeriod: 0 });
+  try {
+    const transaction = `genuine-${seq}`;
+    const answer = new Promise<Record<string, unknown> | null>((resolve) => {
+      const t = setTimeout(() => resolve(null), timeoutMs);
+      client.on("message", (_topic, body) => {
+        const r = JSON.parse(body.toString()) as Record<string, unknown>;
+        if (r.transaction === transaction) {
+          clearTimeout(t);
+          resolve(r);
+        }
+      });
+    });
+    await client.subscribeAsync(m.responseTopic, { qos: 1 });
+    await client.publishAsync(m.requestTopic("setpoint"), signedCommand({ site: m.site, pod: m.pod, command: "setpoint", params: { loop: "rack-1.valve", value: 44, leaseS: 60 }, seq, keyId: m.keyId, privateKey: m.key, transaction }), { qos: 0 });
+    return await answer;
+  } finally {
+    await client.endAsync();
+  }
+}
+
+/** One `bytes`-long payload published on `topic` (QoS 0), the broker's own handling awaited. */
+export async function hugePayload(pod: AttackPod, topic: string, bytes: number): Promise<void> {
+  const client = await mqtt.connectAsync(pod.mqtt!.url, { protocolVersion: 4, clientId: `huge-${process.pid}-${bytes}`, reconnectPeriod: 0 });
+  try {
+    await client.publishAsync(topic, Buffer.alloc(bytes, 0x31), { qos: 1 });
+  } finally {
+    await client.endAsync();
+  }
 }

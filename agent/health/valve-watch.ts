@@ -29,7 +29,7 @@ export class ValveWatch implements PodFeature {
     const valve = this.valves.get(p.id);
     if (valve === undefined || p.quality !== "good") return;
     const loop = this.ctx.layout.rackLoops[valve.rack];
-    valve.health.sample(p.sourceTimeMs, this.ctx.outputs()?.loopOut[loop] ?? NaN, p.value);
+    valve.health.sample(p.sourceTimeMs, this.ctx.commanded()?.loopOut[loop] ?? NaN, p.value);
   }
 
   supervise(): void {

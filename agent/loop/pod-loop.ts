@@ -107,6 +107,11 @@ export class PodLoop {
     return Math.max(50, 20 * this.p.config.control.periodMs);
   }
 
+  /** The outputs the last actuator pass wrote: the commands in force. */
+  commanded(): ControlOutputs | undefined {
+    return this.last;
+  }
+
   /** The control worker's outputs read now, or the last read. */
   outputs(): ControlOutputs | undefined {
     return this.p.control().outputs() ?? this.last;
