@@ -3,12 +3,14 @@
 // each beside a quiet window of the same run on the same daemon. Per phase: how late the 1 kHz
 // ticks ran over the supervisor's recent window (10 s, ending as the phase ends), the actuator
 // passes' lateness since the start (a phase that made them later moves its max), loops that left
-// live control, alarms raised (control:overrun included here), and the daemon's CPU.
+// live control, alarms raised (control:overrun included here), and the daemon's CPU. The pod has an
+// uplink and an MQTT sensor on a mosquitto of its own, for the forged-command flood and the
+// oversized sensor payload.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stallMainThread } from "../hil/main-thread-stall.js";
-import { adminStatus, burst, eight, hugeReload, login, redfishGet, slowloris, startAttackPod, type AttackPod } from "../tooling/attack-pod.js";
+import { adminStatus, burst, commandFlood, eight, hugePayload, hugeReload, login, redfishGet, slowloris, startAttackPod, type AttackPod } from "../tooling/attack-pod.js";
 import { DAEMON_NODE_FLAGS } from "../tooling/sim-process.js";
 import { cpuMeter, processRssMb } from "./agent.js";
 import { fmt } from "./stats.js";
@@ -69,7 +71,7 @@ async function phase(pod: AttackPod, name: string, attack: () => Promise<string>
 }
 
 export async function runAttackBench(quick: boolean): Promise<AttackBenchResult> {
-  const pod = await startAttackPod(mkdtempSync(join(tmpdir(), "podwarden-bench-attacks-")), `bench-attacks-${process.pid}`, { nodeFlags: DAEMON_NODE_FLAGS });
+  const pod = await startAttackPod(mkdtempSync(join(tmpdir(), "podwarden-bench-attacks-")), `bench-attacks-${process.pid}`, { nodeFlags: DAEMON_NODE_FLAGS, mqtt: true });
   const phases: Phase[] = [];
   try {
     phases.push(await phase(pod, "quiet (baseline)", () => Promise.resolve("—")));
@@ -102,6 +104,32 @@ export async function runAttackBench(quick: boolean): Promise<AttackBenchResult>
       await phase(pod, "SIGHUP, 700 KB alias-heavy config", async () => {
         await hugeReload(pod);
         return "rejected";
+      }),
+    );
+    phases.push(
+      await phase(pod, "forged commands, 10k/s for 3 s", async () => {
+        const before = await pod.metric("podwarden_commands_total");
+        const sent = await commandFlood(pod, 10_000, 3000);
+        await new Promise((r) => setTimeout(r, 1000));
+        const counted = (await pod.metric("podwarden_commands_total")) - before;
+        return `${sent} sent, ${counted} counted, ${await pod.metric("podwarden_commands_total", { result: "accepted" })} accepted ever`;
+      }),
+    );
+    // the same 100 MB, first where the daemon does not subscribe (the broker's and the harness's
+    // own work on the same cores), then on its sensor topic: the ratio of the two is the cost to it
+    const mb = quick ? 20 : 100;
+    phases.push(
+      await phase(pod, `${mb} MB payload, a topic the daemon does not read`, async () => {
+        await hugePayload(pod, `attack/elsewhere/${process.pid}`, mb * 1024 * 1024);
+        return "delivered to no one";
+      }),
+    );
+    phases.push(
+      await phase(pod, `${mb} MB payload on the daemon's sensor topic`, async () => {
+        const before = await pod.metric("podwarden_mqtt_ingest_messages_total", { outcome: "oversized" });
+        await hugePayload(pod, pod.mqtt!.sensorTopic, mb * 1024 * 1024);
+        await new Promise((r) => setTimeout(r, 1000));
+        return `${(await pod.metric("podwarden_mqtt_ingest_messages_total", { outcome: "oversized" })) - before} refused on its header`;
       }),
     );
     phases.push(

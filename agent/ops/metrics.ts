@@ -6,8 +6,6 @@
 import { createServer, type Server } from "node:http";
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import { measuredValue, QUALITIES } from "../../lib/points.js";
-import type { BusStats } from "../../drivers/modbus/driver.js";
-import type { RedfishDeviceStats } from "../../drivers/redfish/driver.js";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import type { LogHistogram } from "../../lib/log-histogram.js";
 import type { PodDiagnostics, PodReader } from "../pod-api.js";
@@ -16,6 +14,8 @@ import type { PlaneCounts } from "../plane/control-plane.js";
 import type { ValveHealthView } from "../../pod/status-view.js";
 import type { StrokeResult } from "../health/isolation-stroke.js";
 import type { MetricsConfig } from "./metrics-schema.js";
+import { busMetrics, redfishMetrics } from "./field-metrics.js";
+import { hmiMetrics, sparkplugMetrics, uplinkMetrics } from "./service-metrics.js";
 import type { UplinkStats } from "../uplink/uplink.js";
 import type { SparkplugStats } from "../uplink/sparkplug/edge-node.js";
 import type { HmiStats } from "../hmi/server.js";
@@ -354,84 +354,11 @@ export class Metrics {
         for (const d of a().modbusStats().devices) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
       },
     });
-    this.redfishMetrics(r);
-    this.busMetrics(r);
-    this.uplinkMetrics(r);
-    this.hmiMetrics(r);
-    this.sparkplugMetrics(r);
-  }
-
-  /** The Sparkplug edge node's figures; absent while it does not run. */
-  private sparkplugMetrics(r: Registry): void {
-    const sp = (): SparkplugStats | null => this.sparkplug();
-    const one = (kind: "gauge" | "counter", name: string, help: string, read: (s: SparkplugStats) => number): void => {
-      const collect = function (this: Gauge | Counter): void {
-        this.reset();
-        const s = sp();
-        if (s === null) return;
-        if (this instanceof Gauge) this.set(read(s));
-        else this.inc(read(s));
-      };
-      if (kind === "gauge") new Gauge({ name, help, registers: [r], collect });
-      else new Counter({ name, help, registers: [r], collect });
-    };
-    one("gauge", "podwarden_sparkplug_session", "1 while the Sparkplug edge node has a session (births published, DATA flowing)", (s) => (s.session ? 1 : 0));
-    one("counter", "podwarden_sparkplug_sessions_total", "Sparkplug connections made (each with its own bdSeq)", (s) => s.sessions);
-    one("counter", "podwarden_sparkplug_messages_total", "Sparkplug messages published (births, data, deaths)", (s) => s.messages);
-    one("counter", "podwarden_sparkplug_bytes_total", "Sparkplug payload bytes published", (s) => s.bytes);
-    one("gauge", "podwarden_sparkplug_stored_messages", "DATA messages stored while there is no session, to be replayed historical", (s) => s.stored);
-    one("counter", "podwarden_sparkplug_stored_dropped_total", "stored DATA messages dropped past uplink.sparkplug.maxStoredMessages", (s) => s.dropped);
-    new Counter({
-      name: "podwarden_sparkplug_commands_total",
-      help: "NCMD and DCMD received, by result (rebirths; accepted and refused writes; dropped = beyond uplink.sparkplug.maxCommandsPerS, unread)",
-      labelNames: ["result"],
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = sp();
-        if (s !== null) for (const [k, n] of Object.entries(s.commands) as [string, number][]) this.inc({ result: k }, n);
-      },
-    });
-  }
-
-  private hmiMetrics(r: Registry): void {
-    const h = (): HmiStats | null => this.hmi();
-    new Gauge({
-      name: "podwarden_hmi_clients",
-      help: "HMI pages receiving live updates (absent without the HMI)",
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = h();
-        if (s !== null) this.set(s.clients);
-      },
-    });
-    new Counter({
-      name: "podwarden_hmi_pages_refused_total",
-      help: "HMI pages refused, by reason (max-clients: hmi.maxClients were open; slow: dropped for not reading their updates)",
-      labelNames: ["reason"],
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = h();
-        if (s === null) return;
-        this.inc({ reason: "max-clients" }, s.refused);
-        this.inc({ reason: "slow" }, s.dropped);
-      },
-    });
-    new Counter({
-      name: "podwarden_hmi_connections_refused_total",
-      help: "HMI connections closed as they were accepted, by cap (total: hmi.maxConnections were open; address: hmi.maxConnectionsPerAddress from that address)",
-      labelNames: ["cap"],
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = h();
-        if (s === null) return;
-        this.inc({ cap: "total" }, s.connections.refusedTotal);
-        this.inc({ cap: "address" }, s.connections.refusedPerAddress);
-      },
-    });
+    redfishMetrics(r, () => this.agent().redfishStats());
+    busMetrics(r, () => this.agent().modbusStats().buses);
+    uplinkMetrics(r, () => this.uplink());
+    hmiMetrics(r, () => this.hmi());
+    sparkplugMetrics(r, () => this.sparkplug());
   }
 
   /** Follows a new agent (and uplink) after a reload replaced them. */
@@ -439,183 +366,6 @@ export class Metrics {
     this.agent = agent;
     this.uplink = uplink;
     this.sparkplug = sparkplug;
-  }
-
-  /** The Redfish client's BMCs (none without redfishClient). */
-  private redfishMetrics(r: Registry): void {
-    const bmcs = (): RedfishDeviceStats[] => this.agent().redfishStats();
-    new Gauge({
-      name: "podwarden_redfish_device_up",
-      help: "1 while a BMC answers with our credentials taken and its circuit breaker is closed",
-      labelNames: ["device"],
-      registers: [r],
-      collect() {
-        this.reset();
-        for (const d of bmcs()) this.set({ device: d.name }, d.connected && d.breaker === "closed" ? 1 : 0);
-      },
-    });
-    new Gauge({
-      name: "podwarden_redfish_stream_open",
-      help: "1 while a BMC's EventService stream is open",
-      labelNames: ["device"],
-      registers: [r],
-      collect() {
-        this.reset();
-        for (const d of bmcs()) this.set({ device: d.name }, d.streamOpen ? 1 : 0);
-      },
-    });
-    const counters: [string, string, (d: RedfishDeviceStats) => Record<string, number>][] = [
-      ["podwarden_redfish_polls_total", "BMC polls: every configured resource read once; failed = none answered", (d) => ({ ok: d.polls - d.failedPolls, failed: d.failedPolls })],
-      ["podwarden_redfish_events_total", "events on a BMC's stream: parsed, or shed beyond events.maxEventsPerS (every leak detector re-read instead)", (d) => ({ parsed: d.events - d.eventsShed, shed: d.eventsShed })],
-      ["podwarden_redfish_stream_reconnects_total", "a BMC's event stream reopened after it dropped", (d) => ({ total: d.streamReconnects })],
-      ["podwarden_redfish_logins_total", "sessions opened on a BMC (a renewal counts)", (d) => ({ total: d.logins })],
-    ];
-    for (const [name, help, values] of counters) {
-      const outcome = name === "podwarden_redfish_polls_total" || name === "podwarden_redfish_events_total";
-      new Counter({
-        name,
-        help,
-        labelNames: outcome ? ["device", "outcome"] : ["device"],
-        registers: [r],
-        collect() {
-          this.reset();
-          for (const d of bmcs()) for (const [k, v] of Object.entries(values(d))) this.inc(outcome ? { device: d.name, outcome: k } : { device: d.name }, v);
-        },
-      });
-    }
-  }
-
-  /** Per Modbus bus (`tcp:<device>`, one per TCP device; `rtu:<bus>`, shared by its devices). */
-  private busMetrics(r: Registry): void {
-    const buses = (): BusStats[] => this.agent().modbusStats().buses;
-    new Gauge({
-      name: "podwarden_modbus_bus_utilization",
-      help: "Share of the last second a Modbus bus spent in transactions",
-      labelNames: ["bus"],
-      registers: [r],
-      collect() {
-        this.reset();
-        for (const b of buses()) this.set({ bus: b.name }, b.utilization);
-      },
-    });
-    const counters: [string, string, (b: BusStats) => number][] = [
-      ["podwarden_modbus_bus_budget_overruns_total", "Telemetry polls skipped because the bus was over its time budget", (b) => b.budgetOverruns],
-      ["podwarden_modbus_bus_desyncs_total", "TCP connections dropped because the stream was out of step (a frame no device can send, or a timeout with part of a frame buffered)", (b) => b.desyncs],
-      ["podwarden_modbus_bus_stray_bytes_total", "RTU bytes that arrived while no request was waiting for them: late answers or line noise", (b) => b.strayBytes],
-    ];
-    for (const [name, help, value] of counters) {
-      new Counter({
-        name,
-        help,
-        labelNames: ["bus"],
-        registers: [r],
-        collect() {
-          this.reset();
-          for (const b of buses()) this.inc({ bus: b.name }, value(b));
-        },
-      });
-    }
-  }
-
-  private uplinkMetrics(r: Registry): void {
-    const u = (): UplinkStats | null => this.uplink();
-    new Gauge({
-      name: "podwarden_uplink_connected",
-      help: "1 while the uplink's MQTT connection is up (absent without an uplink)",
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s !== null) this.set(s.connected ? 1 : 0);
-      },
-    });
-    new Counter({
-      name: "podwarden_uplink_connects_total",
-      help: "MQTT connections made (the first, then every reconnect)",
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s !== null) this.inc(s.connects);
-      },
-    });
-    new Counter({
-      name: "podwarden_uplink_broker_switches_total",
-      help: "times the uplink moved on to the next broker address (a connection lost, refused or silent; uplink.brokers)",
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s !== null) this.inc(s.brokerSwitches);
-      },
-    });
-    new Gauge({
-      name: "podwarden_uplink_spool_depth",
-      help: "Spooled messages not yet acknowledged by the broker, by class",
-      labelNames: ["class"],
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s !== null) for (const [c, n] of Object.entries(s.spoolDepth)) this.set({ class: c }, n);
-      },
-    });
-    new Gauge({
-      name: "podwarden_uplink_spool_bytes",
-      help: "Bytes the store-and-forward spool holds on disk",
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s !== null) this.set(s.spoolBytes);
-      },
-    });
-    new Counter({
-      name: "podwarden_uplink_spool_dropped_total",
-      help: "Spooled messages dropped by the overflow policy, by class (telemetry first)",
-      labelNames: ["class"],
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s !== null) for (const [c, n] of Object.entries(s.spoolDropped)) this.inc({ class: c }, n);
-      },
-    });
-    new Counter({
-      name: "podwarden_uplink_spool_lost_total",
-      help: "Spooled messages lost to damage found in the spool files at start, by class (their seq numbers are skipped)",
-      labelNames: ["class"],
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s !== null) for (const [c, n] of Object.entries(s.spoolLost)) this.inc({ class: c }, n);
-      },
-    });
-    new Gauge({
-      name: "podwarden_uplink_publish_ack_seconds",
-      help: "Time from publishing a QoS 1 message to the broker's PUBACK, quantiles since start",
-      labelNames: ["quantile"],
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s === null) return;
-        if (Number.isFinite(s.ackUs.p50)) this.set({ quantile: "0.5" }, s.ackUs.p50 / 1e6);
-        if (Number.isFinite(s.ackUs.p99)) this.set({ quantile: "0.99" }, s.ackUs.p99 / 1e6);
-      },
-    });
-    new Counter({
-      name: "podwarden_commands_total",
-      help: "Commands received, by result (accepted, rejected; suppressed = rejected beyond the audit rate; dropped = requests beyond uplink.commands.maxPerS, dropped unread; duplicates = copies of a command already carried out, answered again and not carried out)",
-      labelNames: ["result"],
-      registers: [r],
-      collect() {
-        this.reset();
-        const s = u();
-        if (s !== null) for (const [k, n] of Object.entries(s.commands)) this.inc({ result: k }, n);
-      },
-    });
   }
 
   async listen(c: MetricsConfig): Promise<number> {
