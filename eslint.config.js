@@ -8,7 +8,6 @@ import { boundaries } from "./eslint.boundaries.js";
 const OVERSIZED = {
   "agent/uplink/spool-queue.ts": 619,
   "drivers/redfish/driver.ts": 599,
-  "cli/podwarden.ts": 518,
   "hotpath-as/reference.ts": 567,
   "test/hmi.test.ts": 561,
   "test/hil.test.ts": 504,

@@ -13,12 +13,13 @@
 // loads the simulator, the embedded broker or the command signer, which would only cost the
 // daemon resident memory on the pod controller.
 import { parseArgs } from "node:util";
-import { writeFileSync } from "node:fs";
 import { ConfigError } from "../lib/config-file.js";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { join } from "node:path";
 import { InstanceLockError } from "../agent/ops/instance-lock.js";
 import { packageVersion } from "../agent/version.js";
+import { readPassword } from "./read-password.js";
+import { UsageError } from "./usage-error.js";
 import { failSafeTable } from "../pod/fail-safe.js";
 
 const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
@@ -140,42 +141,6 @@ options:
   -h, --help              this text
   -v, --version           print the version
 `;
-
-/** A password from stdin: typed at a terminal without echo, or the first line of what is piped. */
-async function readPassword(): Promise<string> {
-  const input = process.stdin;
-  if (!input.isTTY) {
-    let text = "";
-    for await (const chunk of input) {
-      text += String(chunk);
-      if (text.includes("\n") || text.length > 1024) break;
-    }
-    return text.split(/\r?\n/)[0];
-  }
-  process.stderr.write("password: ");
-  input.setRawMode(true);
-  input.resume();
-  return await new Promise<string>((resolve, reject) => {
-    let typed = "";
-    const done = (value: string | null): void => {
-      input.off("data", onData);
-      input.setRawMode(false);
-      input.pause();
-      process.stderr.write("\n");
-      if (value === null) reject(new UsageError("cancelled"));
-      else resolve(value);
-    };
-    const onData = (d: Buffer): void => {
-      for (const ch of d.toString("utf8")) {
-        if (ch === "\r" || ch === "\n") return done(typed);
-        if (ch === "\u0003") return done(null);
-        if (ch === "\u007f") typed = typed.slice(0, -1);
-        else if (typed.length < 256) typed += ch;
-      }
-    };
-    input.on("data", onData);
-  });
-}
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -422,70 +387,8 @@ async function main(argv: string[]): Promise<number> {
         log(JSON.stringify(r, null, 2));
         return r.status === "ok" ? 0 : 1;
       }
-      case "fleet": {
-        const sub = positionals[1];
-        if (values.url === undefined) throw new UsageError("fleet needs --url <broker>[,<broker>...]");
-        const whole = (v: string | undefined, what: string, def: number, min = 1): number => {
-          if (v === undefined) return def;
-          const n = Number(v);
-          if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${what}: ${v} is not a whole number of at least ${min}`);
-          return n;
-        };
-        const version = whole(values["mqtt-version"], "--mqtt-version", 5);
-        if (version !== 4 && version !== 5) throw new UsageError("--mqtt-version: 4 or 5");
-        const list = (v: string | undefined): string[] | undefined => v?.split(",").map((x) => x.trim()).filter((x) => x !== "");
-        const common = { urls: list(values.url) ?? [], protocolVersion: version === 4 ? (4 as const) : (5 as const), username: values.username, password: process.env.PODWARDEN_MQTT_PASSWORD, out: process.stdout };
-        const { fleetWatch, fleetCommand } = await import("./fleet-command.js");
-        if (sub === "watch") {
-          const stop = new Promise<void>((resolve) => {
-            process.once("SIGINT", resolve);
-            process.once("SIGTERM", resolve);
-          });
-          await fleetWatch({ ...common, share: values.share, consumers: whole(values.consumers, "--consumers", 1), sites: list(values.site), everyS: whole(values.every, "--every", 5), json: values.json === true, stop });
-          return 0;
-        }
-        if (sub === "command") {
-          const name = positionals[2];
-          const pods = list(values.pods);
-          if (name === undefined || pods === undefined || values.key === undefined || values["key-id"] === undefined) throw new UsageError("fleet command needs <name> --pods <site/pod>[,...] --key <file> --key-id <id>");
-          const ok = await fleetCommand({ ...common, pods, command: name, params: values.params ?? "{}", keyFile: values.key, keyId: values["key-id"], timeoutMs: whole(values.timeout, "--timeout", 10) * 1000 });
-          return ok === pods.length ? 0 : 1;
-        }
-        if (sub === "record") {
-          const pod = values.pods;
-          if (pod === undefined || values.out === undefined) throw new UsageError("fleet record needs --pods <site/pod> --out <file> [--seconds <n>]");
-          const { recordSession } = await import("../fleet/session.js");
-          const session = await recordSession({ url: common.urls[0] ?? "", protocolVersion: common.protocolVersion, pod, durationMs: whole(values.seconds, "--seconds", 60) * 1000, username: common.username, password: common.password });
-          writeFileSync(values.out, `${JSON.stringify(session)}\n`);
-          log(`${values.out}: ${session.messages.length} messages over ${session.durationMs / 1000} s from ${pod}`);
-          return 0;
-        }
-        if (sub === "emulate") {
-          if (values.site === undefined || !/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(values.site)) throw new UsageError("fleet emulate needs --site <s> (letters, digits, _ and -)");
-          if ((values["key-id"] === undefined) !== (values["public-key"] === undefined)) throw new UsageError("fleet emulate: --key-id and --public-key go together");
-          const stop = new Promise<void>((resolve) => {
-            process.once("SIGINT", resolve);
-            process.once("SIGTERM", resolve);
-          });
-          const { fleetEmulate } = await import("./fleet-emulate.js");
-          await fleetEmulate({
-            ...common,
-            sessionFile: values.session ?? "configs/fleet/demo-pod-session.json",
-            site: values.site,
-            count: whole(values.count, "--count", 100),
-            first: whole(values.first, "--first", 0, 0),
-            telemetryEvery: whole(values["telemetry-every"], "--telemetry-every", 1),
-            alarmEveryS: values["alarm-every"] === undefined ? null : whole(values["alarm-every"], "--alarm-every", 1),
-            keepaliveS: whole(values.keepalive, "--keepalive", 10),
-            key: values["key-id"] === undefined || values["public-key"] === undefined ? null : { id: values["key-id"], publicKeyFile: values["public-key"] },
-            everyS: whole(values.every, "--every", 5),
-            json: values.json === true,
-            stop,
-          });
-          return 0;
-        }
-        throw new UsageError("fleet watch | fleet command <name> | fleet record | fleet emulate");
-      }
+      case "fleet":
+        return await (await import("./fleet-cli.js")).fleetCli(positionals[1], positionals[2], values, log);
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");
         await (await import("./sim-command.js")).simCommand(values.config, values.scenario, log, values.rtu);
@@ -507,7 +410,6 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-class UsageError extends Error {}
 
 main(process.argv.slice(2)).then(
   (code) => (process.exitCode = code),
