@@ -1,5 +1,5 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
-//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-campaign, hil-realtime, faults, fleet, attacks), or
+//   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-campaign, hil-realtime, faults, fleet, attacks, modbus), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
@@ -21,6 +21,7 @@ import { printRedfish, runRedfishBench } from "./redfish.js";
 import { printRecorder, runRecorderBench } from "./recorder.js";
 import { printFleet, runFleetBench } from "./fleet.js";
 import { printAttacks, runAttackBench } from "./attacks.js";
+import { printModbusCost, runModbusCostBench } from "./modbus-cost.js";
 import { printHilBench, printHilCampaign, printHilRealtimeBench, runHilBench, runHilCampaign, runHilRealtimeBench } from "./hil.js";
 
 const { values } = parseArgs({
@@ -57,6 +58,7 @@ if (wants("control")) printControl(runControlBench());
 if (wants("sim")) printSim(await runSimBench(values.quick));
 if (wants("drivers")) printDrivers(await runDriverBench(values.quick));
 if (wants("agent")) printAgent(await runAgentBench(values.quick, leakPollMs));
+if (wants("modbus")) printModbusCost(await runModbusCostBench(values.quick));
 // the leak-to-isolation measurement alone, unloaded and under each input load
 if (values.only === "leak") printAgent(await runAgentBench(values.quick, leakPollMs, "leak"));
 // The uplink group's agent runs in this process. Under node's defaults it had four V8 helper
