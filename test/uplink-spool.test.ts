@@ -1,6 +1,6 @@
 // The store-and-forward spool on a real filesystem: order, PUBACK-based removal, restart,
 // overflow policy, torn writes and corrupt files.
-import { readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Spool, type Taken } from "../agent/uplink/spool.js";
@@ -245,6 +245,27 @@ describe("spool", () => {
     expect(ids).toEqual([1, 3, 4, 5, 6]);
     expect(rep.lost.critical).toBe(1);
     expect(next).toBe(7);
+  });
+
+  it("reads a segment file grown past 2 GiB only as far as a segment can hold: its records kept, the file moved aside, the spool opened", () => {
+    // issue #54: readFileSync threw ERR_FS_FILE_TOO_LARGE on it, and the daemon ran on half-started
+    const dir = spoolDir();
+    const segs = written(dir, 12, 600);
+    const newest = segs[segs.length - 1];
+    const intact = readFileSync(newest).length;
+    truncateSync(newest, 2_362_232_013); // 2.2 GiB, sparse: zeroes past the records, no disk used
+    const { rep, ids, next } = reopenAndDrain(dir, 600);
+    expect(rep.quarantined).toHaveLength(1);
+    expect(rep.quarantined[0]).toMatch(/past the \d+ a segment can hold: read to there only/);
+    expect(rep.quarantined[0]).toMatch(/the original moved to/);
+    expect(ids).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]); // every record before the growth kept
+    expect(next).toBeGreaterThan(12);
+    // rewritten from its intact records (and the one appended since): a segment's size again
+    expect(readFileSync(newest).length).toBeGreaterThanOrEqual(intact);
+    expect(readFileSync(newest).length).toBeLessThan(4096);
+    const aside = readdirSync(join(dir, "quarantine"));
+    expect(aside).toHaveLength(1);
+    expect(statSync(join(dir, "quarantine", aside[0])).size).toBe(2_362_232_013);
   });
 
   it("skips, and counts, as many ids as damage reaching the end of the newest file could have held", () => {

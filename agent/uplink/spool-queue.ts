@@ -16,11 +16,11 @@
 //
 // Reading follows the log from the oldest unacknowledged record to the tail, through the page
 // cache, so the same path serves live sending and replay after an outage.
-import { closeSync, copyFileSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { JsonStateFile } from "../../lib/json-state-file.js";
 import { syncDirectory, syncDirectoryInBackground } from "../../lib/sync-directory.js";
-import { decodeAt, encodeRecord, MAX_RECORD, MIN_RECORD_BYTES, rewriteSegment, scanSegment, truncateSegment, type SpoolRecord } from "./spool-record.js";
+import { decodeAt, encodeRecord, HEADER, MAX_RECORD, MIN_RECORD_BYTES, readHead, rewriteSegment, scanSegment, truncateSegment, type SpoolRecord } from "./spool-record.js";
 
 export type { SpoolRecord } from "./spool-record.js";
 
@@ -95,10 +95,14 @@ export class SpoolQueue {
   /** ids lost to damage and not yet behind the acknowledged mark, in order: the mark moves over them */
   private readonly missing: Range[] = [];
 
+  /** the largest a segment file can be: segmentBytes, and its last record past it */
+  private readonly maxSegmentFileBytes: number;
+
   constructor(
     readonly dir: string,
     private readonly segmentBytes: number,
   ) {
+    this.maxSegmentFileBytes = segmentBytes + HEADER + MAX_RECORD;
     mkdirSync(dir, { recursive: true });
     this.ackedStore = new JsonStateFile(join(dir, "acked"), (d) => {
       const n = (d as { ackedId?: unknown } | null)?.ackedId;
@@ -130,9 +134,20 @@ export class SpoolQueue {
     names.forEach((name, k) => {
       const file = join(this.dir, name);
       const firstId = Number(name.slice(0, 16));
-      const buf = readFileSync(file);
       const isNewest = k === names.length - 1;
-      const scan = scanSegment(buf, isNewest);
+      // No segment grows past segmentBytes by more than its last record. A larger file is damage,
+      // not a segment: only as much as a segment can hold is read (a file past 2 GiB cannot be read
+      // whole at all, and reading it threw and left the daemon half-started), the rest is damage
+      // to the end of the file, and the file is moved aside rather than copied.
+      const size = statSync(file).size;
+      const oversize = size > this.maxSegmentFileBytes ? size : null;
+      const buf = oversize === null ? readFileSync(file) : readHead(file, this.maxSegmentFileBytes);
+      const scan = scanSegment(buf, isNewest && oversize === null);
+      if (oversize !== null) {
+        if (scan.damagedTail === 0) scan.damage.push(`${oversize} bytes, past the ${this.maxSegmentFileBytes} a segment can hold: read to there only`);
+        else scan.damage[scan.damage.length - 1] += ` (the file is ${oversize} bytes, past the ${this.maxSegmentFileBytes} a segment can hold: read to there only)`;
+        scan.damagedTail = oversize - scan.end;
+      }
       if (scan.torn) {
         // a crash cut the last write short: keep what is whole (that record was never sent: a
         // record is sent only once it is on file, so its id may be given out again)
@@ -143,9 +158,10 @@ export class SpoolQueue {
       if (scan.damage.length > 0) {
         mkdirSync(quarantineDir, { recursive: true });
         const aside = join(quarantineDir, `${Date.now()}-${name}`);
-        copyFileSync(file, aside);
+        if (oversize === null) copyFileSync(file, aside);
+        else renameSync(file, aside);
         bytes = rewriteSegment(file, scan.records, this.dir);
-        report.quarantined.push(`${file}: ${scan.damage.join("; ")}; ${scan.records.length} intact records kept; the original copied to ${aside}`);
+        report.quarantined.push(`${file}: ${scan.damage.join("; ")}; ${scan.records.length} intact records kept; the original ${oversize === null ? "copied" : "moved"} to ${aside}`);
       }
       const seg: Segment = { firstId, file, bytes, count: scan.records.length, lastId: firstId - 1, holes: [] };
       for (const r of scan.records) {

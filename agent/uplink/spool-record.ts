@@ -2,7 +2,7 @@
 // the payload a record's JSON; its encoding, and the reading of a whole segment back at start,
 // past damage, and the rewrite of a damaged one (spool-queue.ts says what the queue does with what
 // is found).
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, writeSync } from "node:fs";
 import { crc32 } from "node:zlib";
 import { syncDirectory } from "../../lib/sync-directory.js";
 
@@ -142,4 +142,21 @@ export function truncateSegment(file: string, length: number): void {
   fsyncSync(fd);
   closeSync(fd);
   renameSync(tmp, file);
+}
+
+/** The first `bytes` of a file (all of it if shorter). */
+export function readHead(file: string, bytes: number): Buffer {
+  const buf = Buffer.alloc(bytes);
+  const fd = openSync(file, "r");
+  try {
+    let got = 0;
+    while (got < bytes) {
+      const n = readSync(fd, buf, got, bytes - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.subarray(0, got);
+  } finally {
+    closeSync(fd);
+  }
 }
