@@ -48,7 +48,19 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   const agent: PodPlane = own.ok ? await ControlPlane.start(loaded, logs) : await InProcessPlane.start(loaded, logs);
   // health and metrics answer before the uplink's first connection attempt (which may wait for an
   // unreachable broker)
-  const services = await ServicePlane.start(agent, loaded.config, { logs });
+  let services: ServicePlane;
+  try {
+    services = await ServicePlane.start(agent, loaded.config, { logs });
+  } catch (err) {
+    // A start cannot half-happen (issue #54): with a service that cannot start for a reason other
+    // than its port or its page (those run without it, logged), the control plane drives its
+    // actuators safe and stops, and the process exits 1 for systemd to see and restart
+    log.error({ err }, "podwarden could not start its services: actuators driven safe, stopping");
+    await agent.stop({ driveSafe: true, reason: "start failed", timeoutMs: 2500 });
+    await lock.release();
+    logs.flush();
+    return 1;
+  }
   await hooks.started?.(agent);
   // the control worker has ticked with valid (fail-safe until inputs arrive) outputs
   const systemd = new SystemdNotifier();

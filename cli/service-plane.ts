@@ -52,11 +52,17 @@ export class ServicePlane {
    */
   static async start(plane: PodPlane, c: AgentConfig, o: ServicePlaneOptions): Promise<ServicePlane> {
     const s = new ServicePlane(plane, o);
-    await s.startMetrics(c);
-    await s.startHmi(c);
-    await s.startRedfish(c);
-    await s.startAdmin();
-    await s.startUplinks(c.uplink);
+    try {
+      await s.startMetrics(c);
+      await s.startHmi(c);
+      await s.startRedfish(c);
+      await s.startAdmin();
+      await s.startUplinks(c.uplink);
+    } catch (err) {
+      // nothing is left half-started: what did start is closed, and the caller stops the plane
+      await s.close();
+      throw err;
+    }
     return s;
   }
 
@@ -194,6 +200,11 @@ export class ServicePlane {
    */
   async stop(opts: { driveSafe: boolean; reason: string; timeoutMs?: number }): Promise<void> {
     await this.plane.stop(opts);
+    await this.close();
+  }
+
+  /** Every service closed, the control plane left as it is. */
+  private async close(): Promise<void> {
     await this.stopUplinks();
     await this.metrics?.close();
     await this.hmi?.close();

@@ -95,6 +95,25 @@ describe("podwarden run (daemon process)", () => {
     expect(await d.exit).toBe(0);
   }, 60_000);
 
+  it("cannot half-start: a service that cannot start (its spool's directory a file) stops the daemon, actuators driven safe, exit 1 with the reason", async () => {
+    const stateDir = mkdtempSync(join(dir, "state-"));
+    writeFileSync(join(stateDir, "spool"), "not a directory");
+    const d = startDaemon(configFile((c) => {
+      c.stateDir = stateDir;
+      c.uplink = { url: "mqtt://127.0.0.1:1" };
+    }));
+    daemons.push(d);
+    expect(await d.exit).toBe(1);
+    const failed = d.lines.find((l) => l.msg === "podwarden could not start its services: actuators driven safe, stopping");
+    expect(failed, JSON.stringify(d.lines.slice(-5))).toBeDefined();
+    expect(JSON.stringify(failed)).toMatch(/spool/);
+    // it never said it was running, and it drove its actuators safe on the way out
+    expect(d.lines.some((l) => l.msg === "podwarden running")).toBe(false);
+    expect(d.lines.some((l) => (l.event as { type?: string } | undefined)?.type === "agent.stopping")).toBe(true);
+    // and its heartbeats stopped with it: the devices' own leases take over
+    await waitFor(() => leases().every((x) => x), "every device's lease expired", 15_000);
+  }, 60_000);
+
   it("refuses a second daemon for the same pod or the same state directory (exit 3, naming the first), before it touches a device", async () => {
     const stateDir = mkdtempSync(join(dir, "state-"));
     const first = await launch(configFile((c) => (c.stateDir = stateDir)));
