@@ -1,6 +1,6 @@
 // The store-and-forward spool on a real filesystem: order, PUBACK-based removal, restart,
 // overflow policy, torn writes and corrupt files.
-import { readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, appendFileSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Spool, type Taken } from "../agent/uplink/spool.js";
@@ -245,6 +245,22 @@ describe("spool", () => {
     expect(ids).toEqual([1, 3, 4, 5, 6]);
     expect(rep.lost.critical).toBe(1);
     expect(next).toBe(7);
+  });
+
+  it("keeps its files to its own user: directories 0700 and segments 0600, and makes them so on a spool from before", () => {
+    const dir = spoolDir();
+    const segs = written(dir, 12, 600);
+    const mode = (f: string): number => statSync(f).mode & 0o777;
+    expect(mode(join(dir, "critical"))).toBe(0o700);
+    for (const f of segs) expect(mode(f), f).toBe(0o600);
+    // a spool written before its modes were set: opened, it is put right
+    for (const f of segs) chmodSync(f, 0o644);
+    chmodSync(join(dir, "critical"), 0o755);
+    const s = new Spool({ dir, maxBytes: 1 << 20, segmentBytes: 600 });
+    s.open();
+    s.close();
+    expect(mode(join(dir, "critical"))).toBe(0o700);
+    for (const f of segs) expect(mode(f), f).toBe(0o600);
   });
 
   it("reads a segment file grown past 2 GiB only as far as a segment can hold: its records kept, the file moved aside, the spool opened", () => {

@@ -16,7 +16,7 @@
 //
 // Reading follows the log from the oldest unacknowledged record to the tail, through the page
 // cache, so the same path serves live sending and replay after an outage.
-import { closeSync, copyFileSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, copyFileSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { JsonStateFile } from "../../lib/json-state-file.js";
 import { syncDirectory, syncDirectoryInBackground } from "../../lib/sync-directory.js";
@@ -95,15 +95,16 @@ export class SpoolQueue {
   /** ids lost to damage and not yet behind the acknowledged mark, in order: the mark moves over them */
   private readonly missing: Range[] = [];
 
-  /** the largest a segment file can be: segmentBytes, and its last record past it */
-  private readonly maxSegmentFileBytes: number;
+  private readonly maxSegmentFileBytes: number; // segmentBytes, and its last record past it
 
   constructor(
     readonly dir: string,
     private readonly segmentBytes: number,
   ) {
     this.maxSegmentFileBytes = segmentBytes + HEADER + MAX_RECORD;
-    mkdirSync(dir, { recursive: true });
+    // what the pod sends is its own user's alone (issue #54: segments were world-readable)
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
     this.ackedStore = new JsonStateFile(join(dir, "acked"), (d) => {
       const n = (d as { ackedId?: unknown } | null)?.ackedId;
       if (!Number.isSafeInteger(n) || (n as number) < 0) throw new Error("no ackedId");
@@ -135,10 +136,9 @@ export class SpoolQueue {
       const file = join(this.dir, name);
       const firstId = Number(name.slice(0, 16));
       const isNewest = k === names.length - 1;
-      // No segment grows past segmentBytes by more than its last record. A larger file is damage,
-      // not a segment: only as much as a segment can hold is read (a file past 2 GiB cannot be read
-      // whole at all, and reading it threw and left the daemon half-started), the rest is damage
-      // to the end of the file, and the file is moved aside rather than copied.
+      // A file larger than a segment can grow is damage: read only that far (past 2 GiB it cannot
+      // be read whole: it threw, issue #54), the rest damage to its end, the file moved aside.
+      chmodSync(file, 0o600); // a file from before modes were set
       const size = statSync(file).size;
       const oversize = size > this.maxSegmentFileBytes ? size : null;
       const buf = oversize === null ? readFileSync(file) : readHead(file, this.maxSegmentFileBytes);
@@ -156,7 +156,7 @@ export class SpoolQueue {
       }
       let bytes = scan.end;
       if (scan.damage.length > 0) {
-        mkdirSync(quarantineDir, { recursive: true });
+        mkdirSync(quarantineDir, { recursive: true, mode: 0o700 });
         const aside = join(quarantineDir, `${Date.now()}-${name}`);
         if (oversize === null) copyFileSync(file, aside);
         else renameSync(file, aside);
@@ -193,7 +193,7 @@ export class SpoolQueue {
     });
     this.nextId = maxId + 1;
     if (this.segments.length === 0) this.startSegment();
-    else this.fd = openSync(this.segments[this.segments.length - 1].file, "a");
+    else this.fd = openSync(this.segments[this.segments.length - 1].file, "a", 0o600);
     this.lost += report.lost;
     this.advanceAcked();
     this.releaseAcked();
@@ -207,7 +207,7 @@ export class SpoolQueue {
     const file = join(this.dir, `${String(firstId).padStart(16, "0")}.seg`);
     // open the new file before letting go of the old one: if the disk refuses, writing goes on
     // (or fails) on the old segment, never on a closed descriptor
-    const fd = openSync(file, "a");
+    const fd = openSync(file, "a", 0o600);
     if (this.fd !== null) this.retire(this.fd);
     this.fd = fd;
     this.dirUnsynced = true;

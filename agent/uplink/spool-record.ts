@@ -121,7 +121,7 @@ export function decodeAt(buf: Buffer, off: number): Decoded {
 export function rewriteSegment(file: string, records: readonly SpoolRecord[], dir: string): number {
   const clean = Buffer.concat(records.map(encodeRecord));
   const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w");
+  const fd = openSync(tmp, "w", 0o600);
   try {
     writeSync(fd, clean);
     fsyncSync(fd);
@@ -137,7 +137,7 @@ export function rewriteSegment(file: string, records: readonly SpoolRecord[], di
 export function truncateSegment(file: string, length: number): void {
   const keep = readFileSync(file).subarray(0, length);
   const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w");
+  const fd = openSync(tmp, "w", 0o600);
   writeSync(fd, keep);
   fsyncSync(fd);
   closeSync(fd);
