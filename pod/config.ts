@@ -74,6 +74,15 @@ function loopTuning<E extends Record<string, object>>(d: LoopDefaults, what: str
           noiseS: num(0.5, 600, d.autotune.noiseS, "output held this long while the PV's noise is measured, before the relay starts, s"),
           timeoutS: num(10, 7200, d.autotune.timeoutS, "the tuning aborts when it has not finished in this long, s"),
           cycles: int(2, 20, 4, "whole relay periods analysed (after a first one left out): more is steadier, and longer"),
+          gainLimits: obj(
+            {
+              kpMin: num(0, 1e6, d.kp / 100, "least kp a tuning's proposal or an engineer's gains may apply (above 0: a loop with no proportional action is no controller)"),
+              kpMax: num(0, 1e6, d.kp * 100, "most kp they may apply"),
+              kiMax: num(0, 1e6, d.ki * 100, "most ki they may apply"),
+              kdMax: num(0, 1e6, d.kp * 100, "most kd they may apply"),
+            },
+            "the envelope of gains applied over the config's (the gains command, `podwarden gains`): outside it they are refused; the config's own gains are the engineer's and are not held to it",
+          ),
         },
         "relay autotune (docs/engineering.md): started by the tune command or `podwarden tune <loop>`; its bounds",
       ),

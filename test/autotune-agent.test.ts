@@ -183,6 +183,20 @@ describe("relay autotune and gains on a running agent", () => {
     expect((JSON.parse(readFileSync(join(stateDir, "gains.json"), "utf8")) as { loops: unknown[] }).loops).toEqual([]);
   }, 90_000);
 
+  it("refuses gains outside the loop's gain limits, by hand or by a command, and changes nothing (issue #54: 0 and 1e6 were taken)", async () => {
+    const before = agent.commander.loopGains(pump()).applied;
+    const lim = config.control.pumpLoop.autotune.gainLimits;
+    expect(await refused("gains", { loop: "cdu.pump", kp: 0, ki: 0.1 })).toMatch(/kp 0 is outside \[[\d.]+, [\d.]+\] \(kp must be above 0\): refused \(control\.pumpLoop\.autotune\.gainLimits\)/);
+    expect(await refused("gains", { loop: "cdu.pump", kp: 1e6, ki: 1e6, kd: 1e6 })).toMatch(/kp 1000000 is outside.*; ki 1000000 is outside \[0, [\d.]+\]; kd 1000000 is outside/);
+    expect(await refused("gains", { loop: "cdu.pump", kp: lim.kpMax * 1.01, ki: 0 })).toMatch(/kp [\d.]+ is outside/);
+    expect(agent.commander.loopGains(pump()).applied).toEqual(before);
+    // at its edge, taken
+    await ok("gains", { loop: "cdu.pump", kp: lim.kpMax, ki: lim.kiMax });
+    expect(agent.commander.loopGains(pump()).applied).toMatchObject({ kp: lim.kpMax, ki: lim.kiMax });
+    const lines: string[] = [];
+    expect(await gainsCommand({ loop: "cdu.pump", stateDir, log: (l) => lines.push(l), revert: true })).toBe(0);
+  });
+
   it("refuses gains it cannot save, with an alarm, and changes nothing", async () => {
     // every write goes through gains.json.bg.tmp: a directory in its place makes each one fail
     mkdirSync(join(stateDir, "gains.json.bg.tmp"));

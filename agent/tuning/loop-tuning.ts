@@ -59,13 +59,16 @@ export class LoopTunings {
     if (got.problem !== undefined) this.host.reportProblem("state:gains", { severity: "Warning", source: "agent", message: `applied gains state: ${got.problem}`, untilAcknowledged: true });
     const dropped: string[] = [];
     for (const [loop, g] of got.gains) {
-      if (this.host.layout.loopIndex(loop) === undefined) dropped.push(loop);
+      const index = this.host.layout.loopIndex(loop);
+      const outside = index === undefined ? null : gainsOutside(g, this.host.loopConfig(index).autotune.gainLimits);
+      if (index === undefined) dropped.push(loop);
+      else if (outside !== null) dropped.push(`${loop} (${outside})`);
       else {
         this.gains.set(loop, g);
         this.host.log("warn", { loop, kp: g.kp, ki: g.ki, kd: g.kd, rule: g.rule, by: g.by }, "applied gains restored from before the restart");
       }
     }
-    if (dropped.length > 0) this.host.reportProblem("state:gains-dropped", { severity: "Warning", source: "agent", message: `applied gains of loops that no longer exist were dropped: ${dropped.join(", ")}`, untilAcknowledged: true });
+    if (dropped.length > 0) this.host.reportProblem("state:gains-dropped", { severity: "Warning", source: "agent", message: `applied gains of loops that no longer exist, or outside the gain limits now, were dropped (the config's gains hold): ${dropped.join(", ")}`, untilAcknowledged: true });
     return this.byIndex();
   }
 
@@ -155,6 +158,8 @@ export class LoopTunings {
       gains = { kp: g.kp, ki: g.ki, kd: g.kd };
       rule = "manual";
     }
+    const outside = gainsOutside(gains, this.host.loopConfig(loop).autotune.gainLimits);
+    if (outside !== null) return Promise.reject(new Error(`${name}: ${outside}: refused (control.${this.host.layout.isPumpLoop(loop) ? "pumpLoop" : "rackLoop"}.autotune.gainLimits)`));
     const applied: AppliedGains = { ...gains, rule, by, appliedAt: new Date().toISOString() };
     return this.change((m) => m.set(name, applied)).then(() => {
       this.host.log("warn", { loop: name, ...applied }, "gains applied over the config's");
@@ -194,4 +199,13 @@ export class LoopTunings {
   async settled(): Promise<void> {
     await this.chain;
   }
+}
+
+/** Why gains lie outside a loop's gain limits, or null when they do not. */
+export function gainsOutside(g: LoopGains, l: { kpMin: number; kpMax: number; kiMax: number; kdMax: number }): string | null {
+  const out: string[] = [];
+  if (!(g.kp > 0) || g.kp < l.kpMin || g.kp > l.kpMax) out.push(`kp ${g.kp} is outside [${l.kpMin}, ${l.kpMax}]${g.kp > 0 ? "" : " (kp must be above 0)"}`);
+  if (!(g.ki >= 0) || g.ki > l.kiMax) out.push(`ki ${g.ki} is outside [0, ${l.kiMax}]`);
+  if (!(g.kd >= 0) || g.kd > l.kdMax) out.push(`kd ${g.kd} is outside [0, ${l.kdMax}]`);
+  return out.length === 0 ? null : out.join("; ");
 }
