@@ -1,6 +1,7 @@
 // The HMI's HTTP plumbing: the headers every answer carries, JSON answers, and request bodies
 // read only up to a limit.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { isIP } from "node:net";
 
 // The page loads nothing from anywhere but this server, runs no inline script and no eval, and
 // cannot be framed by another site.
@@ -51,4 +52,18 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
     req.once("end", () => resolve(Buffer.concat(parts)));
     req.once("error", reject);
   });
+}
+
+/**
+ * Whether a request's Host header names this HMI: an IP address (v4, or v6 in brackets), localhost,
+ * or one of `allowed` (case does not matter; a port is ignored). DNS rebinding points a name the
+ * attacker owns at the controller, so the victim's browser sends that name: only names the
+ * operator listed pass. A request with no Host header is not a browser's, and passes.
+ */
+export function hostAllowed(host: string | undefined, allowed: readonly string[]): boolean {
+  if (host === undefined) return true;
+  const h = host.toLowerCase();
+  const name = h.startsWith("[") ? h.slice(1, h.indexOf("]")) : h.replace(/:\d*$/, "");
+  if (isIP(name) !== 0 || name === "localhost") return true;
+  return allowed.some((a) => a.toLowerCase() === name);
 }

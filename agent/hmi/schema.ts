@@ -1,7 +1,7 @@
 // The HMI's config section (`hmi`): its schema, and its type derived from it (apart from the
 // server so that config checking does not load it).
 import { existsSync } from "node:fs";
-import { bool, int, obj, optional, str, type Infer } from "../../lib/schema-builders.js";
+import { arr, bool, int, obj, optional, str, type Infer } from "../../lib/schema-builders.js";
 import { loadUsers } from "./users.js";
 
 /** A server's optional TLS keys (the HMI's, the Redfish service's). */
@@ -40,6 +40,7 @@ export const HMI_SCHEMA = obj(
     trendMinutes: int(1, 60, 15, "how far back the trends reach: every field point, output, setpoint and cap, sampled once a second in memory (4 bytes a sample)"),
     usersFile: optional(str("who may log in to act (acknowledge, reset a leak, setpoints, modes, isolation): a YAML file written by `podwarden hmi-user`; without it the HMI is view-only", { minLength: 1 })),
     sessionIdleS: int(60, 86400, 900, "a login ends after this long without a request"),
+    allowedHosts: arr(str("a host name", { minLength: 1, maxLength: 253 }), "names the HMI answers to (in the Host header) besides an IP address and localhost: a request that names any other host is refused with 421, so that a page elsewhere cannot reach the HMI through a name it points at the controller (DNS rebinding)", { default: [], maxItems: 32 }),
     tls: serverTls("serve over HTTPS with this certificate"),
     ...connectionKeys(),
   },

@@ -28,7 +28,7 @@ import type { UplinkStats } from "../uplink/uplink.js";
 import { hmiHealth, RequestRates } from "./health.js";
 import { EventLog, MAX_EVENTS_PER_REQUEST } from "./event-log.js";
 import { HmiActions, type HmiCommander } from "./actions.js";
-import { refuse, SECURITY_HEADERS, sendJson, sendJsonText } from "./http.js";
+import { hostAllowed, refuse, SECURITY_HEADERS, sendJson, sendJsonText } from "./http.js";
 import { connectionLimits, type HmiConfig } from "./schema.js";
 import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
 import { recordingCsv } from "../recorder/recording-csv.js";
@@ -216,6 +216,9 @@ export class HmiServer {
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? "/";
     if (url.length > MAX_URL_CHARS) return refuse(res, 414, "URL too long");
+    // before anything is read or done: a page elsewhere must not reach the HMI through a name it
+    // points at the controller (issue #54: with Host: evil.example, /api/state answered and a login succeeded)
+    if (!hostAllowed(req.headers.host, this.c.allowedHosts)) return refuse(res, 421, "this HMI does not answer to that host name (hmi.allowedHosts)");
     const path = url.split("?")[0];
     if (HmiActions.owns(path)) return this.actions.handle(req, res, path);
     // a body is never read: refuse closes the connection after the answer
