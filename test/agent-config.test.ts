@@ -111,7 +111,7 @@ describe("agent config", () => {
   it("refuses HMI certificate and users files that are not there or not valid, and half a TLS setting, naming the key", () => {
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  tls: { certFile: /nonexistent/hmi.pem, keyFile: /etc/hosts }\n`, "agent.yaml")).toThrow(/hmi\.tls\.certFile: no file \/nonexistent\/hmi\.pem/);
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  tls: { certFile: /etc/hosts }\n`, "agent.yaml")).toThrow(/hmi\.tls.*keyFile/);
-    expect(parseAgentConfig(demo, "agent.yaml").hmi).toEqual({ enabled: true, host: "127.0.0.1", port: 8470, updateHz: 5, maxClients: 8, trendMinutes: 15, sessionIdleS: 900, maxConnections: 64, maxConnectionsPerAddress: 16 });
+    expect(parseAgentConfig(demo, "agent.yaml").hmi).toEqual({ enabled: true, host: "127.0.0.1", port: 8470, updateHz: 5, maxClients: 8, trendMinutes: 15, sessionIdleS: 900, allowedHosts: [], maxConnections: 64, maxConnectionsPerAddress: 16 });
     // a users file that is not there, or not valid, is named with what is wrong with it
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  usersFile: /nonexistent/users.yaml\n`, "agent.yaml")).toThrow(/hmi\.usersFile \(\/nonexistent\/users\.yaml\): cannot read/);
     const users = write("users:\n  - { name: eve, roles: [root], passwordHash: x }\n");
@@ -186,7 +186,7 @@ describe("config types come from the schemas", () => {
     const c = loadAgentConfig("configs/demo-pod.yaml").config;
     expect(Object.keys(c.control.rackLoop).sort()).toEqual(["autotune", "deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "pvFilterS", "safeOnLeak", "safeOnLeaseLoss", "safeOnSensorFault", "safeOnShutdown", "spRamp", "tf"]);
     expect(c.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9464 });
-    expect(c.control.rackLoop.autotune).toEqual({ amplitude: 10, hysteresisMin: 0.02, deviationMax: 2, noiseS: 10, timeoutS: 900, cycles: 4 });
+    expect(c.control.rackLoop.autotune).toEqual({ amplitude: 10, hysteresisMin: 0.02, deviationMax: 2, noiseS: 10, timeoutS: 900, cycles: 4, gainLimits: { kpMin: 0.04, kpMax: 400, kiMax: 40, kdMax: 400 } });
     expect(c.valveHealth).toEqual({ enabled: true, positionEpsPct: 0.3, stuckErrorPct: 5, stuckS: 20, stickBandWarnPct: 2, travelMaxS: 30, breakaways: 5, responseMs: 300 });
   });
 
