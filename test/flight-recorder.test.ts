@@ -211,9 +211,12 @@ describe("the flight recorder", () => {
       await waitFor(() => complete().some((h) => h.id === id), `recording ${id} complete`, 10_000);
       await agent.recorder.flushed();
     }
-    const ids = listRecordings(dir()).recordings.map((r) => r.id);
+    const kept = listRecordings(dir()).recordings;
+    const ids = kept.map((r) => r.id);
     expect(ids).toHaveLength(3);
     expect(ids.at(-1)).toMatch(/operator-rotation-2$/);
+    // the leak's recording is evidence: the operators' went before it (issue #54)
+    expect(kept.some((r) => r.header.triggers.some((x) => x.reason === "alarm:leak:rack-3")), JSON.stringify(kept.map((r) => r.header.triggers.map((x) => x.reason)))).toBe(true);
   }, 40_000);
 
   it("serves the recordings to the HMI: their summaries, and each as CSV", async () => {

@@ -216,10 +216,23 @@ export function listRecordings(dir: string): { recordings: RecordingEntry[]; bad
   return { recordings, bad };
 }
 
-/** Keeps the newest `keep` recordings; returns the ids removed. Leftover temporary files go too. */
+/**
+ * Whether a recording is only an operator's or the machine's timing (`operator:…`,
+ * `alarm:control:overrun`): what goes first when the recordings are too many. A trip's is evidence.
+ */
+export function minorRecording(h: Pick<RecordingHeader, "triggers">): boolean {
+  return h.triggers.every((t) => t.reason.startsWith("operator:") || t.reason === "alarm:control:overrun");
+}
+
+/**
+ * Keeps `keep` recordings; returns the ids removed. The oldest minor ones go first, and a trip's
+ * only when no minor one is left (issue #54: operators' and overrun recordings pushed out
+ * leak-trip evidence). Leftover temporary files go too.
+ */
 export async function rotateRecordings(dir: string, keep: number): Promise<string[]> {
   const { recordings } = listRecordings(dir);
-  const gone = recordings.slice(0, Math.max(0, recordings.length - keep));
+  const byPriority = [...recordings.filter((r) => minorRecording(r.header)), ...recordings.filter((r) => !minorRecording(r.header))];
+  const gone = byPriority.slice(0, Math.max(0, recordings.length - keep));
   for (const r of gone) await unlink(r.file).catch(() => undefined);
   return gone.map((r) => r.id);
 }

@@ -7,7 +7,7 @@ export const RECORDER_SCHEMA = obj(
     preS: num(0.1, 60, 5, "seconds before the trigger kept in a recording"),
     postS: num(0, 60, 2, "seconds after the trigger kept recording before the file is written whole (it is written at once with the pre-trigger window, then again)"),
     decimation: int(1, 1000, 1, "record one tick in this many (1: every tick; a decimated recording cannot be replayed)"),
-    maxFiles: int(1, 1000, 20, "recordings kept; the oldest beyond this are removed"),
+    maxFiles: int(1, 1000, 20, "recordings kept; beyond this the oldest of those only an operator asked for or only control:overrun tripped are removed first, a trip's only when none of those is left"),
   },
   "the flight recorder (docs/engineering.md)",
 );
