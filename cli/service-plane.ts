@@ -94,11 +94,41 @@ export class ServicePlane {
     }
   }
 
+  /**
+   * An HTTP service built by `make` for a port (undefined: the configured one), listening there or,
+   * if it is taken and the options allow, on a free one. Null when it cannot start: it is logged and
+   * left out (a page must not stop control), and what it had opened, its subscription to the pod's
+   * events included, is closed.
+   */
+  private async serve<S extends { listen(): Promise<number>; close(): Promise<void> }>(
+    what: string,
+    e: { host: string; port: number; tls?: unknown },
+    path: string,
+    make: (port: number | undefined) => S,
+  ): Promise<{ server: S; url: string } | null> {
+    // the one being tried: a taken port closes it and makes the next
+    const held: { server: S | null } = { server: null };
+    try {
+      const port = await this.listen(async (p) => {
+        await held.server?.close();
+        held.server = make(p);
+        return await held.server.listen();
+      }, e.port);
+      const u = url(e.tls === undefined ? "http" : "https", e.host, port, path);
+      this.log.info({ host: e.host, port, url: u }, `${what} served`);
+      return held.server === null ? null : { server: held.server, url: u };
+    } catch (err) {
+      this.log.error({ err }, `${what} could not start; running without it`);
+      await held.server?.close();
+      return null;
+    }
+  }
+
   private async startHmi(c: AgentConfig): Promise<void> {
     if (!c.hmi.enabled) return;
     // loaded only when enabled: a pod without an HMI does not carry it in memory
     const { HmiServer } = await import("../agent/hmi/server.js");
-    const make = (port: number | undefined): HmiServer =>
+    const served = await this.serve("hmi", c.hmi, "/", (port) =>
       new HmiServer({
         pod: () => this.plane,
         commander: () => this.plane,
@@ -107,42 +137,19 @@ export class ServicePlane {
         config: port === undefined ? c.hmi : { ...c.hmi, port },
         version: packageVersion(),
         onError: (err) => this.log.error({ err }, "hmi: cannot read the pod's state or carry out an action"),
-      });
-    let server: HmiServer | null = null;
-    try {
-      const port = await this.listen(async (p) => {
-        await server?.close();
-        server = make(p);
-        return await server.listen();
-      }, c.hmi.port);
-      this.hmi = server;
-      this.urls.hmi = url(c.hmi.tls === undefined ? "http" : "https", c.hmi.host, port, "/");
-      this.log.info({ host: c.hmi.host, port, url: this.urls.hmi }, "hmi served");
-    } catch (err) {
-      // like metrics: a page must not stop control
-      this.log.error({ err }, "hmi could not start; running without it");
-      await (server as HmiServer | null)?.close(); // its subscription to the pod's events goes too
-    }
+      }),
+    );
+    this.hmi = served?.server ?? null;
+    if (served !== null) this.urls.hmi = served.url;
   }
 
   private async startRedfish(c: AgentConfig): Promise<void> {
     if (!c.redfish.enabled) return;
     // loaded only when enabled, like the HMI
     const { RedfishServer } = await import("../agent/redfish/server.js");
-    let server: RedfishServer | null = null;
-    try {
-      const port = await this.listen(async (p) => {
-        await server?.close();
-        server = new RedfishServer({ pod: this.plane, racks: c.racks, cdu: c.cdu, version: packageVersion() }, p === undefined ? c.redfish : { ...c.redfish, port: p });
-        return await server.listen();
-      }, c.redfish.port);
-      this.redfish = server;
-      this.urls.redfish = url(c.redfish.tls === undefined ? "http" : "https", c.redfish.host, port, "/redfish/v1");
-      this.log.info({ host: c.redfish.host, port, url: this.urls.redfish }, "redfish served");
-    } catch (err) {
-      this.log.error({ err }, "redfish service could not start; running without it");
-      await (server as RedfishServer | null)?.close();
-    }
+    const served = await this.serve("redfish", c.redfish, "/redfish/v1", (port) => new RedfishServer({ pod: this.plane, racks: c.racks, cdu: c.cdu, version: packageVersion() }, port === undefined ? c.redfish : { ...c.redfish, port }));
+    this.redfish = served?.server ?? null;
+    if (served !== null) this.urls.redfish = served.url;
   }
 
   private async startAdmin(): Promise<void> {
