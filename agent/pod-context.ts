@@ -54,7 +54,8 @@ export interface PodContext extends ProblemReporter {
 
 /**
  * One pod feature. The Agent calls these in its start and stop order: `start` once the control
- * worker runs, `supervise` on each supervisor pass (before the supervisor evaluates), `release`
+ * worker runs, `supervise` on each supervisor pass (after the actuators are written with the
+ * outputs read for it, which `commanded()` then gives, and before the supervisor evaluates), `release`
  * when the pod starts to stop (before the safe writes: what a feature holds is let go), `settle`
  * after them (what it is saving lands before the process may exit).
  */

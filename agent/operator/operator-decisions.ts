@@ -123,7 +123,8 @@ export class OperatorDecisions implements PodFeature {
       control.setMode(l.loop, under.mode, under.outputPct);
       ctx.emit({ type: "override.expired", loop: name, mode: under.mode, ...(under.outputPct === undefined ? {} : { outputPct: under.outputPct }) });
     }
-    const o = ctx.outputs();
+    // the outputs the pod loop read and wrote just before this pass: not read again here
+    const o = ctx.commanded();
     if (o !== undefined) this.saveLatches(o);
   }
 
