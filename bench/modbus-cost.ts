@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { metricValue } from "../tooling/attack-pod.js";
+import { metricValue } from "../tooling/prometheus-text.js";
 import { podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
 import { cpuMeter, demoConfigWithPorts } from "./agent.js";
 import { fmt } from "./stats.js";

@@ -23,6 +23,7 @@ import { inFailsafe } from "../pod/status-words.js";
 import { startDaemon, untilRunning, type Daemon } from "./daemon-process.js";
 import { stopProcess, waitFor } from "./processes.js";
 import { Mosquitto } from "./mosquitto-process.js";
+import { metricValue } from "./prometheus-text.js";
 import { startSimProcess, type SimProcess } from "./sim-process.js";
 
 /** GET /status over the daemon's admin socket. */
@@ -166,17 +167,6 @@ export async function startAttackPod(dir: string, pod: string, o: { nodeFlags?: 
     },
     stop,
   };
-}
-
-/** The sum of the series of `name` in a Prometheus text exposition that carry every label of `labels`. */
-export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(name) || (line[name.length] !== "{" && line[name.length] !== " ")) continue;
-    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
-    sum += Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return sum;
 }
 
 /** A login at the HMI: its status, 0 when the connection was refused or dropped. */
