@@ -117,31 +117,30 @@ export function decodeAt(buf: Buffer, off: number): Decoded {
   return { record: r, next: off + HEADER + len };
 }
 
-/** Replaces a damaged segment with its intact records, synced with its directory; returns its new length. */
-export function rewriteSegment(file: string, records: readonly SpoolRecord[], dir: string): number {
-  const clean = Buffer.concat(records.map(encodeRecord));
+/** Puts `bytes` in place of `file`: written to a temporary file (0600), synced, renamed over it. */
+function replaceFile(file: string, bytes: Buffer): void {
   const tmp = `${file}.tmp`;
   const fd = openSync(tmp, "w", 0o600);
   try {
-    writeSync(fd, clean);
+    writeSync(fd, bytes);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
   renameSync(tmp, file);
+}
+
+/** Replaces a damaged segment with its intact records, synced with its directory; returns its new length. */
+export function rewriteSegment(file: string, records: readonly SpoolRecord[], dir: string): number {
+  const clean = Buffer.concat(records.map(encodeRecord));
+  replaceFile(file, clean);
   syncDirectory(dir);
   return clean.length;
 }
 
 /** Cuts a segment to its first `length` bytes (a torn last record cut off). */
 export function truncateSegment(file: string, length: number): void {
-  const keep = readFileSync(file).subarray(0, length);
-  const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
-  writeSync(fd, keep);
-  fsyncSync(fd);
-  closeSync(fd);
-  renameSync(tmp, file);
+  replaceFile(file, readFileSync(file).subarray(0, length));
 }
 
 /** The first `bytes` of a file (all of it if shorter). */
