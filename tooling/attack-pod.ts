@@ -259,10 +259,13 @@ export async function hugeReload(pod: AttackPod): Promise<void> {
 }
 
 /**
- * Forged commands at `perS` a second for `ms`: each a well-formed envelope of a setpoint, signed
- * by a key the pod does not know (an attacker's own). Returns how many were sent.
+ * `count` forged commands at up to `perS` a second: each a well-formed envelope of a setpoint,
+ * signed by a key the pod does not know (an attacker's own). All `count` are sent, however long
+ * a loaded machine takes to sign them (a run beside other work signed 19,157 in the 3 s meant
+ * for 30,000, and a test that counted them measured the machine). Returns how many were sent and
+ * over how long, for the rate reached.
  */
-export async function commandFlood(pod: AttackPod, perS: number, ms: number): Promise<number> {
+export async function commandFlood(pod: AttackPod, perS: number, count: number): Promise<{ sent: number; ms: number }> {
   const m = pod.mqtt!;
   const forger = parsePrivateKey(generateCommandKey().privatePem);
   const client = await mqtt.connectAsync(m.url, { protocolVersion: 5, clientId: `forger-${process.pid}`, reconnectPeriod: 0 });
@@ -270,8 +273,8 @@ export async function commandFlood(pod: AttackPod, perS: number, ms: number): Pr
   const t0 = performance.now();
   try {
     // in slices of 10 ms, each its share of the rate; QoS 0, as commands are sent
-    while (performance.now() - t0 < ms) {
-      const due = Math.floor(((performance.now() - t0) / 1000) * perS);
+    while (sent < count) {
+      const due = Math.min(count, Math.floor(((performance.now() - t0) / 1000) * perS));
       for (; sent < due; sent++) {
         const payload = signedCommand({ site: m.site, pod: m.pod, command: "setpoint", params: { loop: "rack-1.valve", value: 40, leaseS: 60 }, seq: sent + 1, keyId: m.keyId, privateKey: forger, transaction: `forged-${sent}` });
         client.publish(m.requestTopic("setpoint"), payload, { qos: 0 });
@@ -281,7 +284,7 @@ export async function commandFlood(pod: AttackPod, perS: number, ms: number): Pr
   } finally {
     await client.endAsync();
   }
-  return sent;
+  return { sent, ms: performance.now() - t0 };
 }
 
 /** A genuine signed command from mission control; resolves with the pod's answer, or null after `timeoutMs`. */
