@@ -27,6 +27,7 @@ const COMPUTE_ONLY = [
   "sim-physics",
   "sim-virtual",
   "sparkplug-model",
+  "state-manifest",
   "tick-window",
   "uplink-telemetry",
 ].map((f) => `test/${f}.test.ts`);

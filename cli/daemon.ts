@@ -14,6 +14,7 @@ import { loadAgentConfig, type LoadedConfig } from "../agent/config/load.js";
 import { loadAgentConfigOffThread } from "../agent/config/load-off-thread.js";
 import { Logs } from "../agent/log.js";
 import { resolve } from "node:path";
+import { openStateDirectory } from "../lib/state-manifest.js";
 import { ServicePlane } from "./service-plane.js";
 import { daemonClaims, InstanceLock } from "../agent/ops/instance-lock.js";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
@@ -31,7 +32,15 @@ export interface DaemonHooks {
   replaced?(plane: PodPlane): void | Promise<void>;
 }
 
-export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Promise<number> {
+export interface DaemonOptions {
+  /** `--first-start`: the state directory's missing files are not losses; its manifest is made from what is there */
+  firstStart?: boolean;
+}
+
+/** The alarm a state directory without its manifest raises (docs/reliability.md, State files). */
+const STATE_MANIFEST = "state:manifest";
+
+export async function runDaemon(configPath: string, hooks: DaemonHooks = {}, o: DaemonOptions = {}): Promise<number> {
   const loaded = loadAgentConfig(configPath); // throws ConfigError: the CLI exits 2
   const logs = new Logs(loaded.config.log, { site: loaded.config.site, pod: loaded.config.pod });
   const log = logs.module("daemon");
@@ -41,6 +50,12 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
   const { site, pod } = loaded.config;
   const lock = await InstanceLock.acquire(daemonClaims(site, pod, stateDirOf(loaded.config)), { pid: process.pid, pod: `${site}/${pod}`, config: resolve(configPath) });
   if (lock.unguarded.length > 0) log.warn({ problems: lock.unguarded }, "cannot claim this pod on the host: running without the guard against a second daemon");
+  // before anything reads a state file: the manifest says which ones were written, so that one
+  // missing is a loss, not a first start (lib/state-manifest.ts)
+  const stateDir = stateDirOf(loaded.config);
+  const opening = stateDir === undefined ? null : openStateDirectory(stateDir, { firstStart: o.firstStart === true });
+  if (opening?.how === "adopted") log.warn({ stateDir, present: opening.present }, "first start stated: the state directory's manifest is made from the files present");
+  if (opening?.how === "lost") log.error({ stateDir, present: opening.present }, opening.problem);
   // the agent runs on the control plane's thread; everything below on this one talks to it by
   // bounded messages and reads the view it sends
   const own = ownThreadPossible(loaded.config);
@@ -61,6 +76,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}): Pr
     logs.flush();
     return 1;
   }
+  if (opening?.problem !== undefined) agent.reportProblem(STATE_MANIFEST, { severity: "Critical", source: "daemon", message: opening.problem, untilAcknowledged: true });
   await hooks.started?.(agent);
   // the control worker has ticked with valid (fail-safe until inputs arrive) outputs
   const systemd = new SystemdNotifier();

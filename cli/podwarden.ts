@@ -28,7 +28,10 @@ usage:
   podwarden demo [--broker <url>] [--broker-port <n>] [--sparkplug] [--redfish-racks]
                                                          the demo pod: embedded broker + simulator + agent, live board
                                                          (--sparkplug: also a Sparkplug B edge node)
-  podwarden run -c <config.yaml>                         run the pod controller (the daemon)
+  podwarden run -c <config.yaml> [--first-start]        run the pod controller (the daemon);
+                                                         --first-start: the state directory's missing files
+                                                         are not losses (a new pod, or an upgrade from a
+                                                         version without the state manifest)
   podwarden check-config -c <config.yaml> [--fail-safe]  validate a config and exit (0 valid, 2 invalid);
                                                          --fail-safe also prints every actuator's
                                                          behaviour per fault class (docs/safety.md)
@@ -168,6 +171,7 @@ async function main(argv: string[]): Promise<number> {
         "mqtt-version": { type: "string" },
         username: { type: "string" },
         "fail-safe": { type: "boolean" },
+        "first-start": { type: "boolean" },
         csv: { type: "boolean" },
         "with-config": { type: "string" },
         wasm: { type: "string" },
@@ -252,7 +256,7 @@ async function main(argv: string[]): Promise<number> {
       }
       case "run":
         if (values.config === undefined) throw new UsageError("run needs -c <config.yaml>");
-        return await (await import("./daemon.js")).runDaemon(values.config);
+        return await (await import("./daemon.js")).runDaemon(values.config, {}, { firstStart: values["first-start"] === true });
       case "check-config": {
         if (values.config === undefined) throw new UsageError("check-config needs -c <config.yaml>");
         const l = loadAgentConfig(values.config);

@@ -72,6 +72,7 @@ export const ALARM_IDS = {
     "state:operator",
     "state:operator-write",
     "state:operator-dropped",
+    "state:manifest",
     "state:gains",
     "state:gains-write",
     "state:gains-dropped",

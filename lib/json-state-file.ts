@@ -3,18 +3,20 @@
 // so a crash leaves the old file or the new one, never half of one. Every write also syncs the
 // directory after the rename: until then the rename itself may not survive a power cut. A file
 // that cannot be read is moved aside (quarantined), never silently overwritten: the caller raises
-// an alarm.
+// an alarm. In a state directory with a manifest (state-manifest.ts), a file that is missing but
+// listed there is lost, and reported as a damaged one is.
 import { Ajv } from "ajv";
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
 import { open, rename } from "node:fs/promises";
-import { dirname } from "node:path";
+import { basename, dirname } from "node:path";
 import { readTextBounded } from "./bounded-read.js";
+import { inStateDirectory, onceWritten, recordWritten, STATE_FILES } from "./state-manifest.js";
 import { syncDirectory, syncDirectoryInBackground } from "./sync-directory.js";
 
 export interface StateLoad<T> {
   /** undefined when there was no file (or it was quarantined) */
   value?: T;
-  /** the file existed but could not be read: it was moved aside */
+  /** the file existed but could not be read (it was moved aside), or it is missing though it was once written */
   problem?: string;
 }
 
@@ -37,11 +39,22 @@ export class JsonStateFile<T> {
     private readonly check: (data: unknown) => T,
   ) {}
 
+  /** whether the manifest (if any) lists this file: then no save needs to list it */
+  private listed = false;
+
   load(): StateLoad<T> {
-    if (!existsSync(this.file)) return {};
+    if (inStateDirectory(this.file) && !(STATE_FILES as readonly string[]).includes(basename(this.file))) {
+      throw new Error(`${this.file}: not a state file the manifest knows (lib/state-manifest.ts STATE_FILES)`);
+    }
+    if (!existsSync(this.file)) {
+      if (onceWritten(this.file)) return { problem: `${this.file} is missing, though the state directory's manifest says it was written (deleted?)` };
+      return {};
+    }
     try {
       // bounded before it is parsed: an oversized file is damaged, and quarantined like one
-      return { value: this.check(JSON.parse(readTextBounded(this.file))) };
+      const value = this.check(JSON.parse(readTextBounded(this.file)));
+      this.listed = true; // openStateDirectory listed every file present
+      return { value };
     } catch (err) {
       return { problem: `${this.file} unreadable (${(err as Error).message}); moved to ${quarantine(this.file)}` };
     }
@@ -67,6 +80,7 @@ export class JsonStateFile<T> {
       }
       await rename(tmp, this.file);
       await syncDirectoryInBackground(dirname(this.file));
+      this.list();
     };
     const done = this.background.then(run, run);
     this.background = done.catch(() => undefined);
@@ -85,6 +99,14 @@ export class JsonStateFile<T> {
     }
     renameSync(tmp, this.file);
     syncDirectory(dirname(this.file));
+    this.list();
+  }
+
+  /** Lists the file in the manifest once it is on disk (a few syscalls, once in the file's life). */
+  private list(): void {
+    if (this.listed) return;
+    recordWritten(this.file);
+    this.listed = true;
   }
 }
 

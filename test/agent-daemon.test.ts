@@ -1,5 +1,5 @@
 // `podwarden run` as a real process against the simulator: signals and what the devices do.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -29,8 +29,8 @@ describe("podwarden run (daemon process)", () => {
     return f;
   };
   /** Starts `podwarden run` on the config file and waits until it says it is running. */
-  const launch = async (file: string): Promise<Daemon> => {
-    const d = startDaemon(file);
+  const launch = async (file: string, args: string[] = []): Promise<Daemon> => {
+    const d = startDaemon(file, { args });
     daemons.push(d);
     await untilRunning(d);
     return d;
@@ -143,7 +143,10 @@ describe("podwarden run (daemon process)", () => {
 
   it("keeps an operator's isolation through a restart and a structural SIGHUP reload: the valves never reopen", async () => {
     const stateDir = mkdtempSync(join(dir, "state-"));
-    // an isolation an operator made before this start (for hose work on rack-2)
+    // an isolation an operator made before this start (for hose work on rack-2), written by a
+    // daemon, so listed in the state directory's manifest
+    mkdirSync(join(stateDir, ".manifest"), { mode: 0o700 });
+    writeFileSync(join(stateDir, ".manifest", "operator.json"), "");
     writeFileSync(join(stateDir, "operator.json"), JSON.stringify({ isolatedRacks: ["rack-2"], loopModes: [], maintenance: false, setpoints: [], savedAt: new Date().toISOString() }));
     const file = configFile((c) => (c.stateDir = stateDir));
     const d = await launch(file);
@@ -171,6 +174,33 @@ describe("podwarden run (daemon process)", () => {
     expect(await d.exit).toBe(0);
     expect(t.sim.truth().racks[1].supplyIsolationPct).toBe(0); // a clean stop leaves it isolated too
   }, 60_000);
+
+  it("takes a state directory that holds state but no manifest as lost: every rack with a leak input isolated, and a Critical alarm; --first-start takes it as it is", async () => {
+    const seeded = (): string => {
+      const stateDir = mkdtempSync(join(dir, "state-"));
+      writeFileSync(join(stateDir, "command-seq.json"), JSON.stringify({ keys: {} })); // latches.json gone with the manifest
+      return stateDir;
+    };
+    const lostDir = seeded();
+    const d = await launch(configFile((c) => (c.stateDir = lostDir)));
+    const status = async (): Promise<{ racks: { isolation: string }[] }> => (await adminRequest(join(lostDir, "admin.sock"), "GET", "/status")).body as { racks: { isolation: string }[] };
+    await waitFor(() => raisedAlarms(d).includes("state:manifest"), "state:manifest raised", 10_000);
+    expect(raisedAlarms(d)).toContain("state:latches");
+    expect((await status()).racks.every((r) => r.isolation !== "Normal")).toBe(true);
+    await waitFor(() => t.sim.truth().racks.every((r) => r.supplyIsolationPct === 0), "every rack shut", 15_000);
+    d.child.kill("SIGTERM");
+    expect(await d.exit).toBe(0);
+
+    const newDir = seeded();
+    const first = await launch(configFile((c) => (c.stateDir = newDir)), ["--first-start"]);
+    expect(first.lines.some((l) => l.msg === "first start stated: the state directory's manifest is made from the files present")).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // a supervisor pass or more, for any alarm to be raised
+    const r = (await adminRequest(join(newDir, "admin.sock"), "GET", "/status")).body as { racks: { isolation: string }[] };
+    expect(r.racks.every((x) => x.isolation === "Normal")).toBe(true);
+    expect(raisedAlarms(first).filter((a) => a.startsWith("state:"))).toEqual([]);
+    first.child.kill("SIGTERM");
+    expect(await first.exit).toBe(0);
+  }, 90_000);
 
   it("on SIGHUP rejects an invalid config and keeps running; applies a valid tuning change", async () => {
     const file = configFile();

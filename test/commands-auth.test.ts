@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CommandAuthorizer, type AuthorizerOptions } from "../agent/commands/authorizer.js";
 import { commandBody, signedCommand, type CommandSpec } from "../agent/commands/client.js";
 import { generateCommandKey, parsePrivateKey, parsePublicKey, signEnvelope } from "../agent/commands/signing.js";
+import { openStateDirectory } from "../lib/state-manifest.js";
 import { tempDir } from "./helpers/temp-dirs.js";
 
 const dirs: string[] = [];
@@ -183,6 +184,19 @@ describe("command authorisation", () => {
     expect(auth.problem).toMatch(/command-seq.json unreadable/);
     expect(readdirSync(stateDir).some((f) => f.startsWith("command-seq.json.corrupt-"))).toBe(true);
     expect(await auth.check("setpoint", buf(recorded), Date.now())).toMatchObject({ ok: false, code: "replayed" });
+    expect((await auth.check("setpoint", buf(signedCommand(spec({ seq: 8, nowMs: Date.now() + 5 }))), Date.now() + 10)).ok).toBe(true);
+  });
+
+  it("with the replay-guard file deleted after it was written: reports it and refuses a command captured before (the state directory's manifest)", async () => {
+    const { opts } = setup();
+    const stateDir = opts.stateDir as string;
+    openStateDirectory(stateDir, { firstStart: false }); // as podwarden run does before the services start
+    const captured = signedCommand(spec({ seq: 7, nowMs: Date.now() - 10_000 }));
+    expect((await new CommandAuthorizer(opts).check("setpoint", buf(captured), Date.now())).ok).toBe(true);
+    rmSync(join(stateDir, "command-seq.json"));
+    const auth = new CommandAuthorizer(opts);
+    expect(auth.problem).toMatch(/command-seq.json is missing, though the state directory's manifest says it was written/);
+    expect(await auth.check("setpoint", buf(captured), Date.now())).toMatchObject({ ok: false, code: "replayed", reason: expect.stringMatching(/state was lost/) as unknown });
     expect((await auth.check("setpoint", buf(signedCommand(spec({ seq: 8, nowMs: Date.now() + 5 }))), Date.now() + 10)).ok).toBe(true);
   });
 

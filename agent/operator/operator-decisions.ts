@@ -70,7 +70,7 @@ export class OperatorDecisions implements PodFeature {
     const control = ctx.control();
     if (this.latches.file === null) log.warn("no state directory: leak latches and operator decisions will not survive a restart (set stateDir or run under systemd with StateDirectory)");
     const restored = this.latches.load();
-    if (restored.problem !== undefined) ctx.reportProblem("state:latches", { severity: "Critical", source: "agent", message: `leak latch state: ${restored.problem}`, untilAcknowledged: true });
+    if (restored.problem !== undefined) ctx.reportProblem("state:latches", { severity: "Critical", source: "agent", message: `leak latch state: ${restored.problem}; every rack with a leak input is isolated until reset`, untilAcknowledged: true });
     // a budget mission control set before the restart still holds: a pod must not come back
     // drawing more than it was last allowed
     const budget = this.budgetStore?.load();
@@ -101,6 +101,15 @@ export class OperatorDecisions implements PodFeature {
         control.restoreLatch(r);
         log.warn({ rack: name }, "leak latch restored from before the restart: rack isolated until an authorised reset");
       }
+    }
+    // Latches unknown (the file damaged, or missing though once written): which racks had a leak
+    // cannot be told, so every rack with a leak input starts latched, isolated until an authorised
+    // reset. Opening a rack that leaked is the failure this file exists to prevent; keeping a dry
+    // one shut costs a reset. The new set is saved at the first supervisor pass.
+    if (restored.problem !== undefined && this.o.carried === undefined) {
+      const latched = ctx.layout.racks.flatMap((r, i) => (r.leaks.length > 0 ? [i] : []));
+      for (const r of latched) control.restoreLatch(r);
+      log.error({ racks: latched.map((r) => ctx.layout.racks[r].name) }, "leak latches unknown: every rack with a leak input isolated until an authorised reset");
     }
   }
 
