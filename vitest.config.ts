@@ -23,6 +23,7 @@ const COMPUTE_ONLY = [
   "hotpath-interlocks",
   "hotpath-quality",
   "isolation-stroke",
+  "login-limiter",
   "pod-stage",
   "sim-physics",
   "sim-virtual",

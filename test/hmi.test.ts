@@ -13,7 +13,7 @@ import { alarmOrder, holdWords } from "../agent/hmi/view.js";
 import { TrendRing, type TrendWindow } from "../agent/hmi/trends.js";
 import { RequestRates, type HmiHealth } from "../agent/hmi/health.js";
 import { EventLog, type LoggedEvent } from "../agent/hmi/event-log.js";
-import { LoginLimiter, Sessions } from "../agent/hmi/sessions.js";
+import { Sessions } from "../agent/hmi/sessions.js";
 import { setUser, loadUsers, verifyPassword } from "../agent/hmi/users.js";
 import type { Alarm } from "../agent/supervisor/alarms.js";
 import * as L from "../hotpath-as/assembly/layout.js";
@@ -103,17 +103,6 @@ describe("HMI logins", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
-
-  it("limits failed logins per address and in all, for a minute", () => {
-    const l = new LoginLimiter(2, 3, 60_000);
-    l.failed("a", 0);
-    l.failed("a", 10);
-    expect(l.waitMs("a", 20)).toBe(59_980);
-    expect(l.waitMs("b", 20)).toBe(0);
-    l.failed("b", 30);
-    expect(l.waitMs("c", 40)).toBe(59_960); // three in all
-    expect(l.waitMs("a", 60_010)).toBe(0);
   });
 
   it("ends a session after its idle time, and holds at most its maximum", () => {
@@ -509,12 +498,14 @@ describe("podwarden run serves the HMI", () => {
       }
     }, 60_000);
 
-    it("refuses logins from an address for a minute after 5 failures, before looking at the password (429)", async () => {
+    it("refuses logins from an address for a minute after 5 failures, before looking at the password (429); a user who logged in from it before is held only by her own", async () => {
       // three failures from this address are already in the minute (the tests above): two more, then no more tries
       const answers: number[] = [];
-      for (let k = 0; k < 4; k++) answers.push((await login("olga", `guess-${k}`)).status);
+      for (let k = 0; k < 4; k++) answers.push((await login("mallory", `guess-${k}`)).status);
       expect(answers).toEqual([401, 401, 429, 429]);
-      expect((await login("olga", "olga-password")).status).toBe(429); // the right password too: it is not even checked
+      expect((await login("mallory", "mallory-password")).status).toBe(429); // any password: it is not even checked
+      // olga logged in from this address before: others' failures here do not lock her out (issue #54)
+      expect((await login("olga", "olga-password")).status).toBe(200);
     });
 
     it("shows a killed daemon as stale", async () => {

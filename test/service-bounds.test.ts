@@ -9,30 +9,11 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { loadAgentConfigOffThread } from "../agent/config/load-off-thread.js";
-import { LoginLimiter } from "../agent/hmi/sessions.js";
 import { PASSWORD_CHECKS, PasswordBusyError, setUser, UsersFile, verifyPassword } from "../agent/hmi/users.js";
 import { ConfigError } from "../lib/config-file.js";
 import { boundedServer, closeHttp, listenHttp, type BoundedServer } from "../lib/http-server.js";
 import { waitFor } from "./helpers/processes.js";
 import { tempDir } from "./helpers/temp-dirs.js";
-
-describe("the login limiter", () => {
-  it("takes an attempt's place before its password is looked at, and gives it back only when asked", () => {
-    const l = new LoginLimiter(2, 3, 60_000);
-    const a = l.reserve("a", 0);
-    const b = l.reserve("a", 1);
-    if (!("ticket" in a) || !("ticket" in b)) throw new Error("both should have a place");
-    // two in flight from a, neither answered yet: a third waits, before any scrypt
-    expect(l.reserve("a", 2)).toEqual({ waitMs: 59_998 });
-    const c = l.reserve("b", 3);
-    if (!("ticket" in c)) throw new Error("b has a place");
-    expect(l.reserve("c", 4)).toEqual({ waitMs: 59_996 }); // three in all
-    l.release(a.ticket); // a's first was right
-    expect("ticket" in l.reserve("a", 5)).toBe(true);
-    expect("waitMs" in l.reserve("d", 6)).toBe(true);
-    expect("ticket" in l.reserve("d", 60_001)).toBe(true); // the minute has passed for a's second
-  });
-});
 
 describe("password checks", () => {
   it("run one at a time in the process, with at most 8 waiting: beyond, refused at once", async () => {

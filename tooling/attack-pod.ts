@@ -88,6 +88,7 @@ export async function startAttackPod(dir: string, pod: string, o: { nodeFlags?: 
   const key = generateCommandKey();
   const users = join(dir, "users.yaml");
   await setUser(users, "alice", ["operator"], "alice-password");
+  await setUser(users, "carol", ["operator"], "carol-password");
   const data = demoConfigData((device) => sim.ports[device]) as unknown as Record<string, unknown>;
   data.pod = pod;
   data.stateDir = join(dir, "state");

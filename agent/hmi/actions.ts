@@ -19,7 +19,8 @@ import { ROLE_COMMANDS, validateParams, type CommandName, type Role } from "../c
 import type { AuditRecord, PodCommands } from "../pod-api.js";
 import type { HmiConfig } from "./schema.js";
 import { readBody, refuse, sendJson } from "./http.js";
-import { LoginLimiter, sameToken, Sessions, type Session } from "./sessions.js";
+import { DEFAULT_LOGIN_LIMITS, LoginLimiter } from "./login-limiter.js";
+import { sameToken, Sessions, type Session } from "./sessions.js";
 import { PasswordBusyError, UsersFile, verifyPassword, type HmiUser } from "./users.js";
 
 /** What the HMI may do: no power budget (mission control's), nothing a role could not sign. */
@@ -52,7 +53,7 @@ function cookieOf(req: IncomingMessage): string | undefined {
 
 export class HmiActions {
   private readonly sessions: Sessions;
-  private readonly limiter = new LoginLimiter();
+  private readonly limiter: LoginLimiter;
   private readonly usersFile: UsersFile | null;
 
   constructor(
@@ -62,6 +63,7 @@ export class HmiActions {
     private readonly onError: (err: unknown) => void,
   ) {
     this.sessions = new Sessions(c.sessionIdleS * 1000);
+    this.limiter = new LoginLimiter(DEFAULT_LOGIN_LIMITS, c.knownAddresses);
     this.usersFile = c.usersFile === undefined ? null : new UsersFile(c.usersFile);
   }
 
@@ -138,15 +140,18 @@ export class HmiActions {
 
   private async login(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const source = req.socket.remoteAddress ?? "unknown";
-    // the attempt's place first: a burst gets no further than the limit's worth of attempts
-    const place = this.limiter.reserve(source, Date.now());
-    if ("waitMs" in place) return refuse(res, 429, "too many failed logins: wait and try again", { "retry-after": String(Math.ceil(place.waitMs / 1000)) });
+    // the body (at most MAX_LOGIN_BYTES) is read before the limiter is asked: a user with the
+    // right password from an address known for it is not held by others' failures, and only
+    // the name tells (login-limiter.ts)
     const body = await readBody(req, MAX_LOGIN_BYTES);
     if (body === null) return refuse(res, 413, `a login is at most ${MAX_LOGIN_BYTES} bytes`);
     const parsed = parseJson(body);
     const name = typeof parsed?.name === "string" ? parsed.name : null;
     const password = typeof parsed?.password === "string" ? parsed.password : null;
     if (name === null || password === null || name.length > 64 || password.length > 256) return refuse(res, 400, "give {name, password}");
+    // the attempt's place before its scrypt: a burst gets no further than the limits' worth
+    const place = this.limiter.reserve(source, name, Date.now());
+    if ("waitMs" in place) return refuse(res, 429, "too many failed logins: wait and try again", { "retry-after": String(Math.ceil(place.waitMs / 1000)) });
     const users = this.users();
     if (users === null) {
       this.limiter.release(place.ticket);
@@ -165,7 +170,7 @@ export class HmiActions {
       this.audit({ action: "hmi-login", by: `hmi ${name.slice(0, MAX_AUDITED_NAME)}`, result: "rejected", reason: `wrong name or password (from ${source})` });
       return refuse(res, 401, "wrong name or password");
     }
-    this.limiter.release(place.ticket);
+    this.limiter.succeeded(place.ticket);
     const { id, session } = this.sessions.open(user!.name, user!.roles, Date.now());
     this.audit({ action: "hmi-login", by: `hmi ${user!.name}`, result: "accepted" });
     const secure = this.c.tls === undefined ? "" : "; Secure";

@@ -41,6 +41,7 @@ export const HMI_SCHEMA = obj(
     usersFile: optional(str("who may log in to act (acknowledge, reset a leak, setpoints, modes, isolation): a YAML file written by `podwarden hmi-user`; without it the HMI is view-only", { minLength: 1 })),
     sessionIdleS: int(60, 86400, 900, "a login ends after this long without a request"),
     allowedHosts: arr(str("a host name", { minLength: 1, maxLength: 253 }), "names the HMI answers to (in the Host header) besides an IP address and localhost: a request that names any other host is refused with 421, so that a page elsewhere cannot reach the HMI through a name it points at the controller (DNS rebinding)", { default: [], maxItems: 32 }),
+    knownAddresses: arr(str("an IPv4 or IPv6 address, or a CIDR block", { pattern: "^([0-9]{1,3}(\\.[0-9]{1,3}){3}(/[0-9]{1,2})?|[0-9a-fA-F:]*:[0-9a-fA-F:.]*(/[0-9]{1,3})?)$", maxLength: 64 }), "addresses known for every user, such as the operators' workstations: failed logins from elsewhere (the limits per user and in all) cannot lock out a user with the right password from one of these, nor from an address the user has logged in from since the start; only that user's failures from that address count there (docs/security.md)", { default: [], maxItems: 64 }),
     tls: serverTls("serve over HTTPS with this certificate"),
     ...connectionKeys(),
   },

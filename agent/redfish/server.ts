@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { boundedServer, closeHttp, listenHttp } from "../../lib/http-server.js";
-import { LoginLimiter } from "../hmi/sessions.js";
+import { LoginLimiter } from "../hmi/login-limiter.js";
 import { PasswordBusyError, UsersFile, verifyPassword } from "../hmi/users.js";
 import type { RedfishConfig } from "./schema.js";
 import { connectionLimits } from "../hmi/schema.js";
@@ -122,25 +122,24 @@ export class RedfishServer {
     const key = createHash("sha256").update(h).digest("base64");
     const until = this.verified.get(key);
     if (until !== undefined && until > now) return "ok";
-    const place = this.logins.reserve(req.socket.remoteAddress ?? "?", now);
-    if ("waitMs" in place) return "wait";
     const text = Buffer.from(h.slice(6), "base64").toString("utf8");
     const colon = text.indexOf(":");
-    let ok = false;
-    if (colon > 0) {
-      const name = text.slice(0, colon);
-      try {
-        ok = await verifyPassword(file.read().find((u) => u.name === name), text.slice(colon + 1));
-      } catch (err) {
-        if (err instanceof PasswordBusyError) {
-          this.logins.release(place.ticket); // never looked at: not a failure
-          return "busy";
-        }
-        ok = false; // an unreadable users file lets nobody in
+    if (colon <= 0) return "no";
+    const name = text.slice(0, colon);
+    const place = this.logins.reserve(req.socket.remoteAddress ?? "?", name, now);
+    if ("waitMs" in place) return "wait";
+    let ok: boolean;
+    try {
+      ok = await verifyPassword(file.read().find((u) => u.name === name), text.slice(colon + 1));
+    } catch (err) {
+      if (err instanceof PasswordBusyError) {
+        this.logins.release(place.ticket); // never looked at: not a failure
+        return "busy";
       }
+      ok = false; // an unreadable users file lets nobody in
     }
     if (!ok) return "no";
-    this.logins.release(place.ticket);
+    this.logins.succeeded(place.ticket);
     if (this.verified.size >= MAX_VERIFIED) this.verified.clear();
     this.verified.set(key, now + CREDENTIAL_TTL_MS);
     return "ok";
