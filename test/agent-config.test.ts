@@ -111,7 +111,7 @@ describe("agent config", () => {
   it("refuses HMI certificate and users files that are not there or not valid, and half a TLS setting, naming the key", () => {
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  tls: { certFile: /nonexistent/hmi.pem, keyFile: /etc/hosts }\n`, "agent.yaml")).toThrow(/hmi\.tls\.certFile: no file \/nonexistent\/hmi\.pem/);
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  tls: { certFile: /etc/hosts }\n`, "agent.yaml")).toThrow(/hmi\.tls.*keyFile/);
-    expect(parseAgentConfig(demo, "agent.yaml").hmi).toEqual({ enabled: true, host: "127.0.0.1", port: 8470, updateHz: 5, maxClients: 8, trendMinutes: 15, sessionIdleS: 900, allowedHosts: [], knownAddresses: [], maxConnections: 64, maxConnectionsPerAddress: 16 });
+    expect(parseAgentConfig(demo, "agent.yaml").hmi).toEqual({ enabled: true, host: "127.0.0.1", port: 8470, updateHz: 5, maxClients: 8, maxClientsPerAddress: 2, maxClientsPerUser: 4, livePageS: 60, trendMinutes: 15, sessionIdleS: 900, allowedHosts: [], knownAddresses: [], maxConnections: 64, maxConnectionsPerAddress: 16 });
     // a users file that is not there, or not valid, is named with what is wrong with it
     expect(() => parseAgentConfig(`${demo}\nhmi:\n  usersFile: /nonexistent/users.yaml\n`, "agent.yaml")).toThrow(/hmi\.usersFile \(\/nonexistent\/users\.yaml\): cannot read/);
     const users = write("users:\n  - { name: eve, roles: [root], passwordHash: x }\n");

@@ -159,7 +159,7 @@ describe("podwarden run serves the HMI", () => {
     await setUser(join(dir, "users.yaml"), "alice", ["operator"], "alice-password");
     await setUser(join(dir, "users.yaml"), "olga", ["observer"], "olga-password");
     await setUser(join(dir, "users.yaml"), "erin", ["engineer"], "erin-password");
-    const started = await launch(configFile({ maxClients: 3 }));
+    const started = await launch(configFile({ maxClients: 3, maxClientsPerAddress: 3 }));
     daemon = started.d;
     base = started.url;
     const m = daemon.lines.find((l) => l.msg === "metrics and health on /metrics, /healthz, /readyz") as { port: number };
@@ -222,7 +222,11 @@ describe("podwarden run serves the HMI", () => {
   });
 
   it("holds at most maxClients live pages, refuses one more with 503, and takes one again when a page goes", async () => {
-    const pages = await Promise.all([0, 1, 2].map(() => fetch(`${base}api/live`)));
+    // logged in: pages without a login take at most half the slots (test/hmi-live-pages.test.ts)
+    const login = await fetch(`${base}api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "erin", password: "erin-password" }) });
+    expect(login.status).toBe(200);
+    const headers = { cookie: (login.headers.get("set-cookie") ?? "").split(";")[0] };
+    const pages = await Promise.all([0, 1, 2].map(() => fetch(`${base}api/live`, { headers })));
     const reader = pages[0].body!.getReader();
     try {
       expect(pages.map((p) => p.status)).toEqual([200, 200, 200]);
@@ -231,7 +235,7 @@ describe("podwarden run serves the HMI", () => {
       let got = "";
       while (!/event: events\n/.test(got)) got += new TextDecoder().decode((await reader.read()).value as Uint8Array);
       expect(got).toMatch(/^retry: 1000\n\nevent: state\ndata: \{.*\n\nevent: health\ndata: \{/s);
-      const extra = await fetch(`${base}api/live`);
+      const extra = await fetch(`${base}api/live`, { headers });
       expect(extra.status).toBe(503);
       expect(await extra.text()).toContain("hmi.maxClients");
       const metrics = await (await fetch(metricsUrl)).text();
@@ -240,7 +244,7 @@ describe("podwarden run serves the HMI", () => {
       await pages[1].body?.cancel();
       await pages[2].body?.cancel();
       await waitFor(async () => {
-        const again = await fetch(`${base}api/live`);
+        const again = await fetch(`${base}api/live`, { headers });
         const ok = again.status === 200;
         await again.body?.cancel();
         return ok;

@@ -108,6 +108,11 @@ export class HmiActions {
     return this.usersFile?.read() ?? null;
   }
 
+  /** The user logged in on this request's session, or null. */
+  userOf(req: IncomingMessage): string | null {
+    return this.current(req)?.s.user ?? null;
+  }
+
   private current(req: IncomingMessage): { id: string; s: Session } | null {
     const id = cookieOf(req);
     const s = this.sessions.get(id, Date.now());

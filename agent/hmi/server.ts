@@ -34,14 +34,13 @@ import { MAX_SERIES_PER_REQUEST, TrendRing, trendSamples } from "./trends.js";
 import { recordingCsv } from "../recorder/recording-csv.js";
 import { findRecording, readRecording } from "../recorder/recording-file.js";
 import { hmiView } from "./view.js";
+import { LivePages, type PageRefusal } from "./live-pages.js";
 
 /** What the HMI reads of the pod. */
 export type HmiPod = Pick<PodReader, "identity" | "status" | "snapshot" | "activeAlarms" | "healthy" | "fieldPoints" | "onEvent" | "powerBudgetKw"> & Pick<PodDiagnostics, "controlStats" | "modbusStats">;
 
 const MAX_HEADER_BYTES = 8 * 1024;
 const MAX_URL_CHARS = 1024;
-/** a live page further behind than this is dropped: ~60 views of the 8-rack pod */
-const MAX_BUFFERED_BYTES = 256 * 1024;
 
 /** How many of the pod's last events the history keeps. */
 const EVENT_LOG_SIZE = 1000;
@@ -77,8 +76,8 @@ export function hmiStaticDir(): string {
 
 export interface HmiStats {
   clients: number;
-  /** live pages refused because maxClients were open */
-  refused: number;
+  /** live pages refused, by the cap they met */
+  refused: Record<PageRefusal, number>;
   /** live pages dropped because they stopped reading */
   dropped: number;
   /** connections: open now, and closed as they were accepted past a cap */
@@ -102,10 +101,8 @@ export interface HmiServerOptions {
 export class HmiServer {
   private server: BoundedServer | null = null;
   private readonly assets = new Map<string, Asset>();
-  private readonly clients = new Set<ServerResponse>();
+  private readonly pages: LivePages;
   private timer: NodeJS.Timeout | null = null;
-  private refused = 0;
-  private dropped = 0;
   private pod: () => HmiPod;
   private readonly commander: () => HmiCommander;
   private readonly recordingsDir: () => string | undefined;
@@ -133,6 +130,7 @@ export class HmiServer {
     this.recordingsDir = o.recordingsDir ?? (() => undefined);
     this.unsubscribe = o.pod().onEvent((e) => this.onEvent(e));
     this.actions = new HmiActions(o.commander, o.config, this.onError);
+    this.pages = new LivePages({ maxClients: o.config.maxClients, maxClientsPerAddress: o.config.maxClientsPerAddress, maxClientsPerUser: o.config.maxClientsPerUser, lifetimeMs: o.config.livePageS * 1000, logins: o.config.usersFile !== undefined });
     this.trends = new TrendRing((o.config.trendMinutes * 60_000) / TREND_PERIOD_MS);
     // read once: the page is ~70 KB, and a file changed under a running daemon is not served half-written
     for (const [path, [file, type]] of Object.entries(ASSETS)) {
@@ -210,7 +208,7 @@ export class HmiServer {
   }
 
   stats(): HmiStats {
-    return { clients: this.clients.size, refused: this.refused, dropped: this.dropped, connections: this.server?.connectionCounts() ?? { open: 0, refusedTotal: 0, refusedPerAddress: 0 } };
+    return { clients: this.pages.size, refused: this.pages.refused, dropped: this.pages.dropped, connections: this.server?.connectionCounts() ?? { open: 0, refusedTotal: 0, refusedPerAddress: 0 } };
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
@@ -254,7 +252,7 @@ export class HmiServer {
   /** An event goes into the history, and out to every live page at once. */
   private onEvent(e: AgentEvent): void {
     const logged = this.events.add(e);
-    if (this.clients.size > 0) this.broadcast(`event: event\ndata: ${JSON.stringify(logged)}\n\n`);
+    if (this.pages.size > 0) this.pages.broadcast(`event: event\ndata: ${JSON.stringify(logged)}\n\n`, Date.now());
   }
 
   /** The health view as JSON, or null (reported) if the pod's counters cannot be read now. */
@@ -279,17 +277,12 @@ export class HmiServer {
   }
 
   private live(req: IncomingMessage, res: ServerResponse): void {
-    if (this.clients.size >= this.c.maxClients) {
-      this.refused++;
-      return refuse(res, 503, `${this.c.maxClients} pages are open already (hmi.maxClients)`);
-    }
+    const user = this.actions.userOf(req);
+    const refusal = this.pages.refusal(req.socket.remoteAddress ?? "unknown", user);
+    if (refusal !== null) return refuse(res, 503, refusal);
     res.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
     if (req.method === "HEAD") return void res.end();
-    this.clients.add(res);
-    res.once("close", () => {
-      this.clients.delete(res);
-      if (this.clients.size === 0) this.stopTimer();
-    });
+    this.pages.add(req, res, user, () => this.stopTimer());
     // EventSource retries after 1 s; the first view, the health view and the history so far go
     // out now, not at the next period: everything a page shows comes over this one connection
     // (only a trend the user asks for is a request of its own)
@@ -314,20 +307,7 @@ export class HmiServer {
       const health = this.healthJson();
       if (health !== null) frame += `event: health\ndata: ${health}\n\n`;
     }
-    this.broadcast(frame);
-  }
-
-  /** Writes to every live page; a page that has stopped reading is dropped. */
-  private broadcast(frame: string): void {
-    for (const res of this.clients) {
-      if (res.writableLength > MAX_BUFFERED_BYTES) {
-        this.dropped++;
-        this.clients.delete(res);
-        res.destroy();
-        continue;
-      }
-      res.write(frame);
-    }
+    this.pages.broadcast(frame, Date.now());
   }
 
   private stopTimer(): void {
@@ -340,8 +320,7 @@ export class HmiServer {
     this.stopTimer();
     if (this.sampler !== null) clearInterval(this.sampler);
     this.sampler = null;
-    for (const res of this.clients) res.end();
-    this.clients.clear();
+    this.pages.endAll();
     const s = this.server;
     this.server = null;
     await closeHttp(s);

@@ -152,14 +152,14 @@ export function hmiMetrics(r: Registry, h: () => HmiStats | null): void {
   });
   new Counter({
     name: "podwarden_hmi_pages_refused_total",
-    help: "HMI pages refused, by reason (max-clients: hmi.maxClients were open; slow: dropped for not reading their updates)",
+    help: "HMI live pages refused, by reason (max-clients: hmi.maxClients were open; per-address: hmi.maxClientsPerAddress from that address; per-user: hmi.maxClientsPerUser for that user; no-login: half the pages held without a login; slow: dropped for not reading their updates)",
     labelNames: ["reason"],
     registers: [r],
     collect() {
       this.reset();
       const s = h();
       if (s === null) return;
-      this.inc({ reason: "max-clients" }, s.refused);
+      for (const [reason, n] of Object.entries(s.refused)) this.inc({ reason }, n);
       this.inc({ reason: "slow" }, s.dropped);
     },
   });

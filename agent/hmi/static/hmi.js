@@ -537,5 +537,7 @@ source.addEventListener("state", (e) => {
   setLive(true);
 });
 setInterval(() => {
-  if (source.readyState !== EventSource.OPEN || performance.now() - lastViewAt > STALE_MS) setLive(false);
+  // a stream ends every hmi.livePageS and the browser connects again at once: that second
+  // CONNECTING is not staleness, only views missing for STALE_MS are (or the source given up)
+  if (source.readyState === EventSource.CLOSED || performance.now() - lastViewAt > STALE_MS) setLive(false);
 }, 250);
