@@ -1,5 +1,6 @@
 // Loaded into the daemon under test by the HIL runner (node --import, through NODE_OPTIONS) for a
-// scenario with a `daemon: end-leak-thread` step, and into no other process: it lets the runner
+// scenario with a `daemon: end-leak-thread` step, and by test/systemd.test.ts (which ends the
+// control worker with it), and into no other process: it lets the runner
 // end the daemon's leak thread from outside, as a crash of that thread would, while the rest of
 // the process runs on. A signal cannot (every signal but SIGUSR1 acts on the whole process, and
 // SIGUSR1 starts the inspector); nor can ptrace, whose injected faults in one thread end the
@@ -17,6 +18,13 @@ const threads = createRequire(import.meta.url)("node:worker_threads") as typeof 
 
 /** The file the leak thread runs (lib/worker-path.ts builds its URL or path). */
 const LEAK_WORKER = /[/\\]leak-worker\.js$/;
+/**
+ * The control worker's file. With PODWARDEN_HOOK_END=control in the daemon's environment, SIGUSR2
+ * ends it instead of the leak thread: its ticks stop, as a stalled worker's do, and the health
+ * gate (/healthz, /readyz, the systemd watchdog) must close on that (test/systemd.test.ts).
+ */
+const CONTROL_WORKER = /[/\\]control[/\\]worker\.js$/;
+const TARGET = process.env.PODWARDEN_HOOK_END === "control" ? CONTROL_WORKER : LEAK_WORKER;
 
 type WorkerArgs = ConstructorParameters<typeof threads.Worker>;
 const live = new Set<Worker>();
@@ -26,7 +34,7 @@ class TrackedWorker extends Original {
   constructor(...args: WorkerArgs) {
     super(...args);
     const file = args[0] instanceof URL ? args[0].pathname : String(args[0]);
-    if (!LEAK_WORKER.test(file)) return;
+    if (!TARGET.test(file)) return;
     live.add(this);
     this.once("exit", () => live.delete(this));
   }

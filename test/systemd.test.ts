@@ -1,13 +1,16 @@
 // systemd integration: the unit verifies, and the notify protocol against a real NOTIFY_SOCKET
-// (an AF_UNIX datagram listener): READY=1 after start, WATCHDOG=1 only while healthy, STOPPING=1.
+// (an AF_UNIX datagram listener): READY=1 after start, WATCHDOG=1 only while healthy, STOPPING=1;
+// and with the control worker gone, /healthz and /readyz at 503 and no more pings.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SystemdNotifier } from "../agent/ops/systemd.js";
 import { shebangNodeFlags } from "../tooling/node-flags.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
+import { startDaemon, untilRunning } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { tempDir } from "./helpers/temp-dirs.js";
@@ -104,6 +107,34 @@ describe("systemd", () => {
         expect(await new Promise((r) => d.once("exit", r))).toBe(0);
       } finally {
         await stopProcess(d, "SIGKILL");
+        await stopProcess(l.child);
+      }
+    }, 60_000);
+
+    it("with its control worker gone (its ticks stop, as a stalled worker's do): /healthz and /readyz answer 503, and the WATCHDOG=1 pings stop", async () => {
+      const l = await notifySocket();
+      const cfg = join(tempDir("podwarden-sd-"), "agent.yaml");
+      writeFileSync(cfg, stringify(demoConfigFor(t.sim, (c) => ((c.pod = TEST_POD), (c.metrics = { port: 0 })))));
+      // the HIL runner's hook ends the control worker on SIGUSR2 (hil/daemon-hooks.ts)
+      const hook = pathToFileURL(join(process.cwd(), "dist/hil/daemon-hooks.js")).href;
+      const d = startDaemon(cfg, { nodeFlags: [`--import=${hook}`], env: { NOTIFY_SOCKET: l.path, WATCHDOG_USEC: "400000", PODWARDEN_HOOK_END: "control" } });
+      try {
+        await untilRunning(d);
+        const port = (d.lines.find((x) => x.msg === "metrics and health on /metrics, /healthz, /readyz") as { port: number }).port;
+        const status = async (path: string): Promise<number> => (await fetch(`http://127.0.0.1:${port}${path}`)).status;
+        await waitFor(async () => (await status("/readyz")) === 200, "ready", 30_000);
+        expect(await status("/healthz")).toBe(200);
+        await waitFor(() => l.datagrams.filter((x) => x === "WATCHDOG=1").length >= 2, "watchdog", 10_000);
+        d.child.kill("SIGUSR2");
+        await waitFor(async () => (await status("/healthz")) === 503, "/healthz 503", 10_000);
+        expect(await status("/readyz")).toBe(503);
+        const pings = l.datagrams.filter((x) => x === "WATCHDOG=1").length;
+        // ten of the watchdog's periods (WATCHDOG_USEC/2): a healthy daemon pings in each
+        await new Promise((r) => setTimeout(r, 2000));
+        expect(l.datagrams.filter((x) => x === "WATCHDOG=1").length).toBe(pings);
+        expect(await status("/healthz")).toBe(503);
+      } finally {
+        await stopProcess(d.child, "SIGKILL");
         await stopProcess(l.child);
       }
     }, 60_000);
