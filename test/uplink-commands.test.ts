@@ -67,6 +67,16 @@ describe("commands over MQTT (aedes)", () => {
     await waitFor(() => audits().some((a) => a.transaction === high.transaction && a.result === "out-of-envelope"), "audit of the refusal");
   });
 
+  it("a setpoint's lease runs out: the loop goes back to its local default, end to end, and mission control is told", async () => {
+    const local = pod.agent.status().racks[2].setpointC;
+    expect((await mc.send("setpoint", { loop: "rack-3.valve", value: local + 2, leaseS: 1 })).status).toBe("ok");
+    expect(pod.agent.status().racks[2].setpointC).toBe(local + 2);
+    await waitFor(() => mc.of("events").some((e) => e.type === "setpoint.expired" && e.loop === "rack-3.valve" && e.value === local), "setpoint.expired on the events topic", 10_000);
+    expect(pod.agent.status().racks[2].setpointC).toBe(local);
+    const snap = (await mc.send("snapshot", {}, "observer")).data as { setpointLeases: { loop: string }[] };
+    expect(snap.setpointLeases.map((l) => l.loop)).not.toContain("rack-3.valve");
+  });
+
   it("refuses to isolate a rack that still carries its load, then isolates it once its load is off and returns it to service (ground truth: the isolation valves)", async () => {
     await waitFor(() => (pod.agent.commander.rackLoad(3).drawKw ?? 0) > 20, "rack-4 loaded");
     const loaded = await mc.send("isolate-rack", { rack: "rack-4" });
