@@ -373,7 +373,7 @@ describe("the standard library in virtual time, through the pod's wiring and hot
     let browser: Browser;
     let dir: string;
     beforeAll(async () => {
-      if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: .ci/run installs Debian's chromium (or set CHROMIUM)`);
+      if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: npm test installs Debian's chromium (scripts/test-peers.sh) (or set CHROMIUM)`);
       browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
       dir = tempDir("podwarden-hil-");
     }, 30_000);

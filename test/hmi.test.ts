@@ -378,7 +378,7 @@ describe("podwarden run serves the HMI", () => {
     const exceptions: string[] = [];
 
     it("shows all 8 racks; a leak closes that rack's valves on the page and puts its alarm at the top", async () => {
-      if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: .ci/run installs Debian's chromium (or set CHROMIUM)`);
+      if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: npm test installs Debian's chromium (scripts/test-peers.sh) (or set CHROMIUM)`);
       browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
       // a context of our own: the forgery test opens a second page in it, with the same cookies
       page = await (await browser.newContext({ viewport: { width: 1600, height: 1100 } })).newPage();

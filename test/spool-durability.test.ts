@@ -75,7 +75,7 @@ describe("spool durability", () => {
       ["-f", "-qq", "-o", traceFile, "-e", "trace=openat,write,pwrite64,fsync,fdatasync,close,unlink,unlinkat", "node", "--input-type=module", "-e", SCRIPT, spoolDir],
       { encoding: "utf8", timeout: 60_000 },
     );
-    expect(r.error, "strace must be installed (Debian strace; .ci/run installs it)").toBeUndefined();
+    expect(r.error, "strace must be installed (Debian strace; npm test installs it: scripts/test-peers.sh)").toBeUndefined();
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
 
