@@ -43,6 +43,13 @@ describe("systemd", () => {
     expect(r.code).toBe(0);
   });
 
+  it("lets the daemon open the usual on-board, USB and HAT serial ports, and no other device", () => {
+    const unit = readFileSync("deploy/podwarden.service", "utf8");
+    expect(unit).toMatch(/^DevicePolicy=closed$/m);
+    const allowed = [...unit.matchAll(/^DeviceAllow=char-(\S+) rw$/gm)].map((m) => m[1]);
+    expect(allowed.sort()).toEqual(["ttyACM", "ttyAMA", "ttyLP", "ttyO", "ttyS", "ttySC", "ttyTHS", "ttyUSB", "ttymxc"].sort());
+  });
+
   it("the build leaves the CLI executable, so run as a command it starts node with its shebang's flags", async () => {
     expect(statSync("dist/cli/podwarden.js").mode & 0o111, "execute bits").toBe(0o111);
     const r = await run("./dist/cli/podwarden.js", ["--version"]);
