@@ -194,7 +194,7 @@ async function rtuUtilization(seconds: number): Promise<DriverResult["rtu"]> {
   const sim = new PodSim(simConfig({ devices: { basePort: 0, leaseMs: 0, rtu: { path: slave.b, baudRate: baud } } }));
   await sim.start();
   const closeRelay = await pacingRelay(master.b, slave.a, baud);
-  const t = new RtuTransport({ path: master.a, baudRate: baud, guardMs: 20, interFrameMs: 20, reconnect: { baseMs: 100, maxMs: 1000 } });
+  const t = new RtuTransport({ path: master.a, baudRate: baud, framing: { dataBits: 8, parity: "none", stopBits: 1 }, rs485: "none", guardMs: 20, interFrameMs: 20, reconnect: { baseMs: 100, maxMs: 1000 } });
   const bus = new Bus("rtu", t, 1);
   t.start();
   while (!t.connected) await new Promise((r) => setTimeout(r, 5));

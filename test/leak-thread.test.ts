@@ -42,7 +42,7 @@ describe("splitting a Modbus config for the leak thread", () => {
   });
   const config: ModbusConfig = {
     groups: [{ name: "safety", periodMs: 1, priority: 0 }],
-    buses: [{ name: "rs485", path: "/dev/ttyS0", baudRate: 19200, guardMs: 0, interFrameMs: 2, budget: 0.7 }],
+    buses: [{ name: "rs485", path: "/dev/ttyS0", baudRate: 19200, dataBits: 8, parity: "even", stopBits: 1, rs485: "none", latencyMs: 0, guardMs: 0, interFrameMs: 2, budget: 0.7 }],
     devices: [device("a", { tcp: { host: "127.0.0.1", port: 502, maxInFlight: 1 } }), device("b", { bus: "rs485" }), device("c", { tcp: { host: "127.0.0.1", port: 503, maxInFlight: 1 } })],
     reconnect: { baseMs: 100, maxMs: 1000, connectTimeoutMs: 1000 },
   };

@@ -1,5 +1,6 @@
 // Modbus driver config: buses, devices, their points and outputs, polling groups.
 // The JSON Schema here is embedded in the agent's config schema and documented from it.
+import type { SerialFraming } from "./serial-line.js";
 import { validator } from "../../lib/config-file.js";
 import { DATA_TYPES, WORD_ORDERS, registerCount, type DataType, type WordOrder } from "./codec.js";
 import { LOOP_CURRENT_SCHEMA, type LoopCurrentConfig } from "./loop-current.js";
@@ -59,12 +60,17 @@ export interface DeviceConfig {
   outputs: OutputConfig[];
 }
 
-export interface BusConfig {
+export interface BusConfig extends SerialFraming {
   name: string;
   path: string;
   baudRate: number;
+  /** who drives the RS-485 transceiver's direction: the adapter or the kernel (none), or podwarden through RTS (rts) */
+  rs485: "none" | "rts";
+  /** the adapter's delivery latency, ms (a USB adapter's latency timer), added to t3.5 for interFrameMs's default */
+  latencyMs: number;
   guardMs: number;
-  interFrameMs: number;
+  /** as configured; undefined: from the baud rate, the framing and latencyMs (serial-line.ts) */
+  interFrameMs?: number;
   /** fraction of wall time polling may keep the bus busy; beyond it low-priority polls are skipped */
   budget: number;
 }
@@ -130,8 +136,13 @@ export const MODBUS_SCHEMA = {
           name,
           path: { type: "string", minLength: 1, description: "serial device, e.g. /dev/ttyUSB0" },
           baudRate: { type: "integer", minimum: 1200, maximum: 921600, default: 19200, description: "baud" },
+          dataBits: { type: "integer", enum: [8], default: 8, description: "data bits: 8, as Modbus RTU carries binary bytes (7 is Modbus ASCII's, which podwarden does not speak)" },
+          parity: { enum: ["none", "even", "odd"], default: "even", description: "parity: even is the Modbus serial-line specification's default, which every device must offer; many ship none (8N1 or 8N2) or odd: set what the devices' manuals say" },
+          stopBits: { type: "integer", enum: [1, 2], default: 1, description: "stop bits: the specification has 2 with no parity (8N2), 1 with parity; some devices want 8N1" },
+          rs485: { enum: ["none", "rts"], default: "none", description: "who switches the RS-485 transceiver between sending and receiving: none, the adapter itself (auto-direction USB adapters) or the kernel's RS-485 mode (set by the board's device tree, linux,rs485-enabled-at-boot-time); rts, podwarden raises RTS while it sends and drops it once the frame is out (for adapters that need it; software timing, so a device that answers within a millisecond may lose its first bytes: prefer either of the others)" },
+          latencyMs: { type: "integer", minimum: 0, maximum: 100, default: 16, description: "how late the adapter may hand over the bytes of a frame, ms: 16 for a USB adapter (an FTDI chip's default latency timer), 0 for an on-board UART; added to t3.5 for interFrameMs's default" },
           guardMs: { type: "integer", minimum: 0, maximum: 10000, default: 100, description: "silence after a timeout before the next request, ms" },
-          interFrameMs: { type: "integer", minimum: 1, maximum: 1000, default: 20, description: "silence that ends a truncated frame, and that the line needs after a bad frame or stray bytes before the next request, ms" },
+          interFrameMs: { type: "integer", minimum: 1, maximum: 1000, description: "silence that ends a truncated frame, and that the line needs after a bad frame or stray bytes before the next request, ms; default: t3.5 of the baud rate and framing (3.5 characters, 1.75 ms above 19,200 baud), rounded up, plus latencyMs" },
           budget: { type: "number", exclusiveMinimum: 0, maximum: 1, default: 0.85, description: "share of bus time polling may use" },
         },
       },

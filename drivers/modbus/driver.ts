@@ -5,6 +5,7 @@
 // refreshed periodically; optionally read back and compared. The device lease heartbeat is
 // written only while the caller's health gate says the control loop is healthy: the driver
 // exposes the mechanism, the agent decides.
+import { interFrameMs } from "./serial-line.js";
 import { monoMs } from "../../lib/clock.js";
 import { PointStore, type OutputState, type Point, type Quality } from "../../lib/points.js";
 
@@ -85,7 +86,7 @@ export interface TransportFactory {
 /** The wires themselves: a socket per TCP device, a serial port per RTU bus. */
 export const WIRE_TRANSPORTS: TransportFactory = {
   tcp: (dc, reconnect) => new TcpTransport({ host: dc.tcp.host, port: dc.tcp.port, maxInFlight: dc.tcp.maxInFlight, connectTimeoutMs: reconnect.connectTimeoutMs, reconnect }),
-  rtu: (b, reconnect) => new RtuTransport({ path: b.path, baudRate: b.baudRate, guardMs: b.guardMs, interFrameMs: b.interFrameMs, reconnect }),
+  rtu: (b, reconnect) => new RtuTransport({ path: b.path, baudRate: b.baudRate, framing: { dataBits: b.dataBits, parity: b.parity, stopBits: b.stopBits }, rs485: b.rs485, guardMs: b.guardMs, interFrameMs: b.interFrameMs ?? interFrameMs(b.baudRate, b, b.latencyMs), reconnect }),
 };
 
 export interface DriverIo {

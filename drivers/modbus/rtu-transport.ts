@@ -18,11 +18,16 @@ import { Backoff } from "../../lib/backoff.js";
 import { ConnectionState } from "./connection-state.js";
 import { encodeRequest, parseResponse, responseLength } from "./master-pdu.js";
 import { crcOk, withCrc } from "./protocol.js";
+import { framingName, type SerialFraming } from "./serial-line.js";
 import type { ModbusOutcome, ModbusRequest, ModbusTransport, TransportStats } from "./types.js";
 
 export interface RtuTransportOptions {
   path: string;
   baudRate: number;
+  /** data bits, parity, stop bits (serial-line.ts): set on the port as it opens */
+  framing: SerialFraming;
+  /** rts: RTS raised while a request is sent, dropped once it is out (software direction control) */
+  rs485: "none" | "rts";
   /** silence after a timeout before the next request, ms */
   guardMs: number;
   /** a partial frame followed by this much silence is a truncated frame; after a bad frame or stray bytes, the silence the line needs before the next request, ms */
@@ -49,6 +54,12 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   private readonly backoff: Backoff;
   /** bytes that arrived while no request waited for them (a late answer, line noise) */
   strayBytes = 0;
+  /** a good answer has come since the port opened */
+  private answeredSinceOpen = false;
+  /** damaged answers (bytes that made no good frame) since the last good one */
+  private damagedRun = 0;
+  /** RTS could not be set on this port (rs485: rts): said in each timeout's message */
+  private rtsProblem: string | null = null;
 
   constructor(private readonly o: RtuTransportOptions) {
     super();
@@ -62,7 +73,10 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   }
 
   private open(): void {
-    const port = new SerialPort({ path: this.o.path, baudRate: this.o.baudRate, autoOpen: false });
+    const { dataBits, parity, stopBits } = this.o.framing;
+    const port = new SerialPort({ path: this.o.path, baudRate: this.o.baudRate, dataBits, parity, stopBits, autoOpen: false });
+    this.answeredSinceOpen = false;
+    this.damagedRun = 0;
     this.port = port;
     port.on("data", (chunk: Buffer) => this.onData(chunk));
     port.on("error", () => undefined);
@@ -118,6 +132,8 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
       if (b.length >= want) {
         if (b.length > want) return this.corrupt("trailing bytes after the frame", crcOk(b.subarray(0, want)) ? "collision" : "corrupt");
         if (!crcOk(b)) return this.corrupt("CRC error");
+        this.answeredSinceOpen = true;
+        this.damagedRun = 0;
         this.finish(parseResponse(ex.req, b.subarray(1, want - 2)));
         return;
       }
@@ -132,7 +148,21 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
 
   private corrupt(why: string, kind: "corrupt" | "collision" = "corrupt"): void {
     this.quietUntil = monoMs() + this.o.interFrameMs;
-    this.finish({ ok: false, kind, message: why });
+    this.finish({ ok: false, kind, message: `${why}${this.framingHint()}` });
+  }
+
+  /**
+   * A line whose every answer arrives damaged, and none good since the port opened, is most
+   * likely framed differently from its devices (a parity or stop-bit mismatch turns every
+   * answer's bytes into framing errors, a baud mismatch into garbage), not noisy: a noisy line
+   * lets a good answer through now and then. Said in the device's health, so that the engineer
+   * reads "framing", not "timeout" or "CRC error" alone.
+   */
+  private framingHint(): string {
+    this.damagedRun++;
+    if (this.answeredSinceOpen || this.damagedRun < 3) return "";
+    // short: the device's health keeps 200 characters of a message
+    return `; ${this.damagedRun} damaged, none good since the port opened: framing mismatch? (bus ${this.o.baudRate} ${framingName(this.o.framing)}; check the devices' baud, parity, stop bits)`;
   }
 
   private finish(o: ModbusOutcome): void {
@@ -165,7 +195,7 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
       const timer = setTimeout(() => {
         if (this.current?.settle !== settle) return;
         this.quietUntil = monoMs() + this.o.guardMs;
-        this.finish({ ok: false, kind: "timeout", message: "timed out" });
+        this.finish({ ok: false, kind: "timeout", message: this.rtsProblem === null ? "timed out" : `timed out; ${this.rtsProblem}` });
       }, timeoutMs);
       const settle = (o: ModbusOutcome): void => {
         clearTimeout(timer);
@@ -173,7 +203,23 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
       };
       this.buf = Buffer.alloc(0);
       this.current = { unit, req, settle };
-      port.write(withCrc(Buffer.concat([Buffer.from([unit]), encodeRequest(req)])));
+      const frame = withCrc(Buffer.concat([Buffer.from([unit]), encodeRequest(req)]));
+      if (this.o.rs485 === "rts") this.sendWithRts(port, frame);
+      else port.write(frame);
+    });
+  }
+
+  /**
+   * RS-485 direction by RTS: raised, the frame written, and dropped once the kernel says the
+   * frame is out (tcdrain). The timing is the event loop's, so a device that answers within a
+   * millisecond may lose its first bytes: the kernel's RS-485 mode or an auto-direction adapter
+   * switches in hardware (docs/drivers.md).
+   */
+  private sendWithRts(port: SerialPort, frame: Buffer): void {
+    port.set({ rts: true }, (err) => {
+      if (err !== null && err !== undefined) this.rtsProblem ??= `RTS cannot be set on ${this.o.path} (${err.message})`;
+      port.write(frame);
+      port.drain(() => port.set({ rts: false }, () => undefined));
     });
   }
 

@@ -2,6 +2,7 @@
 """An independent Modbus TCP server for podwarden's driver tests and benchmarks (Debian python3-pymodbus).
 
 usage: pymodbus_server.py PORT
+       pymodbus_server.py --serial PATH BAUD FRAMING    (Modbus RTU, unit 1; FRAMING such as 8E1, 8N2, 8O1)
 
 Holding registers carry known-answer vectors encoded by pymodbus's own BinaryPayloadBuilder,
 for every data type and byte/word order. The layout is printed as one JSON line on stdout
@@ -13,7 +14,8 @@ import sys
 from pymodbus.constants import Endian
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
 from pymodbus.payload import BinaryPayloadBuilder
-from pymodbus.server import StartTcpServer
+from pymodbus.server import StartSerialServer, StartTcpServer
+from pymodbus.transaction import ModbusRtuFramer
 
 ORDERS = {
     "ABCD": (Endian.Big, Endian.Big),
@@ -44,7 +46,7 @@ ADD = {
 
 
 def main():
-    port = int(sys.argv[1])
+    serial = sys.argv[1] == "--serial"
     regs = [0] * 200
     layout = []
     address = 0
@@ -62,7 +64,12 @@ def main():
     store = ModbusSlaveContext(hr=block, ir=inputs, co=ModbusSequentialDataBlock(0, [0] * 100), di=ModbusSequentialDataBlock(0, [1, 0] * 50))
     context = ModbusServerContext(slaves=store, single=True)
     print(json.dumps(layout), flush=True)
-    StartTcpServer(context=context, address=("127.0.0.1", port))
+    if serial:
+        path, baud, framing = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+        # pyserial applies the framing to the port (termios): the same settings as the driver's
+        StartSerialServer(context=context, framer=ModbusRtuFramer, port=path, baudrate=baud, bytesize=int(framing[0]), parity=framing[1], stopbits=int(framing[2]))
+    else:
+        StartTcpServer(context=context, address=("127.0.0.1", int(sys.argv[1])))
 
 
 if __name__ == "__main__":
