@@ -112,7 +112,9 @@ function drawOverview(view) {
     o.ctrl.seen.textContent = r.valvePositionPct === null ? "" : `at ${r.valvePositionPct.toFixed(0)} %`;
     o.box.setAttribute("class", `box leak-${r.leak}`);
     const L = o.lines;
-    L.leak.textContent = r.leak === "OK" ? "leak: none" : `LEAK ${r.leak.toUpperCase()}`;
+    // Warning is the leak sensor's fault (its cable, or no reading from its device), not a leak:
+    // it read "LEAK WARNING" on a comms loss (issue #53)
+    L.leak.textContent = r.leak === "OK" ? "leak: none" : r.leak === "Warning" ? "leak sensor: fault, no leak reading" : "LEAK";
     L.leak.setAttribute("class", `state ${r.leak}`);
     const put = (el, label, text) => {
       el.textContent = `${label} ${text ?? "no reading"}`;
