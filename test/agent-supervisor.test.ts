@@ -194,6 +194,20 @@ describe("supervisor", () => {
     expect(events.filter((e) => e.type === "mode.changed").map((e) => (e as { to: string }).to)).toEqual(["Running", "Degraded", "Failsafe"]);
   });
 
+  it("says an over-temperature alarm's reading as it is: above its threshold, or back under it inside the hysteresis band", () => {
+    const s = supervisor(() => undefined, () => 0);
+    const at = (c: number): ReturnType<typeof inputs> => {
+      const i = inputs();
+      i.racks[1] = { ...i.racks[1], returnTempC: good(c) };
+      return i;
+    };
+    s.evaluate(at(51));
+    expect(s.alarms.get("overtemp:rack-2")?.message).toBe("rack-2 return temperature 51.0 °C, above 50 °C");
+    // 49.5 °C: under the threshold, inside the band (1 °C): the alarm holds, and says why (it read "49.5 °C above 50 °C")
+    s.evaluate(at(49.5));
+    expect(s.alarms.get("overtemp:rack-2")).toMatchObject({ conditionActive: true, message: "rack-2 return temperature 49.5 °C, back under 50 °C; the alarm clears under 49 °C" });
+  });
+
   it("stays Degraded while any alarm is listed, including one waiting out its clear dwell, then runs", () => {
     const modes: string[] = [];
     const clock = { t: 0 };

@@ -265,10 +265,17 @@ export class Supervisor {
         else if (tier === 1 && t.value < o.warningC - o.hysteresisC) tier = 0;
       }
       this.overTier[r] = tier;
+      // inside the hysteresis band the alarm holds with the reading already below its threshold:
+      // say so (it read "49.0 °C above 50 °C", issue #53)
+      const limitC = tier === 2 ? o.criticalC : o.warningC;
       a.update(`overtemp:${rack.name}`, tier > 0, {
         severity: tier === 2 ? "Critical" : "Warning",
         source: rack.name,
-        message: `${rack.name} return temperature ${t.value.toFixed(1)} °C above ${tier === 2 ? o.criticalC : o.warningC} °C`,
+        message: !t.good
+          ? `${rack.name} return temperature above ${limitC} °C when last read; no good reading now`
+          : t.value >= limitC
+            ? `${rack.name} return temperature ${t.value.toFixed(1)} °C, above ${limitC} °C`
+            : `${rack.name} return temperature ${t.value.toFixed(1)} °C, back under ${limitC} °C; the alarm clears under ${limitC - o.hysteresisC} °C`,
       });
 
       // coolant and power together, proven at the rack's power meter: an isolated rack that still
