@@ -208,6 +208,36 @@ describe("supervisor", () => {
     expect(s.alarms.get("overtemp:rack-2")).toMatchObject({ conditionActive: true, message: "rack-2 return temperature 49.5 °C, back under 50 °C; the alarm clears under 49 °C" });
   });
 
+  it("holds power:budget for alarmHoldMs after the budget last constrained a cap, so a draw about its share does not flap it (and the pod's mode with it)", () => {
+    const clock = { t: 0 };
+    const modes: string[] = [];
+    const s = supervisor((e) => (e.type === "mode.changed" ? modes.push(e.to) : undefined), () => clock.t);
+    const hold = config.supervisor.powerBudget.alarmHoldMs;
+    const minSum = config.racks.reduce((a, r) => a + r.minPowerKw, 0);
+    const at = (t: number): SupervisorInputs => {
+      clock.t = t;
+      return { ...inputs(), nowMs: t };
+    };
+    s.evaluate(at(0));
+    expect(s.alarms.get("power:budget")).toBeUndefined();
+    s.setPowerBudget(minSum + 1); // every rack's draw is above its share
+    s.evaluate(at(1000));
+    expect(s.alarms.get("power:budget")).toMatchObject({ conditionActive: true, message: `pod power budget ${minSum + 1} kW constrains rack caps` });
+    s.setPowerBudget(null); // no longer constrained, as a rack's draw falls under its share
+    s.evaluate(at(2000));
+    expect(s.alarms.get("power:budget")?.conditionActive).toBe(true);
+    s.setPowerBudget(minSum + 1); // and over it again, as in the demo every 15-40 s
+    s.evaluate(at(30_000));
+    s.setPowerBudget(null);
+    s.evaluate(at(30_000 + hold - 1));
+    expect(s.alarms.get("power:budget")).toMatchObject({ conditionActive: true, message: expect.stringMatching(/constrained rack caps within the last/) as unknown });
+    s.evaluate(at(30_000 + hold));
+    expect(s.alarms.get("power:budget")?.conditionActive).toBe(false);
+    s.evaluate(at(30_000 + hold + config.supervisor.alarmClearDwellMs));
+    expect(s.alarms.get("power:budget")).toBeUndefined();
+    expect(modes).toEqual(["Running", "Degraded", "Running"]); // one Degraded spell, not one per swing
+  });
+
   it("stays Degraded while any alarm is listed, including one waiting out its clear dwell, then runs", () => {
     const modes: string[] = [];
     const clock = { t: 0 };

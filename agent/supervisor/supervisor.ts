@@ -79,6 +79,8 @@ export class Supervisor {
   private readonly proven: boolean[];
   private readonly escalated: boolean[];
   private lastCaps: number[];
+  /** when the budget last constrained a cap (ms), or null: power:budget holds for powerBudget.alarmHoldMs after */
+  private budgetConstrainedAtMs: number | null = null;
   private everRunning = false;
   private budgetOverrideKw: number | null = null;
 
@@ -352,7 +354,13 @@ export class Supervisor {
     const alloc = allocatePower(budgetKw, demands);
     this.lastCaps = alloc.caps;
     decisions.powerCapsKw = alloc.caps;
-    a.update("power:budget", alloc.constrained, { severity: "Warning", source: "pod", message: `pod power budget ${budgetKw} kW constrains rack caps` });
+    if (alloc.constrained) this.budgetConstrainedAtMs = now;
+    const held = this.budgetConstrainedAtMs !== null && now - this.budgetConstrainedAtMs < pb.alarmHoldMs;
+    a.update("power:budget", alloc.constrained || held, {
+      severity: "Warning",
+      source: "pod",
+      message: alloc.constrained ? `pod power budget ${budgetKw} kW constrains rack caps` : `pod power budget ${budgetKw} kW constrained rack caps within the last ${Math.round(pb.alarmHoldMs / 1000)} s`,
+    });
 
     // ---- mode ------------------------------------------------------------------------------
     // every alarm still listed counts, including one whose condition went and which waits out its
