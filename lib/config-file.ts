@@ -39,6 +39,9 @@ export function describe(e: ErrorObject): string {
       return `${at === "(top level)" ? "" : `${at}.`}${String(e.params.missingProperty)}: required key is missing`;
     case "type":
       return `${at}: must be ${String(e.params.type)}${String(e.params.type).includes("number") || String(e.params.type).includes("integer") ? " (finite)" : ""}`;
+    case "enum":
+      // the values it may take, not ajv's "must be equal to one of the allowed values" (issue #51)
+      return `${at}: must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
     default:
       return `${at}: ${e.message ?? e.keyword}`;
   }

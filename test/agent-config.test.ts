@@ -36,6 +36,7 @@ describe("agent config", () => {
   it.each([
     ["an unknown key", (s: string) => s.replace("pod: pod-a", "pod: pod-a\npdo: typo"), /pdo: unknown key/],
     ["a wrong type", (s: string) => s.replace("returnTempSetpointC: 45", "returnTempSetpointC: warm"), /control\.returnTempSetpointC: must be number/],
+    ["a value not among the allowed, listing them", (s: string) => s.replace("site: demo\n", "site: demo\nlog: { level: loud }\n"), /log\.level: must be one of "fatal", "error", "warn", "info", "debug", "trace"$/m],
     ["a non-finite number", (s: string) => s.replace("returnTempSetpointC: 45", "returnTempSetpointC: .inf"), /control\.returnTempSetpointC: must be number \(finite\)/],
     ["NaN", (s: string) => s.replace("dpSetpointKpa: 120", "dpSetpointKpa: .nan"), /control\.dpSetpointKpa: must be number \(finite\)/],
     ["a number out of range", (s: string) => s.replace("periodMs: 1\n", "periodMs: 1000\n"), /control\.periodMs: must be <= 100/],
