@@ -410,15 +410,11 @@ describe("podwarden run serves the HMI", () => {
       expect(await page.locator("#operate-section").isVisible()).toBe(false);
       mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: join(ARTIFACTS, "hmi-overview.png"), fullPage: true });
-      // a device that stops answering leaves its rack's leak sensor unread: a fault, not a leak
-      // (it read "LEAK WARNING", issue #53)
+      // a device that stops answering leaves its rack's leak sensor unread: a fault, not a leak (it read "LEAK WARNING", issue #53)
+      const leak6 = (text: RegExp): Promise<void> => page.locator('[data-rack="rack-6"] [data-field="leak"]', { hasText: text }).waitFor({ timeout: 15_000 });
       t.sim.inject({ device: "rack-6", offline: true });
-      try {
-        await page.locator('[data-rack="rack-6"] [data-field="leak"]', { hasText: /^leak sensor: fault, no leak reading$/ }).waitFor({ timeout: 15_000 });
-      } finally {
-        t.sim.inject({ device: "rack-6", offline: false });
-      }
-      await page.locator('[data-rack="rack-6"] [data-field="leak"]', { hasText: /^leak: none$/ }).waitFor({ timeout: 15_000 });
+      await leak6(/^leak sensor: fault, no leak reading$/).finally(() => t.sim.inject({ device: "rack-6", offline: false }));
+      await leak6(/^leak: none$/);
     }, 60_000);
 
     it("acknowledges the leak alarm after a login through the page, and says why a refused action was refused", async () => {
