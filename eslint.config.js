@@ -17,7 +17,8 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // scripts/build-info.mjs is plain JavaScript (it runs before dist exists): linted outside the TS project
+      parserOptions: { projectService: { allowDefaultProject: ["scripts/build-info.mjs"] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       "@typescript-eslint/no-explicit-any": "error",

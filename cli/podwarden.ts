@@ -17,7 +17,7 @@ import { ConfigError } from "../lib/config-file.js";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { join } from "node:path";
 import { InstanceLockError } from "../agent/ops/instance-lock.js";
-import { packageVersion } from "../agent/version.js";
+import { packageVersion, versionLine } from "../agent/version.js";
 import { readPassword } from "./read-password.js";
 import { UsageError } from "./usage-error.js";
 import { failSafeTable } from "../pod/fail-safe.js";
@@ -219,7 +219,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   if (values.version === true) {
-    process.stdout.write(`${packageVersion()}\n`);
+    process.stdout.write(`${versionLine()}\n`);
     return 0;
   }
   const command = positionals[0];

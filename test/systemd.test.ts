@@ -54,6 +54,9 @@ describe("systemd", () => {
     expect(statSync("dist/cli/podwarden.js").mode & 0o111, "execute bits").toBe(0o111);
     const r = await run("./dist/cli/podwarden.js", ["--version"]);
     expect(r.code).toBe(0);
+    // the version and the commit the build was made from (issue #51)
+    const head = (await run("git", ["rev-parse", "HEAD"])).stdout.trim();
+    expect(r.stdout.trim()).toMatch(new RegExp(`^podwarden \\d+\\.\\d+\\.\\d+ \\(commit ${head}(-dirty)?\\)$`));
     expect(shebangNodeFlags(readFileSync("dist/cli/podwarden.js", "utf8"))).toEqual(shebangNodeFlags(readFileSync("cli/podwarden.ts", "utf8")));
   });
 
