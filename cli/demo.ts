@@ -92,6 +92,22 @@ export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "active
   return lines.join("\n");
 }
 
+/** The simulator on its configured ports, or on free ones where one is taken. */
+async function startSim(config: ReturnType<typeof loadSimConfig>, out: NodeJS.WritableStream): Promise<PodSim> {
+  const sim = new PodSim(config);
+  try {
+    await sim.start();
+    return sim;
+  } catch (err) {
+    await sim.stop();
+    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || config.devices.basePort === 0) throw err;
+    out.write(`demo: a simulated device's port is taken (${(err as Error).message}): the simulator's devices on free ports instead\n`);
+    const free = new PodSim({ ...config, devices: { ...config.devices, basePort: 0 } });
+    await free.start();
+    return free;
+  }
+}
+
 export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   const simConfig = loadSimConfig(o.simConfig);
   if (o.redfishRacks === true) simConfig.devices.redfish ??= { basePort: 0, user: "admin", password: "podwarden-sim", limitRampKwPerS: 50, trays: 4 };
@@ -105,15 +121,21 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
         })
       : null;
   const brokerUrl = o.broker ?? broker!.url;
-  const sim = new PodSim(simConfig);
+  // the simulator's devices and its fault API on their configured ports, or, where one is taken
+  // (a second demo, another program), on free ones, said on the output: it ended in a raw
+  // EADDRINUSE stack trace (issue #51). The agent is pointed at whichever the devices got.
+  const sim = await startSim(simConfig, o.out);
   const api = new SimControlApi(sim);
   let agent: PodPlane | null = null;
   let services: ServicePlane | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-demo-"));
   try {
-    await sim.start();
-    const controlPort = await api.listen(simConfig.control.port, simConfig.control.host);
-    const data = demoConfigData(undefined, o.agentConfig);
+    const controlPort = await api.listen(simConfig.control.port, simConfig.control.host).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "EADDRINUSE") throw err;
+      o.out.write(`demo: the simulator's fault API port ${simConfig.control.port} is taken: on a free port instead (below)\n`);
+      return api.listen(0, simConfig.control.host);
+    });
+    const data = demoConfigData((d) => sim.portOf(d), o.agentConfig);
     const bmcs = simConfig.devices.redfish;
     if (o.redfishRacks === true && bmcs !== undefined) {
       readRacksThroughBmcs(data, (d) => sim.portOf(d));

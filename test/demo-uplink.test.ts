@@ -186,12 +186,14 @@ describe("the demo beside a broker that already has its port", () => {
   }, 60_000);
 });
 
-describe("the demo beside a daemon that has the metrics and HMI ports", () => {
-  it("serves metrics and its HMI on free ports instead, as the shared service setup allows it (a daemon's are never moved)", async () => {
+describe("the demo beside programs that have its ports", () => {
+  it("serves metrics, its HMI, the simulator's devices and fault API on free ports instead, and the pod reads its racks there (a daemon's are never moved)", async () => {
     // the demo config's ports (the schema's defaults): held here, or already held by a daemon on
     // this host, which is the case the fallback is for
     const held: Server[] = [];
-    for (const port of [9464, 8470]) {
+    // and one simulated rack's Modbus port and the fault API's (configs/sim-pod.yaml): a raw
+    // EADDRINUSE stack trace ended the demo there (issue #51)
+    for (const port of [9464, 8470, 15023, 8502]) {
       const s = createServer();
       const ok = await new Promise<boolean>((r) => {
         s.once("error", () => r(false));
@@ -208,6 +210,9 @@ describe("the demo beside a daemon that has the metrics and HMI ports", () => {
         const health = await fetch(new URL("/healthz", demo.urls.metrics));
         expect([200, 503]).toContain(health.status);
         expect((await fetch(demo.hmiUrl!)).status).toBe(200);
+        expect(new URL(demo.controlUrl).port).not.toBe("8502");
+        expect(demo.sim.portOf("rack-3")).not.toBe(15023);
+        await waitFor(() => demo.agent.status().racks[2].returnTempC !== null, "rack-3 read on its free port", 30_000);
       } finally {
         await demo.stop();
       }
