@@ -24,6 +24,7 @@ const COMPUTE_ONLY = [
   "hotpath-quality",
   "isolation-stroke",
   "login-limiter",
+  "node-version",
   "pod-stage",
   "sim-physics",
   "sim-virtual",

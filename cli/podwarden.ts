@@ -18,6 +18,7 @@ import { loadAgentConfig } from "../agent/config/load.js";
 import { join } from "node:path";
 import { InstanceLockError } from "../agent/ops/instance-lock.js";
 import { packageVersion, versionLine } from "../agent/version.js";
+import { nodeVersionProblem } from "../lib/node-version.js";
 import { readPassword } from "./read-password.js";
 import { UsageError } from "./usage-error.js";
 import { failSafeTable } from "../pod/fail-safe.js";
@@ -146,6 +147,11 @@ options:
 `;
 
 async function main(argv: string[]): Promise<number> {
+  const tooOld = nodeVersionProblem(process.versions.node);
+  if (tooOld !== null) {
+    process.stderr.write(`podwarden: ${tooOld}\n`);
+    return 1;
+  }
   let parsed;
   try {
     parsed = parseArgs({
