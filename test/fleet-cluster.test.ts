@@ -167,7 +167,14 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       // a signed command to a set of pods, real and emulated: each answers (matched on the transaction, MQTT 3.1.1)
       const key = { keyId: "view", privateKey: parsePrivateKey(KEYS.observer.privatePem), nextSeq: () => Date.now() };
       const targets = ["demo/fleet-0", "demo/fleet-1", "fleet/emu-0", "fleet/emu-101"];
-      const answers = await w.command(targets, "snapshot", {}, key, 15_000);
+      // on a connection the watch has at the time: a restarted cluster still settling dropped the
+      // watch's connection once more between its return and this command (fresh-clone CI,
+      // 2026-12-06: "no connection to a broker"), and mission control sends once it is back
+      const ask = async (pods: string[]): ReturnType<typeof w.command> => {
+        await waitFor(() => w.stats().connections.some((c) => c.connected), "a watch connection to send on", 60_000, 100);
+        return w.command(pods, "snapshot", {}, key, 15_000);
+      };
+      const answers = await ask(targets);
       // a pod subscribes to its requests at QoS 0 and mission control sends again, with a new
       // seq, when no answer comes (docs/mqtt.md): once, here, to a pod whose request was lost
       // while the restarted cluster settled (a run in three lost one, 2026-12-04)
@@ -177,7 +184,7 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       // judged is that every pod answers, not how soon the cluster settles.
       let unanswered = targets.filter((_, k) => answers[k]?.response?.status !== "ok");
       for (let round = 0; round < 3 && unanswered.length > 0; round++) {
-        const again = await w.command(unanswered, "snapshot", {}, key, 15_000);
+        const again = await ask(unanswered);
         unanswered = unanswered.filter((_, k) => again[k]?.response?.status !== "ok");
       }
       expect(unanswered, "pods that never answered a signed command").toEqual([]);
