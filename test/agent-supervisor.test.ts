@@ -208,11 +208,12 @@ describe("supervisor", () => {
     expect(s.alarms.get("overtemp:rack-2")).toMatchObject({ conditionActive: true, message: "rack-2 return temperature 49.5 °C, back under 50 °C; the alarm clears under 49 °C" });
   });
 
-  it("holds power:budget for alarmHoldMs after the budget last constrained a cap, so a draw about its share does not flap it (and the pod's mode with it)", () => {
+  it("raises power:budget after alarmAfterMs of constraint and holds it for alarmHoldMs after the last, so neither a start nor a draw about its share flaps it (and the pod's mode with it)", () => {
     const clock = { t: 0 };
     const modes: string[] = [];
     const s = supervisor((e) => (e.type === "mode.changed" ? modes.push(e.to) : undefined), () => clock.t);
     const hold = config.supervisor.powerBudget.alarmHoldMs;
+    const after = config.supervisor.powerBudget.alarmAfterMs;
     const minSum = config.racks.reduce((a, r) => a + r.minPowerKw, 0);
     const at = (t: number): SupervisorInputs => {
       clock.t = t;
@@ -222,9 +223,16 @@ describe("supervisor", () => {
     expect(s.alarms.get("power:budget")).toBeUndefined();
     s.setPowerBudget(minSum + 1); // every rack's draw is above its share
     s.evaluate(at(1000));
+    s.setPowerBudget(null); // a moment's constraint, as at a start before the power is read: nothing raised
+    s.evaluate(at(1500));
+    s.setPowerBudget(minSum + 1);
+    s.evaluate(at(2000));
+    s.evaluate(at(2000 + after - 1));
+    expect(s.alarms.get("power:budget")).toBeUndefined();
+    s.evaluate(at(2000 + after));
     expect(s.alarms.get("power:budget")).toMatchObject({ conditionActive: true, message: `pod power budget ${minSum + 1} kW constrains rack caps` });
     s.setPowerBudget(null); // no longer constrained, as a rack's draw falls under its share
-    s.evaluate(at(2000));
+    s.evaluate(at(2000 + after + 1000));
     expect(s.alarms.get("power:budget")?.conditionActive).toBe(true);
     s.setPowerBudget(minSum + 1); // and over it again, as in the demo every 15-40 s
     s.evaluate(at(30_000));

@@ -60,6 +60,7 @@ export const SUPERVISOR_SCHEMA = obj(
         podKw: num(0, 1e6, 1e6, "pod power budget, kW"),
         writeCaps: bool(true, "write each rack's cap to its powerCap output (needs outputs.powerCap on every rack: a config error without it; with false the caps are computed but not in force, and telemetry reports powerCapKw null)"),
         headroomPct: num(0, 100, 10, "a rack near its cap is given this much above its draw, %"),
+        alarmAfterMs: int(0, 3_600_000, 10_000, "power:budget is raised once the budget has constrained a cap this long without a break, ms: at a start, before the racks' power is read, every rack counts at its rating for a moment"),
         alarmHoldMs: int(0, 3_600_000, 120_000, "power:budget holds this long after the budget last constrained a cap, ms: racks whose draw moves about their share made it raise and clear every 15-40 s, and the pod flip between Running and Degraded with it"),
       },
       "pod power budget",

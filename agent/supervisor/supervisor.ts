@@ -79,8 +79,11 @@ export class Supervisor {
   private readonly proven: boolean[];
   private readonly escalated: boolean[];
   private lastCaps: number[];
-  /** when the budget last constrained a cap (ms), or null: power:budget holds for powerBudget.alarmHoldMs after */
-  private budgetConstrainedAtMs: number | null = null;
+  /** since when the budget has constrained a cap without a break (ms), or null */
+  private budgetSpellSinceMs: number | null = null;
+  /** when the budget last constrained a cap (ms): a raised power:budget holds for powerBudget.alarmHoldMs after */
+  private budgetConstrainedAtMs = -Infinity;
+  private budgetAlarm = false;
   private everRunning = false;
   private budgetOverrideKw: number | null = null;
 
@@ -354,9 +357,15 @@ export class Supervisor {
     const alloc = allocatePower(budgetKw, demands);
     this.lastCaps = alloc.caps;
     decisions.powerCapsKw = alloc.caps;
-    if (alloc.constrained) this.budgetConstrainedAtMs = now;
-    const held = this.budgetConstrainedAtMs !== null && now - this.budgetConstrainedAtMs < pb.alarmHoldMs;
-    a.update("power:budget", alloc.constrained || held, {
+    // raised after alarmAfterMs of constraint without a break, held for alarmHoldMs after the last
+    if (alloc.constrained) {
+      this.budgetSpellSinceMs ??= now;
+      this.budgetConstrainedAtMs = now;
+    } else this.budgetSpellSinceMs = null;
+    this.budgetAlarm = this.budgetAlarm
+      ? now - this.budgetConstrainedAtMs < pb.alarmHoldMs || alloc.constrained
+      : this.budgetSpellSinceMs !== null && now - this.budgetSpellSinceMs >= pb.alarmAfterMs;
+    a.update("power:budget", this.budgetAlarm, {
       severity: "Warning",
       source: "pod",
       message: alloc.constrained ? `pod power budget ${budgetKw} kW constrains rack caps` : `pod power budget ${budgetKw} kW constrained rack caps within the last ${Math.round(pb.alarmHoldMs / 1000)} s`,
