@@ -42,6 +42,7 @@ const FRAMINGS: [string, { parity: string; stopBits: number }, RegExp[]][] = [
 
 describe("Modbus RTU framing", () => {
   let pty: PtyPair | undefined;
+  let toPeer: PtyPair | undefined;
   let peer: ChildProcess | undefined;
   let driver: ModbusDriver | undefined;
   let relay: SerialPort[] = [];
@@ -53,7 +54,9 @@ describe("Modbus RTU framing", () => {
     if (peer !== undefined) await stopProcess(peer);
     peer = undefined;
     await pty?.stop();
+    await toPeer?.stop();
     pty = undefined;
+    toPeer = undefined;
   });
 
   const driverOn = (path: string, bus: Record<string, unknown>, address: number): ModbusDriver =>
@@ -87,7 +90,7 @@ describe("Modbus RTU framing", () => {
     // a relay in place of the line: the requests pass, every answer's bytes come out changed, as
     // a parity or stop-bit mismatch changes them (the UART's framing errors)
     pty = await ptyPair();
-    const toPeer = await ptyPair();
+    toPeer = await ptyPair();
     const open = (path: string): Promise<SerialPort> => new Promise((resolve, reject) => {
       const p = new SerialPort({ path, baudRate: 19200 }, (err) => (err ? reject(err) : resolve(p)));
     });
@@ -102,13 +105,9 @@ describe("Modbus RTU framing", () => {
     const d = driver;
     d.start();
     const lastError = (): string => d.stats().devices[0].stats.lastError?.message ?? "";
-    try {
-      await waitFor(() => /framing mismatch\?/.test(lastError()), "the framing said", 15_000);
-      expect(lastError()).toMatch(/\d+ damaged, none good since the port opened: framing mismatch\? \(bus 19200 8N1; check the devices' baud, parity, stop bits\)$/);
-      expect(d.stats().devices[0].stats.ok).toBe(0);
-    } finally {
-      await toPeer.stop();
-    }
+    await waitFor(() => /framing mismatch\?/.test(lastError()), "the framing said", 15_000);
+    expect(lastError()).toMatch(/\d+ damaged, none good since the port opened: framing mismatch\? \(bus 19200 8N1; check the devices' baud, parity, stop bits\)$/);
+    expect(d.stats().devices[0].stats.ok).toBe(0);
   }, 30_000);
 
   it("takes its inter-frame silence from the baud rate and framing: 3.5 characters, 1.75 ms above 19,200 baud, plus the adapter's latency", () => {
