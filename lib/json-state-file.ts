@@ -10,7 +10,7 @@ import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeSync } fro
 import { open, rename } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { readTextBounded } from "./bounded-read.js";
-import { inStateDirectory, onceWritten, recordWritten, STATE_FILES } from "./state-manifest.js";
+import { inStateDirectory, onceWritten, recordWritten, recordWrittenInBackground, STATE_FILES } from "./state-manifest.js";
 import { syncDirectory, syncDirectoryInBackground } from "./sync-directory.js";
 
 export interface StateLoad<T> {
@@ -80,7 +80,10 @@ export class JsonStateFile<T> {
       }
       await rename(tmp, this.file);
       await syncDirectoryInBackground(dirname(this.file));
-      this.list();
+      if (!this.listed) {
+        await recordWrittenInBackground(this.file);
+        this.listed = true;
+      }
     };
     const done = this.background.then(run, run);
     this.background = done.catch(() => undefined);

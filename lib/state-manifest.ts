@@ -20,7 +20,8 @@
 //   one `--first-start` (docs/operations.md).
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { syncDirectory } from "./sync-directory.js";
+import { open } from "node:fs/promises";
+import { syncDirectory, syncDirectoryInBackground } from "./sync-directory.js";
 
 /**
  * Every state file the daemon keeps in its state directory. A JsonStateFile of another name in
@@ -59,18 +60,17 @@ export function openStateDirectory(stateDir: string, o: { firstStart: boolean })
   }
   // damaged files moved aside count as state held: the directory was used
   const used = present.length > 0 || readdirSync(stateDir).some((f) => STATE_FILES.some((s) => f.startsWith(`${s}.corrupt-`)));
+  // a first start (stated, or an empty directory) lists what is there, and drops an entry for a
+  // file absent now; state without a manifest lists every state file, so each absent one is lost
+  const listed: readonly string[] = !used || o.firstStart ? present : STATE_FILES;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (!used || o.firstStart) {
-    for (const f of present) mark(stateDir, f);
-    // a stated first start takes what is there: an entry for a file absent now is dropped
-    for (const f of STATE_FILES) if (!present.includes(f)) rmSync(join(dir, f), { force: true });
-    syncDirectory(dir);
-    syncDirectory(stateDir);
-    return { how: o.firstStart ? "adopted" : "fresh", present };
+  for (const f of STATE_FILES) {
+    if (listed.includes(f)) mark(stateDir, f);
+    else rmSync(join(dir, f), { force: true });
   }
-  for (const f of STATE_FILES) mark(stateDir, f);
   syncDirectory(dir);
   syncDirectory(stateDir);
+  if (!used || o.firstStart) return { how: o.firstStart ? "adopted" : "fresh", present };
   const lost = STATE_FILES.filter((f) => !present.includes(f));
   return {
     how: "lost",
@@ -99,6 +99,23 @@ export function recordWritten(file: string): void {
   if (!inStateDirectory(file) || onceWritten(file)) return;
   mark(stateDir, basename(file));
   syncDirectory(manifestDir(stateDir));
+}
+
+/**
+ * recordWritten() off the event loop, for a save made there (JsonStateFile.saveInBackground): the
+ * entry's creation and the folder's fsync on libuv's thread pool, so that the first save of a
+ * latch cannot hold up the thread that writes the valves.
+ */
+export async function recordWrittenInBackground(file: string): Promise<void> {
+  const dir = manifestDir(dirname(file));
+  if (!inStateDirectory(file)) return;
+  try {
+    await (await open(join(dir, basename(file)), "wx", 0o600)).close();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return;
+    throw err;
+  }
+  await syncDirectoryInBackground(dir);
 }
 
 /** Makes `name`'s entry; true if it was not there. */
