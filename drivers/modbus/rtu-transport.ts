@@ -148,6 +148,7 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
 
   private corrupt(why: string, kind: "corrupt" | "collision" = "corrupt"): void {
     this.quietUntil = monoMs() + this.o.interFrameMs;
+    this.damagedRun++;
     this.finish({ ok: false, kind, message: `${why}${this.framingHint()}` });
   }
 
@@ -159,7 +160,6 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
    * reads "framing", not "timeout" or "CRC error" alone.
    */
   private framingHint(): string {
-    this.damagedRun++;
     if (this.answeredSinceOpen || this.damagedRun < 3) return "";
     // short: the device's health keeps 200 characters of a message
     return `; ${this.damagedRun} damaged, none good since the port opened: framing mismatch? (bus ${this.o.baudRate} ${framingName(this.o.framing)}; check the devices' baud, parity, stop bits)`;
