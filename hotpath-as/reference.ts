@@ -4,25 +4,10 @@
 // expression order, the same NaN handling, so that both produce bit-identical outputs and
 // status (test/hotpath-equivalence.test.ts drives them side by side). Change both together.
 import * as L from "./assembly/layout.js";
+import { absf, clampf, isFinite, safeOutput } from "./reference-math.js";
+import { stepPoints } from "./reference-points.js";
+import { endTune, tuneCheck, tuneTarget } from "./reference-tune.js";
 import { createViews, REGION_BYTES, type BankViews, type HotPath } from "./views.js";
-
-const COUNT_CAP = 0x3fffffff;
-
-const isFinite = (x: number): boolean => x - x === 0;
-const absf = (x: number): number => (x < 0 ? -x : x);
-// NaN clamps to lo (lo < NaN is false). The two comparisons are f64x2.pmax(lo, x), then pmin(_, hi).
-const clampf = (x: number, lo: number, hi: number): number => {
-  const y = lo < x ? x : lo;
-  return hi < y ? hi : y;
-};
-const incSat = (n: number): number => (n < COUNT_CAP ? n + 1 : n);
-
-function safeOutput(action: number, fixed: number, prev: number, lo: number, hi: number): number {
-  if (action === L.SAFE_OPEN) return hi;
-  if (action === L.SAFE_CLOSED) return lo;
-  if (action === L.SAFE_HOLD && isFinite(prev)) return clampf(prev, lo, hi);
-  return clampf(fixed, lo, hi);
-}
 
 /** A closed limit switch: none configured, no good sample, a good one off the limit, at it (since isolation began). */
 type ClosedLimit = "none" | "unknown" | "off-limit" | "closed" | "closed-since";
@@ -107,105 +92,10 @@ export class ReferenceHotPath implements HotPath {
       ri.wet[r] = 0;
       ri.leakFault[r] = 0;
     }
-    this.stepPoints(nowMs);
+    stepPoints(this.views, this.pointCount, this.rackCount, nowMs);
     this.stepRacks(nowMs);
     this.stepLoops(nowMs, dtS, 1.0 / dtS);
     return L.STEP_OK;
-  }
-
-  private stepPoints(now: number): void {
-    const { pointF: p, pointI: q, rackI: ri } = this.views;
-    for (let i = 0; i < this.pointCount; i++) {
-      const v = p.value[i];
-      const ts = p.ts[i];
-      if (ts === p.prevTs[i] && v === p.prevValue[i] && now < p.quietUntil[i]) continue;
-      const kind = q.kind[i];
-      let raw = 0;
-      if (!isFinite(v)) {
-        raw |= L.Q_NOT_FINITE;
-      } else {
-        if (v < p.min[i] || v > p.max[i]) raw |= L.Q_RANGE;
-        if (kind === L.KIND_LEAK) {
-          if (v === L.LEAK_CABLE_FAULT) raw |= L.Q_CABLE_FAULT;
-          else if (v !== L.LEAK_DRY && v !== L.LEAK_WET) raw |= L.Q_RANGE;
-        }
-        const prevTs = p.prevTs[i];
-        if (ts !== prevTs) {
-          let rateFault = 0;
-          const rateMax = p.rateMax[i];
-          if (rateMax > 0 && ts > prevTs && isFinite(prevTs)) {
-            const gapS = (ts - prevTs) * 0.001;
-            if (absf(v - p.prevValue[i]) > rateMax * gapS) rateFault = 1;
-          }
-          q.rateFault[i] = rateFault;
-          p.prevValue[i] = v;
-          p.prevTs[i] = ts;
-        }
-        if (q.rateFault[i] !== 0) raw |= L.Q_RATE;
-        const stuckMs = p.stuckMs[i];
-        if (stuckMs > 0) {
-          if (!(absf(v - p.stuckRef[i]) <= p.stuckEps[i])) {
-            p.stuckRef[i] = v;
-            p.stuckSince[i] = now;
-          } else if (now - p.stuckSince[i] >= stuckMs) {
-            raw |= L.Q_STUCK;
-          }
-        }
-      }
-      const staleMs = p.staleMs[i];
-      if (staleMs > 0 && !(now - ts <= staleMs)) raw |= L.Q_STALE;
-
-      q.raw[i] = raw;
-      let settled = false;
-      if (raw !== 0) {
-        const n = incSat(q.faultCount[i]);
-        q.faultCount[i] = n;
-        q.clearCount[i] = 0;
-        if (n >= q.debounceFault[i]) {
-          q.quality[i] = raw;
-          settled = true;
-        }
-      } else {
-        p.held[i] = v;
-        const n = incSat(q.clearCount[i]);
-        q.clearCount[i] = n;
-        q.faultCount[i] = 0;
-        if (n >= q.debounceClear[i]) {
-          q.quality[i] = 0;
-          settled = true;
-        }
-      }
-
-      let quiet = -Infinity;
-      if (settled && kind !== L.KIND_LEAK) {
-        quiet = Infinity;
-        if (staleMs > 0 && (raw & L.Q_STALE) === 0) quiet = ts + staleMs;
-        const stuckMs = p.stuckMs[i];
-        if (stuckMs > 0 && (raw & (L.Q_STUCK | L.Q_NOT_FINITE)) === 0) {
-          const due = p.stuckSince[i] + stuckMs;
-          if (due < quiet) quiet = due;
-        }
-      }
-      p.quietUntil[i] = quiet;
-
-      if (kind === L.KIND_LEAK) {
-        if (raw === 0 && v === L.LEAK_WET) {
-          q.wetCount[i] = incSat(q.wetCount[i]);
-          q.dryCount[i] = 0;
-        } else {
-          const dry = incSat(q.dryCount[i]);
-          q.dryCount[i] = dry;
-          if (dry >= q.debounceClear[i]) q.wetCount[i] = 0;
-        }
-        const wet = q.wetCount[i] >= q.debounceFault[i] ? 1 : 0;
-        q.wet[i] = wet;
-        const r = q.rack[i];
-        if (r >= 0 && r < this.rackCount) {
-          if (wet !== 0) ri.wet[r] = 1;
-          if (q.quality[i] !== 0) ri.leakFault[r] = 1;
-        }
-      }
-    }
   }
 
   private stepRacks(now: number): void {
@@ -292,70 +182,6 @@ export class ReferenceHotPath implements HotPath {
     return pf.ts[p] >= since ? "closed-since" : "closed";
   }
 
-  /** index.ts tuneCheck(): the checks that end a tuning, and the noise window's bookkeeping. */
-  private tuneCheck(i: number, pv: number, now: number, act: number, lo: number, hi: number): number {
-    const { loopF: lf, loopI: li } = this.views;
-    if (this.racksLeaking !== 0) return L.TUNE_END_LEAK;
-    if (!(now - lf.tuneT0[i] < lf.tuneTimeoutMs[i])) return L.TUNE_END_TIMEOUT;
-    const devMax = lf.tuneDevMax[i];
-    if (li.tune[i] === L.TUNE_RELAY) {
-      return absf(pv - lf.tuneCenter[i]) <= devMax ? L.TUNE_END_NONE : L.TUNE_END_DEVIATION;
-    }
-    let pvLo = lf.tuneLo[i];
-    let pvHi = lf.tuneHi[i];
-    if (pv < pvLo) pvLo = pv;
-    if (pv > pvHi) pvHi = pv;
-    lf.tuneLo[i] = pvLo;
-    lf.tuneHi[i] = pvHi;
-    if (!(pvHi - pvLo <= devMax)) return L.TUNE_END_DEVIATION;
-    const sum = lf.tuneSum[i] + pv;
-    const n = lf.tuneN[i] + 1.0;
-    lf.tuneSum[i] = sum;
-    lf.tuneN[i] = n;
-    if (now - lf.tuneT0[i] < lf.tuneNoiseMs[i]) return L.TUNE_END_NONE;
-    const center = sum / n;
-    let hyst = (pvHi - pvLo) * 0.75;
-    const hystMin = lf.tuneHystMin[i];
-    if (!(hyst >= hystMin)) hyst = hystMin;
-    const bias = lf.tuneBias[i];
-    const amp = lf.tuneAmp[i];
-    let d = amp;
-    if (bias - lo < d) d = bias - lo;
-    if (hi - bias < d) d = hi - bias;
-    if (!(d > 0) || !(d >= amp * 0.25)) return L.TUNE_END_ENVELOPE;
-    lf.tuneCenter[i] = center;
-    lf.tuneHyst[i] = hyst;
-    lf.tuneD[i] = d;
-    li.tuneRelay[i] = act * (pv - center) >= 0 ? 1 : -1;
-    li.tuneSwitches[i] = 0;
-    li.tune[i] = L.TUNE_RELAY;
-    return L.TUNE_END_NONE;
-  }
-
-  /** index.ts tuneTarget(). */
-  private tuneTarget(i: number, pv: number, act: number): number {
-    const { loopF: lf, loopI: li } = this.views;
-    const bias = lf.tuneBias[i];
-    if (li.tune[i] !== L.TUNE_RELAY) return bias;
-    const e = act * (pv - lf.tuneCenter[i]);
-    const hyst = lf.tuneHyst[i];
-    const side = li.tuneRelay[i];
-    let next = side;
-    if (side > 0 && e < -hyst) next = -1;
-    else if (side < 0 && e > hyst) next = 1;
-    if (next !== side) {
-      li.tuneRelay[i] = next;
-      li.tuneSwitches[i] = li.tuneSwitches[i] + 1;
-    }
-    const d = lf.tuneD[i];
-    return next > 0 ? bias + d : bias - d;
-  }
-
-  private endTune(i: number, why: number): void {
-    this.views.loopI.tune[i] = L.TUNE_OFF;
-    this.views.loopI.tuneEnd[i] = why;
-  }
-
   private stepLoops(now: number, dt: number, invDt: number): void {
     const { loopF: lf, loopI: li, pointF: p, pointI: q, rackI: ri } = this.views;
     for (let i = 0; i < this.loopCount; i++) {
@@ -417,7 +243,7 @@ export class ReferenceHotPath implements HotPath {
         if (lastBranch !== L.BRANCH_LEAK) lf.resume[i] = prev;
         out = safeOutput(li.safeLeak[i], lf.safeFixedLeak[i], prev, lo, hi);
         if (tuning) {
-          this.endTune(i, L.TUNE_END_INTERLOCK);
+          endTune(this.views, i, L.TUNE_END_INTERLOCK);
           tuning = false;
         }
       } else {
@@ -435,13 +261,13 @@ export class ReferenceHotPath implements HotPath {
 
         if (reasons !== 0) {
           if (tuning) {
-            this.endTune(i, L.TUNE_END_BAD_INPUT);
+            endTune(this.views, i, L.TUNE_END_BAD_INPUT);
             tuning = false;
           }
         } else if (tuning) {
-          const why = this.tuneCheck(i, pv, now, act, lo, hi);
+          const why = tuneCheck(this.views, this.racksLeaking, i, pv, now, act, lo, hi);
           if (why !== L.TUNE_END_NONE) {
-            this.endTune(i, why);
+            endTune(this.views, i, why);
             tuning = false;
           }
         }
@@ -459,7 +285,7 @@ export class ReferenceHotPath implements HotPath {
           if (tuning) {
             branch = L.BRANCH_TUNE;
             status |= L.LS_TUNING;
-            target = this.tuneTarget(i, pv, act);
+            target = tuneTarget(this.views, i, pv, act);
           } else if (mode === L.MODE_MANUAL) {
             branch = L.BRANCH_MANUAL;
             status |= L.LS_MANUAL;
