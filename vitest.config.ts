@@ -30,6 +30,7 @@ const COMPUTE_ONLY = [
   "sim-virtual",
   "sparkplug-model",
   "state-manifest",
+  "supervisor-alarms",
   "tick-window",
   "uplink-telemetry",
 ].map((f) => `test/${f}.test.ts`);

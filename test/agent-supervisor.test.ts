@@ -1,8 +1,7 @@
-// Supervisor pieces in isolation: alarm lifecycle, power budget, heat-balance suspects, modes,
+// Supervisor pieces in isolation: power budget, heat-balance suspects, modes,
 // leak escalation and setpoint leases.
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { AlarmManager, type AlarmEvent } from "../agent/supervisor/alarms.js";
 import { heatBalance } from "../agent/supervisor/heat-balance.js";
 import { COOLANT_KJ_PER_L_K } from "../pod/coolant.js";
 import { allocatePower, type RackPowerDemand } from "../agent/supervisor/power-budget.js";
@@ -11,60 +10,6 @@ import { Supervisor, type SupervisorEvent, type SupervisorInputs } from "../agen
 import { loadAgentConfig } from "../agent/config/load.js";
 import { podLayout } from "../pod/layout.js";
 import { Prng } from "../sim/prng.js";
-
-describe("alarm lifecycle", () => {
-  const setup = (dwellMs = 100): { a: AlarmManager; events: AlarmEvent[]; clock: { t: number } } => {
-    const events: AlarmEvent[] = [];
-    const clock = { t: 0 };
-    return { a: new AlarmManager(dwellMs, (e) => events.push(e), () => clock.t, () => "T"), events, clock };
-  };
-  const spec = { severity: "Warning" as const, message: "m", source: "s" };
-
-  it("raises once, clears only after the condition stayed clear for the dwell", () => {
-    const { a, events, clock } = setup();
-    a.update("x", true, spec);
-    a.update("x", true, spec);
-    expect(events.map((e) => e.type)).toEqual(["alarm.raised"]);
-    a.update("x", false, spec);
-    clock.t = 50;
-    a.update("x", false, spec);
-    expect(a.get("x")).toBeDefined();
-    clock.t = 60;
-    a.update("x", true, spec); // chatter: the dwell restarts
-    clock.t = 120;
-    a.update("x", false, spec);
-    clock.t = 200;
-    a.update("x", false, spec);
-    expect(a.get("x")).toBeDefined();
-    clock.t = 221;
-    a.update("x", false, spec);
-    expect(a.get("x")).toBeUndefined();
-    expect(events.map((e) => e.type)).toEqual(["alarm.raised", "alarm.cleared"]);
-  });
-
-  it("acknowledges, and re-arms acknowledgement when a Warning escalates to Critical", () => {
-    const { a, events } = setup();
-    a.update("t", true, spec);
-    expect(a.acknowledge("t", "op")).toBe(true);
-    expect(a.get("t")).toMatchObject({ acknowledged: true, acknowledgedBy: "op" });
-    a.update("t", true, { ...spec, severity: "Critical" });
-    expect(a.get("t")).toMatchObject({ severity: "Critical", acknowledged: false });
-    expect(events.map((e) => e.type)).toEqual(["alarm.raised", "alarm.acknowledged", "alarm.escalated"]);
-    expect(a.acknowledge("nope", "op")).toBe(false);
-  });
-
-  it("keeps a latched alarm after its condition clears, until reset", () => {
-    const { a, clock } = setup(0);
-    a.update("leak", true, { ...spec, latch: true });
-    a.update("leak", false, spec);
-    clock.t = 1000;
-    a.update("leak", false, spec);
-    expect(a.get("leak")).toMatchObject({ conditionActive: false, latched: true });
-    expect(a.reset("leak")).toBe(true);
-    a.update("leak", false, spec);
-    expect(a.get("leak")).toBeUndefined();
-  });
-});
 
 describe("power budget", () => {
   it("never exceeds the budget, respects minimums, maximums and priorities (randomised)", () => {
