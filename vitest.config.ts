@@ -13,6 +13,7 @@ const COMPUTE_ONLY = [
   "autotune",
   "backoff",
   "commands-auth",
+  "control-quality",
   "docs",
   "drivers-codec",
   "fuzz-commands",

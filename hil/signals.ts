@@ -58,7 +58,7 @@ export const POD_CDU_FIELDS = { pumpOut: "%", failsafe: "0/1" } as const;
  */
 export const ALARM_IDS = {
   rack: ["leak", "isolation-failed", "flow-meter", "leak-sensor", "overtemp", "flow", "heat-balance", "no-coolant-power", "valve"],
-  loop: ["failsafe", "tune"],
+  loop: ["failsafe", "degraded", "tune"],
   device: ["device"],
   valve: ["stroke"],
   fixed: [

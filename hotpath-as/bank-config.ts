@@ -52,6 +52,10 @@ export interface LoopSpec {
   mode?: LoopMode;
   /** relay autotune bounds; absent: the loop cannot be tuned */
   tune?: TuneSpec;
+  /** minimum-flow floor through the loop's rack, in its flow point's units (0 or absent: none) */
+  minFlowLpm?: number;
+  /** how fast the floor moves the output, output units per (flow unit * s) */
+  minFlowGain?: number;
 }
 
 /** A loop's relay autotune bounds (the hot path's LF_TUNE_* config fields). */
@@ -156,6 +160,8 @@ export function writeLoop(v: BankViews, i: number, s: LoopSpec): void {
   f.tuneDevMax[i] = s.tune?.deviationMax ?? 0;
   f.tuneNoiseMs[i] = (s.tune?.noiseS ?? 0) * 1000;
   f.tuneTimeoutMs[i] = (s.tune?.timeoutS ?? 0) * 1000;
+  f.minFlow[i] = s.minFlowLpm ?? 0;
+  f.flowGain[i] = s.minFlowGain ?? 0;
 }
 
 /**

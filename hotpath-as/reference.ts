@@ -77,6 +77,7 @@ export class ReferenceHotPath implements HotPath {
     lf.error.fill(0);
     lf.resume.fill(NaN);
     lf.pvFilt.fill(NaN);
+    lf.flowLo.fill(NaN);
     li.status.fill(0);
     li.branch.fill(L.BRANCH_NONE);
     li.tune.fill(L.TUNE_OFF);
@@ -189,6 +190,7 @@ export class ReferenceHotPath implements HotPath {
       const lo = lf.outMin[i];
       const hi = lf.outMax[i];
       const lastBranch = li.branch[i];
+      const lastStatus = li.status[i];
       const mode = li.mode[i];
 
       const pvIdx = li.pvPoint[i];
@@ -249,7 +251,7 @@ export class ReferenceHotPath implements HotPath {
       } else {
         let reasons = 0;
         if (pvBad) reasons |= L.LS_PV_BAD;
-        if (ffBad) reasons |= L.LS_FF_BAD;
+        if (ffBad) status |= L.LS_FF_BAD;
         if (!isFinite(sp)) reasons |= L.LS_SP_INVALID;
         if (mode === L.MODE_MANUAL) {
           if (!isFinite(lf.manual[i])) reasons |= L.LS_CMD_INVALID;
@@ -282,6 +284,7 @@ export class ReferenceHotPath implements HotPath {
           out = clampf(prev, lo, hi);
         } else {
           let target: number;
+          let envLo = lo;
           if (tuning) {
             branch = L.BRANCH_TUNE;
             status |= L.LS_TUNING;
@@ -328,7 +331,7 @@ export class ReferenceHotPath implements HotPath {
             }
 
             const pTerm = lf.kp[i] * err;
-            const ffTerm = ffIdx >= 0 ? lf.kff[i] * (ff - lf.ffBias[i]) : 0.0;
+            const ffTerm = ffIdx >= 0 && !ffBad ? lf.kff[i] * (ff - lf.ffBias[i]) : 0.0;
             let integral = lf.integral[i];
             // the terms other than the integral, summed once, P last: the error's chain to the
             // output then has one add before the integral's (the D and FF sum does not wait on it)
@@ -339,11 +342,29 @@ export class ReferenceHotPath implements HotPath {
               const resume = lf.resume[i];
               const base = lastBranch === L.BRANCH_LEAK && isFinite(resume) ? resume : prev;
               integral = isFinite(base) ? base - rest : 0.0;
+            } else if (((lastStatus & L.LS_FF_BAD) !== 0) !== ffBad) {
+              integral = isFinite(prev) ? prev - rest : 0.0;
+            }
+
+            const minFlow = lf.minFlow[i];
+            if (minFlow > 0) {
+              const fp = rack >= 0 && rack < this.rackCount ? ri.flowPoint[rack] : -1;
+              if (fp >= 0 && fp < this.pointCount && q.quality[fp] === 0) {
+                let floor = lf.flowLo[i];
+                if (!isFinite(floor)) floor = lo;
+                floor = clampf(floor + lf.flowGain[i] * ((minFlow - p.held[fp]) * dt), lo, hi);
+                lf.flowLo[i] = floor;
+                envLo = floor;
+                if (floor > lo) status |= L.LS_FLOW_FLOOR;
+              } else {
+                lf.flowLo[i] = NaN;
+                status |= L.LS_FLOW_FLOOR_LOST;
+              }
             }
 
             const rate = lf.outRate[i];
             let hiLim = hi;
-            let loLim = lo;
+            let loLim = envLo;
             if (rate > 0 && isFinite(prev)) {
               const maxStep = rate * dt;
               if (prev + maxStep < hiLim) hiLim = prev + maxStep;
@@ -362,9 +383,9 @@ export class ReferenceHotPath implements HotPath {
             target = rest + integral;
           }
 
-          out = clampf(target, lo, hi);
+          out = clampf(target, envLo, hi);
           if (!(target <= hi)) status |= L.LS_SAT_HIGH;
-          if (!(target >= lo)) status |= L.LS_SAT_LOW;
+          if (!(target >= envLo)) status |= L.LS_SAT_LOW;
           const rate = lf.outRate[i];
           if (rate > 0 && isFinite(prev)) {
             const maxStep = rate * dt;
@@ -379,6 +400,7 @@ export class ReferenceHotPath implements HotPath {
         }
       }
 
+      if (branch !== L.BRANCH_AUTOMATIC) lf.flowLo[i] = NaN;
       if (!pvBad) lf.pvPrev[i] = pv;
       lf.pv[i] = pv;
       lf.error[i] = err;

@@ -46,6 +46,9 @@ export const LOOP_F64_FIELDS = {
   tuneCenter: L.LF_TUNE_CENTER,
   tuneHyst: L.LF_TUNE_HYST,
   tuneD: L.LF_TUNE_D,
+  minFlow: L.LF_MIN_FLOW,
+  flowGain: L.LF_FLOW_GAIN,
+  flowLo: L.LF_FLOW_LO,
 } as const;
 
 export const LOOP_I32_FIELDS = {

@@ -31,7 +31,7 @@ function loopFields(t: LoopTuning, gains: LoopGains | undefined) {
  * The bank for a pod: each rack's loop with its own fail-safe settings where it has them, and
  * with the gains an engineer applied (`gains[loop]`) over the config's where there are some.
  */
-export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: readonly Pick<RackConfig, "failSafe">[], gains: readonly (LoopGains | undefined)[] = []): BankSpec {
+export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: readonly Pick<RackConfig, "failSafe" | "minFlowLpm">[], gains: readonly (LoopGains | undefined)[] = []): BankSpec {
   const points: PointSpec[] = new Array<PointSpec>(layout.points);
   const loops: LoopSpec[] = [];
   const racks: RackSpec[] = [];
@@ -47,6 +47,7 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
       ...loopFields(c.rackLoop, gains[rp.loop]),
       safeOnLeak: fs.safeOnLeak,
       safeOnSensorFault: fs.safeOnSensorFault,
+      minFlowLpm: rackConfigs[r]?.minFlowLpm ?? c.rackLoop.minFlowLpm,
       pvPoint: rp.returnTempC,
       ffPoint: c.rackLoop.kff !== 0 ? rp.powerKw : undefined,
       rack: r,

@@ -126,7 +126,16 @@ export const CONTROL_SCHEMA = obj(
         autotune: { amplitude: 10, hysteresisMin: 0.02, deviationMax: 2, noiseS: 10, timeoutS: 900 },
       },
       "rack return-temperature loop (valve), with feed-forward from rack power",
-      { safeOnLeak: safeAction("closed", "while the rack is isolated (a leak, or an operator)") },
+      {
+        safeOnLeak: safeAction("closed", "while the rack is isolated (a leak, or an operator)"),
+        minFlowLpm: num(
+          0,
+          10000,
+          6,
+          "minimum-flow floor, L/min: in Automatic the valve is held open at least far enough for this flow through the rack, whatever its heat (a lightly loaded rack's loop would otherwise throttle it below the loss-of-flow alarm, and a rack returned to service would never reach the flow its power waits for). check-config refuses a floor at or below supervisor.lossOfFlow.minLpm; racks[].minFlowLpm overrides it per rack",
+        ),
+        minFlowGain: num(0.01, 1000, 2, "how fast the floor opens the valve, % per (L/min short · s): the floor is an integral-only loop on the rack's flow"),
+      },
     ),
     // no safeOnLeak: the pump serves every rack and is never isolated with one (a leak whose
     // isolation is not proven may stop it: supervisor.escalation.pumpStop)
@@ -192,6 +201,7 @@ export const RACKS_SCHEMA = arr(
       name: ident("rack name, used in topics and alarms"),
       ratedKw: num(0.1, 10000, 120, "rated IT power, kW"),
       minPowerKw: num(0, 10000, 0, "power cap never set below this, kW"),
+      minFlowLpm: optional(num(0, 10000, undefined, "this rack's minimum-flow floor, L/min, where it differs from control.rackLoop.minFlowLpm")),
       priority: int(0, 9, 5, "power budget priority: 0 is served first"),
       points: obj(
         {

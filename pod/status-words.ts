@@ -13,7 +13,6 @@ function bitWords(table: readonly (readonly [number, string])[], bits: number): 
 
 const FAILSAFE_REASONS = [
   [L.LS_PV_BAD, "PV input bad"],
-  [L.LS_FF_BAD, "feed-forward input bad"],
   [L.LS_SP_INVALID, "setpoint invalid"],
   [L.LS_CMD_INVALID, "command invalid"],
 ] as const;
@@ -41,8 +40,24 @@ export function qualityWords(bits: number): string {
 /** A loop held by a fail-safe interlock. */
 export const inFailsafe = (loopStatus: number): boolean => (loopStatus & L.LS_INTERLOCK_FAILSAFE) !== 0;
 
-/** Which of a loop's inputs its fail-safe blames: the PV, the feed-forward input. */
-export const badInputs = (loopStatus: number): { pv: boolean; ff: boolean } => ({ pv: (loopStatus & L.LS_PV_BAD) !== 0, ff: (loopStatus & L.LS_FF_BAD) !== 0 });
+/** Which of a loop's inputs are bad: the PV (its fail-safe), the feed-forward input and the floor's flow input (its degraded modes). */
+export const badInputs = (loopStatus: number): { pv: boolean; ff: boolean; flow: boolean } => ({
+  pv: (loopStatus & L.LS_PV_BAD) !== 0,
+  ff: (loopStatus & L.LS_FF_BAD) !== 0,
+  flow: (loopStatus & L.LS_FLOW_FLOOR_LOST) !== 0,
+});
+
+/**
+ * What a loop still in control has lost to a bad secondary input, in words ("why" names the
+ * input and its fault where the caller knows it): [] when it has lost nothing.
+ */
+export function degradedWords(loopStatus: number, ffWhy?: string, flowWhy?: string): string[] {
+  const bad = badInputs(loopStatus);
+  const out: string[] = [];
+  if (bad.ff) out.push(`feed-forward dropped, PID on its PV alone (${ffWhy ?? "feed-forward input bad"})`);
+  if (bad.flow) out.push(`minimum-flow floor dropped, the valve may close to outMin (${flowWhy ?? "flow input bad"})`);
+  return out;
+}
 
 /** What holds a loop, in one word, highest priority first: LEAK, FAILSAFE, Tuning (a relay autotune), Manual, Override, Auto ("-" before its first tick). */
 export function loopModeWord(loopStatus: number): string {

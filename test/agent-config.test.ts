@@ -47,6 +47,8 @@ describe("agent config", () => {
     ["a missing required key", (s: string) => s.replace("site: demo\n", ""), /site: required key is missing/],
     ["a duplicate rack", (s: string) => s.replace("- name: rack-2\n    priority", "- name: rack-1\n    priority"), /duplicate rack name "rack-1"/],
     ["a budget below the minimums", (s: string) => s.replace("podKw: 900", "podKw: 0").replace("priority: 0\n", "priority: 0\n    minPowerKw: 10\n"), /podKw: 0 kW is below the racks' minimums/],
+    ["a minimum-flow floor at the loss-of-flow threshold", (s: string) => s.replace("control:\n", "control:\n  rackLoop:\n    minFlowLpm: 5\n"), /control\.rackLoop\.minFlowLpm: rack "rack-1"'s minimum-flow floor 5 L\/min must be above supervisor\.lossOfFlow\.minLpm \(5 L\/min\)/],
+    ["one rack's floor below the loss-of-flow threshold", (s: string) => s.replace("- name: rack-2\n", "- name: rack-2\n    minFlowLpm: 3\n"), /racks\[1\]\.minFlowLpm: rack "rack-2"'s minimum-flow floor 3 L\/min must be above/],
     ["a safe value outside the envelope", (s: string) => s.replace("control:\n", "control:\n  pumpLoop:\n    safeOnSensorFault: { fixed: 20 }\n"), /pumpLoop\.safeOnSensorFault\.fixed: must be within \[outMin, outMax\]/],
     ["a YAML syntax error", (s: string) => s.replace("site: demo", "site: [demo"), /.+/],
     ["a duplicate key", (s: string) => s.replace("site: demo", "site: demo\nsite: other"), /unique/i],
@@ -185,7 +187,7 @@ describe("config types come from the schemas", () => {
     expectTypeOf<AgentConfig["log"]["level"]>().toEqualTypeOf<"fatal" | "error" | "warn" | "info" | "debug" | "trace">();
     // run time: what validation returns has the keys the type says are present
     const c = loadAgentConfig("configs/demo-pod.yaml").config;
-    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["autotune", "deadband", "ffBias", "kd", "kff", "ki", "kp", "outMax", "outMin", "outRate", "pvFilterS", "safeOnLeak", "safeOnLeaseLoss", "safeOnSensorFault", "safeOnShutdown", "spRamp", "tf"]);
+    expect(Object.keys(c.control.rackLoop).sort()).toEqual(["autotune", "deadband", "ffBias", "kd", "kff", "ki", "kp", "minFlowGain", "minFlowLpm", "outMax", "outMin", "outRate", "pvFilterS", "safeOnLeak", "safeOnLeaseLoss", "safeOnSensorFault", "safeOnShutdown", "spRamp", "tf"]);
     expect(c.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9464 });
     expect(c.control.rackLoop.autotune).toEqual({ amplitude: 10, hysteresisMin: 0.02, deviationMax: 2, noiseS: 10, timeoutS: 900, cycles: 4, gainLimits: { kpMin: 0.04, kpMax: 400, kiMax: 40, kdMax: 400 } });
     expect(c.valveHealth).toEqual({ enabled: true, positionEpsPct: 0.3, stuckErrorPct: 5, stuckS: 20, stickBandWarnPct: 2, travelMaxS: 30, breakaways: 5, responseMs: 300 });

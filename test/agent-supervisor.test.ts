@@ -263,20 +263,36 @@ describe("supervisor", () => {
     expect(modes).toEqual(["Running", "Degraded"]);
   });
 
-  it("names the bad input of a loop in fail-safe, and why: a rack loop's PV and feed-forward, the pump loop's PV", () => {
+  it("names the bad input of a loop in fail-safe, and why: a rack loop's PV, the pump loop's PV", () => {
     const s = supervisor(() => undefined, () => 0);
     const i = inputs({ loopStatus: [...new Array<number>(8).fill(L.LS_AUTOMATIC), L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD], cduDpKpa: { value: NaN, good: false, why: "cdu.dpKpa: stale, timeout" } });
     (i.loopStatus as number[])[2] = L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD | L.LS_FF_BAD;
     i.racks[2] = { ...i.racks[2], returnTempC: { value: NaN, good: false, why: "rack-3.returnTempTx: no usable value, invalid (loop current 0.00 mA)" }, powerKw: { value: 10, good: false, why: "rack-3.powerKw: out of range" } };
     s.evaluate(i);
-    expect(s.alarms.get("failsafe:rack-3.valve")?.message).toBe(
-      "rack-3.valve in fail-safe: PV input bad, feed-forward input bad (rack-3.returnTempTx: no usable value, invalid (loop current 0.00 mA); rack-3.powerKw: out of range)",
-    );
+    expect(s.alarms.get("failsafe:rack-3.valve")?.message).toBe("rack-3.valve in fail-safe: PV input bad (rack-3.returnTempTx: no usable value, invalid (loop current 0.00 mA))");
+    // a loop in fail-safe is not also "degraded": the fail-safe says it all
+    expect(s.alarms.get("degraded:rack-3.valve")).toBeUndefined();
     expect(s.alarms.get("failsafe:cdu.pump")?.message).toBe("cdu.pump in fail-safe: PV input bad (cdu.dpKpa: stale, timeout)");
     // a reason that is not an input (here the setpoint) names none
     const sp = inputs({ loopStatus: [L.LS_INTERLOCK_FAILSAFE | L.LS_SP_INVALID, ...new Array<number>(8).fill(L.LS_AUTOMATIC)] });
     s.evaluate(sp);
     expect(s.alarms.get("failsafe:rack-1.valve")?.message).toBe("rack-1.valve in fail-safe: setpoint invalid");
+  });
+
+  it("raises a Warning, not a fail-safe, for a loop that lost a secondary input and kept control: its feed-forward, its minimum-flow floor (not while Starting)", () => {
+    const s = supervisor(() => undefined, () => 0);
+    const i = inputs();
+    i.loopStatus = i.loopStatus.map((st, l) => (l === 3 ? L.LS_AUTOMATIC | L.LS_FF_BAD : st));
+    s.evaluate(i); // Starting: its inputs still arriving
+    expect(s.alarms.get("degraded:rack-4.valve")).toBeUndefined();
+    i.loopStatus = i.loopStatus.map((st, l) => (l === 3 ? L.LS_AUTOMATIC | L.LS_FF_BAD : l === 4 ? L.LS_AUTOMATIC | L.LS_FLOW_FLOOR_LOST : st));
+    i.racks[3] = { ...i.racks[3], powerKw: { value: 40, good: false, why: "rack-4.powerKw: stale" } };
+    i.racks[4] = { ...i.racks[4], flowLpm: { value: 0, good: false, why: "rack-5.flowLpm: out of range" } };
+    s.evaluate(i);
+    expect(s.alarms.get("failsafe:rack-4.valve")).toBeUndefined();
+    expect(s.alarms.get("degraded:rack-4.valve")).toMatchObject({ severity: "Warning", message: "rack-4.valve in control, degraded: feed-forward dropped, PID on its PV alone (rack-4.powerKw: stale)" });
+    expect(s.alarms.get("degraded:rack-5.valve")?.message).toBe("rack-5.valve in control, degraded: minimum-flow floor dropped, the valve may close to outMin (rack-5.flowLpm: out of range)");
+    expect(s.mode).toBe("Degraded");
   });
 
   it("keeps an over-temperature tier until the temperature falls below it by the hysteresis", () => {

@@ -2,7 +2,8 @@
 // Rack return temperature: more valve opening cools it, more rack power heats it.
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { DT, PLANT, P_TEMP, Rig, loadStepPeak } from "../sim/fopdt-rig.js";
+import { loadBank, writeSample, type LoopSpec } from "../hotpath-as/bank-config.js";
+import { DT, PLANT, P_POWER, P_TEMP, Rig, loadStepPeak } from "../sim/fopdt-rig.js";
 import { IMPLEMENTATIONS } from "./helpers/hotpath.js";
 
 describe.each(IMPLEMENTATIONS)("control quality on an FOPDT plant (%s)", (_name, make) => {
@@ -139,5 +140,115 @@ describe.each(IMPLEMENTATIONS)("control quality on an FOPDT plant (%s)", (_name,
     expect(withFf.peak, `peak |pv-sp| degC: PID ${pidOnly.peak.toFixed(3)} vs PID+FF ${withFf.peak.toFixed(3)}`).toBeLessThan(
       pidOnly.peak * 0.5,
     );
+  });
+});
+
+describe.each(IMPLEMENTATIONS)("degraded modes: feed-forward dropped, not the loop (%s)", (_name, make) => {
+  it("drops a bad feed-forward input bumplessly, holds the setpoint through a load step on the PV alone, and takes it back bumplessly", () => {
+    const rig = new Rig(make(), { kff: -PLANT.gainD / PLANT.gainU }, 0, 50);
+    rig.run(400);
+    expect(Math.abs(rig.pv - 40)).toBeLessThan(0.05);
+    const steps = (seconds: number): number[] => {
+      const outs: number[] = [rig.out];
+      rig.run(seconds, (_pv, out) => outs.push(out));
+      return outs;
+    };
+    const biggestStep = (outs: number[]): number => Math.max(...outs.slice(1).map((o, k) => Math.abs(o - outs[k])));
+    // the power reading goes bad (out of range, as a BMC whose reading froze reads stale)
+    rig.hp.views.pointF.min[P_POWER] = 1000;
+    const dropped = steps(0.05);
+    expect(biggestStep(dropped), "largest output change per tick as the term is dropped, %").toBeLessThan(0.01);
+    const s = rig.hp.views.loopI.status[0];
+    expect(s & (L.LS_AUTOMATIC | L.LS_FF_BAD | L.LS_INTERLOCK_FAILSAFE)).toBe(L.LS_AUTOMATIC | L.LS_FF_BAD);
+    // a load step with no feed-forward: the PID on the good PV brings the return temperature back
+    rig.loadKw = 80;
+    rig.run(400);
+    expect(Math.abs(rig.pv - 40)).toBeLessThan(0.05);
+    // the reading comes back: the term returns without a kick
+    rig.hp.views.pointF.min[P_POWER] = 0;
+    const restored = steps(0.05);
+    expect(biggestStep(restored), "largest output change per tick as the term returns, %").toBeLessThan(0.01);
+    expect(rig.hp.views.loopI.status[0] & (L.LS_AUTOMATIC | L.LS_FF_BAD)).toBe(L.LS_AUTOMATIC);
+    rig.run(200);
+    expect(Math.abs(rig.pv - 40)).toBeLessThan(0.05);
+  });
+});
+
+describe.each(IMPLEMENTATIONS)("the minimum-flow floor (%s)", (_name, make) => {
+  const P_PV = 0;
+  const P_FLOW = 1;
+  const LPM_PER_PCT = 0.47; // the branch: 4.7 L/min at 10 %
+  const setup = (loop: Partial<LoopSpec> = {}) => {
+    const hp = make();
+    loadBank(hp, {
+      points: [
+        { min: 0, max: 120 },
+        { min: 0, max: 400 },
+      ],
+      loops: [{ pvPoint: P_PV, rack: 0, action: "direct", kp: 4, ki: 0.4, outMin: 10, outMax: 100, outRate: 20, safeOnLeak: "closed", safeOnSensorFault: "open", sp: 45, minFlowLpm: 6, minFlowGain: 2, ...loop }],
+      racks: [{ flowPoint: P_FLOW, isolatedFlowMaxLpm: 1, isolationDeadlineMs: 5000 }],
+    });
+    let now = 0;
+    let pv = 40; // no heat: 5 degC under the setpoint, the PID asks for outMin
+    const run = (seconds: number, each?: () => void): void => {
+      for (let k = 0; k < Math.round(seconds / DT); k++) {
+        now += 1;
+        writeSample(hp.views, P_PV, pv, now);
+        writeSample(hp.views, P_FLOW, hp.views.loopF.out[0] * LPM_PER_PCT, now);
+        hp.step(now, DT);
+        each?.();
+      }
+    };
+    return { hp, run, setPv: (c: number) => (pv = c), flow: () => hp.views.loopF.out[0] * LPM_PER_PCT, status: () => hp.views.loopI.status[0] };
+  };
+
+  it("holds the valve open for the floor's flow where the temperature loop would throttle it to outMin", () => {
+    const { hp, run, flow, status } = setup();
+    run(30);
+    expect(Math.abs(flow() - 6)).toBeLessThan(0.01);
+    expect(status() & (L.LS_AUTOMATIC | L.LS_FLOW_FLOOR | L.LS_INTEGRATOR_HELD)).toBe(L.LS_AUTOMATIC | L.LS_FLOW_FLOOR | L.LS_INTEGRATOR_HELD);
+    // the PID's own integral was held at the floor, not wound down under it
+    expect(hp.views.loopF.integral[0]).toBeGreaterThan(-50);
+  });
+
+  it("gives the valve back to the temperature loop when the heat asks for more, and the floor decays to outMin", () => {
+    const { hp, run, setPv, status } = setup();
+    run(30);
+    setPv(50); // hot: the PID opens the valve past the floor
+    run(60);
+    expect(hp.views.loopF.out[0]).toBeGreaterThan(40);
+    expect(hp.views.loopF.flowLo[0]).toBe(10);
+    expect(status() & L.LS_FLOW_FLOOR).toBe(0);
+    setPv(40); // cold again: the PID closes, and the floor catches it at the floor's flow
+    let lowest = Infinity;
+    run(120, () => (lowest = Math.min(lowest, hp.views.loopF.out[0] * LPM_PER_PCT)));
+    expect(lowest).toBeGreaterThan(4.7);
+    expect(Math.abs(hp.views.loopF.out[0] * LPM_PER_PCT - 6)).toBeLessThan(0.01);
+  });
+
+  it("drops the floor while the flow input is bad, says so, and restarts it from outMin when the input is good", () => {
+    const { hp, run, status } = setup();
+    run(30);
+    hp.views.pointF.min[P_FLOW] = 1000;
+    run(10);
+    expect(status() & (L.LS_AUTOMATIC | L.LS_FLOW_FLOOR | L.LS_FLOW_FLOOR_LOST)).toBe(L.LS_AUTOMATIC | L.LS_FLOW_FLOOR_LOST);
+    expect(hp.views.loopF.out[0]).toBe(10); // the temperature loop's own output: outMin
+    expect(hp.views.loopF.flowLo[0]).toBeNaN();
+    hp.views.pointF.min[P_FLOW] = 0;
+    run(30);
+    expect(status() & (L.LS_FLOW_FLOOR | L.LS_FLOW_FLOOR_LOST)).toBe(L.LS_FLOW_FLOOR);
+    expect(Math.abs(hp.views.loopF.out[0] * LPM_PER_PCT - 6)).toBeLessThan(0.01);
+  });
+
+  it("does not act in Manual, and a loop with no floor is left at outMin", () => {
+    const manual = setup({ mode: "Manual" });
+    manual.hp.views.loopF.manual[0] = 10;
+    manual.run(30);
+    expect(manual.hp.views.loopF.out[0]).toBe(10);
+    expect(manual.status() & L.LS_FLOW_FLOOR).toBe(0);
+    const none = setup({ minFlowLpm: 0 });
+    none.run(30);
+    expect(none.hp.views.loopF.out[0]).toBe(10);
+    expect(none.status() & (L.LS_FLOW_FLOOR | L.LS_FLOW_FLOOR_LOST)).toBe(0);
   });
 });

@@ -109,6 +109,9 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
       tune: rng.chance(0.8)
         ? { amplitude: rng.range(0, 30), hysteresisMin: rng.range(0, 0.05), deviationMax: rng.range(calm ? 5 : 0.1, 60), noiseS: rng.range(0, 0.05), timeoutS: rng.range(0.05, 3) }
         : undefined,
+      // a minimum-flow floor on the loop's rack's flow point (a loop without a rack has none to read)
+      minFlowLpm: rng.chance(0.5) ? rng.range(1, 60) : 0,
+      minFlowGain: rng.range(0, 200),
     });
   }
   // the isolation valves' closed limit switches, on most racks (some with one only)
@@ -266,6 +269,9 @@ describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build
         ...{ pairPath: 0, pairAtLimit: 0, pairSplit: 0 },
         // relay autotune: a loop tuning, its relay switching, and a tuning ended by the step
         ...{ tuning: 0, relaySwitched: 0, tuneEnded: 0 },
+        // degraded modes: automatic with the feed-forward term dropped; the minimum-flow floor
+        // above outMin, and dropped for a bad flow input
+        ...{ ffDropped: 0, flowFloor: 0, flowFloorLost: 0 },
       };
       const lastBranch = new Int32Array(LOOPS);
       for (let tick = 0; tick < TICKS; tick++) {
@@ -289,6 +295,9 @@ describe.each(BUILDS)("WASM hot path (%s build) vs TypeScript reference", (build
           if (s & L.LS_SAT_LOW) seen.satLow++;
           if (s & L.LS_INTEGRATOR_HELD) seen.held++;
           if (s & L.LS_TUNING) seen.tuning++;
+          if (s & L.LS_AUTOMATIC && s & L.LS_FF_BAD) seen.ffDropped++;
+          if (s & L.LS_FLOW_FLOOR) seen.flowFloor++;
+          if (s & L.LS_FLOW_FLOOR_LOST) seen.flowFloorLost++;
           if (s & L.LS_TUNING && wasm.views.loopI.tuneSwitches[i] > 0) seen.relaySwitched++;
           if (wasm.views.loopI.tuneEnd[i] > L.TUNE_END_STOPPED) seen.tuneEnded++;
         }

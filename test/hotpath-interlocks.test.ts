@@ -303,25 +303,29 @@ describe.each(IMPLEMENTATIONS)("interlocks (%s)", (_name, make) => {
     expect(auto(0)).toBe(true);
   });
 
-  it("fails safe on a PV or feed-forward binding that names no point, rebound inside a running pair", () => {
+  it("fails safe on a PV binding that names no point, and drops only the feed-forward term for an FF binding that does, rebound inside a running pair", () => {
     const noSuchPoint = twoRacks().points.length;
     // each case breaks one binding of one loop of the pair; the other loop stays automatic
-    const cases: { loop: number; binding: "pvPoint" | "ffPoint"; reason: number }[] = [
-      { loop: 0, binding: "pvPoint", reason: L.LS_PV_BAD },
-      { loop: 1, binding: "pvPoint", reason: L.LS_PV_BAD },
-      { loop: 0, binding: "ffPoint", reason: L.LS_FF_BAD },
-      { loop: 1, binding: "ffPoint", reason: L.LS_FF_BAD },
-    ];
-    for (const c of cases) {
+    for (const loop of [0, 1]) {
       start();
       for (let k = 0; k < 5; k++) tick();
       // rebound while both loops are in steady automatic control, as a config reload does
-      hp.views.loopI[c.binding][c.loop] = noSuchPoint;
+      hp.views.loopI.pvPoint[loop] = noSuchPoint;
       tick();
-      const other = 1 - c.loop;
-      expect(hp.views.loopI.status[c.loop] & (L.LS_INTERLOCK_FAILSAFE | c.reason)).toBe(L.LS_INTERLOCK_FAILSAFE | c.reason);
-      expect(hp.views.loopF.out[c.loop]).toBe(100);
-      expect(hp.views.loopI.status[other] & L.LS_AUTOMATIC).toBeTruthy();
+      expect(hp.views.loopI.status[loop] & (L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD)).toBe(L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD);
+      expect(hp.views.loopF.out[loop]).toBe(100);
+      expect(hp.views.loopI.status[1 - loop] & L.LS_AUTOMATIC).toBeTruthy();
+    }
+    for (const loop of [0, 1]) {
+      start();
+      for (let k = 0; k < 5; k++) tick();
+      const before = hp.views.loopF.out[loop];
+      hp.views.loopI.ffPoint[loop] = noSuchPoint;
+      tick();
+      // a secondary input: the loop keeps its PID on the good PV, the output does not jump
+      expect(hp.views.loopI.status[loop] & (L.LS_AUTOMATIC | L.LS_FF_BAD | L.LS_INTERLOCK_FAILSAFE)).toBe(L.LS_AUTOMATIC | L.LS_FF_BAD);
+      expect(Math.abs(hp.views.loopF.out[loop] - before)).toBeLessThan(0.5);
+      expect(hp.views.loopI.status[1 - loop] & L.LS_AUTOMATIC).toBeTruthy();
     }
   });
 });

@@ -94,6 +94,13 @@ function crossChecks(c: AgentConfig): string[] {
     for (const key of ["valve", "supplyIsolation", "returnIsolation", "powerCap", "powerOff", "failValve", "failIsolationOpen"] as const) output(r.outputs[key], `${at}.outputs.${key}`);
     // a configured action with nothing to act on would be a promise the pod cannot keep
     if (s.escalation.rackPowerOff && r.outputs.powerOff === undefined) out.push(`${at}.outputs.powerOff: supervisor.escalation.rackPowerOff needs it (or set rackPowerOff: false)`);
+    // a floor at or below the loss-of-flow threshold makes that alarm a normal outcome for a
+    // lightly loaded rack, and leaves a rack back from a leak reset short of the flow its power waits for
+    const floor = r.minFlowLpm ?? c.control.rackLoop.minFlowLpm;
+    if (s.lossOfFlow.minLpm > 0 && !(floor > s.lossOfFlow.minLpm)) {
+      const key = r.minFlowLpm === undefined ? "control.rackLoop.minFlowLpm" : `${at}.minFlowLpm`;
+      out.push(`${key}: rack "${r.name}"'s minimum-flow floor ${floor} L/min must be above supervisor.lossOfFlow.minLpm (${s.lossOfFlow.minLpm} L/min), or the loop may hold it in a loss of flow and its power would not return after a reset`);
+    }
     if (s.powerBudget.writeCaps && r.outputs.powerCap === undefined) out.push(`${at}.outputs.powerCap: supervisor.powerBudget.writeCaps needs it (or set writeCaps: false)`);
   });
   if (s.escalation.pumpStop && c.cdu.outputs.pumpEnable === undefined) out.push("cdu.outputs.pumpEnable: supervisor.escalation.pumpStop needs it (or set pumpStop: false)");

@@ -1,7 +1,7 @@
 // What the HMI page shows, computed on the daemon from the pod's reading face: every status bit
 // already in words (the page decodes nothing), every measured value null unless it is good, the
 // alarms in the order a technician reads them. One view serves every open page.
-import { failsafeReasons, loopModeWord } from "../../pod/status-words.js";
+import { degradedWords, failsafeReasons, loopModeWord } from "../../pod/status-words.js";
 import type { PodLayout } from "../../pod/layout.js";
 import { podDrawKw, type ValveSeen } from "../../pod/status-view.js";
 import type { CommandLimits, PodReader, Range } from "../pod-api.js";
@@ -75,12 +75,13 @@ export interface HmiView {
 
 const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
 
-/** The interlock holding a loop, in words: a leak isolation, or a fail-safe and its reasons. */
+/** The interlock holding a loop, in words: a leak isolation, or a fail-safe and its reasons; or what a loop still in control lost (degraded). */
 export function holdWords(loopStatus: number): string {
   const mode = loopModeWord(loopStatus);
   if (mode === "LEAK") return "leak interlock: rack isolated";
   if (mode === "FAILSAFE") return `fail-safe: ${failsafeReasons(loopStatus) || "interlock"}`;
-  return "";
+  const lost = degradedWords(loopStatus);
+  return lost.length > 0 ? `degraded: ${lost.join("; ")}` : "";
 }
 
 const SEVERITY_RANK: Record<string, number> = { Critical: 0, Warning: 1 };

@@ -5,7 +5,7 @@
 import * as L from "../../hotpath-as/assembly/layout.js";
 import { noCoolantLimitKw, type IsolationConfig, type PodConfig } from "../../pod/config.js";
 import type { PodLayout } from "../../pod/layout.js";
-import { badInputs, failsafeReasons, inFailsafe, leakSensorFault } from "../../pod/status-words.js";
+import { badInputs, degradedWords, failsafeReasons, inFailsafe, leakSensorFault } from "../../pod/status-words.js";
 import type { PodDecisions } from "../../pod/wiring.js";
 import type { SupervisorConfig } from "./schema.js";
 import { AlarmManager, type AlarmEvent, type SuppressionRule } from "./alarms.js";
@@ -21,7 +21,7 @@ export type PodMode = "Starting" | "Running" | "Degraded" | "Failsafe";
  * an isolation relies on, an isolation's proof, power that did not follow coolant, or lost state:
  * a family not listed here is never suppressed, so a new alarm is loud until someone decides.
  */
-const MAINTENANCE_SUPPRESSES = ["failsafe:", "device:", "heat-balance:", "overtemp:", "power:budget", "control:overrun"];
+const MAINTENANCE_SUPPRESSES = ["failsafe:", "degraded:", "device:", "heat-balance:", "overtemp:", "power:budget", "control:overrun"];
 
 export const suppressedByMaintenance: SuppressionRule = (a) => a.severity === "Warning" && MAINTENANCE_SUPPRESSES.some((f) => a.id === f || (f.endsWith(":") && a.id.startsWith(f)));
 
@@ -189,9 +189,12 @@ export class Supervisor {
       const rack = r === undefined ? undefined : i.racks[r];
       const pv = rack === undefined ? i.cduDpKpa : rack.returnTempC;
       const bad = badInputs(st);
-      const inputs = [bad.pv ? pv.why : undefined, bad.ff ? rack?.powerKw.why : undefined].filter((w) => w !== undefined);
-      const detail = inputs.length > 0 ? ` (${inputs.join("; ")})` : "";
+      const detail = bad.pv && pv.why !== undefined ? ` (${pv.why})` : "";
       a.update(`failsafe:${name}`, fs, { severity: "Warning", source: name, message: `${name} in fail-safe: ${failsafeReasons(st)}${detail}` });
+      // a secondary input gone bad: the loop keeps control in a degraded mode, and says what it lost
+      // (not while the pod is Starting: its inputs arrive over the first seconds, one by one)
+      const lost = fs || this.mode_ === "Starting" ? [] : degradedWords(st, rack?.powerKw.why, rack?.flowLpm.why);
+      a.update(`degraded:${name}`, lost.length > 0, { severity: "Warning", source: name, message: `${name} in control, degraded: ${lost.join("; ")}` });
     }
 
     // ---- racks -----------------------------------------------------------------------------

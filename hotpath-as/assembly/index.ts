@@ -150,6 +150,7 @@ export function resetState(): void {
     sf(lf(L.LF_ERROR), i, 0);
     sf(lf(L.LF_RESUME), i, NaN);
     sf(lf(L.LF_PV_FILT), i, NaN);
+    sf(lf(L.LF_FLOW_LO), i, NaN);
     si(li(L.LI_STATUS), i, 0);
     si(li(L.LI_BRANCH), i, L.BRANCH_NONE);
     si(li(L.LI_TUNE), i, L.TUNE_OFF);
@@ -612,6 +613,7 @@ function tuneTarget(i: i32, pv: f64): f64 {
   const lo = gf(lf(L.LF_OUT_MIN), i);
   const hi = gf(lf(L.LF_OUT_MAX), i);
   const lastBranch = gi(li(L.LI_BRANCH), i);
+  const lastStatus = gi(li(L.LI_STATUS), i);
   const mode = gi(li(L.LI_MODE), i);
 
   const pvIdx = gi(li(L.LI_PV_POINT), i);
@@ -672,7 +674,8 @@ function tuneTarget(i: i32, pv: f64): f64 {
   } else {
     let reasons: i32 = 0;
     if (pvBad) reasons |= L.LS_PV_BAD;
-    if (ffBad) reasons |= L.LS_FF_BAD;
+    // a bad feed-forward input is reported, and only its term is dropped (below)
+    if (ffBad) status |= L.LS_FF_BAD;
     if (!isFinite(sp)) reasons |= L.LS_SP_INVALID;
     if (mode == L.MODE_MANUAL) {
       if (!isFinite(gf(lf(L.LF_MANUAL), i))) reasons |= L.LS_CMD_INVALID;
@@ -707,6 +710,7 @@ function tuneTarget(i: i32, pv: f64): f64 {
       out = clampf(prev, lo, hi);
     } else {
       let target: f64;
+      let envLo = lo; // the envelope's low end; in automatic, raised by the minimum-flow floor
       if (tuning) {
         branch = L.BRANCH_TUNE;
         status |= L.LS_TUNING;
@@ -757,23 +761,44 @@ function tuneTarget(i: i32, pv: f64): f64 {
         }
 
         const pTerm = gf(lf(L.LF_KP), i) * err;
-        const ffTerm = ffIdx >= 0 ? gf(lf(L.LF_KFF), i) * (ff - gf(lf(L.LF_FF_BIAS), i)) : 0.0;
+        const ffTerm = ffIdx >= 0 && !ffBad ? gf(lf(L.LF_KFF), i) * (ff - gf(lf(L.LF_FF_BIAS), i)) : 0.0;
         let integral = gf(lf(L.LF_INTEGRAL), i);
         // the terms other than the integral, summed once, P last: the error's chain to the
         // output then has one add before the integral's (the D and FF sum does not wait on it)
         const rest = pTerm + (dTerm + ffTerm);
         // bumpless: on entry choose the integral that reproduces the current output, or, back
-        // from an isolation, the output the loop had before it (the slew limit ramps the valve)
+        // from an isolation, the output the loop had before it (the slew limit ramps the valve);
+        // and when the feed-forward term is dropped or restored, the integral that keeps the output
         if (entering) {
           const resume = gf(lf(L.LF_RESUME), i);
           const base = lastBranch == L.BRANCH_LEAK && isFinite(resume) ? resume : prev;
           integral = isFinite(base) ? base - rest : 0.0;
+        } else if (((lastStatus & L.LS_FF_BAD) != 0) != ffBad) {
+          integral = isFinite(prev) ? prev - rest : 0.0;
+        }
+
+        // the minimum-flow floor: an integral-only loop on the rack's flow whose output is the
+        // envelope's low end; dropped (restarting from outMin later) while the flow input is bad
+        const minFlow = gf(lf(L.LF_MIN_FLOW), i);
+        if (minFlow > 0) {
+          const fp = <u32>rack < <u32>rackCount ? gi(ri(L.RI_FLOW_POINT), rack) : -1;
+          if (goodPoint(fp)) {
+            let floor = gf(lf(L.LF_FLOW_LO), i);
+            if (!isFinite(floor)) floor = lo;
+            floor = clampf(floor + gf(lf(L.LF_FLOW_GAIN), i) * ((minFlow - gf(pf(L.PF_HELD), fp)) * dt), lo, hi);
+            sf(lf(L.LF_FLOW_LO), i, floor);
+            envLo = floor;
+            if (floor > lo) status |= L.LS_FLOW_FLOOR;
+          } else {
+            sf(lf(L.LF_FLOW_LO), i, NaN);
+            status |= L.LS_FLOW_FLOOR_LOST;
+          }
         }
 
         // conditional integration: do not integrate further into a clamp or slew limit
         const rate = gf(lf(L.LF_OUT_RATE), i);
         let hiLim = hi;
-        let loLim = lo;
+        let loLim = envLo;
         if (rate > 0 && isFinite(prev)) {
           const maxStep = rate * dt;
           if (prev + maxStep < hiLim) hiLim = prev + maxStep;
@@ -793,9 +818,9 @@ function tuneTarget(i: i32, pv: f64): f64 {
       }
 
       // manual, override and automatic share the envelope clamp and the slew limit
-      out = clampf(target, lo, hi);
+      out = clampf(target, envLo, hi);
       if (!(target <= hi)) status |= L.LS_SAT_HIGH;
-      if (!(target >= lo)) status |= L.LS_SAT_LOW;
+      if (!(target >= envLo)) status |= L.LS_SAT_LOW;
       const rate = gf(lf(L.LF_OUT_RATE), i);
       if (rate > 0 && isFinite(prev)) {
         const maxStep = rate * dt;
@@ -810,6 +835,7 @@ function tuneTarget(i: i32, pv: f64): f64 {
     }
   }
 
+  if (branch != L.BRANCH_AUTOMATIC) sf(lf(L.LF_FLOW_LO), i, NaN); // the floor restarts from outMin on return
   if (!pvBad) sf(lf(L.LF_PV_PREV), i, pv);
   sf(lf(L.LF_PV), i, pv);
   sf(lf(L.LF_ERROR), i, err);
@@ -862,6 +888,7 @@ const OUT_RATE_AT: usize = LOOP_F64 + <usize>(L.LF_OUT_RATE * LOOP_F64_STRIDE);
 const OVERRIDE_AT: usize = LOOP_F64 + <usize>(L.LF_OVERRIDE * LOOP_F64_STRIDE);
 const PV_AT: usize = LOOP_F64 + <usize>(L.LF_PV * LOOP_F64_STRIDE);
 const PV_FILTER_S_AT: usize = LOOP_F64 + <usize>(L.LF_PV_FILTER_S * LOOP_F64_STRIDE);
+const MIN_FLOW_AT: usize = LOOP_F64 + <usize>(L.LF_MIN_FLOW * LOOP_F64_STRIDE);
 const PV_PREV_AT: usize = LOOP_F64 + <usize>(L.LF_PV_PREV * LOOP_F64_STRIDE);
 const SP_AT: usize = LOOP_F64 + <usize>(L.LF_SP * LOOP_F64_STRIDE);
 const SP_RAMP_AT: usize = LOOP_F64 + <usize>(L.LF_SP_RAMP * LOOP_F64_STRIDE);
@@ -918,8 +945,10 @@ for (let k = 0; k < 256; k++) store<u64>(STATUS_TABLE + (<usize>k << 3), laneSta
 @inline function stepAutomaticPair(i: i32, dt: f64, invDt: f64, inputsAllGood: bool): bool {
   const o: usize = <usize>i << 3; // byte offset of slot i in a loop f64 field
   if (li2(L.LI_MODE, i) != bothAre(L.MODE_AUTOMATIC) || li2(L.LI_BRANCH, i) != bothAre(L.BRANCH_AUTOMATIC)) return false;
-  // a loop with a PV filter takes the scalar path (its filter is there alone)
-  if (v128.any_true(v128.load(o, PV_FILTER_S_AT))) return false;
+  // a loop with a PV filter or a minimum-flow floor takes the scalar path (they are there alone),
+  // and so does one whose feed-forward input was bad last tick (its return is bumpless there)
+  if (v128.any_true(v128.or(v128.load(o, PV_FILTER_S_AT), v128.load(o, MIN_FLOW_AT)))) return false;
+  if ((li2(L.LI_STATUS, i) & bothAre(L.LS_FF_BAD)) != 0) return false;
   const sp = v128.load(o, SP_AT);
   if (!i64x2.all_true(finiteV(sp))) return false;
   const pvA = gi(li(L.LI_PV_POINT), i);

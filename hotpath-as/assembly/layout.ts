@@ -93,7 +93,18 @@ export const LF_TUNE_N = 36;
 export const LF_TUNE_CENTER = 37;
 export const LF_TUNE_HYST = 38;
 export const LF_TUNE_D = 39;
-export const LOOP_F64_FIELDS = 40;
+// minimum-flow floor (rack loops): the flow the loop keeps through its rack at the least, in the
+// rack flow point's units (L/min; 0 = no floor), and how fast the floor moves the output, output
+// units per (flow unit * s). A return-temperature loop with little heat to take away throttles
+// its valve to outMin, and at 5 kW of a 100 kW rack that was 4.7 L/min: below the loss-of-flow
+// alarm, and below the flow a rack needs before its power returns after a leak reset. The floor
+// is an integral-only flow loop whose output is a lower limit on the PID's: max-select, the
+// PID's integral held against it as against any limit.
+export const LF_MIN_FLOW = 40;
+export const LF_FLOW_GAIN = 41;
+// state: the floor's output, the dynamic low limit (NaN: not running; it starts from outMin)
+export const LF_FLOW_LO = 42;
+export const LOOP_F64_FIELDS = 43;
 
 // ---- loop i32 fields --------------------------------------------------------------------
 export const LI_PV_POINT = 0; // index of the PV input point
@@ -250,7 +261,10 @@ export const LS_OVERRIDE = 8; // priority 3
 export const LS_DISABLED = 16; // priority 3: output frozen
 export const LS_AUTOMATIC = 32; // priority 4
 export const LS_PV_BAD = 64; // why failsafe: PV point quality is bad
-export const LS_FF_BAD = 128; // why failsafe: FF point quality is bad
+// The feed-forward input is bad: its term is dropped and the PID runs on the PV alone (a
+// secondary input is no reason to fail a loop whose PV is good). Not a fail-safe reason: the
+// loop stays in its mode; the change of term is bumpless both ways.
+export const LS_FF_BAD = 128;
 export const LS_SP_INVALID = 256; // why failsafe: setpoint not finite
 export const LS_CMD_INVALID = 512; // why failsafe: manual/override value not finite, or unknown mode
 export const LS_SAT_HIGH = 1024; // output clamped at OUT_MAX
@@ -259,6 +273,8 @@ export const LS_RATE_LIMITED = 4096; // output slew-limited this tick
 export const LS_INTEGRATOR_HELD = 8192; // conditional integration stopped windup this tick
 export const LS_MANUAL_ISOLATE = 16384; // with LS_INTERLOCK_LEAK: isolated by the operator, not a leak
 export const LS_TUNING = 32768; // priority 3, above the mode: a relay autotune holds the output
+export const LS_FLOW_FLOOR = 65536; // automatic: the minimum-flow floor is above outMin this tick (it holds, or is about to hold, the output up)
+export const LS_FLOW_FLOOR_LOST = 131072; // automatic with a floor: the rack's flow input is bad, so the floor is dropped (the PID runs within outMin..outMax)
 
 // ---- rack status bits (RS_*) ------------------------------------------------------------
 export const RS_LEAK_WET = 1; // a leak input is debounced wet now

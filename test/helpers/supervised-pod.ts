@@ -1,0 +1,70 @@
+// The virtual pod with the daemon's supervisor beside it, in virtual time: every supervisor
+// period the supervisor reads what the pod loop would hand it (the bank's verdicts on each
+// point, the rack and loop words) and its decisions (power caps, power-off, pump enable) go to
+// the wiring, as the pod loop does. Lets a test judge alarms and power against the plant.
+import type { AgentConfig } from "../../agent/config/load.js";
+import { Supervisor, type Reading, type SupervisorEvent, type SupervisorInputs } from "../../agent/supervisor/supervisor.js";
+import type { SimConfig } from "../../sim/config.js";
+import type { Scenario } from "../../sim/scenario.js";
+import { VirtualPod } from "../../sim/virtual-pod.js";
+
+export class SupervisedPod {
+  readonly vp: VirtualPod;
+  readonly supervisor: Supervisor;
+  readonly events: SupervisorEvent[] = [];
+  private nextMs = 0;
+
+  constructor(sim: SimConfig, readonly config: AgentConfig, scenario?: Scenario) {
+    this.vp = new VirtualPod(sim, config, scenario);
+    this.supervisor = new Supervisor(config.supervisor, config, this.vp.layout, (e) => this.events.push(e), () => this.vp.timeMs);
+  }
+
+  /** Advances plant time, the supervisor evaluating every supervisor.periodMs. */
+  run(seconds: number, each?: () => void): void {
+    this.vp.run(seconds, () => {
+      if (this.vp.timeMs >= this.nextMs) {
+        this.nextMs = this.vp.timeMs + this.config.supervisor.periodMs;
+        this.vp.decisions = this.supervisor.evaluate(this.inputs());
+      }
+      each?.();
+    });
+  }
+
+  /** The ids of the alarms raised so far (each time it was raised). */
+  raised(): string[] {
+    return this.events.flatMap((e) => (e.type === "alarm.raised" ? [e.alarm.id] : []));
+  }
+
+  private reading(point: number): Reading {
+    const v = this.vp.hp.views;
+    const good = v.pointI.quality[point] === 0;
+    return good ? { value: v.pointF.held[point], good } : { value: v.pointF.held[point], good, why: `point ${point} quality ${v.pointI.quality[point]}` };
+  }
+
+  private inputs(): SupervisorInputs {
+    const v = this.vp.hp.views;
+    const lay = this.vp.layout;
+    const n = this.config.racks.length;
+    const loops = lay.loops;
+    return {
+      nowMs: this.vp.timeMs,
+      controlHealthy: true,
+      recentTicks: { ticks: 10_000, overruns: 0, spanMs: 10_000 },
+      loopStatus: Array.from(v.loopI.status.subarray(0, loops)),
+      loopOut: Array.from(v.loopF.out.subarray(0, loops)),
+      rackState: Array.from(v.rackI.state.subarray(0, n)),
+      rackStatus: Array.from(v.rackI.status.subarray(0, n)),
+      racks: lay.racks.map((rp, r) => ({
+        returnTempC: this.reading(rp.returnTempC),
+        supplyTempC: this.reading(rp.supplyTempC),
+        flowLpm: this.reading(rp.flowLpm),
+        powerKw: this.reading(rp.powerKw),
+        manualIsolate: v.rackI.manualIsolate[r] === 1,
+        noCoolant: v.rackI.supplyOpen[r] === 0 || v.rackI.returnOpen[r] === 0,
+      })),
+      cduSupplyTempC: this.config.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC),
+      cduDpKpa: this.reading(lay.cdu.dpKpa),
+      devices: [],
+    };
+  }
+}
