@@ -240,6 +240,12 @@ export const RACKS_SCHEMA = arr(
             "while either isolation valve is commanded closed (a leak, or an operator's isolation), the rack's power goes to: power-off (outputs.powerOff set), or cap (outputs.powerCap at capKw); coolant and power move together",
           ),
           capKw: num(0, 10000, 0, "the cap an isolated rack is held to with action cap, kW"),
+          powerOffAboveC: num(
+            30,
+            120,
+            60,
+            "with action cap, the thermal backstop: a rack without coolant whose return temperature reaches this is powered off through outputs.powerOff until its coolant is back; without that output, a Critical alarm says it cannot be (no-coolant-backstop:<rack>), °C",
+          ),
         },
         "the rack's power while it has no coolant (docs/agent.md, Coolant and power together)",
       ),

@@ -164,7 +164,7 @@ describe("coolant and power together", () => {
     const noOff = demo.replace("powerCap: rack-1.powerCapKw, powerOff: rack-1.powerOff,", "powerCap: rack-1.powerCapKw,");
     expect(() => parseAgentConfig(noOff, "x.yaml")).toThrow(/racks\[0\]\.noCoolant\.action: power-off needs outputs\.powerOff .*or set action: cap with capKw/);
     const capped = noOff.replace("  - name: rack-1\n", "  - name: rack-1\n    noCoolant: { action: cap, capKw: 10 }\n").replace("supervisor:\n", "supervisor:\n  escalation: { rackPowerOff: false }\n");
-    expect(parseAgentConfig(capped, "x.yaml").racks[0].noCoolant).toEqual({ action: "cap", capKw: 10 });
+    expect(parseAgentConfig(capped, "x.yaml").racks[0].noCoolant).toEqual({ action: "cap", capKw: 10, powerOffAboveC: 60 });
     const noCap = demo.replace("powerCap: rack-2.powerCapKw, powerOff: rack-2.powerOff,", "powerOff: rack-2.powerOff,").replace("  - name: rack-2\n", "  - name: rack-2\n    noCoolant: { action: cap }\n");
     expect(() => parseAgentConfig(noCap, "x.yaml")).toThrow(/racks\[1\]\.noCoolant\.action: cap needs outputs\.powerCap/);
   });

@@ -1,5 +1,5 @@
 // Control a CDU engineer would sign off, judged against the plant in virtual time with the
-// daemon's supervisor beside the hot path: the minimum-flow floor, degraded feed-forward.
+// daemon's supervisor beside the hot path: the minimum-flow floor, cap mode's thermal backstop.
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
@@ -58,5 +58,46 @@ describe("minimum-flow floor", () => {
     const back = returns(null);
     expect(back.pending).toBe(false);
     expect(back.powerKw).toBeGreaterThan(4);
+  });
+});
+
+describe("cap mode's thermal backstop", () => {
+  // rack-3 couples by cap at 20 kW: with no coolant it still heats (60 kJ/K in the plant: about
+  // 0.3 K/s), as the 5 kW-capped rack that reached 88-89 °C did
+  const capped = (powerOff: boolean) => {
+    const c = demoAgentConfig();
+    c.racks[2].noCoolant = { ...c.racks[2].noCoolant, action: "cap", capKw: 20 };
+    if (!powerOff) c.racks[2].outputs.powerOff = undefined; // set after validation: the escalation's check wants it
+    const pod = new SupervisedPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), c);
+    pod.run(60);
+    pod.vp.sim.inject({ leak: "rack-3" });
+    return pod;
+  };
+  const limitC = demoAgentConfig().racks[2].noCoolant.powerOffAboveC;
+
+  it("powers an isolated, capped rack off once its return temperature reaches the limit, and says so", () => {
+    const pod = capped(true);
+    const rack = pod.vp.sim.plant.racks[2];
+    pod.run(5);
+    expect(rack.powerKw).toBeGreaterThan(15); // capped, not off
+    expect(rack.powerOff).toBe(false);
+    let hottest = 0;
+    pod.run(240, () => (hottest = Math.max(hottest, rack.returnTempC)));
+    expect(pod.supervisor.alarms.get("no-coolant-backstop:rack-3")).toMatchObject({ severity: "Critical" });
+    expect(pod.supervisor.alarms.get("no-coolant-backstop:rack-3")?.message).toMatch(/power-off requested until its coolant is back/);
+    expect(rack.powerOff).toBe(true);
+    expect(rack.powerKw).toBe(0);
+    // it stopped heating soon after the limit: not the 88-89 °C of a cap left alone
+    expect(hottest).toBeGreaterThanOrEqual(limitC);
+    expect(hottest).toBeLessThan(limitC + 5);
+  });
+
+  it("raises a Critical alarm saying it cannot, for a capped rack with no power-off output", () => {
+    const pod = capped(false);
+    pod.run(240);
+    const alarm = pod.supervisor.alarms.get("no-coolant-backstop:rack-3");
+    expect(alarm?.severity).toBe("Critical");
+    expect(alarm?.message).toMatch(/has no power-off output \(racks\[\]\.outputs\.powerOff\), so podwarden cannot take its power/);
+    expect(pod.vp.sim.plant.racks[2].powerKw).toBeGreaterThan(15);
   });
 });

@@ -169,7 +169,7 @@ describe("pod wiring", () => {
   });
 
   it("couples power to coolant: an isolated rack is powered off (the default) or held to its no-coolant cap, whatever its budget", () => {
-    const pod = { ...DEMO, racks: DEMO.racks.map((r, i) => (i === 1 ? { ...r, noCoolant: { action: "cap" as const, capKw: 12 } } : r)) };
+    const pod = { ...DEMO, racks: DEMO.racks.map((r, i) => (i === 1 ? { ...r, noCoolant: { ...r.noCoolant, action: "cap" as const, capKw: 12 } } : r)) };
     const w = new PodWiring(pod, lay, { writeCaps: true });
     const d = w.initialDecisions();
     const wet = outputs({ rackSupplyOpen: [0, 1, 1, 1, 1, 1, 1, 1], rackReturnOpen: [1, 0, 1, 1, 1, 1, 1, 1] });

@@ -116,7 +116,7 @@ describe("virtual time", () => {
   });
 
   it("couples power to coolant by cap where configured, and lifts it when the rack's coolant returns", () => {
-    const pod = { ...DEMO_POD, racks: DEMO_POD.racks.map((r, i) => (i === 4 ? { ...r, noCoolant: { action: "cap" as const, capKw: 15 } } : r)) };
+    const pod = { ...DEMO_POD, racks: DEMO_POD.racks.map((r, i) => (i === 4 ? { ...r, noCoolant: { ...r.noCoolant, action: "cap" as const, capKw: 15 } } : r)) };
     const vp = new VirtualPod(simConfig({ plant: { load: { profile: "idle", pct: 85 } } }), pod);
     vp.run(60);
     // an operator's isolation (the hot path's manual isolate), not a leak

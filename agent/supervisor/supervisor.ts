@@ -3,13 +3,14 @@
 // supervisor.periodMs, on the control worker's outputs and the drivers' points; the fast
 // safety decisions themselves are the hot path's.
 import * as L from "../../hotpath-as/assembly/layout.js";
-import { noCoolantLimitKw, type IsolationConfig, type PodConfig } from "../../pod/config.js";
+import type { IsolationConfig, PodConfig } from "../../pod/config.js";
 import type { PodLayout } from "../../pod/layout.js";
 import { badInputs, degradedWords, failsafeReasons, inFailsafe, leakSensorFault } from "../../pod/status-words.js";
 import type { PodDecisions } from "../../pod/wiring.js";
 import type { SupervisorConfig } from "./schema.js";
 import { AlarmManager, type AlarmEvent, type SuppressionRule } from "./alarms.js";
 import { heatBalance } from "./heat-balance.js";
+import { NoCoolantWatch } from "./no-coolant.js";
 import { allocatePower } from "./power-budget.js";
 
 export type PodMode = "Starting" | "Running" | "Degraded" | "Failsafe";
@@ -71,10 +72,8 @@ export class Supervisor {
   private readonly overTier: number[];
   private readonly lowFlowSince: (number | null)[];
   private readonly heatSince: (number | null)[];
-  private readonly dryPowerSince: (number | null)[];
   private readonly manualIsolatedSince: (number | null)[];
-  /** isolation valves reopened, flow not yet proven back: power stays at the no-coolant limit */
-  private readonly coolantPending: boolean[];
+  private readonly noCoolant: NoCoolantWatch;
   private isolation: IsolationConfig;
   private readonly proven: boolean[];
   private readonly escalated: boolean[];
@@ -101,9 +100,8 @@ export class Supervisor {
     this.overTier = new Array<number>(n).fill(0);
     this.lowFlowSince = new Array<number | null>(n).fill(null);
     this.heatSince = new Array<number | null>(n).fill(null);
-    this.dryPowerSince = new Array<number | null>(n).fill(null);
     this.manualIsolatedSince = new Array<number | null>(n).fill(null);
-    this.coolantPending = new Array<boolean>(n).fill(false);
+    this.noCoolant = new NoCoolantWatch(n);
     this.isolation = pod.control.isolation;
     this.proven = new Array<boolean>(n).fill(false);
     this.escalated = new Array<boolean>(n).fill(false);
@@ -198,7 +196,7 @@ export class Supervisor {
     }
 
     // ---- racks -----------------------------------------------------------------------------
-    const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.lastCaps, coolantPending: this.coolantPending.slice() };
+    const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.lastCaps, coolantPending: this.noCoolant.coolantPending.slice() };
     c.racks.forEach((rack, r) => {
       const state = i.rackState[r] ?? L.RACK_NORMAL;
       const status = i.rackStatus[r] ?? 0;
@@ -255,11 +253,11 @@ export class Supervisor {
       // reading neither can be proven, so it says so before a leak needs it. Critical while the
       // rack is isolating on it; not raised while the pod is still Starting (nothing read yet)
       const latched = state === L.RACK_ISOLATING || state === L.RACK_ESCALATED;
-      const relied = latched || manual || this.coolantPending[r];
+      const relied = latched || manual || this.noCoolant.coolantPending[r];
       a.update(`flow-meter:${rack.name}`, !x.flowLpm.good && (this.mode_ !== "Starting" || relied), {
         severity: relied ? "Critical" : "Warning",
         source: rack.name,
-        message: `flow meter at ${rack.name} has no good reading (${x.flowLpm.why ?? "unknown"}): a leak isolation there cannot be proven, and a loss of flow cannot be seen${this.coolantPending[r] ? "; the rack's power waits at its no-coolant limit until its flow is seen" : ""}`,
+        message: `flow meter at ${rack.name} has no good reading (${x.flowLpm.why ?? "unknown"}): a leak isolation there cannot be proven, and a loss of flow cannot be seen${this.noCoolant.coolantPending[r] ? "; the rack's power waits at its no-coolant limit until its flow is seen" : ""}`,
       });
 
       // over-temperature tiers with hysteresis
@@ -286,26 +284,11 @@ export class Supervisor {
             : `${rack.name} return temperature ${t.value.toFixed(1)} °C, back under ${limitC} °C; the alarm clears under ${limitC - o.hysteresisC} °C`,
       });
 
-      // coolant and power together, proven at the rack's power meter: an isolated rack that still
-      // draws more than its no-coolant limit (a cap not applied, a power-off not honoured) heats
-      // with no coolant to carry the heat away
-      const limitKw = noCoolantLimitKw(rack);
-      const dry = x.noCoolant === true && x.powerKw.good && x.powerKw.value > limitKw + s.noCoolantPower.toleranceKw;
-      this.dryPowerSince[r] = dry ? (this.dryPowerSince[r] ?? now) : null;
-      a.update(`no-coolant-power:${rack.name}`, dry && now - (this.dryPowerSince[r] ?? now) >= s.noCoolantPower.delayMs, {
-        severity: "Critical",
-        source: rack.name,
-        message: `${rack.name} is isolated but draws ${x.powerKw.value.toFixed(1)} kW, above its no-coolant limit of ${limitKw} kW (${rack.noCoolant.action}): its power did not follow its coolant`,
-      });
-
-      // power comes back with the coolant, not before it: a rack whose isolation valves reopen (a
-      // leak reset, return-rack) keeps its no-coolant limit until its flow is proven back (a good
-      // reading at lossOfFlow.minLpm). Its valves take seconds to travel; given its power at once,
-      // the demo's reset rack heated to 49.9 °C on the way back (50 °C is the Warning), and over
-      // it on a loaded machine. A flow meter with no good reading keeps the rack at its limit.
-      if (x.noCoolant === true) this.coolantPending[r] = true;
-      else if (this.coolantPending[r] && x.flowLpm.good && x.flowLpm.value >= s.lossOfFlow.minLpm) this.coolantPending[r] = false;
-      decisions.coolantPending[r] = this.coolantPending[r];
+      // coolant and power together: power that did not follow, power that waits for the coolant,
+      // and cap mode's thermal backstop
+      const coupling = this.noCoolant.update(r, rack, x, s, a, now);
+      decisions.coolantPending[r] = coupling.coolantPending;
+      if (coupling.powerOff) decisions.rackPowerOff[r] = true;
 
       // loss of flow while in service
       const inService = state === L.RACK_NORMAL && !x.manualIsolate;
