@@ -30,6 +30,8 @@ describe("alarm lifecycle", () => {
     a.update("x", false, spec);
     expect(a.get("x")).toBeUndefined();
     expect(events.map((e) => e.type)).toEqual(["alarm.raised", "alarm.cleared"]);
+    // the cleared event's text is in the past tense: what the alarm said while its condition held
+    expect(events[1].alarm.message).toBe("was: m (for 0.1 s)");
   });
 
   it("acknowledges, and re-arms acknowledgement when a Warning escalates to Critical", () => {

@@ -105,7 +105,10 @@ export class AlarmManager {
     if (a.latched && !this.resetAllowed.has(id)) return;
     this.alarms.delete(id);
     this.resetAllowed.delete(id);
-    this.emit({ type: "alarm.cleared", alarm: { ...a } });
+    // the cleared event says what was, not what is: its message is the last one raised while the
+    // condition held, in the present tense ("above 50 °C"), which read as if it still held
+    const forS = ((a.clearingSinceMs - a.raisedAtMs) / 1000).toFixed(1);
+    this.emit({ type: "alarm.cleared", alarm: { ...a, message: `was: ${a.message} (for ${forS} s)` } });
   }
 
   /** Acknowledges an alarm. Returns false if there is no such alarm. */
