@@ -3,9 +3,8 @@
 // beside the same pod without it.
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
-import { simConfig } from "../sim/config.js";
 import { PLANT, loadStepPeak } from "../sim/fopdt-rig.js";
-import { SupervisedPod } from "../test/helpers/supervised-pod.js";
+import { SupervisedPod, lightlyLoadedPlant } from "../test/helpers/supervised-pod.js";
 import { fmt } from "./stats.js";
 
 export interface MinFlowResult {
@@ -28,7 +27,7 @@ export interface ControlResult {
 function minFlowRun(floorLpm: number): MinFlowResult {
   const config = demoAgentConfig();
   config.control.rackLoop.minFlowLpm = floorLpm; // set after validation: check-config refuses a floor at the alarm's threshold
-  const pod = new SupervisedPod(simConfig({ plant: { rackRatedKw: 100, primarySupplyTempC: 25, valve: { kvMax: 10 }, load: { profile: "idle", pct: 5 } } }), config);
+  const pod = new SupervisedPod(lightlyLoadedPlant(), config);
   const racks = pod.vp.sim.plant.racks;
   let lowest = Infinity;
   pod.run(60);

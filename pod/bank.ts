@@ -2,7 +2,7 @@
 // rack's isolation proof, at the indices the layout gives. Runs when a config loads or reloads
 // (and in the virtual pod), never per tick.
 import type { BankSpec, LoopSpec, PointSpec, RackSpec, TuneSpec } from "../hotpath-as/bank-config.js";
-import type { ControlConfig, LoopTuning, RackConfig } from "./config.js";
+import { rackMinFlowLpm, type ControlConfig, type LoopTuning, type RackConfig } from "./config.js";
 import { rackFailSafe } from "./fail-safe.js";
 import type { PodLayout } from "./layout.js";
 
@@ -47,7 +47,7 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
       ...loopFields(c.rackLoop, gains[rp.loop]),
       safeOnLeak: fs.safeOnLeak,
       safeOnSensorFault: fs.safeOnSensorFault,
-      minFlowLpm: rackConfigs[r]?.minFlowLpm ?? c.rackLoop.minFlowLpm,
+      minFlowLpm: rackMinFlowLpm(c, rackConfigs[r] ?? {}),
       pvPoint: rp.returnTempC,
       ffPoint: c.rackLoop.kff !== 0 ? rp.powerKw : undefined,
       rack: r,

@@ -351,6 +351,11 @@ export function controlProblems(k: ControlConfig): string[] {
   return out;
 }
 
+/** A rack's minimum-flow floor, L/min: its own where it has one, else the rack loop's. */
+export function rackMinFlowLpm(control: Pick<ControlConfig, "rackLoop">, rack: Pick<RackConfig, "minFlowLpm">): number {
+  return rack.minFlowLpm ?? control.rackLoop.minFlowLpm;
+}
+
 /** The most a rack may draw with no coolant: 0 kW when it powers off, else its no-coolant cap. */
 export function noCoolantLimitKw(r: RackConfig): number {
   return r.noCoolant.action === "power-off" ? 0 : r.noCoolant.capKw;

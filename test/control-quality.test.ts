@@ -4,11 +4,9 @@ import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { simConfig } from "../sim/config.js";
-import { SupervisedPod } from "./helpers/supervised-pod.js";
+import { SupervisedPod, lightlyLoadedPlant } from "./helpers/supervised-pod.js";
 
-// 5 kW on 100 kW racks, with branch valves (kvMax 10) that pass well under the 5 L/min alarm at
-// the rack loop's outMin: the plant the floor was found missing on (issue 53)
-const LIGHT = simConfig({ plant: { rackRatedKw: 100, primarySupplyTempC: 25, valve: { kvMax: 10 }, load: { profile: "idle", pct: 5 } } });
+const LIGHT = lightlyLoadedPlant();
 
 /** The demo pod, its floor set after validation (a floor at the alarm's threshold is refused by check-config). */
 const demoWithFloor = (minFlowLpm: number | null) => {

@@ -10,7 +10,7 @@ import { redfishClientProblems } from "../../drivers/redfish/config.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
 import { hmiProblems } from "../hmi/schema.js";
 import { redfishProblems } from "../redfish/schema.js";
-import { controlProblems, noCoolantProblems } from "../../pod/config.js";
+import { controlProblems, noCoolantProblems, rackMinFlowLpm } from "../../pod/config.js";
 import { failSafeProblems } from "../../pod/fail-safe.js";
 import { brokerUrls, type UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
@@ -96,7 +96,7 @@ function crossChecks(c: AgentConfig): string[] {
     if (s.escalation.rackPowerOff && r.outputs.powerOff === undefined) out.push(`${at}.outputs.powerOff: supervisor.escalation.rackPowerOff needs it (or set rackPowerOff: false)`);
     // a floor at or below the loss-of-flow threshold makes that alarm a normal outcome for a
     // lightly loaded rack, and leaves a rack back from a leak reset short of the flow its power waits for
-    const floor = r.minFlowLpm ?? c.control.rackLoop.minFlowLpm;
+    const floor = rackMinFlowLpm(c.control, r);
     if (s.lossOfFlow.minLpm > 0 && !(floor > s.lossOfFlow.minLpm)) {
       const key = r.minFlowLpm === undefined ? "control.rackLoop.minFlowLpm" : `${at}.minFlowLpm`;
       out.push(`${key}: rack "${r.name}"'s minimum-flow floor ${floor} L/min must be above supervisor.lossOfFlow.minLpm (${s.lossOfFlow.minLpm} L/min), or the loop may hold it in a loss of flow and its power would not return after a reset`);

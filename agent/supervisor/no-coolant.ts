@@ -1,8 +1,7 @@
 // Coolant and power together, the supervisor's half (the wiring's half is PodWiring.powerCommand):
 // power that did not follow the coolant (no-coolant-power), power held back until the coolant is
 // seen again (coolantPending), and cap mode's thermal backstop (no-coolant-backstop).
-import type { RackConfig } from "../../pod/config.js";
-import { noCoolantLimitKw } from "../../pod/config.js";
+import { noCoolantLimitKw, type RackConfig } from "../../pod/config.js";
 import type { AlarmManager } from "./alarms.js";
 import type { SupervisorConfig } from "./schema.js";
 

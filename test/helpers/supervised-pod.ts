@@ -4,9 +4,18 @@
 // the wiring, as the pod loop does. Lets a test judge alarms and power against the plant.
 import type { AgentConfig } from "../../agent/config/load.js";
 import { Supervisor, type Reading, type SupervisorEvent, type SupervisorInputs } from "../../agent/supervisor/supervisor.js";
-import type { SimConfig } from "../../sim/config.js";
+import { qualityWords } from "../../pod/status-words.js";
+import { PodWiring } from "../../pod/wiring.js";
+import { simConfig, type SimConfig } from "../../sim/config.js";
 import type { Scenario } from "../../sim/scenario.js";
 import { VirtualPod } from "../../sim/virtual-pod.js";
+
+/**
+ * 5 kW on 100 kW racks, with branch valves (kvMax 10) that pass well under the 5 L/min
+ * loss-of-flow alarm at the rack loop's outMin: the plant the minimum-flow floor was found
+ * missing on (issue 53). The test of the floor and its bench figure both run on it.
+ */
+export const lightlyLoadedPlant = (): SimConfig => simConfig({ plant: { rackRatedKw: 100, primarySupplyTempC: 25, valve: { kvMax: 10 }, load: { profile: "idle", pct: 5 } } });
 
 export class SupervisedPod {
   readonly vp: VirtualPod;
@@ -37,8 +46,8 @@ export class SupervisedPod {
 
   private reading(point: number): Reading {
     const v = this.vp.hp.views;
-    const good = v.pointI.quality[point] === 0;
-    return good ? { value: v.pointF.held[point], good } : { value: v.pointF.held[point], good, why: `point ${point} quality ${v.pointI.quality[point]}` };
+    const q = v.pointI.quality[point];
+    return q === 0 ? { value: v.pointF.held[point], good: true } : { value: v.pointF.held[point], good: false, why: `point ${point}: ${qualityWords(q)}` };
   }
 
   private inputs(): SupervisorInputs {
@@ -60,7 +69,7 @@ export class SupervisedPod {
         flowLpm: this.reading(rp.flowLpm),
         powerKw: this.reading(rp.powerKw),
         manualIsolate: v.rackI.manualIsolate[r] === 1,
-        noCoolant: v.rackI.supplyOpen[r] === 0 || v.rackI.returnOpen[r] === 0,
+        noCoolant: PodWiring.noCoolant({ rackSupplyOpen: v.rackI.supplyOpen, rackReturnOpen: v.rackI.returnOpen }, r),
       })),
       cduSupplyTempC: this.config.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC),
       cduDpKpa: this.reading(lay.cdu.dpKpa),
