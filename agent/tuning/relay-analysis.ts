@@ -62,6 +62,8 @@ export interface RelayAnalysis {
   puS: number;
   /** the process's phase at the relay's frequency, degrees (-180 for a relay without hysteresis) */
   phaseDeg: number;
+  /** the phase a relay with this hysteresis gives at the ultimate point, degrees: −180 plus asin(ε / amplitude); the phase warning is judged against it */
+  expectedPhaseDeg: number;
   /** the PV's peak amplitude around its mean, PV units */
   amplitude: number;
   /** the describing function's estimate, 4d / π√(a² − ε²), for comparison */
@@ -181,6 +183,7 @@ export function analyseRelay(run: RelayRun): RelayAnalysis {
     puS,
     // in (−360, 0]: a process lags
     phaseDeg,
+    expectedPhaseDeg: expected,
     amplitude,
     kuDescribingFunction: (4 * run.d) / (Math.PI * Math.sqrt(amplitude * amplitude - eps * eps)),
     cycles: run.cycles,
