@@ -1,10 +1,11 @@
 // Control quality in plant time: peak deviation of a 20 % -> 100 % load step, PID alone vs PID +
 // feed-forward; and the minimum-flow floor on a lightly loaded pod, with the daemon's supervisor,
-// beside the same pod without it.
+// beside the same pod without it; and coolant-aware power allocation as the CDU's supply warms,
+// beside the same pod with no coolant bound.
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { PLANT, loadStepPeak } from "../sim/fopdt-rig.js";
-import { SupervisedPod, lightlyLoadedPlant } from "../test/helpers/supervised-pod.js";
+import { SupervisedPod, lightlyLoadedPlant, supplyRise } from "../test/helpers/supervised-pod.js";
 import { fmt } from "./stats.js";
 
 export interface MinFlowResult {
@@ -21,6 +22,18 @@ export interface ControlResult {
   pidFinalC: number;
   ffFinalC: number;
   minFlow: { without: MinFlowResult; with: MinFlowResult };
+  coolant: { without: CoolantResult; with: CoolantResult };
+}
+
+export interface CoolantResult {
+  lowestCapKw: number;
+  hottestC: number;
+  overtempAlarms: number;
+}
+
+function coolantRun(declared: boolean): CoolantResult {
+  const r = supplyRise(declared);
+  return { lowestCapKw: r.lowestCapKw, hottestC: r.hottestC, overtempAlarms: r.pod.raised().filter((id) => id.startsWith("overtemp:")).length };
 }
 
 /** 8 racks of 100 kW at 5 kW, branch valves passing under 5 L/min at outMin: 10 min, then a leak and its reset on rack 3. */
@@ -50,7 +63,9 @@ export function runControlBench(): ControlResult {
   const pid = loadStepPeak(loadWasmHotPath("release"), 0);
   const ff = loadStepPeak(loadWasmHotPath("release"), -PLANT.gainD / PLANT.gainU);
   const floor = demoAgentConfig().control.rackLoop.minFlowLpm;
-  return { pidPeakC: pid.peak, ffPeakC: ff.peak, pidFinalC: pid.final, ffFinalC: ff.final, minFlow: { without: minFlowRun(0), with: minFlowRun(floor) } };
+  return { pidPeakC: pid.peak, ffPeakC: ff.peak, pidFinalC: pid.final, ffFinalC: ff.final, minFlow: { without: minFlowRun(0), with: minFlowRun(floor) },
+    coolant: { without: coolantRun(false), with: coolantRun(true) },
+  };
 }
 
 export function printControl(r: ControlResult): void {
@@ -65,4 +80,10 @@ export function printControl(r: ControlResult): void {
   const row = (what: string, m: MinFlowResult): void => console.log(`| ${what} | ${fmt(m.lowestLpm, 2)} | ${m.flowAlarms} | ${m.powerBackS === null ? "never (300 s)" : fmt(m.powerBackS, 1)} |`);
   row("no floor (baseline)", r.minFlow.without);
   row(`minimum-flow floor ${r.minFlow.with.floorLpm} L/min`, r.minFlow.with);
+  console.log("\n## control: coolant-bound allocation (8 x 120 kW racks at 108 kW, budget 900 kW; facility supply 32 -> 42 degC, 360 s; over-temperature Warning at 50 degC)");
+  console.log("| power budget | lowest rack cap, kW | hottest rack return, degC | overtemp:<rack> alarms raised |");
+  console.log("|---|---:|---:|---:|");
+  const crow = (what: string, m: CoolantResult): void => console.log(`| ${what} | ${fmt(m.lowestCapKw, 1)} | ${fmt(m.hottestC, 1)} | ${m.overtempAlarms} |`);
+  crow("electrical share only (baseline: no racks[].maxFlowLpm)", r.coolant.without);
+  crow("bounded by each rack's coolant (maxFlowLpm 170, return limit 48 degC)", r.coolant.with);
 }

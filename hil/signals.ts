@@ -66,6 +66,7 @@ export const ALARM_IDS = {
     "control:stalled",
     "leak-thread",
     "power:budget",
+    "power:coolant",
     "state:latches",
     "state:latches-write",
     "state:power-budget",

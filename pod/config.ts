@@ -203,6 +203,14 @@ export const RACKS_SCHEMA = arr(
       minPowerKw: num(0, 10000, 0, "power cap never set below this, kW"),
       minFlowLpm: optional(num(0, 10000, undefined, "this rack's minimum-flow floor, L/min, where it differs from control.rackLoop.minFlowLpm")),
       priority: int(0, 9, 5, "power budget priority: 0 is served first"),
+      maxFlowLpm: optional(
+        num(
+          0.1,
+          100_000,
+          undefined,
+          "the rack's flow with its control valve fully open at the pod's design differential pressure (control.dpSetpointKpa), L/min (optional): with it, the power budget caps the rack at the heat that flow can carry away at the current supply temperature (supervisor.powerBudget.coolant); without it, only its rating and share bound its cap",
+        ),
+      ),
       points: obj(
         {
           returnTempC: pointRef("rack return (outlet) temperature"),
@@ -281,6 +289,7 @@ export const CDU_SCHEMA = obj(
       "CDU inputs",
       ["dpKpa"],
     ),
+    ratedHeatKw: optional(num(0.1, 1e6, undefined, "the CDU's rated heat rejection, kW (optional): the racks' caps together stay within it, as within supervisor.powerBudget.podKw")),
     outputs: obj(
       {
         pumpSpeed: outputRef("pump speed command, %"),

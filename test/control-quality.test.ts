@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { simConfig } from "../sim/config.js";
-import { SupervisedPod, lightlyLoadedPlant } from "./helpers/supervised-pod.js";
+import { SupervisedPod, lightlyLoadedPlant, supplyRise } from "./helpers/supervised-pod.js";
 
 const LIGHT = lightlyLoadedPlant();
 
@@ -97,5 +97,59 @@ describe("cap mode's thermal backstop", () => {
     expect(alarm?.severity).toBe("Critical");
     expect(alarm?.message).toMatch(/has no power-off output \(racks\[\]\.outputs\.powerOff\), so podwarden cannot take its power/);
     expect(pod.vp.sim.plant.racks[2].powerKw).toBeGreaterThan(15);
+  });
+});
+
+describe("coolant-aware power allocation", () => {
+  const plant = (pct: number) => simConfig({ plant: { load: { profile: "idle", pct } } });
+  const totalKw = (pod: SupervisedPod): number => pod.vp.sim.plant.racks.reduce((a, r) => a + r.powerKw, 0);
+
+  it("lowers the caps as the CDU supply warms, before any rack overheats; without maxFlowLpm the racks pass the over-temperature Warning", () => {
+    const s = demoAgentConfig().supervisor;
+    const bound = supplyRise(true);
+    // at 33.9 °C the coolant could carry more than the rating: the budget's share (900 kW / 8) binds
+    expect(bound.before.caps.every((c) => c > 110)).toBe(true);
+    expect(bound.before.coolantAlarm).toBeUndefined();
+    expect(bound.lowestCapKw).toBeLessThan(70);
+    expect(bound.hottestC).toBeLessThanOrEqual(s.powerBudget.coolant.returnLimitC + 0.5);
+    expect(bound.pod.raised().filter((id) => id.startsWith("overtemp:"))).toEqual([]);
+    expect(bound.pod.supervisor.alarms.get("power:coolant")?.message).toMatch(/the coolant binds rack caps below their demand: rack-1 at \d+\.\d kW \(supply 4\d\.\d °C\)/);
+
+    const free = supplyRise(false);
+    expect(free.lowestCapKw).toBeGreaterThan(110);
+    expect(free.hottestC).toBeGreaterThan(s.overTemp.warningC);
+    expect(free.pod.raised()).toContain("overtemp:rack-1");
+  });
+
+  it("moves the power that coolant-bound racks cannot take to the racks with cooling headroom", () => {
+    const run = (narrow: boolean) => {
+      const c = demoAgentConfig();
+      c.supervisor.powerBudget.podKw = 700;
+      // racks 1-4 declared with half the flow: their coolant carries about 55 kW at 34 °C
+      if (narrow) for (const r of c.racks.slice(0, 4)) r.maxFlowLpm = 60;
+      const pod = new SupervisedPod(plant(100), c);
+      pod.run(180);
+      return { pod, kw: pod.vp.sim.plant.racks.map((r) => r.powerKw) };
+    };
+    const even = run(false);
+    const moved = run(true);
+    const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+    expect(sum(even.kw)).toBeLessThanOrEqual(700 + 1);
+    expect(sum(moved.kw)).toBeLessThanOrEqual(700 + 1);
+    for (const kw of moved.kw.slice(0, 4)) expect(kw).toBeLessThan(60);
+    // the budget is not left unspent: what racks 1-4 cannot take, racks 5-8 draw
+    expect(sum(moved.kw)).toBeGreaterThan(sum(even.kw) - 10);
+    expect(sum(moved.kw.slice(4))).toBeGreaterThan(sum(even.kw.slice(4)) + 50);
+  });
+
+  it("keeps the pod's draw within the CDU's rated heat rejection, and says the CDU is the limit", () => {
+    const c = demoAgentConfig();
+    c.cdu.ratedHeatKw = 600; // below the 900 kW budget and the 864 kW the racks ask
+    const pod = new SupervisedPod(plant(90), c);
+    let most = 0;
+    pod.run(30);
+    pod.run(150, () => (most = Math.max(most, totalKw(pod))));
+    expect(most).toBeLessThanOrEqual(600 + 1);
+    expect(pod.supervisor.alarms.get("power:budget")?.message).toBe("the CDU's rated heat rejection 600 kW constrains rack caps");
   });
 });

@@ -102,6 +102,7 @@ function crossChecks(c: AgentConfig): string[] {
       out.push(`${key}: rack "${r.name}"'s minimum-flow floor ${floor} L/min must be above supervisor.lossOfFlow.minLpm (${s.lossOfFlow.minLpm} L/min), or the loop may hold it in a loss of flow and its power would not return after a reset`);
     }
     if (s.powerBudget.writeCaps && r.outputs.powerCap === undefined) out.push(`${at}.outputs.powerCap: supervisor.powerBudget.writeCaps needs it (or set writeCaps: false)`);
+    if (r.maxFlowLpm !== undefined && !(r.maxFlowLpm > floor)) out.push(`${at}.maxFlowLpm: ${r.maxFlowLpm} L/min is not above the rack's minimum-flow floor (${floor} L/min)`);
   });
   if (s.escalation.pumpStop && c.cdu.outputs.pumpEnable === undefined) out.push("cdu.outputs.pumpEnable: supervisor.escalation.pumpStop needs it (or set pumpStop: false)");
   point(c.cdu.points.dpKpa, "cdu.points.dpKpa");
@@ -111,6 +112,9 @@ function crossChecks(c: AgentConfig): string[] {
   output(c.cdu.outputs.failPumpSpeed, "cdu.outputs.failPumpSpeed");
   const minSum = c.racks.reduce((a, r) => a + r.minPowerKw, 0);
   if (minSum > s.powerBudget.podKw) out.push(`supervisor.powerBudget.podKw: ${s.powerBudget.podKw} kW is below the racks' minimums (${minSum} kW)`);
+  if (c.cdu.ratedHeatKw !== undefined && minSum > c.cdu.ratedHeatKw) out.push(`cdu.ratedHeatKw: ${c.cdu.ratedHeatKw} kW is below the racks' minimums (${minSum} kW)`);
+  // a limit the over-temperature alarm sits below would make that Warning the normal outcome of a coolant-bound rack
+  ordered(s.powerBudget.coolant.returnLimitC, s.overTemp.warningC, "supervisor.powerBudget.coolant.returnLimitC", "must be <= supervisor.overTemp.warningC");
   if (c.uplink !== undefined) out.push(...uplinkProblems(c.uplink));
   if (c.uplink?.sparkplug.enabled === true) {
     const sp = c.uplink.sparkplug;

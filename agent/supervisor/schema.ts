@@ -61,7 +61,19 @@ export const SUPERVISOR_SCHEMA = obj(
         writeCaps: bool(true, "write each rack's cap to its powerCap output (needs outputs.powerCap on every rack: a config error without it; with false the caps are computed but not in force, and telemetry reports powerCapKw null)"),
         headroomPct: num(0, 100, 10, "a rack near its cap is given this much above its draw, %"),
         alarmAfterMs: int(0, 3_600_000, 10_000, "power:budget is raised once the budget has constrained a cap this long without a break, ms: at a start, before the racks' power is read, every rack counts at its rating for a moment"),
-        alarmHoldMs: int(0, 3_600_000, 120_000, "power:budget holds this long after the budget last constrained a cap, ms: racks whose draw moves about their share made it raise and clear every 15-40 s, and the pod flip between Running and Degraded with it"),
+        alarmHoldMs: int(0, 3_600_000, 120_000, "power:budget holds this long after the budget last constrained a cap, ms: racks whose draw moves about their share made it raise and clear every 15-40 s, and the pod flip between Running and Degraded with it (power:coolant keeps the same two times)"),
+        coolant: obj(
+          {
+            returnLimitC: num(
+              10,
+              100,
+              48,
+              "a rack with racks[].maxFlowLpm is capped at the heat that flow carries from its supply temperature up to this return temperature, °C: the most it may draw, valve fully open, before its return passes it. check-config refuses one above supervisor.overTemp.warningC",
+            ),
+            unknownSupplyC: num(0, 100, 40, "the supply temperature a rack's coolant limit is figured at while neither its own supply reading nor the CDU's is good, °C: the warmest supply the plant is designed for"),
+          },
+          "the coolant's bound on each rack's cap (docs/agent.md, Power budget): the heat its coolant can carry away at its maximum flow and the current supply temperature",
+        ),
       },
       "pod power budget",
     ),

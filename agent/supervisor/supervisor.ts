@@ -11,7 +11,7 @@ import type { SupervisorConfig } from "./schema.js";
 import { AlarmManager, type AlarmEvent, type SuppressionRule } from "./alarms.js";
 import { heatBalance } from "./heat-balance.js";
 import { NoCoolantWatch } from "./no-coolant.js";
-import { allocatePower } from "./power-budget.js";
+import { PowerPass } from "./power-pass.js";
 
 export type PodMode = "Starting" | "Running" | "Degraded" | "Failsafe";
 
@@ -77,12 +77,7 @@ export class Supervisor {
   private isolation: IsolationConfig;
   private readonly proven: boolean[];
   private readonly escalated: boolean[];
-  private lastCaps: number[];
-  /** since when the budget has constrained a cap without a break (ms), or null */
-  private budgetSpellSinceMs: number | null = null;
-  /** when the budget last constrained a cap (ms): a raised power:budget holds for powerBudget.alarmHoldMs after */
-  private budgetConstrainedAtMs = -Infinity;
-  private budgetAlarm = false;
+  private readonly power: PowerPass;
   private everRunning = false;
   private budgetOverrideKw: number | null = null;
 
@@ -105,7 +100,7 @@ export class Supervisor {
     this.isolation = pod.control.isolation;
     this.proven = new Array<boolean>(n).fill(false);
     this.escalated = new Array<boolean>(n).fill(false);
-    this.lastCaps = pod.racks.map((r) => r.ratedKw);
+    this.power = new PowerPass(pod.racks);
   }
 
   get mode(): PodMode {
@@ -196,7 +191,7 @@ export class Supervisor {
     }
 
     // ---- racks -----------------------------------------------------------------------------
-    const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.lastCaps, coolantPending: this.noCoolant.coolantPending.slice() };
+    const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.power.caps, coolantPending: this.noCoolant.coolantPending.slice() };
     c.racks.forEach((rack, r) => {
       const state = i.rackState[r] ?? L.RACK_NORMAL;
       const status = i.rackStatus[r] ?? 0;
@@ -329,33 +324,8 @@ export class Supervisor {
       });
     }
 
-    // ---- power budget ----------------------------------------------------------------------
-    const pb = s.powerBudget;
-    const demands = c.racks.map((rack, r) => {
-      const p = i.racks[r].powerKw;
-      const cap = this.lastCaps[r];
-      // a rack drawing at its cap may want more than it can show: ask for headroom above the cap
-      const draw = p.good ? p.value : rack.ratedKw;
-      const demand = draw >= 0.95 * cap ? cap * (1 + pb.headroomPct / 100) : draw * (1 + pb.headroomPct / 100);
-      return { name: rack.name, priority: rack.priority, minKw: rack.minPowerKw, maxKw: rack.ratedKw, demandKw: demand };
-    });
-    const budgetKw = this.powerBudgetKw;
-    const alloc = allocatePower(budgetKw, demands);
-    this.lastCaps = alloc.caps;
-    decisions.powerCapsKw = alloc.caps;
-    // raised after alarmAfterMs of constraint without a break, held for alarmHoldMs after the last
-    if (alloc.constrained) {
-      this.budgetSpellSinceMs ??= now;
-      this.budgetConstrainedAtMs = now;
-    } else this.budgetSpellSinceMs = null;
-    this.budgetAlarm = this.budgetAlarm
-      ? now - this.budgetConstrainedAtMs < pb.alarmHoldMs || alloc.constrained
-      : this.budgetSpellSinceMs !== null && now - this.budgetSpellSinceMs >= pb.alarmAfterMs;
-    a.update("power:budget", this.budgetAlarm, {
-      severity: "Warning",
-      source: "pod",
-      message: alloc.constrained ? `pod power budget ${budgetKw} kW constrains rack caps` : `pod power budget ${budgetKw} kW constrained rack caps within the last ${Math.round(pb.alarmHoldMs / 1000)} s`,
-    });
+    // ---- power budget, bounded by the coolant -------------------------------------------------
+    decisions.powerCapsKw = this.power.evaluate(i, this.pod, s, this.powerBudgetKw, a, now);
 
     // ---- mode ------------------------------------------------------------------------------
     // every alarm still listed counts, including one whose condition went and which waits out its

@@ -3,6 +3,7 @@
 // point, the rack and loop words) and its decisions (power caps, power-off, pump enable) go to
 // the wiring, as the pod loop does. Lets a test judge alarms and power against the plant.
 import type { AgentConfig } from "../../agent/config/load.js";
+import { demoAgentConfig } from "../../cli/demo-config.js";
 import { Supervisor, type Reading, type SupervisorEvent, type SupervisorInputs } from "../../agent/supervisor/supervisor.js";
 import { qualityWords } from "../../pod/status-words.js";
 import { PodWiring } from "../../pod/wiring.js";
@@ -16,6 +17,28 @@ import { VirtualPod } from "../../sim/virtual-pod.js";
  * missing on (issue 53). The test of the floor and its bench figure both run on it.
  */
 export const lightlyLoadedPlant = (): SimConfig => simConfig({ plant: { rackRatedKw: 100, primarySupplyTempC: 25, valve: { kvMax: 10 }, load: { profile: "idle", pct: 5 } } });
+
+/**
+ * The demo pod with every rack at 90 % of 120 kW, then the facility's supply stepped 32 -> 42 °C
+ * and the CDU's supply with it (33.9 -> about 43 °C): at 175 L/min fully open, 108 kW returns at
+ * 52.7 °C. With the racks' maxFlowLpm declared (the demo's), the coolant bounds their caps;
+ * without, it does not. The test of coolant-aware allocation and its bench figure run on it.
+ */
+export function supplyRise(declared: boolean): { pod: SupervisedPod; before: { caps: number[]; coolantAlarm: unknown }; hottestC: number; lowestCapKw: number } {
+  const c = demoAgentConfig();
+  if (!declared) for (const r of c.racks) r.maxFlowLpm = undefined;
+  const pod = new SupervisedPod(simConfig({ plant: { load: { profile: "idle", pct: 90 } } }), c);
+  pod.run(120);
+  const before = { caps: [...pod.vp.decisions.powerCapsKw], coolantAlarm: pod.supervisor.alarms.get("power:coolant") };
+  pod.vp.sim.inject({ primarySupplyTempC: 42 });
+  let hottestC = 0;
+  let lowestCapKw = Infinity;
+  pod.run(360, () => {
+    hottestC = Math.max(hottestC, ...pod.vp.sim.plant.racks.map((r) => r.returnTempC));
+    lowestCapKw = Math.min(lowestCapKw, ...pod.vp.decisions.powerCapsKw);
+  });
+  return { pod, before, hottestC, lowestCapKw };
+}
 
 export class SupervisedPod {
   readonly vp: VirtualPod;
