@@ -32,6 +32,7 @@ const COMPUTE_ONLY = [
   "sparkplug-model",
   "state-manifest",
   "supervisor-alarms",
+  "supervisor-rules",
   "tick-window",
   "uplink-telemetry",
 ].map((f) => `test/${f}.test.ts`);

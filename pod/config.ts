@@ -284,7 +284,7 @@ export const CDU_SCHEMA = obj(
         dpKpa: pointRef("loop differential pressure"),
         // many CDUs have no supply sensor of their own: without it the heat-balance check runs
         // but cannot compare a rack's supply sensor with the CDU's
-        supplyTempC: optional(pointRef("CDU supply temperature (optional: the heat-balance check uses it to tell a bad rack supply sensor)")),
+        supplyTempC: optional(pointRef("CDU supply temperature (optional: the heat-balance check uses it to tell a bad rack supply sensor, and without it compares the racks' supply readings with each other; the power budget figures coolant limits at the warmer of it and the rack's)")),
       },
       "CDU inputs",
       ["dpKpa"],

@@ -1,118 +1,12 @@
-// Supervisor pieces in isolation: power budget, heat-balance suspects, modes,
-// leak escalation and setpoint leases.
+// Supervisor pieces in isolation: modes, leak escalation and setpoint leases (the power
+// budget and the heat-balance suspects, pure, are in supervisor-rules.test.ts).
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
-import { heatBalance } from "../agent/supervisor/heat-balance.js";
 import { COOLANT_KJ_PER_L_K } from "../pod/coolant.js";
-import { allocatePower, type RackPowerDemand } from "../agent/supervisor/power-budget.js";
-import { coolantLimitKw, limitSupplyC } from "../agent/supervisor/coolant-limit.js";
 import { LoopLeases } from "../agent/operator/loop-leases.js";
 import { Supervisor, type SupervisorEvent, type SupervisorInputs } from "../agent/supervisor/supervisor.js";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { podLayout } from "../pod/layout.js";
-import { Prng } from "../sim/prng.js";
-
-describe("power budget", () => {
-  it("never exceeds the budget or the CDU's heat rejection, respects minimums, ceilings and priorities, and leaves no power unplaced (randomised)", () => {
-    const rng = new Prng(77);
-    for (let trial = 0; trial < 3000; trial++) {
-      const n = rng.int(1, 10);
-      const racks: RackPowerDemand[] = Array.from({ length: n }, (_, i) => {
-        const maxKw = rng.range(20, 150);
-        // two racks in three have a coolant limit, some of them below their minimum
-        const coolantKw = rng.int(0, 2) === 0 ? undefined : rng.range(0, 180);
-        return { name: `r${i}`, priority: rng.int(0, 3), minKw: rng.range(0, maxKw / 2), maxKw, demandKw: rng.range(0, 200), coolantKw };
-      });
-      const budget = rng.range(0, 1200);
-      const heat = rng.int(0, 1) === 0 ? Infinity : rng.range(0, 1200);
-      const { caps, minimumsScaled, coolantBound, heatBound } = allocatePower(budget, racks, heat);
-      const ceil = racks.map((r) => Math.min(r.maxKw, r.coolantKw ?? Infinity));
-      const floor = racks.map((r, i) => Math.min(r.minKw, ceil[i]));
-      const sum = caps.reduce((x, y) => x + y, 0);
-      expect(sum).toBeLessThanOrEqual(Math.min(budget, heat) + 1e-6);
-      if (heatBound) expect(heat).toBeLessThan(budget);
-      caps.forEach((c, i) => {
-        expect(c).toBeLessThanOrEqual(ceil[i] + 1e-9);
-        expect(coolantBound[i]).toBe(ceil[i] < Math.min(racks[i].demandKw, racks[i].maxKw) - 1e-9);
-        if (!minimumsScaled) expect(c).toBeGreaterThanOrEqual(floor[i] - 1e-9);
-      });
-      if (!minimumsScaled) {
-        // what a coolant-bound rack cannot take is not lost: it goes to the racks with headroom
-        expect(sum).toBeCloseTo(Math.min(budget, heat, ceil.reduce((x, y) => x + y, 0)), 6);
-        // a rack left short of its demand implies every lower-priority rack is at its minimum
-        racks.forEach((r, i) => {
-          const short = Math.min(r.demandKw, ceil[i]) - caps[i] > 1e-6;
-          if (short) racks.forEach((o, j) => o.priority > r.priority && expect(caps[j]).toBeCloseTo(floor[j], 6));
-        });
-      }
-    }
-  });
-
-  it("moves power a coolant-bound rack cannot take to the racks with cooling headroom", () => {
-    const rack = (name: string, coolantKw?: number): RackPowerDemand => ({ name, priority: 0, minKw: 10, maxKw: 120, demandKw: 120, coolantKw });
-    const free = allocatePower(300, [rack("a"), rack("b"), rack("c")]);
-    expect(free.caps.map((c) => Math.round(c))).toEqual([100, 100, 100]);
-    const bound = allocatePower(300, [rack("a", 40), rack("b"), rack("c")]);
-    expect(bound.caps[0]).toBeCloseTo(40, 9);
-    expect(bound.caps[1]).toBeCloseTo(120, 9);
-    expect(bound.caps[2]).toBeCloseTo(120, 9);
-    expect(bound.coolantBound).toEqual([true, false, false]);
-    // a coolant limit below a rack's minimum wins over the minimum
-    expect(allocatePower(300, [rack("a", 4), rack("b")]).caps[0]).toBeCloseTo(4, 9);
-    // the CDU's heat rejection binds below the budget, and says it was the one
-    const cdu = allocatePower(300, [rack("a"), rack("b"), rack("c")], 240);
-    expect(cdu.caps.reduce((x, y) => x + y, 0)).toBeCloseTo(240, 9);
-    expect(cdu.heatBound).toBe(true);
-  });
-
-  it("figures a rack's coolant limit from its maximum flow and the warmest good supply reading", () => {
-    const q = (flow: number, dT: number): number => (COOLANT_KJ_PER_L_K / 60) * flow * dT;
-    expect(coolantLimitKw(170, 38, 48)).toBeCloseTo(q(170, 10), 9);
-    expect(coolantLimitKw(170, 49, 48)).toBe(0); // supply above the limit: nothing may be drawn
-    const good = (value: number) => ({ value, good: true });
-    const bad = (value: number) => ({ value, good: false });
-    expect(limitSupplyC(good(36), good(35), 40)).toEqual({ supplyC: 36, known: true });
-    expect(limitSupplyC(bad(20), good(35), 40)).toEqual({ supplyC: 35, known: true }); // a bad low reading does not raise the limit
-    expect(limitSupplyC(bad(20), bad(NaN), 40)).toEqual({ supplyC: 40, known: false }); // unknown: the worst case
-    expect(limitSupplyC(good(NaN), bad(30), 40)).toEqual({ supplyC: 40, known: false });
-  });
-
-  it("scales minimums down when even they do not fit", () => {
-    const r = allocatePower(100, [
-      { name: "a", priority: 0, minKw: 80, maxKw: 120, demandKw: 120 },
-      { name: "b", priority: 1, minKw: 120, maxKw: 120, demandKw: 120 },
-    ]);
-    expect(r.minimumsScaled).toBe(true);
-    expect(r.caps[0] + r.caps[1]).toBeCloseTo(100, 9);
-  });
-});
-
-describe("heat-balance cross-check", () => {
-  const q = (flow: number, dT: number): number => (COOLANT_KJ_PER_L_K / 60) * flow * dT;
-  const rack = (over: object = {}) => ({ powerKw: q(100, 10), flowLpm: 100, supplyTempC: 35, returnTempC: 45, valvePct: 80, inService: true, ...over });
-  const o = { tolerancePct: 20, minPowerKw: 10, supplyToleranceC: 2, flowPeerTolerancePct: 30 };
-
-  it("agrees when the four sensors agree", () => {
-    expect(heatBalance([rack(), rack(), rack()], 35, o).every((r) => !r.disagrees)).toBe(true);
-  });
-
-  it.each([
-    ["supplyTempC", { supplyTempC: 39 }],
-    ["flowLpm", { flowLpm: 50 }],
-    ["returnTempC", { returnTempC: 30 }],
-    ["powerKw", { powerKw: 2 * q(100, 10) }],
-  ])("names the %s sensor when it is the one lying", (suspect, lie) => {
-    const res = heatBalance([rack(lie), rack(), rack(), rack()], 35, o);
-    expect(res[0].disagrees).toBe(true);
-    expect(res[0].suspect).toBe(suspect);
-    expect(res.slice(1).every((r) => !r.disagrees)).toBe(true);
-  });
-  it("still checks without a CDU supply reading, and then blames another sensor than the rack's supply", () => {
-    const res = heatBalance([rack({ powerKw: 2 * q(100, 10) }), rack(), rack()], NaN, o);
-    expect(res[0]).toMatchObject({ disagrees: true, suspect: "powerKw" });
-    expect(heatBalance([rack({ supplyTempC: 39 }), rack(), rack()], NaN, o)[0].suspect).not.toBe("supplyTempC");
-  });
-});
 
 describe("setpoint leases", () => {
   it("expire back to the caller after their lease", () => {
@@ -144,15 +38,17 @@ describe("supervisor", () => {
     racks: [...(over.racks ?? Array.from({ length: 8 }, (): Rack => ({ returnTempC: good(45), supplyTempC: good(35), flowLpm: good(100), powerKw: good((COOLANT_KJ_PER_L_K / 60) * 100 * 10), manualIsolate: false })))],
   });
 
-  it.each([
-    ["with the CDU's supply reading", good(35), "powerKw"],
-    ["without one (no CDU supply sensor)", { value: NaN, good: false }, "powerKw"],
-  ])("raises heat-balance:<rack> once the disagreement outlasts its dwell, %s", (_what, cdu, suspect) => {
+  it.each<[string, { value: number; good: boolean }, { powerKw?: number; supplyC?: number }, string]>([
+    ["with the CDU's supply reading", good(35), { powerKw: 2 }, "powerKw"],
+    ["without one (no CDU supply sensor)", { value: NaN, good: false }, { powerKw: 2 }, "powerKw"],
+    ["without one, a rack supply sensor 5 °C high against its peers", { value: NaN, good: false }, { supplyC: 5 }, "supplyTempC"],
+  ])("raises heat-balance:<rack> once the disagreement outlasts its dwell, %s", (_what, cdu, lie, suspect) => {
     const clock = { t: 0 };
     const s = supervisor(() => undefined, () => clock.t);
     const lying = (): SupervisorInputs => {
       const x = inputs({ cduSupplyTempC: cdu });
-      x.racks[2] = { ...x.racks[2], powerKw: good(2 * x.racks[2].powerKw.value) };
+      const r = x.racks[2];
+      x.racks[2] = { ...r, powerKw: good((lie.powerKw ?? 1) * r.powerKw.value), supplyTempC: good(r.supplyTempC.value + (lie.supplyC ?? 0)) };
       return { ...x, nowMs: clock.t };
     };
     s.evaluate(lying());

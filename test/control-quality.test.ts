@@ -153,3 +153,18 @@ describe("coolant-aware power allocation", () => {
     expect(pod.supervisor.alarms.get("power:budget")?.message).toBe("the CDU's rated heat rejection 600 kW constrains rack caps");
   });
 });
+
+describe("heat balance without a CDU supply sensor", () => {
+  it("names a rack's supply sensor reading 5 °C high, by the other racks' supply readings", () => {
+    const c = demoAgentConfig();
+    c.cdu.points.supplyTempC = undefined;
+    const pod = new SupervisedPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), c);
+    pod.run(90);
+    const trueSupplyC = pod.vp.sim.plant.racks[1].inletTempC;
+    pod.vp.sim.inject({ sensor: "rack-2.supplyTempC", fault: "value", value: trueSupplyC + 5 });
+    pod.run(c.supervisor.heatBalance.dwellMs / 1000 + 10);
+    const alarm = pod.supervisor.alarms.get("heat-balance:rack-2");
+    expect(alarm?.message).toMatch(/suspect sensor: supplyTempC$/);
+    expect(pod.raised().filter((id) => id.startsWith("heat-balance:"))).toEqual(["heat-balance:rack-2"]);
+  });
+});

@@ -36,7 +36,7 @@ export const SUPERVISOR_SCHEMA = obj(
         tolerancePct: num(1, 1000, 25, "allowed disagreement, % of rack power"),
         minPowerKw: num(0, 10000, 10, "only checked above this rack power, kW"),
         dwellMs: int(0, 3_600_000, 30000, "disagreement must last this long, ms"),
-        supplyToleranceC: num(0, 50, 2, "rack supply vs CDU supply: beyond this the supply sensor is suspect, °C"),
+        supplyToleranceC: num(0, 50, 2, "rack supply vs CDU supply (without a good CDU supply reading, vs the median of the other racks' supply readings): beyond this the supply sensor is suspect, °C"),
         flowPeerTolerancePct: num(1, 1000, 30, "flow per valve opening vs the other racks: beyond this the flow meter is suspect, %"),
       },
       "heat-balance cross-check",

@@ -319,7 +319,7 @@ export class Supervisor {
         a.update(`heat-balance:${name}`, res.disagrees && now - (this.heatSince[r] ?? now) >= s.heatBalance.dwellMs, {
           severity: "Warning",
           source: name,
-          message: `${name}: flow × ΔT carries ${res.carriedKw.toFixed(1)} kW but the power meter reads ${i.racks[r].powerKw.value.toFixed(1)} kW; suspect sensor: ${res.suspect ?? "?"}`,
+          message: `${name}: flow × ΔT carries ${res.carriedKw.toFixed(1)} kW but the power meter reads ${i.racks[r].powerKw.value.toFixed(1)} kW; suspect sensor: ${res.suspect ?? "?"}${res.missing !== undefined && res.missing.length > 0 ? ` (found without a clue: ${res.missing.join("; ")})` : ""}`,
         });
       });
     }
