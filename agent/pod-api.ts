@@ -12,7 +12,7 @@ import type { PodLayout } from "../pod/layout.js";
 import type { RelayAnalysis } from "./tuning/relay-analysis.js";
 import type { IsoValve, StrokeResult, StrokeStatus } from "./health/isolation-stroke.js";
 import type { PumpStatus, RackStatus } from "../pod/status-view.js";
-import type { Alarm } from "./supervisor/alarms.js";
+import type { Alarm, AlarmStats } from "./supervisor/alarms.js";
 import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
 import type { RejectCode } from "./commands/authorizer.js";
 import type { CommandBody } from "./commands/schema.js";
@@ -37,6 +37,8 @@ export interface PodStatus {
   maintenance: boolean;
   racks: RackStatus[];
   pump: PumpStatus;
+  /** alarms raised since the start, and those chattering now (supervisor.alarmChatter) */
+  alarms: AlarmStats;
   /** cumulative since start, and `recent`: the same over the last supervisor.overrun.windowMs */
   control: Omit<RecentTicks, "spanMs"> & {
     schedFifo: string;

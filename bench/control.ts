@@ -5,7 +5,7 @@
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { PLANT, loadStepPeak } from "../sim/fopdt-rig.js";
-import { SupervisedPod, lightlyLoadedPlant, supplyRise } from "../test/helpers/supervised-pod.js";
+import { SupervisedPod, demoAlarms, lightlyLoadedPlant, supplyRise, zeroHygiene } from "../test/helpers/supervised-pod.js";
 import { fmt } from "./stats.js";
 
 export interface MinFlowResult {
@@ -23,6 +23,21 @@ export interface ControlResult {
   ffFinalC: number;
   minFlow: { without: MinFlowResult; with: MinFlowResult };
   coolant: { without: CoolantResult; with: CoolantResult };
+  alarms: { bare: AlarmResult; clean: AlarmResult };
+}
+
+export interface AlarmResult {
+  raised: number;
+  mostRaisesOfOne: number;
+  chattering: number;
+  /** plant ms of the first raise, or null: none */
+  firstRaiseMs: number | null;
+}
+
+function alarmRun(bare: boolean): AlarmResult {
+  const r = demoAlarms(600, bare ? zeroHygiene : undefined);
+  const counts = [...r.raises.values()];
+  return { raised: counts.reduce((a, b) => a + b, 0), mostRaisesOfOne: Math.max(0, ...counts), chattering: r.chattering, firstRaiseMs: r.firstRaiseMs };
 }
 
 export interface CoolantResult {
@@ -65,6 +80,7 @@ export function runControlBench(): ControlResult {
   const floor = demoAgentConfig().control.rackLoop.minFlowLpm;
   return { pidPeakC: pid.peak, ffPeakC: ff.peak, pidFinalC: pid.final, ffFinalC: ff.final, minFlow: { without: minFlowRun(0), with: minFlowRun(floor) },
     coolant: { without: coolantRun(false), with: coolantRun(true) },
+    alarms: { bare: alarmRun(true), clean: alarmRun(false) },
   };
 }
 
@@ -86,4 +102,11 @@ export function printControl(r: ControlResult): void {
   const crow = (what: string, m: CoolantResult): void => console.log(`| ${what} | ${fmt(m.lowestCapKw, 1)} | ${fmt(m.hottestC, 1)} | ${m.overtempAlarms} |`);
   crow("electrical share only (baseline: no racks[].maxFlowLpm)", r.coolant.without);
   crow("bounded by each rack's coolant (maxFlowLpm 170, return limit 48 degC)", r.coolant.with);
+  console.log("\n## control: alarm hygiene (the demo pod on configs/sim-pod.yaml's varied loads, with its supervisor, 600 s)");
+  console.log("| alarms | raised | most raises of one alarm | chattering (more than 3 in 10 min) | first raise, s |");
+  console.log("|---|---:|---:|---:|---:|");
+  const arow = (what: string, m: AlarmResult): void =>
+    console.log(`| ${what} | ${m.raised} | ${m.mostRaisesOfOne} | ${m.chattering} | ${m.firstRaiseMs === null ? "none" : fmt(m.firstRaiseMs / 1000, 1)} |`);
+  arow("timers and deadbands at zero (baseline)", r.alarms.bare);
+  arow("the defaults (on/off delays, deadbands, steady-state heat balance)", r.alarms.clean);
 }

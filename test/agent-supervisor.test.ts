@@ -200,6 +200,7 @@ describe("supervisor", () => {
 
   it("names the bad input of a loop in fail-safe, and why: a rack loop's PV, the pump loop's PV", () => {
     const s = supervisor(() => undefined, () => 0);
+    s.evaluate(inputs()); // out of Starting, whose input alarms wait
     const i = inputs({ loopStatus: [...new Array<number>(8).fill(L.LS_AUTOMATIC), L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD], cduDpKpa: { value: NaN, good: false, why: "cdu.dpKpa: stale, timeout" } });
     (i.loopStatus as number[])[2] = L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD | L.LS_FF_BAD;
     i.racks[2] = { ...i.racks[2], returnTempC: { value: NaN, good: false, why: "rack-3.returnTempTx: no usable value, invalid (loop current 0.00 mA)" }, powerKw: { value: 10, good: false, why: "rack-3.powerKw: out of range" } };
@@ -315,6 +316,61 @@ describe("supervisor", () => {
     const t = supervisor(() => undefined, () => 0);
     for (const nowMs of [0, 2 * deadline]) t.evaluate(inputs({ nowMs }));
     expect(t.alarms.get("isolation-failed:rack-5")).toBeUndefined();
+  });
+
+  it("holds the start's input alarms back while Starting, raises what is still wrong once it is not, and never holds back a leak", () => {
+    const clock = { t: 0 };
+    const events: SupervisorEvent[] = [];
+    const s = supervisor((e) => events.push(e), () => clock.t);
+    const nothingYet = (nowMs: number): SupervisorInputs => {
+      clock.t = nowMs;
+      const stale = { value: NaN, good: false, why: "stale" };
+      const i = inputs({ nowMs, loopStatus: new Array(9).fill(L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD), rackStatus: new Array(8).fill(L.RS_LEAK_SENSOR_FAULT), devices: [{ name: "rack-1", ok: false, why: "not connected yet" }] });
+      i.racks.forEach((x, r) => (i.racks[r] = { ...x, flowLpm: stale, returnTempC: stale, powerKw: stale }));
+      return i;
+    };
+    for (let t = 0; t < 30_000; t += 1000) s.evaluate(nothingYet(t));
+    expect(s.mode).toBe("Starting");
+    expect(events.filter((e) => e.type === "alarm.raised").map((e) => e.type === "alarm.raised" && e.alarm.id)).toEqual([]);
+    // a leak while Starting is raised at once, and the flow meter its isolation needs with it
+    const leak = nothingYet(30_000 - 500);
+    (leak.rackState as number[])[2] = L.RACK_ISOLATING;
+    s.evaluate(leak);
+    expect(events.filter((e) => e.type === "alarm.raised").map((e) => e.type === "alarm.raised" && [e.alarm.id, e.alarm.severity])).toEqual([
+      ["leak:rack-3", "Critical"],
+      ["flow-meter:rack-3", "Critical"],
+    ]);
+    // after 30 s without its inputs the pod leaves Starting; what is still wrong is raised then
+    s.evaluate(nothingYet(30_000));
+    s.evaluate(nothingYet(30_100));
+    expect(s.mode).toBe("Degraded");
+    for (const id of ["failsafe:rack-1.valve", "failsafe:cdu.pump", "leak-sensor:rack-8", "flow-meter:rack-1", "device:rack-1"]) expect(s.alarms.get(id)).toBeDefined();
+  });
+
+  it("raises nothing at a start whose inputs arrive within seconds", () => {
+    const events: SupervisorEvent[] = [];
+    const s = supervisor((e) => events.push(e), () => 0);
+    const first = inputs({ loopStatus: new Array(9).fill(L.LS_INTERLOCK_FAILSAFE | L.LS_PV_BAD), rackStatus: new Array(8).fill(L.RS_LEAK_SENSOR_FAULT) });
+    s.evaluate(first);
+    s.evaluate(inputs({ nowMs: 2000 }));
+    s.evaluate(inputs({ nowMs: 2100 }));
+    expect(s.mode).toBe("Running");
+    expect(events.filter((e) => e.type === "alarm.raised")).toEqual([]);
+  });
+
+  it("holds a loss of flow until the flow is its deadband above the threshold: a flow hovering there raises it once", () => {
+    const lf = config.supervisor.lossOfFlow;
+    const raised: string[] = [];
+    const t = supervisor((e) => e.type === "alarm.raised" && raised.push(e.alarm.id), () => 0);
+    let now = 0;
+    for (let k = 0; k < 20; k++) {
+      const i = inputs({ nowMs: now });
+      // 0.2 L/min either side of the threshold, each for longer than the delay and the clear dwell
+      i.racks[0] = { ...i.racks[0], flowLpm: good(lf.minLpm + (k % 2 === 0 ? -0.2 : 0.2)) };
+      for (let j = 0; j < 10; j++, now += 1000) t.evaluate({ ...i, nowMs: now });
+    }
+    expect(raised.filter((id) => id === "flow:rack-1")).toEqual(["flow:rack-1"]);
+    expect(lf.deadbandLpm).toBeGreaterThan(0.2);
   });
 
   it("raises loss of flow only after its delay, and only for a rack in service", () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { simConfig } from "../sim/config.js";
-import { SupervisedPod, lightlyLoadedPlant, supplyRise } from "./helpers/supervised-pod.js";
+import { SupervisedPod, demoAlarms, lightlyLoadedPlant, supplyRise, zeroHygiene } from "./helpers/supervised-pod.js";
 
 const LIGHT = lightlyLoadedPlant();
 
@@ -166,5 +166,17 @@ describe("heat balance without a CDU supply sensor", () => {
     const alarm = pod.supervisor.alarms.get("heat-balance:rack-2");
     expect(alarm?.message).toMatch(/suspect sensor: supplyTempC$/);
     expect(pod.raised().filter((id) => id.startsWith("heat-balance:"))).toEqual(["heat-balance:rack-2"]);
+  });
+});
+
+describe("alarm hygiene in the demo", () => {
+  it("raises no alarm at the start, and none more than 3 times in 10 min; with its timers and deadbands at zero the same pod's alarms do chatter", () => {
+    const clean = demoAlarms(600);
+    expect(clean.firstRaiseMs).toBeNull();
+    expect(Math.max(0, ...clean.raises.values())).toBeLessThanOrEqual(3);
+    expect(clean.chattering).toBe(0);
+    const bare = demoAlarms(600, zeroHygiene);
+    expect(Math.max(0, ...bare.raises.values())).toBeGreaterThan(3);
+    expect(bare.chattering).toBeGreaterThan(0);
   });
 });

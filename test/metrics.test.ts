@@ -51,6 +51,8 @@ describe("metrics and health", () => {
       'podwarden_valve_position_ratio{rack="rack-3"}',
       'podwarden_isolation_valves_open{rack="rack-3"} 1',
       'podwarden_alarms_active{severity="Critical"}',
+      "podwarden_alarms_chattering 0",
+      "podwarden_alarms_raised_total",
       'podwarden_tick_lateness_seconds{quantile="0.99"}',
       "podwarden_tick_overruns_recent",
       "podwarden_ticks_total",

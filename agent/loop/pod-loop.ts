@@ -249,6 +249,7 @@ export class PodLoop {
       maintenance: supervisor.maintenance,
       racks: rackStatuses(c, layout, view),
       pump: pumpStatus(c, layout, view),
+      alarms: supervisor.alarms.stats(),
       control: {
         ticks: ct.ticks,
         overruns: ct.overruns,

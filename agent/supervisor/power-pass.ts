@@ -51,8 +51,12 @@ export class PowerPass {
     return this.lastCaps;
   }
 
-  /** One pass: the caps in force until the next, and the alarms' state. */
-  evaluate(i: PowerPassInputs, pod: { racks: readonly RackConfig[]; cdu: CduConfig }, s: SupervisorConfig, budgetKw: number, a: AlarmManager, now: number): number[] {
+  /**
+   * One pass: the caps in force until the next, and the alarms' state. While `starting`, the
+   * caps are computed as ever but the alarms wait: a rack whose power is not read yet counts at
+   * its rating, which constrains the budget for a moment at every start.
+   */
+  evaluate(i: PowerPassInputs, pod: { racks: readonly RackConfig[]; cdu: CduConfig }, s: SupervisorConfig, budgetKw: number, a: AlarmManager, now: number, starting = false): number[] {
     const pb = s.powerBudget;
     const limits = pod.racks.map((rack, r) => {
       if (rack.maxFlowLpm === undefined) return null;
@@ -72,7 +76,7 @@ export class PowerPass {
     this.lastCaps = alloc.caps;
 
     const limit = alloc.heatBound ? `the CDU's rated heat rejection ${heatKw} kW` : `pod power budget ${budgetKw} kW`;
-    a.update("power:budget", this.budget.update(alloc.constrained, now, pb.alarmAfterMs, pb.alarmHoldMs), {
+    a.update("power:budget", this.budget.update(alloc.constrained && !starting, now, pb.alarmAfterMs, pb.alarmHoldMs), {
       severity: "Warning",
       source: "pod",
       message: alloc.constrained ? `${limit} constrains rack caps` : `the pod's budget or heat rejection constrained rack caps within the last ${Math.round(pb.alarmHoldMs / 1000)} s`,
@@ -83,7 +87,7 @@ export class PowerPass {
       if (!alloc.coolantBound[r] || l === null) return [];
       return [`${rack.name} at ${l.kw.toFixed(1)} kW (supply ${l.known ? `${l.supplyC.toFixed(1)} °C` : `unknown, taken as ${l.supplyC} °C`})`];
     });
-    a.update("power:coolant", this.coolant.update(bound.length > 0, now, pb.alarmAfterMs, pb.alarmHoldMs), {
+    a.update("power:coolant", this.coolant.update(bound.length > 0 && !starting, now, pb.alarmAfterMs, pb.alarmHoldMs), {
       severity: "Warning",
       source: "pod",
       message:

@@ -7,7 +7,7 @@ import { demoAgentConfig } from "../../cli/demo-config.js";
 import { Supervisor, type Reading, type SupervisorEvent, type SupervisorInputs } from "../../agent/supervisor/supervisor.js";
 import { qualityWords } from "../../pod/status-words.js";
 import { PodWiring } from "../../pod/wiring.js";
-import { simConfig, type SimConfig } from "../../sim/config.js";
+import { loadSimConfig, simConfig, type SimConfig } from "../../sim/config.js";
 import type { Scenario } from "../../sim/scenario.js";
 import { VirtualPod } from "../../sim/virtual-pod.js";
 
@@ -38,6 +38,36 @@ export function supplyRise(declared: boolean): { pod: SupervisedPod; before: { c
     lowestCapKw = Math.min(lowestCapKw, ...pod.vp.decisions.powerCapsKw);
   });
   return { pod, before, hottestC, lowestCapKw };
+}
+
+/** The alarm timers and deadbands at zero: the baseline the demo's alarm hygiene is judged against. */
+export function zeroHygiene(c: AgentConfig): void {
+  const s = c.supervisor;
+  s.alarmClearDwellMs = 0;
+  s.lossOfFlow.deadbandLpm = 0;
+  s.heatBalance.steadyC = 50;
+  s.heatBalance.dwellMs = 0;
+  s.powerBudget.alarmAfterMs = 0;
+  s.powerBudget.alarmHoldMs = 0;
+  s.overTemp.hysteresisC = 0;
+}
+
+/**
+ * The demo pod (configs/demo-pod.yaml on configs/sim-pod.yaml's varied loads) with its
+ * supervisor for `seconds`: how often each alarm was raised, and the alarms' own count of the
+ * chattering ones. `patch` changes the agent config first (a baseline without the hygiene).
+ */
+export function demoAlarms(seconds: number, patch?: (c: AgentConfig) => void): { raises: Map<string, number>; firstRaiseMs: number | null; chattering: number } {
+  const c = demoAgentConfig();
+  patch?.(c);
+  const pod = new SupervisedPod(loadSimConfig("configs/sim-pod.yaml"), c);
+  let firstRaiseMs: number | null = null;
+  pod.run(seconds, () => {
+    if (firstRaiseMs === null && pod.events.some((e) => e.type === "alarm.raised")) firstRaiseMs = pod.vp.timeMs;
+  });
+  const raises = new Map<string, number>();
+  for (const id of pod.raised()) raises.set(id, (raises.get(id) ?? 0) + 1);
+  return { raises, firstRaiseMs, chattering: pod.supervisor.alarms.stats().chattering.length };
 }
 
 export class SupervisedPod {
