@@ -38,9 +38,14 @@ export function pointReports(points: Iterable<Point>): Record<string, PointRepor
   return out;
 }
 
-/** The periodic snapshot's content (the uplink adds seq, timestamp and historical). */
+/**
+ * The periodic snapshot's content (the uplink adds seq, timestamp and historical). The alarms'
+ * counts stay out: they are the metrics' (podwarden_alarms_chattering), and the alarms themselves
+ * are published as they change (docs/mqtt.md).
+ */
 export function periodicTelemetry(agent: Pick<PodReader, "status" | "fieldPoints">): Record<string, unknown> {
-  return { kind: "periodic", ...agent.status(), points: pointReports(agent.fieldPoints()) };
+  const { alarms: _counts, ...status } = agent.status();
+  return { kind: "periodic", ...status, points: pointReports(agent.fieldPoints()) };
 }
 
 /** Tracks what was last reported, to decide what an exception message must carry. */
