@@ -13,6 +13,7 @@ const COMPUTE_ONLY = [
   "autotune",
   "backoff",
   "commands-auth",
+  "control-behaviour",
   "control-quality",
   "docs",
   "drivers-codec",
