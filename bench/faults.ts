@@ -51,8 +51,9 @@ export async function startCampaign(): Promise<Campaign> {
     patch: (d) => {
       const control = d.control as Record<string, unknown>;
       const checks = (kind: string): Record<string, unknown> => ({ ...((control.points as Record<string, object> | undefined)?.[kind] ?? {}), staleMs: 300, debounceFault: 20, debounceClear: 50 });
-      // frozen-sensor detection on temperatures: a reading that has not moved by 0.001 °C for 500 ms
-      control.points = { temperature: { ...checks("temperature"), stuckMs: 500, stuckEps: 0.001 }, flow: checks("flow"), power: checks("power"), pressure: checks("pressure") };
+      // frozen-sensor detection on temperatures: a reading that has not moved by 0.001 °C for 500 ms,
+      // by time alone (stuckMove 0): the campaign gives every temperature sensor its noise
+      control.points = { temperature: { ...checks("temperature"), stuckMs: 500, stuckEps: 0.001, stuckMove: 0 }, flow: checks("flow"), power: checks("power"), pressure: checks("pressure") };
       control.schedFifo = true;
       d.supervisor = { ...(d.supervisor ?? {}), alarmClearDwellMs: 200 };
       // every sensor fault below reaches the agent as a transmitter passes it on (a dead sensor

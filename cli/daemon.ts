@@ -11,6 +11,7 @@ import { ControlPlane } from "../agent/plane/control-plane.js";
 import { InProcessPlane } from "../agent/plane/in-process-plane.js";
 import { ownThreadPossible, type PodPlane } from "../agent/plane/pod-plane.js";
 import { loadAgentConfig, type LoadedConfig } from "../agent/config/load.js";
+import { configWarnings } from "../agent/config/warnings.js";
 import { loadAgentConfigOffThread } from "../agent/config/load-off-thread.js";
 import { Logs } from "../agent/log.js";
 import { resolve } from "node:path";
@@ -45,6 +46,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}, o: 
   const logs = new Logs(loaded.config.log, { site: loaded.config.site, pod: loaded.config.pod });
   const log = logs.module("daemon");
   log.info({ version: packageVersion(), config: configPath, hash: loaded.hash }, "podwarden starting");
+  for (const w of configWarnings(loaded.config)) log.warn({ warning: w }, "config warning");
   // before anything touches a device or a state file: a second daemon for this pod refuses to
   // start (throws InstanceLockError: the CLI exits 3)
   const { site, pod } = loaded.config;

@@ -14,6 +14,7 @@
 // daemon resident memory on the pod controller.
 import { parseArgs } from "node:util";
 import { ConfigError } from "../lib/config-file.js";
+import { configWarnings } from "../agent/config/warnings.js";
 import { loadAgentConfig } from "../agent/config/load.js";
 import { join } from "node:path";
 import { InstanceLockError } from "../agent/ops/instance-lock.js";
@@ -266,6 +267,7 @@ async function main(argv: string[]): Promise<number> {
       case "check-config": {
         if (values.config === undefined) throw new UsageError("check-config needs -c <config.yaml>");
         const l = loadAgentConfig(values.config);
+        for (const w of configWarnings(l.config)) log(`warning: ${w}`);
         log(`${values.config}: valid (site ${l.config.site}, pod ${l.config.pod}, ${l.config.racks.length} racks, ${l.config.modbus.devices.length} Modbus devices, sha256 ${l.hash.slice(0, 12)})`);
         if (values["fail-safe"] === true) process.stdout.write(`\n${failSafeTable(l.config, l.config.supervisor.escalation)}\n`);
         return 0;

@@ -21,6 +21,10 @@ export interface PointSpec {
   stuckEps?: number;
   /** ms; 0 disables */
   stuckMs?: number;
+  /** the loop whose output is the plant around this point: with stuckMove above 0, an unchanged point is stuck only once that output moved by stuckMove and the point still did not answer for stuckMs */
+  stuckLoop?: number;
+  /** output units; 0 or absent: time alone judges */
+  stuckMove?: number;
   debounceFault?: number;
   debounceClear?: number;
 }
@@ -111,6 +115,8 @@ export function writePoint(v: BankViews, i: number, s: PointSpec): void {
   v.pointF.staleMs[i] = s.staleMs ?? 0;
   v.pointF.stuckEps[i] = s.stuckEps ?? 0;
   v.pointF.stuckMs[i] = s.stuckMs ?? 0;
+  v.pointI.stuckLoop[i] = s.stuckLoop ?? -1;
+  v.pointF.stuckMove[i] = s.stuckMove ?? 0;
   v.pointI.debounceFault[i] = Math.max(1, s.debounceFault ?? 1);
   v.pointI.debounceClear[i] = Math.max(1, s.debounceClear ?? 1);
   v.pointF.quietUntil[i] = -Infinity; // new limits: evaluate the point in full next tick

@@ -4,6 +4,12 @@ import * as L from "./assembly/layout.js";
 import { absf, incSat, isFinite } from "./reference-math.js";
 import type { BankViews } from "./views.js";
 
+/** When point i's stuck timer started: its last change, or, judged by the plant, its loop's move since (+Infinity: none yet). */
+function stuckClock(views: BankViews, i: number): number {
+  const byPlant = views.pointI.stuckLoop[i] >= 0 && views.pointF.stuckMove[i] > 0;
+  return byPlant ? views.pointF.stuckMovedAt[i] : views.pointF.stuckSince[i];
+}
+
 export function stepPoints(views: BankViews, pointCount: number, rackCount: number, now: number): void {
   const { pointF: p, pointI: q, rackI: ri } = views;
   for (let i = 0; i < pointCount; i++) {
@@ -35,11 +41,19 @@ export function stepPoints(views: BankViews, pointCount: number, rackCount: numb
       if (q.rateFault[i] !== 0) raw |= L.Q_RATE;
       const stuckMs = p.stuckMs[i];
       if (stuckMs > 0) {
+        // judged by the plant around it where the point has a loop (layout.ts, PF_STUCK_MOVE)
+        const loop = q.stuckLoop[i];
+        const move = p.stuckMove[i];
+        const byPlant = loop >= 0 && move > 0;
+        const out = byPlant ? views.loopF.out[loop] : 0;
         if (!(absf(v - p.stuckRef[i]) <= p.stuckEps[i])) {
           p.stuckRef[i] = v;
           p.stuckSince[i] = now;
-        } else if (now - p.stuckSince[i] >= stuckMs) {
-          raw |= L.Q_STUCK;
+          p.stuckOutRef[i] = out;
+          p.stuckMovedAt[i] = Infinity;
+        } else {
+          if (byPlant && p.stuckMovedAt[i] === Infinity && absf(out - p.stuckOutRef[i]) >= move) p.stuckMovedAt[i] = now;
+          if (now - stuckClock(views, i) >= stuckMs) raw |= L.Q_STUCK;
         }
       }
     }
@@ -73,7 +87,7 @@ export function stepPoints(views: BankViews, pointCount: number, rackCount: numb
       if (staleMs > 0 && (raw & L.Q_STALE) === 0) quiet = ts + staleMs;
       const stuckMs = p.stuckMs[i];
       if (stuckMs > 0 && (raw & (L.Q_STUCK | L.Q_NOT_FINITE)) === 0) {
-        const due = p.stuckSince[i] + stuckMs;
+        const due = stuckClock(views, i) + stuckMs;
         if (due < quiet) quiet = due;
       }
     }

@@ -49,6 +49,8 @@ export class ReferenceHotPath implements HotPath {
     p.prevTs.fill(-Infinity);
     p.stuckRef.fill(NaN);
     p.stuckSince.fill(0);
+    p.stuckOutRef.fill(NaN);
+    p.stuckMovedAt.fill(Infinity);
     p.quietUntil.fill(-Infinity);
     q.raw.fill(L.Q_NEVER);
     q.quality.fill(L.Q_NEVER);

@@ -82,6 +82,9 @@ export const POINT_F64_FIELDS = {
   stuckRef: L.PF_STUCK_REF,
   stuckSince: L.PF_STUCK_SINCE,
   quietUntil: L.PF_QUIET_UNTIL,
+  stuckMove: L.PF_STUCK_MOVE,
+  stuckOutRef: L.PF_STUCK_OUT_REF,
+  stuckMovedAt: L.PF_STUCK_MOVED_AT,
 } as const;
 
 export const POINT_I32_FIELDS = {
@@ -97,6 +100,7 @@ export const POINT_I32_FIELDS = {
   wetCount: L.PI_WET_COUNT,
   dryCount: L.PI_DRY_COUNT,
   wet: L.PI_WET,
+  stuckLoop: L.PI_STUCK_LOOP,
 } as const;
 
 export const RACK_F64_FIELDS = {

@@ -36,9 +36,11 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
   const loops: LoopSpec[] = [];
   const racks: RackSpec[] = [];
   layout.racks.forEach((rp, r) => {
-    points[rp.returnTempC] = { ...c.points.temperature };
+    // the plant around a point, for its stuck check: the rack's valve moves its return
+    // temperature and its flow; its supply temperature and power have no loop of their own
+    points[rp.returnTempC] = { ...c.points.temperature, stuckLoop: rp.loop };
     points[rp.supplyTempC] = { ...c.points.temperature };
-    points[rp.flowLpm] = { ...c.points.flow };
+    points[rp.flowLpm] = { ...c.points.flow, stuckLoop: rp.loop };
     points[rp.powerKw] = { ...c.points.power };
     for (const l of rp.leaks) points[l] = { kind: "leak", rack: r, min: 0, max: 2, ...c.points.leak };
     for (const l of [rp.supplyClosedLimit, rp.returnClosedLimit]) if (l !== undefined) points[l] = { min: 0, max: 1, rateMax: 0, ...c.points.limitSwitch };
@@ -63,7 +65,7 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
       leakSensorFault: c.isolation.leakSensorFault,
     });
   });
-  points[layout.cdu.dpKpa] = { ...c.points.pressure };
+  points[layout.cdu.dpKpa] = { ...c.points.pressure, stuckLoop: layout.pumpLoop };
   points[layout.cdu.supplyTempC] = { ...c.points.temperature };
   // the pump has no rack, so the hot path never isolates it: its leak value is never used
   loops[layout.pumpLoop] = { ...loopFields(c.pumpLoop, gains[layout.pumpLoop]), safeOnLeak: "hold", pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };

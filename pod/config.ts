@@ -100,6 +100,12 @@ function pointChecks(d: { min: number; max: number; rateMax: number }, what: str
       staleMs: int(0, 3_600_000, 3000, "max sample age, ms (0 = unchecked)"),
       stuckEps: num(0, 1e9, 0, "a change larger than this resets the stuck timer"),
       stuckMs: int(0, 86_400_000, 0, "no change beyond stuckEps for this long = stuck, ms (0 = unchecked)"),
+      stuckMove: num(
+        0,
+        100,
+        2,
+        "for a point with a loop of its own (a rack's return temperature and flow: its valve; the loop dp: the pump), the plant around it: the point is stuck only once that loop's output has moved this far (output %) since the point last changed, and the point still has not answered stuckMs later; a steady, noiseless plant then trips nothing. 0: time alone judges (and judges every point without a loop: check-config warns of them)",
+      ),
       debounceFault: int(1, 100_000, 20, "consecutive faulty ticks before the input is bad"),
       debounceClear: int(1, 100_000, 200, "consecutive clean ticks before it is good again"),
     },

@@ -4,6 +4,7 @@ import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { loadAgentConfig, parseAgentConfig, type AgentConfig } from "../agent/config/load.js";
+import { configWarnings } from "../agent/config/warnings.js";
 import type { UplinkConfig } from "../agent/uplink/schema.js";
 import type { ModbusConfig } from "../drivers/modbus/config.js";
 import type { SafeAction } from "../hotpath-as/bank-config.js";
@@ -137,6 +138,11 @@ describe("agent config", () => {
     const ok = await run("node", ["dist/cli/podwarden.js", "check-config", "-c", "configs/demo-pod.yaml"]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/valid/);
+    expect(ok.stdout).not.toMatch(/warning/);
+    // valid, with a warning: stuck detection on points nothing around them can judge
+    const warned = await run("node", ["dist/cli/podwarden.js", "check-config", "-c", write(demo.replace("control:\n", "control:\n  points: { temperature: { stuckMs: 5000 } }\n"))]);
+    expect(warned.code).toBe(0);
+    expect(warned.stdout).toMatch(/^warning: control\.points\.temperature\.stuckMs: the racks' and the CDU's supply temperatures have no loop of their own, so time alone judges them/m);
     const bad = await run("node", ["dist/cli/podwarden.js", "check-config", "-c", write(demo.replace("dpSetpointKpa: 120", "dpSetpointKpa: -5"))]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/control\.dpSetpointKpa: must be >= 0/);
@@ -145,6 +151,19 @@ describe("agent config", () => {
     expect(missing.stderr).toMatch(/cannot read/);
     const usage = await run("node", ["dist/cli/podwarden.js", "frobnicate"]);
     expect(usage.code).toBe(2);
+  });
+
+  it("warns of stuck detection judged by time alone: every point of a kind with stuckMove 0, and the points without a loop of their own", () => {
+    const c = parseAgentConfig(demo, "demo.yaml");
+    expect(configWarnings(c)).toEqual([]); // off by default
+    c.control.points.flow = { ...c.control.points.flow, stuckMs: 5000 }; // flow is judged by its rack's valve
+    expect(configWarnings(c)).toEqual([]);
+    c.control.points.pressure = { ...c.control.points.pressure, stuckMs: 5000, stuckMove: 0 };
+    c.control.points.power = { ...c.control.points.power, stuckMs: 5000 };
+    expect(configWarnings(c)).toEqual([
+      "control.points.power.stuckMs: rack power has no loop of its own, so time alone judges them: a steady, noiseless plant reads unchanged for longer than 5000 ms and trips them",
+      "control.points.pressure.stuckMs: with stuckMove 0, time alone judges every pressure point: a steady, noiseless plant reads unchanged for longer than 5000 ms and trips it",
+    ]);
   });
 
   it("refuses a config file over 1 MiB before parsing it, with the reason, and reads one at the limit", () => {

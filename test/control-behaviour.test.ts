@@ -1,6 +1,7 @@
 // Control judged as behaviour against the plant in virtual time (issue 53, item 8): the pump's
 // differential-pressure loop under a valve-step disturbance, coolant moving to the loaded racks
-// as a share, and control that does not depend on the tick period.
+// as a share, and control that does not depend on the tick period; and (item 5) stuck detection
+// that a steady, noiseless plant does not trip.
 import { describe, expect, it } from "vitest";
 import * as L from "../hotpath-as/assembly/layout.js";
 import { demoAgentConfig } from "../cli/demo-config.js";
@@ -103,5 +104,59 @@ describe("dt invariance", () => {
       expect(worstC, `return temperature at ${tickMs} ms vs 1 ms`).toBeLessThan(0.1);
       expect(worstPct, `pump speed at ${tickMs} ms vs 1 ms`).toBeLessThan(1);
     }
+  });
+});
+
+describe("stuck detection on a noiseless plant", () => {
+  // the simulator's sensors carry no noise: at a steady state a return temperature (0.01 °C
+  // steps), a flow and the loop dp read the same for minutes
+  const steadyPod = (stuckMove: number) => {
+    const c = demoAgentConfig();
+    for (const k of ["temperature", "flow", "pressure"] as const) c.control.points[k] = { ...c.control.points[k], stuckMs: 5000, stuckMove };
+    return new VirtualPod(simConfig({ plant: { load: idle(60) } }), c);
+  };
+  /** The points with a loop of their own: each rack's return temperature and flow, and the loop dp. */
+  const judged = (vp: VirtualPod): number[] => [...vp.layout.racks.flatMap((r) => [r.returnTempC, r.flowLpm]), vp.layout.cdu.dpKpa];
+
+  it("trips nothing in an hour judged by the plant around each point; judged by time alone the same plant trips", () => {
+    const count = (vp: VirtualPod, seconds: number): number => {
+      let trips = 0;
+      const was = new Set<number>();
+      vp.run(seconds, () => {
+        for (const p of judged(vp)) {
+          const stuck = (vp.hp.views.pointI.raw[p] & L.Q_STUCK) !== 0;
+          if (stuck && !was.has(p)) trips++;
+          if (stuck) was.add(p);
+          else was.delete(p);
+        }
+      });
+      return trips;
+    };
+    expect(count(steadyPod(2), 3600)).toBe(0);
+    expect(count(steadyPod(0), 240)).toBeGreaterThan(0);
+  });
+
+  it("still catches a frozen return-temperature sensor within stuckMs of the valve moving", () => {
+    const vp = new VirtualPod(simConfig({ plant: { load: scripted(40) } }), (() => {
+      const c = demoAgentConfig();
+      c.control.points.temperature = { ...c.control.points.temperature, stuckMs: 5000 };
+      return c;
+    })());
+    vp.run(120);
+    const p = vp.layout.racks[2].returnTempC;
+    vp.sim.inject({ sensor: "rack-3.returnTempC", fault: "stuck" });
+    vp.run(60); // frozen, the plant steady: nothing to tell it from a steady sensor
+    expect(vp.hp.views.pointI.quality[p]).toBe(0);
+    vp.sim.inject({ load: "rack-3", pct: 90 }); // the feed-forward opens the valve at once
+    const t0 = vp.timeMs;
+    let caughtMs: number | null = null;
+    vp.run(20, () => {
+      if (caughtMs === null && (vp.hp.views.pointI.quality[p] & L.Q_STUCK) !== 0) caughtMs = vp.timeMs - t0;
+    });
+    expect(caughtMs).not.toBeNull();
+    // stuckMs after the valve moved 2 %, within a poll and the debounce
+    expect(caughtMs!).toBeLessThan(5000 + 1000);
+    // and its loop fails safe, as for any bad PV
+    expect(vp.hp.views.loopI.status[2] & L.LS_INTERLOCK_FAILSAFE).toBeTruthy();
   });
 });

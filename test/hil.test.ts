@@ -287,7 +287,7 @@ describe("scenario files", () => {
     expect(mergePatch({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, e: 2 })).toEqual({ a: { b: 1, c: [3] }, d: 1, e: 2 });
     const s = loadHilScenario(join(LIBRARY, "sensor-frozen-rack-5.yaml"));
     const patched = scenarioPod(s, pod);
-    expect(patched.control.points.temperature).toMatchObject({ stuckMs: 2000, stuckEps: 0.001, staleMs: pod.control.points.temperature.staleMs });
+    expect(patched.control.points.temperature).toMatchObject({ stuckMs: 2000, stuckEps: 0.001, stuckMove: 0, staleMs: pod.control.points.temperature.staleMs });
     expect(pod.control.points.temperature.stuckMs).toBe(0); // the pod's own is untouched
     const bad = parseHilScenario({ ...base, control: { points: { temperature: { stuckMs: -1 } } } }, "bad.yaml");
     expect(() => checkScenario(bad, pod)).toThrow(/bad\.yaml: control[\s\S]*points\.temperature\.stuckMs/);

@@ -114,6 +114,12 @@ function randomLayout(rng: Prng, weather: Weather): Layout {
       minFlowGain: rng.range(0, 200),
     });
   }
+  // stuck checks judged by the plant around a point (its loop's output), on some analog points
+  for (const p of points) {
+    if (p.kind === "leak" || !rng.chance(0.5)) continue;
+    p.stuckLoop = rng.int(0, LOOPS - 1);
+    p.stuckMove = rng.chance(0.8) ? rng.range(0.01, 20) : 0;
+  }
   // the isolation valves' closed limit switches, on most racks (some with one only)
   const limitPoints: number[] = [];
   racks.forEach((r) => {

@@ -115,6 +115,46 @@ describe.each(IMPLEMENTATIONS)("point quality (%s)", (_name, make) => {
     expect(q(hp)).toBe(0);
   });
 
+  it("judged by the plant around it: an unchanged point is not stuck while its loop's output holds, and is stuck stuckMs after that output moved with no answer", () => {
+    const hp = bank({ stuckMs: 30, stuckEps: 0.01, stuckLoop: 0, stuckMove: 5 });
+    const v = hp.views;
+    v.loopI.mode[0] = L.MODE_MANUAL;
+    v.loopF.manual[0] = 40;
+    // the first sample finds the output at its never-read fail-safe value, which then moves to
+    // the manual 40 %: a move a live sensor answers, as the next sample does
+    writeSample(v, 0, 19.9, now);
+    tick(hp);
+    for (let k = 0; k < 200; k++) {
+      writeSample(v, 0, 20, now); // a steady, noiseless plant: the same reading for 200 ms
+      tick(hp);
+    }
+    expect(q(hp)).toBe(0);
+    v.loopF.manual[0] = 60; // the valve moves 20 %: a live sensor would answer
+    for (let k = 0; k < 25; k++) {
+      writeSample(v, 0, 20, now);
+      tick(hp);
+    }
+    expect(q(hp)).toBe(0); // not before stuckMs after the move
+    for (let k = 0; k < 10; k++) {
+      writeSample(v, 0, 20, now);
+      tick(hp);
+    }
+    expect(q(hp)).toBe(L.Q_STUCK);
+    // it answers: good again; the loop leaves its fail-safe output for its manual 60 % (a move
+    // the live sensor answers too), and then holds: steady again, not stuck
+    writeSample(v, 0, 20.5, now);
+    tick(hp);
+    expect(q(hp)).toBe(0);
+    writeSample(v, 0, 20.6, now);
+    tick(hp);
+    expect(v.loopF.out[0]).toBe(60);
+    for (let k = 0; k < 200; k++) {
+      writeSample(v, 0, 20.6, now);
+      tick(hp);
+    }
+    expect(q(hp)).toBe(0);
+  });
+
   it("debounces: N consecutive faulty ticks to trip, M clean ticks to clear", () => {
     const hp = bank({ debounceFault: 3, debounceClear: 4 });
     writeSample(hp.views, 0, 30, now);

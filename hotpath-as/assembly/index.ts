@@ -115,6 +115,8 @@ export function resetState(): void {
     sf(pf(L.PF_PREV_TS), i, -Infinity);
     sf(pf(L.PF_STUCK_REF), i, NaN);
     sf(pf(L.PF_STUCK_SINCE), i, 0);
+    sf(pf(L.PF_STUCK_OUT_REF), i, NaN);
+    sf(pf(L.PF_STUCK_MOVED_AT), i, Infinity);
     sf(pf(L.PF_QUIET_UNTIL), i, -Infinity);
     si(pi(L.PI_RAW), i, L.Q_NEVER);
     si(pi(L.PI_QUALITY), i, L.Q_NEVER);
@@ -288,6 +290,11 @@ function countBadPoints(): void {
   return gf(pf(L.PF_TS), i) == gf(pf(L.PF_PREV_TS), i) && gf(pf(L.PF_VALUE), i) == gf(pf(L.PF_PREV_VALUE), i) && now < gf(pf(L.PF_QUIET_UNTIL), i);
 }
 
+/** When point i's stuck timer started: its last change, or, judged by the plant, its loop's move since (+Infinity: none yet). */
+@inline function stuckClock(i: i32, byPlant: bool): f64 {
+  return byPlant ? gf(pf(L.PF_STUCK_MOVED_AT), i) : gf(pf(L.PF_STUCK_SINCE), i);
+}
+
 /**
  * Validates point i: raw quality bits, debounce, hold of the last good sample, leak counters.
  * Returns whether, with no new sample, the point's quiet test fails whatever the time (a NaN
@@ -336,11 +343,19 @@ function stepPoint(i: i32, now: f64): bool {
     if (gi(pi(L.PI_RATE_FAULT), i) != 0) raw |= L.Q_RATE;
     const stuckMs = gf(pf(L.PF_STUCK_MS), i);
     if (stuckMs > 0) {
+      // judged by the plant around it where the point has a loop (layout.ts, PF_STUCK_MOVE)
+      const loop = gi(pi(L.PI_STUCK_LOOP), i);
+      const move = gf(pf(L.PF_STUCK_MOVE), i);
+      const byPlant = loop >= 0 && move > 0;
+      const out = byPlant ? gf(lf(L.LF_OUT), loop) : 0.0;
       if (!(absf(v - gf(pf(L.PF_STUCK_REF), i)) <= gf(pf(L.PF_STUCK_EPS), i))) {
         sf(pf(L.PF_STUCK_REF), i, v);
         sf(pf(L.PF_STUCK_SINCE), i, now);
-      } else if (now - gf(pf(L.PF_STUCK_SINCE), i) >= stuckMs) {
-        raw |= L.Q_STUCK;
+        sf(pf(L.PF_STUCK_OUT_REF), i, out);
+        sf(pf(L.PF_STUCK_MOVED_AT), i, Infinity);
+      } else {
+        if (byPlant && gf(pf(L.PF_STUCK_MOVED_AT), i) == Infinity && absf(out - gf(pf(L.PF_STUCK_OUT_REF), i)) >= move) sf(pf(L.PF_STUCK_MOVED_AT), i, now);
+        if (now - stuckClock(i, byPlant) >= stuckMs) raw |= L.Q_STUCK;
       }
     }
   }
@@ -379,7 +394,7 @@ function stepPoint(i: i32, now: f64): bool {
     if (staleMs > 0 && (raw & L.Q_STALE) == 0) quiet = ts + staleMs;
     const stuckMs = gf(pf(L.PF_STUCK_MS), i);
     if (stuckMs > 0 && (raw & (L.Q_STUCK | L.Q_NOT_FINITE)) == 0) {
-      const due = gf(pf(L.PF_STUCK_SINCE), i) + stuckMs;
+      const due = stuckClock(i, gi(pi(L.PI_STUCK_LOOP), i) >= 0 && gf(pf(L.PF_STUCK_MOVE), i) > 0) + stuckMs;
       if (due < quiet) quiet = due;
     }
   }

@@ -139,7 +139,15 @@ export const PF_STUCK_SINCE = 12; // state: tick time the stuck timer started
 // state: until this tick time, with no new sample, nothing about this point can change, so the
 // step skips it. -Infinity forces a full evaluation; writePoint() sets that after a config change.
 export const PF_QUIET_UNTIL = 13;
-export const POINT_F64_FIELDS = 14;
+// The plant around a point (issue 53, item 5): on a noiseless plant a steady, quantised reading
+// does not change for minutes, and time alone called it stuck (3 false trips in 240 s at
+// stuckMs 5000). With PI_STUCK_LOOP set and PF_STUCK_MOVE above 0, an unchanged point is stuck
+// only once its loop's output has moved by STUCK_MOVE since the point last changed, and the
+// point has stayed unchanged for stuckMs after that move: a live sensor answers a moved valve.
+export const PF_STUCK_MOVE = 14; // config: the least move of the loop's output (output units) that a live point must answer
+export const PF_STUCK_OUT_REF = 15; // state: the loop's output when the point last changed
+export const PF_STUCK_MOVED_AT = 16; // state: the tick time that output first moved STUCK_MOVE away from it, +Infinity until then
+export const POINT_F64_FIELDS = 17;
 
 // ---- point i32 fields -------------------------------------------------------------------
 export const PI_KIND = 0; // KIND_ANALOG or KIND_LEAK
@@ -154,7 +162,8 @@ export const PI_RATE_FAULT = 8; // state: the current sample failed the rate che
 export const PI_WET_COUNT = 9; // state, leak points: wet ticks not yet cleared by a dry run
 export const PI_DRY_COUNT = 10; // state, leak points: consecutive dry ticks
 export const PI_WET = 11; // output, leak points: 1 = debounced wet
-export const POINT_I32_FIELDS = 12;
+export const PI_STUCK_LOOP = 12; // config: the loop whose output is the plant around this point (-1: none, time alone judges)
+export const POINT_I32_FIELDS = 13;
 
 // ---- rack f64 fields --------------------------------------------------------------------
 export const RF_ISOLATED_FLOW_MAX = 0; // flow below this proves the rack isolated, L/min
