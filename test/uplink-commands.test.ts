@@ -165,6 +165,7 @@ describe("commands over MQTT (aedes)", () => {
     const replay = signedCommand(mc.spec("setpoint", { loop: "rack-1.valve", value: 36, leaseS: 60 }));
     await mc.publishRaw("setpoint", replay); // once: accepted
     await waitFor(() => pod.uplink.stats().commands.accepted === accepted0 + 1, "the genuine command");
+    const c0 = pod.uplink.stats().commands;
     const variants = (i: number): [string, string | Buffer] => {
       switch (i % 8) {
         case 0:
@@ -192,11 +193,21 @@ describe("commands over MQTT (aedes)", () => {
       void mc.publishRaw(cmd, payload);
       if (i % 50 === 49) await new Promise((r) => setTimeout(r, Math.max(0, t0 + ((i + 1) * 1000) / 1000 - Date.now())));
     }
-    // the copies of the genuine command (every eighth) are duplicates: refused, answered as it was
-    await waitFor(() => pod.uplink.stats().commands.rejected + pod.uplink.stats().commands.duplicates >= N - 1, "every flooded command rejected", 30_000);
+    // the copies of the genuine command (every eighth) are duplicates: refused, answered as it was.
+    // Each request is counted once, as rejected, a duplicate, or dropped unread over the intake
+    // rate; one may not arrive at all (sent at QoS 0 on a loaded machine), and a copy dropped or
+    // lost is one duplicate fewer (a fresh-clone CI run counted 249 of 250, 2026-12-06)
+    const seen = (): number => {
+      const c = pod.uplink.stats().commands;
+      return c.rejected - c0.rejected + c.duplicates - c0.duplicates + c.dropped - c0.dropped;
+    };
+    await waitFor(() => seen() >= N - 1, "every flooded command rejected, or dropped unread", 30_000);
     const s = pod.uplink.stats().commands;
     expect(s.accepted).toBe(accepted0 + 1);
-    expect(s.duplicates).toBe(N / 8);
+    const unanswered = N - seen() + (s.dropped - c0.dropped);
+    expect(s.duplicates - c0.duplicates).toBeLessThanOrEqual(N / 8);
+    expect(s.duplicates - c0.duplicates).toBeGreaterThanOrEqual(N / 8 - unanswered);
+    expect(unanswered).toBeLessThan(N / 100);
     expect(s.suppressed).toBeGreaterThan(0); // beyond the audit rate: counted, not answered
     await waitFor(() => audits().some((a) => typeof a.suppressed === "number" && a.suppressed > 0), "a summary audit event");
     // nothing moved: setpoints (but the genuine one), isolation, the budget
