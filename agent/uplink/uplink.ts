@@ -33,33 +33,11 @@ import { packageVersion } from "../version.js";
 import { CommandService } from "./command-service.js";
 import { brokerUrls, type UplinkConfig } from "./schema.js";
 import { Spool, type SpoolClass } from "./spool.js";
+import { subscribeUntilGranted } from "./subscribe-until-granted.js";
+import { topicBase, type UplinkStats } from "./uplink-stats.js";
 import { ExceptionReporter, periodicTelemetry } from "./telemetry.js";
 
-export const topicBase = (site: string, pod: string): string => `podwarden/${site}/${pod}/`;
-
-export interface UplinkStats {
-  connected: boolean;
-  connects: number;
-  /** the broker of the current connection, or of the attempt under way (redacted), or null */
-  broker: string | null;
-  /** times the pod moved on to the next broker address (a lost, refused or silent connection) */
-  brokerSwitches: number;
-  spoolDepth: Record<SpoolClass, number>;
-  spoolBytes: number;
-  spoolDropped: Record<SpoolClass, number>;
-  /** records lost to damage found at start */
-  spoolLost: Record<SpoolClass, number>;
-  /** the last seq given to an event (critical) and a telemetry message */
-  lastSeq: Record<SpoolClass, number>;
-  inflight: number;
-  /** publish -> PUBACK quantiles since start, µs */
-  ackUs: { p50: number; p99: number };
-  /** when the broker last acknowledged a publish (wall time, ISO 8601), or null */
-  lastAckAt: string | null;
-  commands: { accepted: number; rejected: number; suppressed: number; dropped: number; duplicates: number };
-  /** the broker has acknowledged the subscription to signed commands on this connection: a command sent before then is not heard */
-  commandsLive: boolean;
-}
+export { topicBase, type UplinkStats };
 
 /** The MQTT client options for the uplink: the shared connection options and the protocol version. */
 export function brokerOptions(c: UplinkConfig): IClientOptions {
@@ -74,6 +52,8 @@ export class Uplink {
   private readonly timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
   private restateTimer: NodeJS.Timeout | null = null;
+  /** stops asking again for a refused command subscription */
+  private cancelSubscribe: () => void = () => undefined;
   private readonly brokers: BrokerList;
   /** the target of the current (or last) connection attempt, and the last that came up */
   private target: BrokerTarget | null = null;
@@ -211,13 +191,20 @@ export class Uplink {
     // QoS 1, mosquitto 2.0 kept requests above our maximumPacketSize in our in-flight window and
     // after 20 delivered nothing more (test/fuzz-mqtt-commands.test.ts): a silenced command channel
     this.commandsLive = false;
+    this.cancelSubscribe();
     if (this.c.commands.enabled)
-      client.subscribe(this.topic("request/+"), { qos: 0 }, (err) => {
-        if (client !== this.client || (err !== null && err !== undefined)) return;
-        this.commandsLive = true;
-        // start() is done once the pod can hear commands, not merely once it is connected
-        this.firstConnect();
-      });
+      this.cancelSubscribe = subscribeUntilGranted(
+        client,
+        this.topic("request/+"),
+        0,
+        () => {
+          if (client !== this.client) return;
+          this.commandsLive = true;
+          // start() is done once the pod can hear commands, not merely once it is connected
+          this.firstConnect();
+        },
+        (o) => this.log.warn({ ...o, broker: redactUrl(this.target?.url ?? "") }, "broker refused the command subscription: asking again"),
+      );
     this.pump();
   }
 
@@ -225,6 +212,7 @@ export class Uplink {
   private onClose(client: MqttClient): void {
     if (client !== this.client) return;
     this.commandsLive = false;
+    this.cancelSubscribe();
     // what was in flight is sent again from the spool: keep mqtt.js from also resending it
     for (const id of Object.keys(client.outgoing)) client.removeOutgoingMessage(Number(id));
     this.inflight = 0;
@@ -418,6 +406,7 @@ export class Uplink {
     if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
     if (this.restateTimer !== null) clearTimeout(this.restateTimer);
+    this.cancelSubscribe();
     this.unsubscribe?.();
     this.commands.stop();
     const c = this.client;
