@@ -115,7 +115,11 @@ export function writePoint(v: BankViews, i: number, s: PointSpec): void {
   v.pointF.staleMs[i] = s.staleMs ?? 0;
   v.pointF.stuckEps[i] = s.stuckEps ?? 0;
   v.pointF.stuckMs[i] = s.stuckMs ?? 0;
-  v.pointI.stuckLoop[i] = s.stuckLoop ?? -1;
+  // the hot path reads that loop's output by index: one outside the bank would be read from
+  // whatever lies there
+  const stuckLoop = s.stuckLoop ?? -1;
+  if (!Number.isInteger(stuckLoop) || stuckLoop < -1 || stuckLoop >= L.MAX_LOOPS) throw new Error(`point ${i}: stuckLoop ${stuckLoop} is not a loop of the bank (0..${L.MAX_LOOPS - 1}, or -1 for none)`);
+  v.pointI.stuckLoop[i] = stuckLoop;
   v.pointF.stuckMove[i] = s.stuckMove ?? 0;
   v.pointI.debounceFault[i] = Math.max(1, s.debounceFault ?? 1);
   v.pointI.debounceClear[i] = Math.max(1, s.debounceClear ?? 1);

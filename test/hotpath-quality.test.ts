@@ -155,6 +155,10 @@ describe.each(IMPLEMENTATIONS)("point quality (%s)", (_name, make) => {
     expect(q(hp)).toBe(0);
   });
 
+  it("refuses a stuck check pointed at a loop outside the bank", () => {
+    expect(() => loadBank(make(), { points: [analogPoint({ stuckMs: 30, stuckLoop: L.MAX_LOOPS, stuckMove: 5 })], loops: [valveLoop(0)], racks: [] })).toThrow(/point 0: stuckLoop 1024 is not a loop of the bank/);
+  });
+
   it("debounces: N consecutive faulty ticks to trip, M clean ticks to clear", () => {
     const hp = bank({ debounceFault: 3, debounceClear: 4 });
     writeSample(hp.views, 0, 30, now);
