@@ -1,5 +1,5 @@
 // Which class an alarm id belongs to, for its on- and off-delays (supervisor.alarmClasses).
-import type { AlarmTiming } from "./alarms.js";
+import { inFamily, type AlarmTiming } from "./alarms.js";
 import type { SupervisorConfig } from "./schema.js";
 
 type ClassKey = keyof SupervisorConfig["alarmClasses"];
@@ -20,7 +20,7 @@ const FAMILIES: Record<ClassKey, readonly string[]> = {
 
 export function alarmClassOf(id: string): ClassKey | undefined {
   for (const [key, fams] of Object.entries(FAMILIES) as [ClassKey, readonly string[]][]) {
-    if (fams.some((f) => (f.endsWith(":") ? id.startsWith(f) : id === f))) return key;
+    if (fams.some((f) => inFamily(id, f))) return key;
   }
   return undefined;
 }

@@ -33,6 +33,9 @@ export interface Alarm {
   suppressed: boolean;
 }
 
+/** Whether alarm `id` is of `family`: a family ending in ':' is every id it begins (`failsafe:`), any other is the one id (`power:budget`). */
+export const inFamily = (id: string, family: string): boolean => (family.endsWith(":") ? id.startsWith(family) : id === family);
+
 /** Which alarms are suppressed now: a rule over what the alarm is, not over its history. */
 export type SuppressionRule = (a: Pick<Alarm, "id" | "severity">) => boolean;
 

@@ -4,18 +4,13 @@
 import { noCoolantLimitKw, type RackConfig } from "../../pod/config.js";
 import type { AlarmManager } from "./alarms.js";
 import type { SupervisorConfig } from "./schema.js";
-
-/** A reading and the hot path's verdict on it (the supervisor's Reading, less its words). */
-interface Value {
-  value: number;
-  good: boolean;
-}
+import type { Reading } from "./reading.js";
 
 /** What the watch reads of one rack each pass. */
 export interface NoCoolantInputs {
-  returnTempC: Value;
-  flowLpm: Value;
-  powerKw: Value;
+  returnTempC: Reading;
+  flowLpm: Reading;
+  powerKw: Reading;
   /** an isolation valve is commanded closed */
   noCoolant?: boolean;
 }

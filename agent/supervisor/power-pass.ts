@@ -7,11 +7,7 @@ import type { AlarmManager } from "./alarms.js";
 import { coolantLimitKw, limitSupplyC } from "./coolant-limit.js";
 import { allocatePower } from "./power-budget.js";
 import type { SupervisorConfig } from "./schema.js";
-
-interface Value {
-  value: number;
-  good: boolean;
-}
+import type { Reading } from "./reading.js";
 
 /**
  * A condition that is raised once it has held afterMs without a break, and stays raised until
@@ -33,8 +29,8 @@ export class HeldCondition {
 }
 
 export interface PowerPassInputs {
-  racks: readonly { powerKw: Value; supplyTempC: Value }[];
-  cduSupplyTempC: Value;
+  racks: readonly { powerKw: Reading; supplyTempC: Reading }[];
+  cduSupplyTempC: Reading;
 }
 
 export class PowerPass {

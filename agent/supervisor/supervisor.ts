@@ -9,7 +9,7 @@ import { badInputs, degradedWords, failsafeReasons, inFailsafe, leakSensorFault 
 import type { PodDecisions } from "../../pod/wiring.js";
 import type { SupervisorConfig } from "./schema.js";
 import { alarmTiming } from "./alarm-classes.js";
-import { AlarmManager, type AlarmEvent, type SuppressionRule } from "./alarms.js";
+import { AlarmManager, inFamily, type AlarmEvent, type SuppressionRule } from "./alarms.js";
 import { heatBalance } from "./heat-balance.js";
 import { NoCoolantWatch } from "./no-coolant.js";
 import { PowerPass } from "./power-pass.js";
@@ -25,15 +25,11 @@ export type PodMode = "Starting" | "Running" | "Degraded" | "Failsafe";
  */
 const MAINTENANCE_SUPPRESSES = ["failsafe:", "degraded:", "device:", "heat-balance:", "overtemp:", "power:budget", "control:overrun"];
 
-export const suppressedByMaintenance: SuppressionRule = (a) => a.severity === "Warning" && MAINTENANCE_SUPPRESSES.some((f) => a.id === f || (f.endsWith(":") && a.id.startsWith(f)));
+export const suppressedByMaintenance: SuppressionRule = (a) => a.severity === "Warning" && MAINTENANCE_SUPPRESSES.some((f) => inFamily(a.id, f));
 
-export interface Reading {
-  value: number;
-  /** the hot path's debounced quality is good */
-  good: boolean;
-  /** when not good: which point, and why, in words (the alarms name it) */
-  why?: string;
-}
+import type { Reading } from "./reading.js";
+
+export type { Reading };
 
 export interface SupervisorInputs {
   nowMs: number;

@@ -1,0 +1,9 @@
+// A reading as the supervisor's rules take it: the value, the hot path's verdict on it, and
+// when bad, why. One shape for the supervisor and the rules it hands readings to.
+export interface Reading {
+  value: number;
+  /** the hot path's debounced quality is good */
+  good: boolean;
+  /** when not good: which point, and why, in words (the alarms name it) */
+  why?: string;
+}
