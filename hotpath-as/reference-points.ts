@@ -4,10 +4,12 @@ import * as L from "./assembly/layout.js";
 import { absf, incSat, isFinite } from "./reference-math.js";
 import type { BankViews } from "./views.js";
 
+/** Point i is judged by the plant around it: it names a loop, and a move of its output to answer. */
+const stuckByPlant = (views: BankViews, i: number): boolean => views.pointI.stuckLoop[i] >= 0 && views.pointF.stuckMove[i] > 0;
+
 /** When point i's stuck timer started: its last change, or, judged by the plant, its loop's move since (+Infinity: none yet). */
 function stuckClock(views: BankViews, i: number): number {
-  const byPlant = views.pointI.stuckLoop[i] >= 0 && views.pointF.stuckMove[i] > 0;
-  return byPlant ? views.pointF.stuckMovedAt[i] : views.pointF.stuckSince[i];
+  return stuckByPlant(views, i) ? views.pointF.stuckMovedAt[i] : views.pointF.stuckSince[i];
 }
 
 export function stepPoints(views: BankViews, pointCount: number, rackCount: number, now: number): void {
@@ -42,10 +44,9 @@ export function stepPoints(views: BankViews, pointCount: number, rackCount: numb
       const stuckMs = p.stuckMs[i];
       if (stuckMs > 0) {
         // judged by the plant around it where the point has a loop (layout.ts, PF_STUCK_MOVE)
-        const loop = q.stuckLoop[i];
+        const byPlant = stuckByPlant(views, i);
         const move = p.stuckMove[i];
-        const byPlant = loop >= 0 && move > 0;
-        const out = byPlant ? views.loopF.out[loop] : 0;
+        const out = byPlant ? views.loopF.out[q.stuckLoop[i]] : 0;
         if (!(absf(v - p.stuckRef[i]) <= p.stuckEps[i])) {
           p.stuckRef[i] = v;
           p.stuckSince[i] = now;

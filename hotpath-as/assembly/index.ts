@@ -290,9 +290,14 @@ function countBadPoints(): void {
   return gf(pf(L.PF_TS), i) == gf(pf(L.PF_PREV_TS), i) && gf(pf(L.PF_VALUE), i) == gf(pf(L.PF_PREV_VALUE), i) && now < gf(pf(L.PF_QUIET_UNTIL), i);
 }
 
+/** Point i is judged by the plant around it: it names a loop, and a move of its output to answer. */
+@inline function stuckByPlant(i: i32): bool {
+  return gi(pi(L.PI_STUCK_LOOP), i) >= 0 && gf(pf(L.PF_STUCK_MOVE), i) > 0;
+}
+
 /** When point i's stuck timer started: its last change, or, judged by the plant, its loop's move since (+Infinity: none yet). */
-@inline function stuckClock(i: i32, byPlant: bool): f64 {
-  return byPlant ? gf(pf(L.PF_STUCK_MOVED_AT), i) : gf(pf(L.PF_STUCK_SINCE), i);
+@inline function stuckClock(i: i32): f64 {
+  return stuckByPlant(i) ? gf(pf(L.PF_STUCK_MOVED_AT), i) : gf(pf(L.PF_STUCK_SINCE), i);
 }
 
 /**
@@ -344,10 +349,9 @@ function stepPoint(i: i32, now: f64): bool {
     const stuckMs = gf(pf(L.PF_STUCK_MS), i);
     if (stuckMs > 0) {
       // judged by the plant around it where the point has a loop (layout.ts, PF_STUCK_MOVE)
-      const loop = gi(pi(L.PI_STUCK_LOOP), i);
+      const byPlant = stuckByPlant(i);
       const move = gf(pf(L.PF_STUCK_MOVE), i);
-      const byPlant = loop >= 0 && move > 0;
-      const out = byPlant ? gf(lf(L.LF_OUT), loop) : 0.0;
+      const out = byPlant ? gf(lf(L.LF_OUT), gi(pi(L.PI_STUCK_LOOP), i)) : 0.0;
       if (!(absf(v - gf(pf(L.PF_STUCK_REF), i)) <= gf(pf(L.PF_STUCK_EPS), i))) {
         sf(pf(L.PF_STUCK_REF), i, v);
         sf(pf(L.PF_STUCK_SINCE), i, now);
@@ -355,7 +359,7 @@ function stepPoint(i: i32, now: f64): bool {
         sf(pf(L.PF_STUCK_MOVED_AT), i, Infinity);
       } else {
         if (byPlant && gf(pf(L.PF_STUCK_MOVED_AT), i) == Infinity && absf(out - gf(pf(L.PF_STUCK_OUT_REF), i)) >= move) sf(pf(L.PF_STUCK_MOVED_AT), i, now);
-        if (now - stuckClock(i, byPlant) >= stuckMs) raw |= L.Q_STUCK;
+        if (now - stuckClock(i) >= stuckMs) raw |= L.Q_STUCK;
       }
     }
   }
@@ -394,7 +398,7 @@ function stepPoint(i: i32, now: f64): bool {
     if (staleMs > 0 && (raw & L.Q_STALE) == 0) quiet = ts + staleMs;
     const stuckMs = gf(pf(L.PF_STUCK_MS), i);
     if (stuckMs > 0 && (raw & (L.Q_STUCK | L.Q_NOT_FINITE)) == 0) {
-      const due = stuckClock(i, gi(pi(L.PI_STUCK_LOOP), i) >= 0 && gf(pf(L.PF_STUCK_MOVE), i) > 0) + stuckMs;
+      const due = stuckClock(i) + stuckMs;
       if (due < quiet) quiet = due;
     }
   }
