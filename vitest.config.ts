@@ -28,6 +28,7 @@ const COMPUTE_ONLY = [
   "login-limiter",
   "node-version",
   "pod-stage",
+  "pump-duty",
   "sim-physics",
   "sim-virtual",
   "sparkplug-model",

@@ -72,7 +72,7 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
     this.layout = podLayout(c);
     this.wiring = new PodWiring(c, this.layout, { writeCaps: c.supervisor.powerBudget.writeCaps });
     this.field = podField(c, this.wiring, this.points, logs, this, () => this.control.frames);
-    this.supervisor = new Supervisor(c.supervisor, c, this.layout, (e) => this.emit(e), monoMs);
+    this.supervisor = new Supervisor(c.supervisor, c, this.layout, (e) => this.emit(e), monoMs, Date.now(), carried?.pumpLead);
     this.limits_ = commandLimits(c);
     const ctx: PodContext = {
       config: c,
@@ -181,7 +181,7 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
 
   /** The state a structural reload hands to the agent that replaces this one. */
   carryOver(): CarriedState {
-    return this.operator.carryOver();
+    return { ...this.operator.carryOver(), pumpLead: this.supervisor.pumpDuty?.leadName };
   }
 
   onEvent(l: (e: AgentEvent) => void): () => void {

@@ -14,6 +14,8 @@ export interface CarriedState {
   latchedRacks: string[];
   operator: OperatorState;
   powerBudgetKw: number | null;
+  /** the pumps' lead (cdu.pumps): the new agent keeps it, rather than handing over to its slot's pump */
+  pumpLead?: string;
 }
 
 /** Same devices, points, racks and wiring: a reload can patch tuning in place. */

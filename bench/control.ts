@@ -1,11 +1,12 @@
 // Control quality in plant time: peak deviation of a 20 % -> 100 % load step, PID alone vs PID +
 // feed-forward; and the minimum-flow floor on a lightly loaded pod, with the daemon's supervisor,
 // beside the same pod without it; and coolant-aware power allocation as the CDU's supply warms,
-// beside the same pod with no coolant bound.
+// beside the same pod with no coolant bound; and a lead pump's trip, with a standby in lead/lag
+// duty and without.
 import { demoAgentConfig } from "../cli/demo-config.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { PLANT, loadStepPeak } from "../sim/fopdt-rig.js";
-import { SupervisedPod, demoAlarms, lightlyLoadedPlant, supplyRise, zeroHygiene } from "../test/helpers/supervised-pod.js";
+import { SupervisedPod, demoAlarms, lightlyLoadedPlant, pumpTrip, supplyRise, zeroHygiene, type PumpTripResult } from "../test/helpers/supervised-pod.js";
 import { fmt } from "./stats.js";
 
 export interface MinFlowResult {
@@ -24,6 +25,7 @@ export interface ControlResult {
   minFlow: { without: MinFlowResult; with: MinFlowResult };
   coolant: { without: CoolantResult; with: CoolantResult };
   alarms: { bare: AlarmResult; clean: AlarmResult };
+  pumps: { single: PumpTripResult; duty: PumpTripResult };
 }
 
 export interface AlarmResult {
@@ -81,6 +83,7 @@ export function runControlBench(): ControlResult {
   return { pidPeakC: pid.peak, ffPeakC: ff.peak, pidFinalC: pid.final, ffFinalC: ff.final, minFlow: { without: minFlowRun(0), with: minFlowRun(floor) },
     coolant: { without: coolantRun(false), with: coolantRun(true) },
     alarms: { bare: alarmRun(true), clean: alarmRun(false) },
+    pumps: { single: pumpTrip(false), duty: pumpTrip(true) },
   };
 }
 
@@ -109,4 +112,13 @@ export function printControl(r: ControlResult): void {
     console.log(`| ${what} | ${m.raised} | ${m.mostRaisesOfOne} | ${m.chattering} | ${m.firstRaiseMs === null ? "none" : fmt(m.firstRaiseMs / 1000, 1)} |`);
   arow("timers and deadbands at zero (baseline)", r.alarms.bare);
   arow("the defaults (on/off delays, deadbands, steady-state heat balance)", r.alarms.clean);
+  console.log("\n## control: lead pump tripped (the demo pod at 60 % load, 60 s after the trip)");
+  console.log("| CDU | a standby turning after, ms | dp back within 5 kPa after, s | lowest dp, kPa (before) | lowest rack flow, L/min | flow:/overtemp: alarms raised |");
+  console.log("|---|---:|---:|---:|---:|---:|");
+  const prow = (what: string, m: PumpTripResult): void => {
+    const alarms = m.pod.raised().filter((id) => id.startsWith("flow:") || id.startsWith("overtemp:")).length;
+    console.log(`| ${what} | ${m.standbyMs ?? "none"} | ${m.dpBackMs === null ? "never" : fmt(m.dpBackMs / 1000, 1)} | ${fmt(m.lowestDpKpa, 1)} (${fmt(m.dpBeforeKpa, 1)}) | ${fmt(m.lowestFlowLpm, 1)} | ${alarms} |`);
+  };
+  prow("one pump (baseline)", r.pumps.single);
+  prow("two pumps in lead/lag duty (cdu.pumps)", r.pumps.duty);
 }

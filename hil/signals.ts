@@ -61,12 +61,14 @@ export const ALARM_IDS = {
   loop: ["failsafe", "degraded", "tune"],
   device: ["device"],
   valve: ["stroke"],
+  pump: ["pump"],
   fixed: [
     "control:overrun",
     "control:stalled",
     "leak-thread",
     "power:budget",
     "power:coolant",
+    "pumps:unavailable",
     "state:latches",
     "state:latches-write",
     "state:power-budget",
@@ -103,6 +105,7 @@ export const EVENT_TYPES = [
   "maintenance.changed",
   "mode.changed",
   "override.expired",
+  "pump.duty",
   "setpoint.expired",
   "stroke.ended",
   "stroke.started",
@@ -111,7 +114,7 @@ export const EVENT_TYPES = [
 ] as const;
 
 /** Why `id` is not one of this pod's alarm ids, or null when it is. */
-export function alarmIdProblem(id: string, pod: Pick<PodConfig, "racks">, devices: readonly string[]): string | null {
+export function alarmIdProblem(id: string, pod: Pick<PodConfig, "racks"> & Partial<Pick<PodConfig, "cdu">>, devices: readonly string[]): string | null {
   if ((ALARM_IDS.fixed as readonly string[]).includes(id)) return null;
   const colon = id.indexOf(":");
   const kind = colon < 0 ? id : id.slice(0, colon);
@@ -121,6 +124,10 @@ export function alarmIdProblem(id: string, pod: Pick<PodConfig, "racks">, device
   if (is(ALARM_IDS.rack)) return racks.includes(subject) ? null : `no rack "${subject}" for ${kind}: (${racks.join(", ")})`;
   if (is(ALARM_IDS.loop)) return subject === "cdu.pump" || racks.some((r) => subject === `${r}.valve`) ? null : `no loop "${subject}" for ${kind}: (<rack>.valve, cdu.pump)`;
   if (is(ALARM_IDS.device)) return devices.includes(subject) ? null : `no device "${subject}" (${devices.join(", ")})`;
+  if (is(ALARM_IDS.pump)) {
+    const pumps = (pod.cdu?.pumps ?? []).map((p) => p.name);
+    return pumps.includes(subject) ? null : `no pump "${subject}" for pump: (${pumps.join(", ") || "cdu.pumps lists none"})`;
+  }
   if (is(ALARM_IDS.valve)) return racks.some((r) => subject === `${r}.supply` || subject === `${r}.return`) ? null : `no isolation valve "${subject}" for stroke: (<rack>.supply, <rack>.return)`;
   return `no alarm kind "${kind}"`;
 }

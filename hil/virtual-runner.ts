@@ -87,8 +87,8 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
       const c = p.cdu;
       const get: Record<string, () => number> = {
         dpKpa: () => c.dpKpa,
-        pumpSpeedPct: () => c.pumpSpeedPct,
-        pumpEnabled: () => (c.pumpEnabled ? 1 : 0),
+        pumpSpeedPct: () => c.pumps[0].speedPct,
+        pumpEnabled: () => (c.pumps[0].enabled ? 1 : 0),
         supplyTempC: () => c.supplyTempC,
         returnTempC: () => c.returnTempC,
         totalFlowLpm: () => c.totalFlowLpm,

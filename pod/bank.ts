@@ -67,6 +67,8 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
   });
   points[layout.cdu.dpKpa] = { ...c.points.pressure, stuckLoop: layout.pumpLoop };
   points[layout.cdu.supplyTempC] = { ...c.points.temperature };
+  // a pump's fault and running inputs: two-state, watched for age only, for the duty to act on
+  for (const p of layout.cdu.pumps) for (const i of [p.fault, p.running]) if (i !== undefined) points[i] = { min: 0, max: 1, rateMax: 0, ...c.points.pumpStatus };
   // the pump has no rack, so the hot path never isolates it: its leak value is never used
   loops[layout.pumpLoop] = { ...loopFields(c.pumpLoop, gains[layout.pumpLoop]), safeOnLeak: "hold", pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };
   return { points, loops, racks };

@@ -11,6 +11,17 @@ export const ident = (description: string): Schema<string> => str(description, {
 const pointRef = (description: string): Schema<string> => str(`point id (device.point or an MQTT ingest id): ${description}`, { pattern: "^[A-Za-z][A-Za-z0-9_.-]*$" });
 const outputRef = (description: string): Schema<string> => str(`Modbus output id (device.output): ${description}`, { pattern: "^[A-Za-z][A-Za-z0-9_.-]*$" });
 
+/** Checks on a two-state input (0 or 1): its age, and the ticks a fault or its clearing takes. */
+const digitalChecks = (stale: string, description: string) =>
+  obj(
+    {
+      staleMs: int(0, 3_600_000, 3000, `max sample age, ms (0 = unchecked); ${stale}`),
+      debounceFault: int(1, 100_000, 20, "consecutive faulty ticks before the input is bad"),
+      debounceClear: int(1, 100_000, 200, "consecutive clean ticks before it is good again"),
+    },
+    description,
+  );
+
 const safeAction = (def: SafeAction | undefined, when: string): Schema<SafeAction> =>
   typed<SafeAction>({
     description: `${when}: open (outMax), closed (outMin), hold (last output), or {fixed: value}`,
@@ -169,13 +180,13 @@ export const CONTROL_SCHEMA = obj(
           },
           "checks on leak inputs (0 dry, 1 wet, 2 cable fault)",
         ),
-        limitSwitch: obj(
-          {
-            staleMs: int(0, 3_600_000, 3000, "max sample age, ms (0 = unchecked); an older sample cannot prove an isolation"),
-            debounceFault: int(1, 100_000, 20, "consecutive faulty ticks before the input is bad"),
-            debounceClear: int(1, 100_000, 200, "consecutive clean ticks before it is good again"),
-          },
+        limitSwitch: digitalChecks(
+          "an older sample cannot prove an isolation",
           "checks on the isolation valves' closed limit switches (racks[].points.*IsolationClosedLimit, 1 at the limit), which join the isolation proof",
+        ),
+        pumpStatus: digitalChecks(
+          "an older sample neither fails a pump over nor proves it running",
+          "checks on the pumps' status inputs (cdu.pumps[].points: fault and running, 0 or 1), which lead/lag duty acts on",
         ),
       },
       "input validation per kind of point",
@@ -298,16 +309,52 @@ export const CDU_SCHEMA = obj(
     ratedHeatKw: optional(num(0.1, 1e6, undefined, "the CDU's rated heat rejection, kW (optional): the racks' caps together stay within it, as within supervisor.powerBudget.podKw")),
     outputs: obj(
       {
-        pumpSpeed: outputRef("pump speed command, %"),
+        pumpSpeed: optional(outputRef("pump speed command, % (a CDU with one pump; with cdu.pumps, leave these out)")),
         pumpEnable: optional(outputRef("pump run enable (optional; leak escalation stops it)")),
         failPumpSpeed: optional(outputRef("the pump device's fail speed while its lease is expired, % (optional): podwarden writes pumpLoop.safeOnLeaseLoss there")),
       },
-      "CDU actuators",
-      ["pumpSpeed"],
+      "CDU actuators of a CDU with one pump",
+    ),
+    pumps: optional(
+      arr(
+        obj(
+          {
+            name: ident("pump name, used in alarms (pump:<name>), status and metrics"),
+            outputs: obj(
+              {
+                speed: outputRef("its drive's speed command, %: the pump loop's output while it runs, 0 while it stands by"),
+                enable: optional(outputRef("its run enable (optional): 1 while it runs; leak escalation stops it")),
+                failSpeed: optional(outputRef("its drive's fail speed while its lease is expired, % (optional): podwarden writes pumpLoop.safeOnLeaseLoss there")),
+              },
+              "its drive's outputs",
+              ["speed"],
+            ),
+            points: obj(
+              {
+                fault: optional(pointRef("1 while its drive reports a trip or fault: the lead fails over at once")),
+                running: optional(pointRef("1 while it turns (its proof of running): a lead commanded to run that has not proven it within cdu.pumpDuty.failoverMs fails over")),
+              },
+              "its status inputs (control.points.pumpStatus checks them); without either, a failure of this pump cannot be seen and check-config warns",
+            ),
+          },
+          "one pump",
+          ["name", "outputs"],
+        ),
+        "redundant pumps in parallel, in lead/lag duty (docs/agent.md, Pump duty): one leads on the pump loop's speed, the others stand by; a fault fails the lead over, and the lead rotates (instead of cdu.outputs)",
+        { minItems: 2, maxItems: 4 },
+      ),
+    ),
+    pumpDuty: obj(
+      {
+        failoverMs: int(100, 600_000, 5000, "a lead commanded to run that has not proven running (its running point at 1) within this fails over to a standby, ms; a fault point fails it over at once"),
+        rotateHours: num(0, 8760, 168, "the lead rotates to the next pump on this wall-clock schedule (slots of this many hours since the epoch, so a restart keeps the slot's lead), hours; 0: never"),
+        overlapMs: int(0, 600_000, 10_000, "at a rotation the old lead keeps running this long after the new one starts, so flow never rests on a pump still coming up to speed, ms"),
+      },
+      "lead/lag duty of cdu.pumps",
     ),
   },
   "the coolant distribution unit",
-  ["points", "outputs"],
+  ["points"],
 );
 
 /** The `control` section: loop tuning, input checks, leak isolation, the control thread. */

@@ -6,6 +6,7 @@
 // override its own (racks[].failSafe).
 import type { SafeAction } from "../hotpath-as/bank-config.js";
 import type { ControlConfig, PodConfig, RackConfig } from "./config.js";
+import { cduPumps } from "./pumps.js";
 
 export const FAULT_CLASSES = ["leak", "badInput", "commsLoss", "shutdown", "agentDeath"] as const;
 export type FaultClass = (typeof FAULT_CLASSES)[number];
@@ -53,7 +54,7 @@ export function leaseFailWrites(c: PodConfig): { id: string; value: number }[] {
     if (r.outputs.failIsolationOpen !== undefined) out.push({ id: r.outputs.failIsolationOpen, value: fs.isolationOnLeaseLoss === "open" ? 1 : 0 });
   }
   const p = c.control.pumpLoop;
-  if (c.cdu.outputs.failPumpSpeed !== undefined) out.push({ id: c.cdu.outputs.failPumpSpeed, value: safeValue(p.safeOnLeaseLoss, p.outMin, p.outMax, NaN) });
+  for (const pump of cduPumps(c.cdu)) if (pump.failSpeed !== undefined) out.push({ id: pump.failSpeed, value: safeValue(p.safeOnLeaseLoss, p.outMin, p.outMax, NaN) });
   return out;
 }
 
@@ -71,8 +72,8 @@ export function failSafeProblems(c: PodConfig): string[] {
       if (typeof a === "object" && (a.fixed < k.outMin || a.fixed > k.outMax)) out.push(`racks[${i}].failSafe.${key}.fixed: must be within control.rackLoop [outMin, outMax]`);
     }
   });
-  if (c.cdu.outputs.failPumpSpeed !== undefined && c.control.pumpLoop.safeOnLeaseLoss === "hold") {
-    out.push(`control.pumpLoop.safeOnLeaseLoss: "hold" cannot be written to cdu.outputs.failPumpSpeed (a speed, in %); give open, closed or {fixed}`);
+  if (cduPumps(c.cdu).some((p) => p.failSpeed !== undefined) && c.control.pumpLoop.safeOnLeaseLoss === "hold") {
+    out.push(`control.pumpLoop.safeOnLeaseLoss: "hold" cannot be written to a pump's fail speed output (cdu.outputs.failPumpSpeed, cdu.pumps[].outputs.failSpeed: a speed, in %); give open, closed or {fixed}`);
   }
   return out;
 }
@@ -151,30 +152,36 @@ export function failSafeMatrix(c: PodConfig, escalation: Escalation): FailSafeRo
     }
   }
   const p = c.control.pumpLoop;
-  const pumpLease = byDevice(c.cdu.outputs.failPumpSpeed, words(p.safeOnLeaseLoss, p.outMin, p.outMax));
-  rows.push({
-    actuator: "CDU pump speed",
-    outputs: [c.cdu.outputs.pumpSpeed],
-    behaviour: {
-      leak: "keeps regulating differential pressure (it serves every rack; it has no leak value of its own)",
-      badInput: `${words(p.safeOnSensorFault, p.outMin, p.outMax)} while its differential-pressure reading is bad`,
-      commsLoss: pumpLease,
-      shutdown: words(p.safeOnShutdown, p.outMin, p.outMax),
-      agentDeath: pumpLease,
-    },
-  });
-  if (c.cdu.outputs.pumpEnable !== undefined) {
+  const duty = c.cdu.pumps !== undefined;
+  for (const pump of cduPumps(c.cdu)) {
+    // a pump in duty with no fail-speed output: its drive's own setting, which the pump loop's
+    // one safeOnLeaseLoss cannot declare for each (a standby's drive may hold it stopped)
+    const pumpLease = duty && pump.failSpeed === undefined ? "the device's own (not configured here)" : byDevice(pump.failSpeed, words(p.safeOnLeaseLoss, p.outMin, p.outMax));
+    const label = duty ? `CDU ${pump.name}` : "CDU pump";
     rows.push({
-      actuator: "CDU pump enable",
-      outputs: [c.cdu.outputs.pumpEnable],
+      actuator: `${label} speed`,
+      outputs: [pump.speed],
       behaviour: {
-        leak: escalation.pumpStop ? "stopped on an unproven isolation (supervisor.escalation.pumpStop)" : "unchanged (supervisor.escalation.pumpStop is off)",
-        badInput: "unchanged",
-        commsLoss: "the device's own (not configured here)",
-        shutdown: "unchanged",
-        agentDeath: "the device's own (not configured here)",
+        leak: "keeps regulating differential pressure (it serves every rack; it has no leak value of its own)",
+        badInput: `${words(p.safeOnSensorFault, p.outMin, p.outMax)} while its differential-pressure reading is bad${duty ? "; a bad status input of the lead is not a failure: it keeps the lead" : ""}`,
+        commsLoss: pumpLease,
+        shutdown: duty ? `${words(p.safeOnShutdown, p.outMin, p.outMax)} if it runs; 0 if it stands by` : words(p.safeOnShutdown, p.outMin, p.outMax),
+        agentDeath: pumpLease,
       },
     });
+    if (pump.enable !== undefined) {
+      rows.push({
+        actuator: `${label} enable`,
+        outputs: [pump.enable],
+        behaviour: {
+          leak: escalation.pumpStop ? "stopped on an unproven isolation (supervisor.escalation.pumpStop)" : "unchanged (supervisor.escalation.pumpStop is off)",
+          badInput: "unchanged",
+          commsLoss: "the device's own (not configured here)",
+          shutdown: "unchanged",
+          agentDeath: "the device's own (not configured here)",
+        },
+      });
+    }
   }
   return rows;
 }

@@ -1,9 +1,11 @@
 // The pod layout: the one place that knows which hot-path point, loop and actuator belongs to
 // which rack, the CDU or the pump. Rack loops come first, in rack order, and the pump loop last;
 // points go rack by rack (return, supply, flow, power, its leak sensors, then the isolation
-// valves' closed limit switches it has), then the CDU's.
+// valves' closed limit switches it has), then the CDU's, then each pump's status inputs it has
+// (fault, running).
 // Everything else (the wiring, the supervisor, the commands, the status view) asks here.
 import type { CduConfig, RackConfig } from "./config.js";
+import { cduPumps } from "./pumps.js";
 
 export interface RackSlots {
   name: string;
@@ -20,9 +22,16 @@ export interface RackSlots {
   loop: number;
 }
 
+/** A pump's status inputs in the bank, those it has (cdu.pumps[].points). */
+export interface PumpSlots {
+  name: string;
+  fault?: number;
+  running?: number;
+}
+
 export interface PodLayout {
   racks: RackSlots[];
-  cdu: { dpKpa: number; supplyTempC: number };
+  cdu: { dpKpa: number; supplyTempC: number; pumps: PumpSlots[] };
   /** loop index of each rack's valve loop */
   rackLoops: number[];
   pumpLoop: number;
@@ -46,11 +55,12 @@ export interface PodLayout {
  * slots by, so a replay can route them through the wiring again). A CDU without a supply sensor
  * names its slot as unconfigured: it is never sampled.
  */
-export function bankPointIds(pod: { racks: readonly Pick<RackConfig, "points">[]; cdu: Pick<CduConfig, "points"> }): string[] {
+export function bankPointIds(pod: { racks: readonly Pick<RackConfig, "points">[]; cdu: Pick<CduConfig, "points" | "outputs" | "pumps"> }): string[] {
   return [
     ...pod.racks.flatMap((r) => [r.points.returnTempC, r.points.supplyTempC, r.points.flowLpm, r.points.powerKw, ...r.points.leak, ...closedLimits(r)]),
     pod.cdu.points.dpKpa,
     pod.cdu.points.supplyTempC ?? UNCONFIGURED_CDU_SUPPLY,
+    ...cduPumps(pod.cdu).flatMap((p) => [p.fault, p.running].filter((id): id is string => id !== undefined)),
   ];
 }
 
@@ -75,7 +85,14 @@ export function podLayout(src: LayoutSource): PodLayout {
     const returnClosedLimit = r.points.returnIsolationClosedLimit !== undefined ? next++ : undefined;
     return { ...base, leaks, supplyClosedLimit, returnClosedLimit, loop: i };
   });
-  const cdu = { dpKpa: next++, supplyTempC: next++ };
+  const dpKpa = next++;
+  const supplyTempC = next++;
+  const pumps = (src.cdu === undefined ? [] : cduPumps(src.cdu)).map((p) => ({
+    name: p.name,
+    fault: p.fault !== undefined ? next++ : undefined,
+    running: p.running !== undefined ? next++ : undefined,
+  }));
+  const cdu = { dpKpa, supplyTempC, pumps };
   const pumpLoop = racks.length;
   const names = [...racks.map((r) => `${r.name}.valve`), "cdu.pump"];
   const loopByName = new Map(names.map((n, i) => [n, i]));

@@ -2,6 +2,7 @@
 // state, and the pump, from the hot path's outputs, the supervisor's decisions and the points.
 import * as L from "../hotpath-as/assembly/layout.js";
 import type { PodConfig } from "./config.js";
+import { cduPumps } from "./pumps.js";
 import type { PodLayout } from "./layout.js";
 import { isolationState, leakState, type IsolationState, type LeakState } from "./status-words.js";
 import type { PodDecisions } from "./wiring.js";
@@ -70,11 +71,23 @@ export interface ValveHealthView {
   problems: string[];
 }
 
+/** One of the CDU's pumps (pod/pumps.ts). */
+export interface PumpUnitStatus {
+  name: string;
+  /** lead: it carries the loop; handover: the old lead through a rotation's overlap; standby: stopped */
+  role: "lead" | "handover" | "standby";
+  /** its status inputs' values when good, else null; undefined where it has none */
+  fault?: number | null;
+  running?: number | null;
+}
+
 export interface PumpStatus {
   speedCmdPct: number;
   /** null unless the reading is good */
   dpKpa: number | null;
   enabled: boolean;
+  /** each pump, in lead/lag order (one, for a CDU with one pump) */
+  pumps: PumpUnitStatus[];
   loopStatus: number;
   setpointKpa: number;
 }
@@ -143,10 +156,18 @@ export function podDrawKw(racks: readonly Pick<RackStatus, "powerKw">[]): number
 
 export function pumpStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewInputs): PumpStatus {
   const o = v.outputs;
+  const d = v.decisions;
+  const lead = d.pumpLead ?? 0;
   return {
     speedCmdPct: o?.loopOut[lay.pumpLoop] ?? NaN,
     dpKpa: v.value(pod.cdu.points.dpKpa),
-    enabled: v.decisions.pumpEnable,
+    enabled: d.pumpEnable,
+    pumps: cduPumps(pod.cdu).map((p, i) => ({
+      name: p.name,
+      role: i === lead ? "lead" : (d.pumpRun[i] ?? false) ? "handover" : "standby",
+      ...(p.fault === undefined ? {} : { fault: v.value(p.fault) }),
+      ...(p.running === undefined ? {} : { running: v.value(p.running) }),
+    })),
     loopStatus: o?.loopStatus[lay.pumpLoop] ?? 0,
     setpointKpa: v.setpoints[lay.pumpLoop],
   };

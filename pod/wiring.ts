@@ -8,6 +8,7 @@ import type { Point } from "../lib/points.js";
 import type { ControlConfig, PodConfig } from "./config.js";
 import { rackFailSafe, safeValue } from "./fail-safe.js";
 import type { PodLayout } from "./layout.js";
+import { cduPumps, type PumpSpec } from "./pumps.js";
 
 /**
  * How often the actuators are written when nothing urgent happened, ms. An interlock change
@@ -32,9 +33,14 @@ export interface PodOutputs {
   rackReturnOpen: ArrayLike<number>;
 }
 
-/** What the supervisor decided about power and the pump. */
+/** What the supervisor decided about power and the pumps. */
 export interface PodDecisions {
+  /** false: every pump stopped (an unproven isolation's escalation) */
   pumpEnable: boolean;
+  /** per pump (pod/pumps.ts order), whether it runs: the lead, and the old lead through a rotation's overlap */
+  pumpRun: boolean[];
+  /** the lead pump's index, with redundant pumps (a running pump that is not the lead is handing over) */
+  pumpLead?: number;
   rackPowerOff: boolean[];
   powerCapsKw: number[];
   /**
@@ -58,6 +64,8 @@ export class PodWiring {
   private readonly leakPoints = new Map<string, number>();
   /** each rack's isolation valves held closed for a partial-stroke test: bit 1 supply, bit 2 return */
   private readonly stroke: Uint8Array;
+  /** the CDU's pumps, in lead/lag order */
+  private readonly pumps: PumpSpec[];
 
   constructor(
     private readonly pod: Pick<PodConfig, "racks" | "cdu">,
@@ -82,6 +90,12 @@ export class PodWiring {
     this.route(pod.cdu.points.dpKpa, layout.cdu.dpKpa);
     // without a CDU supply sensor its bank point is never sampled: no loop reads it
     if (pod.cdu.points.supplyTempC !== undefined) this.route(pod.cdu.points.supplyTempC, layout.cdu.supplyTempC);
+    this.pumps = cduPumps(pod.cdu);
+    this.pumps.forEach((p, i) => {
+      const slots = layout.cdu.pumps[i];
+      if (p.fault !== undefined && slots?.fault !== undefined) this.route(p.fault, slots.fault);
+      if (p.running !== undefined && slots?.running !== undefined) this.route(p.running, slots.running);
+    });
   }
 
   private route(pointId: string, bankIndex: number): void {
@@ -118,9 +132,20 @@ export class PodWiring {
     return true;
   }
 
-  /** No caps, no power-off, the pump enabled: the decisions before the supervisor's first pass. */
-  initialDecisions(): PodDecisions {
-    return { pumpEnable: true, rackPowerOff: this.pod.racks.map(() => false), powerCapsKw: this.pod.racks.map((r) => r.ratedKw), coolantPending: this.pod.racks.map(() => false) };
+  /**
+   * No caps, no power-off, the pumps enabled with `lead` running: the decisions before the
+   * supervisor's first pass (agent/supervisor/pump-duty.ts: the rotation's lead, so the first
+   * pass does not hand over at once).
+   */
+  initialDecisions(lead = 0): PodDecisions {
+    return {
+      pumpEnable: true,
+      pumpRun: this.pumps.map((_, i) => i === lead),
+      pumpLead: lead,
+      rackPowerOff: this.pod.racks.map(() => false),
+      powerCapsKw: this.pod.racks.map((r) => r.ratedKw),
+      coolantPending: this.pod.racks.map(() => false),
+    };
   }
 
   /**
@@ -166,8 +191,13 @@ export class PodWiring {
     this.writeIsolation(o, sink);
     this.writePower(o, d, sink);
     for (let i = 0; i < racks.length; i++) set(racks[i].outputs.valve, tenth(o.loopOut[lay.rackLoops[i]]));
-    set(this.pod.cdu.outputs.pumpSpeed, tenth(o.loopOut[lay.pumpLoop]));
-    set(this.pod.cdu.outputs.pumpEnable, d.pumpEnable ? 1 : 0);
+    // a pump that stands by is sent 0 and its enable off; with no run decision (the leak thread's
+    // view of the decisions has none) the lone pump or the first runs
+    this.pumps.forEach((p, i) => {
+      const run = d.pumpRun[i] ?? i === 0;
+      set(p.speed, run ? tenth(o.loopOut[lay.pumpLoop]) : 0);
+      set(p.enable, d.pumpEnable && run ? 1 : 0);
+    });
     for (const w of leaseFail) set(w.id, w.value);
   }
 
@@ -237,16 +267,18 @@ export class PodWiring {
   /**
    * The writes that put each control actuator in its declared shutdown state (safeOnShutdown,
    * the rack's own or its kind's), for a clean stop. Isolation valves are left as they are: an
-   * isolated rack stays isolated, and the devices' own leases take over from there.
+   * isolated rack stays isolated, and the devices' own leases take over from there. `running`:
+   * the pumps running now (PodDecisions.pumpRun); a pump standing by is kept at 0.
    */
-  safeWrites(o: PodOutputs | undefined, control: Pick<ControlConfig, "rackLoop" | "pumpLoop" | "isolation">): { id: string; value: number }[] {
+  safeWrites(o: PodOutputs | undefined, control: Pick<ControlConfig, "rackLoop" | "pumpLoop" | "isolation">, running?: readonly boolean[]): { id: string; value: number }[] {
     const lay = this.layout;
     const k = control.rackLoop;
     const p = control.pumpLoop;
     const current = (loop: number): number => o?.loopOut[loop] ?? NaN;
     return [
       ...this.pod.racks.map((r, i) => ({ id: r.outputs.valve, value: tenth(safeValue(rackFailSafe(control, r).safeOnShutdown, k.outMin, k.outMax, current(lay.rackLoops[i]))) })),
-      { id: this.pod.cdu.outputs.pumpSpeed, value: tenth(safeValue(p.safeOnShutdown, p.outMin, p.outMax, current(lay.pumpLoop))) },
+      // each pump: its drive holds the command from here, and a standby stays stopped
+      ...this.pumps.map((pump, i) => ({ id: pump.speed, value: (running?.[i] ?? i === 0) ? tenth(safeValue(p.safeOnShutdown, p.outMin, p.outMax, current(lay.pumpLoop))) : 0 })),
     ];
   }
 }

@@ -70,12 +70,13 @@ export const SIM_SCHEMA = {
         primarySupplyTempC: num(5, 45, 32, "facility (primary) supply temperature, °C"),
         pump: obj(
           {
+            count: int(1, 4, 2, "identical pumps in parallel, each with its own drive on the CDU device (pump 1 runs at the start, the others stand by): a lead and its standbys for cdu.pumps"),
             shutoffKpa: num(10, 1000, 250, "pump head at 100 % speed and zero flow, kPa"),
             resistanceKpaPerLpm2: num(1e-7, 1, 5e-5, "pump curve droop, kPa per (L/min)²"),
             rampPctPerS: num(0.1, 100, 20, "pump speed ramp, %/s"),
             initialSpeedPct: num(0, 100, 70, "pump speed at start, %"),
           },
-          "CDU pump",
+          "CDU pumps",
         ),
         hx: obj(
           {

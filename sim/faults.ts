@@ -15,7 +15,7 @@ export type FaultAction =
   | { valveStuck: string; stuck?: boolean }
   | { powerStuck: string; stuck?: boolean }
   | { valve: string; stuck?: boolean; deadbandPct?: number; stictionPct?: number; strokeFactor?: number }
-  | { pumpTrip: boolean }
+  | { pumpTrip: boolean; pump?: number }
   | { load: string; pct: number }
   | { primarySupplyTempC: number }
   | { clear: "all" };
@@ -62,7 +62,8 @@ export const FAULT_ACTION_PROPERTIES = {
   deadbandPct: { ...finite, minimum: 0, maximum: 50, description: "with valve: dead band, % of travel (the position answers only beyond half of it, and settles half of it short; 0 clears)" },
   stictionPct: { ...finite, minimum: 0, maximum: 50, description: "with valve: stiction, % of travel (the position holds until the command is this far away, then slips the whole way at once; 0 clears)" },
   strokeFactor: { ...finite, minimum: 1, maximum: 100, description: "with valve: its stroke takes this many times as long (1 clears)" },
-  pumpTrip: { type: "boolean", description: "trip (true) or reset (false) the CDU pump" },
+  pumpTrip: { type: "boolean", description: "trip (true) or reset (false) a CDU pump (pump 1 unless `pump` says which)" },
+  pump: { type: "integer", minimum: 1, maximum: 4, description: "with pumpTrip: which pump, from 1 (plant.pump.count)" },
   load: { type: "string", description: "rack name, or all: set demand" },
   pct: { ...finite, minimum: 0, maximum: 100, description: "with load: demand, %" },
   primarySupplyTempC: { ...finite, minimum: 5, maximum: 45, description: "facility supply temperature, °C" },
@@ -168,7 +169,9 @@ export class FaultTarget {
       if (a.stictionPct !== undefined) f.stictionPct = a.stictionPct;
       if (a.strokeFactor !== undefined) f.strokeFactor = a.strokeFactor;
     } else if ("pumpTrip" in a) {
-      this.plant.cdu.pumpTripped = a.pumpTrip;
+      const m = this.plant.cdu.pumps[(a.pump ?? 1) - 1];
+      if (m === undefined) throw new Error(`no pump ${a.pump ?? 1}: the plant has ${this.plant.cdu.pumps.length} (plant.pump.count)`);
+      m.tripped = a.pumpTrip;
     } else if ("load" in a) {
       const racks = a.load === "all" ? this.plant.racks : [this.plant.racks[this.rack(a.load)]];
       for (const r of racks) r.load.setScripted(a.pct);
@@ -182,7 +185,7 @@ export class FaultTarget {
         r.powerStuckOn = false;
         for (const v of [r.controlValve, r.supplyIso, r.returnIso]) v.clearFaults();
       }
-      this.plant.cdu.pumpTripped = false;
+      for (const m of this.plant.cdu.pumps) m.tripped = false;
     }
   }
 }

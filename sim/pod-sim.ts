@@ -37,6 +37,8 @@ export interface GroundTruth {
     pumpSpeedCmdPct: number;
     pumpEnabled: boolean;
     pumpTripped: boolean;
+    /** every pump, pump 1 first (plant.pump.count) */
+    pumps: { speedPct: number; speedCmdPct: number; enabled: boolean; tripped: boolean }[];
     dpKpa: number;
     totalFlowLpm: number;
     supplyTempC: number;
@@ -204,10 +206,11 @@ export class PodSim {
     return {
       timeS: p.timeS,
       cdu: {
-        pumpSpeedPct: p.cdu.pumpSpeedPct,
-        pumpSpeedCmdPct: p.cdu.pumpSpeedCmdPct,
-        pumpEnabled: p.cdu.pumpEnabled,
-        pumpTripped: p.cdu.pumpTripped,
+        pumpSpeedPct: p.cdu.pumps[0].speedPct,
+        pumpSpeedCmdPct: p.cdu.pumps[0].speedCmdPct,
+        pumpEnabled: p.cdu.pumps[0].enabled,
+        pumpTripped: p.cdu.pumps[0].tripped,
+        pumps: p.cdu.pumps.map((m) => ({ ...m })),
         dpKpa: p.cdu.dpKpa,
         totalFlowLpm: p.cdu.totalFlowLpm,
         supplyTempC: p.cdu.supplyTempC,

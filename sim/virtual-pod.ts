@@ -228,7 +228,7 @@ export class VirtualPod implements SampleSink, OutputSink {
     this.trace.push({
       t: round(p.timeS, 3),
       dpKpa: round(p.cdu.dpKpa),
-      pumpPct: round(p.cdu.pumpSpeedPct),
+      pumpPct: round(p.cdu.pumps[0].speedPct),
       supplyC: round(p.cdu.supplyTempC),
       racks: p.racks.map((r, i) => ({
         ret: round(r.returnTempC),

@@ -61,7 +61,18 @@ describe("agent config", () => {
       (s: string) => s.replace("powerCap: rack-3.powerCapKw, powerOff: rack-3.powerOff,", "powerCap: rack-3.powerCapKw,").replace("  - name: rack-3\n", "  - name: rack-3\n    noCoolant: { action: cap }\n"),
       /racks\[2\]\.outputs\.powerOff: supervisor\.escalation\.rackPowerOff needs it/,
     ],
-    ["a pump-stop escalation with no pump-enable output", (s: string) => s.replace(", pumpEnable: cdu.pumpEnable,", ",").replace("supervisor:\n", "supervisor:\n  escalation: { pumpStop: true }\n"), /cdu\.outputs\.pumpEnable: supervisor\.escalation\.pumpStop needs it/],
+    ["a pump-stop escalation with a pump that has no enable output", (s: string) => s.replace("speed: cdu.pump2SpeedCommandPct, enable: cdu.pump2Enable", "speed: cdu.pump2SpeedCommandPct").replace("supervisor:\n", "supervisor:\n  escalation: { pumpStop: true }\n"), /cdu\.pumps\[\]\.outputs\.enable: supervisor\.escalation\.pumpStop needs it/],
+    [
+      "a one-pump CDU's pump-stop escalation with no pump-enable output",
+      (s: string) => s.replace(/ {2}pumps:\n( {4}.*\n| {6}.*\n)+/, "  outputs: { pumpSpeed: cdu.pumpSpeedCommandPct }\n").replace("  pumpDuty: { rotateHours: 0 }\n", "").replace("supervisor:\n", "supervisor:\n  escalation: { pumpStop: true }\n"),
+      /cdu\.outputs\.pumpEnable: supervisor\.escalation\.pumpStop needs it/,
+    ],
+    ["pump outputs both on cdu.outputs and in cdu.pumps", (s: string) => s.replace("  pumps:\n", "  outputs: { pumpSpeed: cdu.pumpSpeedCommandPct }\n  pumps:\n"), /cdu\.outputs: give the pump outputs here or in cdu\.pumps, not both/],
+    ["a CDU with no pump", (s: string) => s.replace(/ {2}pumps:\n( {4}.*\n| {6}.*\n)+/, ""), /cdu\.outputs\.pumpSpeed: required \(or list redundant pumps in cdu\.pumps\)/],
+    ["a lone pump in lead/lag duty", (s: string) => s.replace(/ {4}- name: pump-2\n( {6}.*\n)+/, ""), /cdu\.pumps: must NOT have fewer than 2 items/],
+    ["two pumps of one name", (s: string) => s.replace("- name: pump-2", "- name: pump-1"), /cdu\.pumps\[1\]\.name: "pump-1" is used twice/],
+    ["two pumps on one drive output", (s: string) => s.replace("speed: cdu.pump2SpeedCommandPct", "speed: cdu.pumpSpeedCommandPct"), /cdu\.pumps\[1\]: cdu\.pumpSpeedCommandPct is also cdu\.pumps\[0\] speed \(each pump needs its own\)/],
+    ["a dangling pump status point", (s: string) => s.replace("running: cdu.pump2Running", "running: cdu.nothing"), /cdu\.pumps\[1\]\.points\.running: no point "cdu\.nothing"/],
     [
       "caps to write on a rack with no cap output",
       (s: string) => s.replace("powerCap: rack-4.powerCapKw, powerOff: rack-4.powerOff,", "powerOff: rack-4.powerOff,"),
@@ -163,6 +174,13 @@ describe("agent config", () => {
     expect(configWarnings(c)).toEqual([
       "control.points.power.stuckMs: rack power has no loop of its own, so time alone judges them: a steady, noiseless plant reads unchanged for longer than 5000 ms and trips them",
       "control.points.pressure.stuckMs: with stuckMove 0, time alone judges every pressure point: a steady, noiseless plant reads unchanged for longer than 5000 ms and trips it",
+    ]);
+  });
+
+  it("warns of a pump in lead/lag duty whose failure cannot be seen", () => {
+    const c = parseAgentConfig(demo.replace("      points: { fault: cdu.pump2Tripped, running: cdu.pump2Running }\n", ""), "demo.yaml");
+    expect(configWarnings(c)).toEqual([
+      "cdu.pumps[1] (pump-2): neither a fault nor a running point, so its failure cannot be seen and it never fails over; give its drive's trip bit or its proof of running",
     ]);
   });
 

@@ -89,7 +89,7 @@ describe("dt invariance", () => {
     for (let s = 0; s < 180; s++) {
       vp.run(1);
       returnC.push(vp.sim.plant.racks[0].returnTempC);
-      pumpPct.push(vp.sim.plant.cdu.pumpSpeedPct);
+      pumpPct.push(vp.sim.plant.cdu.pumps[0].speedPct);
     }
     return { returnC, pumpPct };
   };

@@ -150,7 +150,7 @@ describe("scenario files", () => {
     // docs/agent.md's alarm table: `<kind>:<rack|loop|device|…>` or a fixed id; docs/mqtt.md's, the uplink's own
     const table = [...readFileSync("docs/agent.md", "utf8").split("\n").filter((l) => /^\| `[a-z]/.test(l)), ...readFileSync("docs/mqtt.md", "utf8").split("\n").filter((l) => /^\| `uplink:/.test(l))];
     const documented = new Set(table.flatMap((l) => [...l.split(" | ")[0].matchAll(/`([a-z-]+(?::[a-z-]+)?)(?::<[^`]*)?`/g)].map((m) => m[1])));
-    const ours = new Set([...ALARM_IDS.rack, ...ALARM_IDS.loop, ...ALARM_IDS.device, ...ALARM_IDS.valve, ...ALARM_IDS.fixed]);
+    const ours = new Set([...ALARM_IDS.rack, ...ALARM_IDS.loop, ...ALARM_IDS.device, ...ALARM_IDS.valve, ...ALARM_IDS.pump, ...ALARM_IDS.fixed]);
     expect([...ours].sort()).toEqual([...documented].sort());
     // the agent's event types, as its sources emit them
     const types = new Set<string>();

@@ -356,7 +356,7 @@ describe("podwarden run serves the HMI", () => {
     expect(v.alarms.find((a) => a.id === "leak:rack-5")?.acknowledged).toBe(true);
     // the faceplate shows the leased setpoint, who set it, and the envelope
     expect(v.loops.find((l) => l.name === "rack-2.valve")).toMatchObject({ sp: 44, unit: "°C", spRange: { min: 35, max: 55 }, setpointLease: { value: 44, by: "hmi alice" } });
-    expect(v.loops.find((l) => l.name === "cdu.pump")).toMatchObject({ kind: "pump", unit: "kPa", setpointLease: null });
+    expect([v.loops.find((l) => l.name === "cdu.pump"), v.pump.duty]).toMatchObject([{ kind: "pump", unit: "kPa", setpointLease: null }, "pump-1 lead · pump-2 standby"]);
     // and the history has it all, in words
     const events = async (q: string): Promise<LoggedEvent[]> => ((await (await fetch(`${base}api/events?${q}`)).json()) as { events: LoggedEvent[] }).events;
     expect((await events("type=command.audit&q=alice")).map((e) => e.text)).toEqual(expect.arrayContaining(["ack-alarm by hmi alice: accepted", "setpoint by hmi alice: accepted"]));

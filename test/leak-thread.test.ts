@@ -90,14 +90,14 @@ describe("what the leak thread loads", () => {
 
 describe("the supervisor's power decisions shared with the leak thread", () => {
   it("reads back what was written, on another view of the same memory, and says when a value changed", () => {
-    const mine = new SharedDecisions(2, { pumpEnable: true, rackPowerOff: [false, false], powerCapsKw: [100, 80], coolantPending: [false, false] });
+    const mine = new SharedDecisions(2, { pumpEnable: true, pumpRun: [], rackPowerOff: [false, false], powerCapsKw: [100, 80], coolantPending: [false, false] });
     const theirs = new SharedDecisions(2, mine.buffer);
-    expect(theirs.read()).toEqual({ pumpEnable: true, rackPowerOff: [false, false], powerCapsKw: [100, 80], coolantPending: [false, false] });
-    const next = { pumpEnable: false, rackPowerOff: [false, true], powerCapsKw: [42.34, Infinity], coolantPending: [true, false] };
+    expect(theirs.read()).toEqual({ pumpEnable: true, pumpRun: [], rackPowerOff: [false, false], powerCapsKw: [100, 80], coolantPending: [false, false] });
+    const next = { pumpEnable: false, pumpRun: [], rackPowerOff: [false, true], powerCapsKw: [42.34, Infinity], coolantPending: [true, false] };
     expect(mine.write(next)).toBe(true);
     expect(mine.write(next)).toBe(false); // the same again: no pass asked of the thread
     // in tenths of a kW, as the devices are sent it; a cap that is no number is not written (NaN); the pump is not the thread's
-    expect(theirs.read()).toEqual({ pumpEnable: true, rackPowerOff: [false, true], powerCapsKw: [42.3, NaN], coolantPending: [true, false] });
+    expect(theirs.read()).toEqual({ pumpEnable: true, pumpRun: [], rackPowerOff: [false, true], powerCapsKw: [42.3, NaN], coolantPending: [true, false] });
     expect(() => new SharedDecisions(3, mine.buffer)).toThrow(/6 words for 3 racks/);
   });
 });
@@ -109,7 +109,7 @@ describe("a leak thread that dies", () => {
     const bad: ModbusConfig = { ...data.modbus, buses: [], devices: [{ ...data.modbus.devices[0], tcp: undefined, bus: "none" }] };
     const config = agentConfig({ ...data, pod: TEST_POD });
     const died: string[] = [];
-    const t = new LeakThread({ modbus: bad, leases: {}, pod: { racks: config.racks, cdu: config.cdu }, decisions: { pumpEnable: true, rackPowerOff: config.racks.map(() => false), powerCapsKw: config.racks.map((r) => r.ratedKw), coolantPending: config.racks.map(() => false) }, writeCaps: false, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
+    const t = new LeakThread({ modbus: bad, leases: {}, pod: { racks: config.racks, cdu: config.cdu }, decisions: { pumpEnable: true, pumpRun: [], rackPowerOff: config.racks.map(() => false), powerCapsKw: config.racks.map((r) => r.ratedKw), coolantPending: config.racks.map(() => false) }, writeCaps: false, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
     const frames = new Frames({ points: 4, loops: 2, racks: 1 });
     await expect(t.start(frames)).rejects.toThrow(/leak thread did not start/);
     expect(died.join()).toMatch(/no bus none/);

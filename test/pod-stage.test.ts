@@ -45,7 +45,16 @@ describe("pod layout", () => {
     expect(lay.racks[1].leaks).toEqual([11, 12]);
     expect(lay.racks[1]).toMatchObject({ supplyClosedLimit: 13, returnClosedLimit: 14 });
     expect(lay.racks[2].returnTempC).toBe(15);
-    expect(lay.cdu).toEqual({ dpKpa: lay.points - 2, supplyTempC: lay.points - 1 });
+    // then the CDU's, then each pump's status inputs (fault, running)
+    expect(lay.cdu).toEqual({
+      dpKpa: lay.points - 6,
+      supplyTempC: lay.points - 5,
+      pumps: [
+        { name: "pump-1", fault: lay.points - 4, running: lay.points - 3 },
+        { name: "pump-2", fault: lay.points - 2, running: lay.points - 1 },
+      ],
+    });
+    expect(bankPointIds(DEMO).slice(-4)).toEqual(["cdu.pumpTripped", "cdu.pumpRunning", "cdu.pump2Tripped", "cdu.pump2Running"]);
   });
 
   it("names loops and finds racks and loops by name", () => {
@@ -153,9 +162,20 @@ describe("pod wiring", () => {
     expect(writes).toContainEqual(["rack-1.valveCommandPct", 55.6]);
     expect(writes).toContainEqual(["rack-4.powerCapKw", 87.3]);
     expect(writes).toContainEqual(["rack-4.powerOff", 1]);
-    expect(writes.slice(-2)).toEqual([
+    // the lead at the loop's speed, the standby stopped; the escalation's stop takes both
+    expect(writes.slice(-4)).toEqual([
       ["cdu.pumpSpeedCommandPct", 72],
       ["cdu.pumpEnable", 0],
+      ["cdu.pump2SpeedCommandPct", 0],
+      ["cdu.pump2Enable", 0],
+    ]);
+    writes.length = 0;
+    w.writeActuators(outputs(), { ...d, pumpEnable: true, pumpRun: [false, true], pumpLead: 1 }, { setOutput: (id, v) => writes.push([id, v]) });
+    expect(writes.slice(-4)).toEqual([
+      ["cdu.pumpSpeedCommandPct", 0],
+      ["cdu.pumpEnable", 0],
+      ["cdu.pump2SpeedCommandPct", 72],
+      ["cdu.pump2Enable", 1],
     ]);
   });
 
@@ -205,9 +225,15 @@ describe("pod wiring", () => {
   it("drives each control actuator to its declared shutdown value for a shutdown, and leaves isolation valves alone", () => {
     const w = new PodWiring(DEMO, lay, { writeCaps: true });
     const safe = w.safeWrites(outputs(), DEMO.control);
-    expect(safe).toHaveLength(9);
+    expect(safe).toHaveLength(10);
     expect(safe[0]).toEqual({ id: "rack-1.valveCommandPct", value: DEMO.control.rackLoop.outMax }); // fail open
     expect(safe[8]).toEqual({ id: "cdu.pumpSpeedCommandPct", value: 80 }); // fixed 80
+    expect(safe[9]).toEqual({ id: "cdu.pump2SpeedCommandPct", value: 0 }); // standing by: stays stopped
+    // the pump that runs is the one that gets the shutdown speed
+    expect(w.safeWrites(outputs(), DEMO.control, [false, true]).slice(8)).toEqual([
+      { id: "cdu.pumpSpeedCommandPct", value: 0 },
+      { id: "cdu.pump2SpeedCommandPct", value: 80 },
+    ]);
     expect(safe.some((x) => x.id.includes("Isolation"))).toBe(false);
     expect(safeValue("hold", 10, 100, NaN)).toBe(100); // hold with nothing to hold: the open end
     expect(safeValue("closed", 10, 100, 50)).toBe(10);
@@ -262,7 +288,7 @@ describe("fail-safe per actuator per fault class", () => {
   it("states every actuator's behaviour in every class, saying which fail positions are written and which are the device's own", () => {
     const rows = failSafeMatrix(pod, pod.supervisor.escalation);
     // per rack: the control valve, the isolation valves, the power; then the pump's speed and enable
-    expect(rows.map((r) => r.actuator)).toEqual([...pod.racks.flatMap((r) => [`${r.name} control valve`, `${r.name} isolation valves`, `${r.name} power`]), "CDU pump speed", "CDU pump enable"]);
+    expect(rows.map((r) => r.actuator)).toEqual([...pod.racks.flatMap((r) => [`${r.name} control valve`, `${r.name} isolation valves`, `${r.name} power`]), "CDU pump-1 speed", "CDU pump-1 enable", "CDU pump-2 speed", "CDU pump-2 enable"]);
     const valve2 = rows.find((r) => r.actuator === "rack-2 control valve")!;
     expect(valve2.behaviour).toEqual({
       leak: "closed (10 %)",

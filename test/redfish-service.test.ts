@@ -106,6 +106,9 @@ describe("the pod as a Redfish cooling unit", () => {
     }
     const pod = agent.identity.pod;
     const cdu = `/redfish/v1/ThermalEquipment/CDUs/${pod}`;
+    // the demo's two pumps in lead/lag duty: pump-1 leads, pump-2 is a spare awaiting its failover
+    expect(seen.get(`${cdu}/Pumps/1`)?.Status).toMatchObject({ State: "Enabled" });
+    expect(seen.get(`${cdu}/Pumps/2`)).toMatchObject({ Status: { State: "StandbySpare" }, SpeedControlPercent: { SetPoint: 0 } });
     for (const must of [cdu, `${cdu}/Pumps/1`, `${cdu}/PrimaryCoolantConnectors/1`, `${cdu}/SecondaryCoolantConnectors/rack-1`, `${cdu}/LeakDetection/LeakDetectors/rack-8`, `${cdu}/EnvironmentMetrics`, `/redfish/v1/ThermalEquipment/CoolingLoops/${pod}-secondary`, "/redfish/v1/SessionService/Sessions"]) expect(seen.has(must), must).toBe(true);
     for (const [path, r] of seen) {
       expect(r["@odata.id"], path).toBe(path);

@@ -74,9 +74,9 @@ describe("pod plant physics", () => {
     expect(p.racks[0].gpuTempC).toBeGreaterThan(84);
     expect(p.racks[0].throttle).toBeLessThan(1);
     expect(p.racks[0].powerKw).toBeLessThan(120);
-    p.cdu.pumpTripped = true;
+    p.cdu.pumps[0].tripped = true;
     runS(p, 10);
-    expect(p.cdu.pumpSpeedPct).toBe(0);
+    expect(p.cdu.pumps[0].speedPct).toBe(0);
     expect(p.cdu.totalFlowLpm).toBe(0);
   });
 

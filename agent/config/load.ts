@@ -12,6 +12,7 @@ import { hmiProblems } from "../hmi/schema.js";
 import { redfishProblems } from "../redfish/schema.js";
 import { controlProblems, noCoolantProblems, rackMinFlowLpm } from "../../pod/config.js";
 import { failSafeProblems } from "../../pod/fail-safe.js";
+import { pumpProblems, pumpsStoppable } from "../../pod/pumps.js";
 import { brokerUrls, type UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
 
@@ -104,12 +105,17 @@ function crossChecks(c: AgentConfig): string[] {
     if (s.powerBudget.writeCaps && r.outputs.powerCap === undefined) out.push(`${at}.outputs.powerCap: supervisor.powerBudget.writeCaps needs it (or set writeCaps: false)`);
     if (r.maxFlowLpm !== undefined && !(r.maxFlowLpm > floor)) out.push(`${at}.maxFlowLpm: ${r.maxFlowLpm} L/min is not above the rack's minimum-flow floor (${floor} L/min)`);
   });
-  if (s.escalation.pumpStop && c.cdu.outputs.pumpEnable === undefined) out.push("cdu.outputs.pumpEnable: supervisor.escalation.pumpStop needs it (or set pumpStop: false)");
+  if (s.escalation.pumpStop && !pumpsStoppable(c.cdu)) out.push(`${c.cdu.pumps === undefined ? "cdu.outputs.pumpEnable" : "cdu.pumps[].outputs.enable"}: supervisor.escalation.pumpStop needs it (or set pumpStop: false)`);
   point(c.cdu.points.dpKpa, "cdu.points.dpKpa");
   if (c.cdu.points.supplyTempC !== undefined) point(c.cdu.points.supplyTempC, "cdu.points.supplyTempC");
   output(c.cdu.outputs.pumpSpeed, "cdu.outputs.pumpSpeed");
   output(c.cdu.outputs.pumpEnable, "cdu.outputs.pumpEnable");
   output(c.cdu.outputs.failPumpSpeed, "cdu.outputs.failPumpSpeed");
+  out.push(...pumpProblems(c.cdu));
+  c.cdu.pumps?.forEach((p, i) => {
+    for (const [key, id] of Object.entries(p.outputs)) output(id, `cdu.pumps[${i}].outputs.${key}`);
+    for (const [key, id] of Object.entries(p.points)) if (id !== undefined) point(id, `cdu.pumps[${i}].points.${key}`);
+  });
   const minSum = c.racks.reduce((a, r) => a + r.minPowerKw, 0);
   if (minSum > s.powerBudget.podKw) out.push(`supervisor.powerBudget.podKw: ${s.powerBudget.podKw} kW is below the racks' minimums (${minSum} kW)`);
   if (c.cdu.ratedHeatKw !== undefined && minSum > c.cdu.ratedHeatKw) out.push(`cdu.ratedHeatKw: ${c.cdu.ratedHeatKw} kW is below the racks' minimums (${minSum} kW)`);

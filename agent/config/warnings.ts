@@ -2,6 +2,7 @@
 // effect on a real plant the schema cannot judge. check-config prints them, and the daemon logs
 // them at its start; neither refuses the config.
 import type { AgentConfig } from "./load.js";
+import { pumpWarnings } from "../../pod/pumps.js";
 
 export function configWarnings(c: AgentConfig): string[] {
   const out: string[] = [];
@@ -19,5 +20,6 @@ export function configWarnings(c: AgentConfig): string[] {
     if (stuckMove <= 0) out.push(`control.points.${kind}.stuckMs: with stuckMove 0, time alone judges every ${kind} point: a steady, noiseless plant reads unchanged for longer than ${stuckMs} ms and trips it`);
     else if (noLoop !== "") out.push(`control.points.${kind}.stuckMs: ${noLoop}, so time alone judges them: a steady, noiseless plant reads unchanged for longer than ${stuckMs} ms and trips them`);
   }
+  out.push(...pumpWarnings(c.cdu));
   return out;
 }

@@ -41,9 +41,9 @@ export class SharedDecisions {
     return changed;
   }
 
-  /** The decisions as last written; the pump is not the leak thread's, and reads enabled. */
+  /** The decisions as last written; the pumps are not the leak thread's, and read enabled with no run decision. */
   read(): PodDecisions {
-    const d: PodDecisions = { pumpEnable: true, rackPowerOff: [], powerCapsKw: [], coolantPending: [] };
+    const d: PodDecisions = { pumpEnable: true, pumpRun: [], rackPowerOff: [], powerCapsKw: [], coolantPending: [] };
     for (let r = 0; r < this.racks; r++) {
       d.rackPowerOff.push(Atomics.load(this.words, 3 * r) === 1);
       d.coolantPending.push(Atomics.load(this.words, 3 * r + 1) === 1);

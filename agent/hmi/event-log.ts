@@ -1,5 +1,5 @@
 // The HMI's alarm history and event log: the pod's last events (alarms raised, acknowledged,
-// escalated and cleared, mode changes, leak escalations, proven isolations, maintenance, lease
+// escalated and cleared, mode changes, leak escalations, proven isolations, maintenance, pump duty, lease
 // expiries, audited commands and HMI actions), each with its time and a line in words, in a
 // fixed ring. In memory: the uplink's spool is the durable record, for mission control.
 import type { AgentEvent } from "../pod-api.js";
@@ -35,6 +35,8 @@ export function eventWords(e: AgentEvent): { source: string; text: string } {
       return { source: e.rack, text: "isolation proven: no flow" };
     case "maintenance.changed":
       return { source: "pod", text: `maintenance ${e.on ? "on" : "off"}` };
+    case "pump.duty":
+      return { source: "cdu", text: `pump lead ${e.from} -> ${e.to}: ${e.why}` };
     case "setpoint.expired":
       return { source: e.loop, text: `setpoint lease ran out: back to ${e.value}` };
     case "override.expired":

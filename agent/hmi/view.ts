@@ -66,7 +66,8 @@ export interface HmiView {
   healthy: boolean;
   /** the racks' good power readings summed, and the budget in force (null if none is known) */
   power: { drawKw: number; budgetKw: number | null };
-  pump: { speedPct: number | null; dpKpa: number | null; setpointKpa: number; running: boolean; loopMode: string; hold: string };
+  /** duty: each pump's role with redundant pumps ("pump-1 lead · pump-2 standby"), "" with one */
+  pump: { speedPct: number | null; dpKpa: number | null; setpointKpa: number; running: boolean; loopMode: string; hold: string; duty: string };
   racks: HmiRack[];
   loops: HmiLoop[];
   alarms: Pick<Alarm, "id" | "severity" | "message" | "source" | "raisedAt" | "acknowledged" | "latched" | "suppressed" | "conditionActive">[];
@@ -142,7 +143,7 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
     maintenance: s.maintenance,
     healthy: pod.healthy(),
     power: { drawKw: podDrawKw(s.racks), budgetKw: pod.powerBudgetKw() },
-    pump: { speedPct: finite(s.pump.speedCmdPct), dpKpa: s.pump.dpKpa, setpointKpa: s.pump.setpointKpa, running: s.pump.enabled, loopMode: loopModeWord(s.pump.loopStatus), hold: holdWords(s.pump.loopStatus) },
+    pump: { speedPct: finite(s.pump.speedCmdPct), dpKpa: s.pump.dpKpa, setpointKpa: s.pump.setpointKpa, running: s.pump.enabled, loopMode: loopModeWord(s.pump.loopStatus), hold: holdWords(s.pump.loopStatus), duty: s.pump.pumps.length > 1 ? s.pump.pumps.map((p) => `${p.name} ${p.role}`).join(" · ") : "" },
     racks: s.racks.map((r) => ({
       name: r.name,
       supplyTempC: r.supplyTempC,

@@ -18,6 +18,7 @@ import type { PodDiagnostics, PodStatus } from "../pod-api.js";
 import type { PodFeature } from "../pod-context.js";
 import type { ProblemRegistry } from "../problems.js";
 import type { Reading, Supervisor } from "../supervisor/supervisor.js";
+import { cduPumps } from "../../pod/pumps.js";
 import type { FieldIo } from "./field-io.js";
 import type { LeakPath } from "./leak-path.js";
 
@@ -54,7 +55,7 @@ export class PodLoop {
   private stopping = false;
 
   constructor(private readonly p: PodLoopParts) {
-    this.decisions = p.wiring.initialDecisions();
+    this.decisions = p.wiring.initialDecisions(p.supervisor.pumpDuty?.lead ?? 0);
     this.tickWindow = new TickWindow(p.config.supervisor.overrun.windowMs);
     this.leaseFail = leaseFailWrites(p.config);
   }
@@ -201,6 +202,14 @@ export class PodLoop {
       })),
       cduSupplyTempC: c.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
       cduDpKpa: this.reading(lay.cdu.dpKpa, c.cdu.points.dpKpa, o),
+      pumps: cduPumps(c.cdu).map((p, k) => {
+        const slots = lay.cdu.pumps[k];
+        return {
+          fault: p.fault === undefined || slots.fault === undefined ? undefined : this.reading(slots.fault, p.fault, o),
+          running: p.running === undefined || slots.running === undefined ? undefined : this.reading(slots.running, p.running, o),
+        };
+      }),
+      wallMs: Date.now(),
       devices: this.p.field.health(),
     });
     this.p.field.alarmOutputs(now);
@@ -212,7 +221,7 @@ export class PodLoop {
    */
   async driveSafe(timeoutMs: number): Promise<void> {
     const writes: string[] = [];
-    for (const w of this.p.wiring.safeWrites(this.outputs(), this.p.config.control)) {
+    for (const w of this.p.wiring.safeWrites(this.outputs(), this.p.config.control, this.decisions.pumpRun)) {
       try {
         if (this.p.field.setOutput(w.id, w.value)) writes.push(w.id);
       } catch (err) {

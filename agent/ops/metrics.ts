@@ -120,6 +120,20 @@ export class Metrics {
         for (const x of a().status().racks) this.set({ rack: x.name }, x.supplyIsolationOpen && x.returnIsolationOpen ? 1 : 0);
       },
     });
+    const pumpGauge = (name: string, help: string, pick: (role: string) => boolean): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ["pump"],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const p of a().status().pump.pumps) this.set({ pump: p.name }, pick(p.role) ? 1 : 0);
+        },
+      });
+    };
+    pumpGauge("podwarden_pump_running", "1 while a CDU pump is commanded to run (the lead, or the old lead through a rotation's overlap)", (role) => role !== "standby");
+    pumpGauge("podwarden_pump_lead", "1 for the CDU pump that leads", (role) => role === "lead");
     new Gauge({
       name: "podwarden_loop_failsafe",
       help: "1 while a rack's control loop is in fail-safe",

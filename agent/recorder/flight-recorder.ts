@@ -44,6 +44,8 @@ export function tripOf(e: AgentEvent): string | null {
   if ((e.type === "alarm.raised" || e.type === "alarm.escalated") && (e.alarm.severity === "Critical" || e.alarm.id === "control:overrun")) return `alarm:${e.alarm.id}`;
   if (e.type === "mode.changed" && e.to === "Failsafe") return "mode:Failsafe";
   if (e.type === "leak.escalated") return `escalation:${e.rack}`;
+  // a pump failover: the seconds around a lead lost are what an engineer will ask for
+  if (e.type === "pump.duty" && e.why !== "duty rotation") return `failover:${e.from}`;
   return null;
 }
 

@@ -121,17 +121,23 @@ export class RedfishTree {
       case "SecondaryCoolantConnectors":
         return this.collection(p, "CoolantConnectorCollection", "Secondary coolant connectors, one per rack", racks.map((r) => `${p}/${r.name}`));
       case "Pumps":
-        return this.collection(p, "PumpCollection", "Pumps", [`${p}/1`]);
-      case "Pumps/1": {
-        const pump = status.pump;
-        const health: Health = loopModeWord(pump.loopStatus) === "FAILSAFE" || !pump.enabled ? "Critical" : pump.dpKpa === null ? "Warning" : "OK";
-        return {
-          ...this.head(p, "Pump.v1_2_0.Pump", "1", "Secondary loop pump"),
-          PumpType: "Liquid",
-          Status: { State: pump.enabled ? "Enabled" : "Disabled", Health: health },
-          SpeedControlPercent: { SetPoint: pump.speedCmdPct, ControlMode: controlMode(pump.loopStatus) },
-        };
-      }
+        return this.collection(p, "PumpCollection", "Pumps", status.pump.pumps.map((_, i) => `${p}/${i + 1}`));
+    }
+    const pumpAt = /^Pumps\/([1-9])$/.exec(sub);
+    const unit = pumpAt === null ? undefined : status.pump.pumps[Number(pumpAt[1]) - 1];
+    if (pumpAt !== null && unit !== undefined) {
+      // with redundant pumps (cdu.pumps) a standby is a spare awaiting its failover
+      const pump = status.pump;
+      const standby = unit.role === "standby";
+      const health: Health = loopModeWord(pump.loopStatus) === "FAILSAFE" || !pump.enabled || unit.fault === 1 ? "Critical" : pump.dpKpa === null ? "Warning" : "OK";
+      return {
+        ...this.head(p, "Pump.v1_2_0.Pump", pumpAt[1], pump.pumps.length > 1 ? `Secondary loop pump ${unit.name} (${unit.role})` : "Secondary loop pump"),
+        PumpType: "Liquid",
+        Status: { State: !pump.enabled ? "Disabled" : standby ? "StandbySpare" : "Enabled", Health: health },
+        SpeedControlPercent: { SetPoint: standby ? 0 : pump.speedCmdPct, ControlMode: controlMode(pump.loopStatus) },
+      };
+    }
+    switch (sub) {
       case "LeakDetection":
         return { ...this.head(p, "LeakDetection.v1_2_0.LeakDetection", "LeakDetection", "Leak detection, one detector per rack"), Status: { State: "Enabled", Health: worst(leakHealth) }, LeakDetectors: link(`${p}/LeakDetectors`) };
       case "LeakDetection/LeakDetectors":

@@ -13,6 +13,8 @@ import { AlarmManager, inFamily, type AlarmEvent, type SuppressionRule } from ".
 import { heatBalance } from "./heat-balance.js";
 import { NoCoolantWatch } from "./no-coolant.js";
 import { PowerPass } from "./power-pass.js";
+import { PumpDuty, type DutyEvent, type PumpReadings } from "./pump-duty.js";
+import { cduPumps, pumpsStoppable } from "../../pod/pumps.js";
 
 export type PodMode = "Starting" | "Running" | "Degraded" | "Failsafe";
 
@@ -52,6 +54,10 @@ export interface SupervisorInputs {
   cduSupplyTempC: Reading;
   /** the pump loop's PV */
   cduDpKpa: Reading;
+  /** each pump's status inputs (pod/pumps.ts order), where it has them */
+  pumps?: readonly PumpReadings[];
+  /** wall-clock ms since the epoch, for the pumps' duty rotation (default: nowMs) */
+  wallMs?: number;
   devices: readonly { name: string; ok: boolean; why: string }[];
 }
 
@@ -59,7 +65,8 @@ export interface SupervisorInputs {
 export type SupervisorDecisions = PodDecisions;
 
 export type SupervisorEvent = AlarmEvent | { type: "mode.changed"; from: PodMode; to: PodMode; reason: string } | { type: "leak.escalated"; rack: string; actions: string[] } | { type: "isolation.proven"; rack: string }
-  | { type: "maintenance.changed"; on: boolean };
+  | { type: "maintenance.changed"; on: boolean }
+  | DutyEvent;
 
 export class Supervisor {
   readonly alarms: AlarmManager;
@@ -78,6 +85,8 @@ export class Supervisor {
   private readonly power: PowerPass;
   private everRunning = false;
   private budgetOverrideKw: number | null = null;
+  /** lead/lag duty, with redundant pumps (cdu.pumps) */
+  readonly pumpDuty: PumpDuty | null;
 
   constructor(
     private s: SupervisorConfig,
@@ -86,6 +95,10 @@ export class Supervisor {
     private readonly layout: PodLayout,
     private readonly emit: (e: SupervisorEvent) => void,
     now: () => number,
+    /** wall-clock ms since the epoch: where the pumps' duty rotation starts */
+    wallMs: number = Date.now(),
+    /** the pumps' lead to keep (a structural reload carries it over) */
+    pumpLead?: string,
   ) {
     this.alarms = new AlarmManager(s.alarmClearDwellMs, emit, now);
     this.alarms.setPolicy(alarmTiming(s), s.alarmChatter);
@@ -100,6 +113,7 @@ export class Supervisor {
     this.proven = new Array<boolean>(n).fill(false);
     this.escalated = new Array<boolean>(n).fill(false);
     this.power = new PowerPass(pod.racks);
+    this.pumpDuty = pod.cdu.pumps === undefined ? null : new PumpDuty(cduPumps(pod.cdu).map((p) => p.name), pod.cdu.pumpDuty, wallMs, pumpLead);
   }
 
   get mode(): PodMode {
@@ -109,6 +123,7 @@ export class Supervisor {
   /** New tuning (SIGHUP): same racks, new thresholds. */
   reconfigure(s: SupervisorConfig, isolation: IsolationConfig = this.isolation): void {
     this.s = s;
+    this.pumpDuty?.release();
     this.isolation = isolation;
     this.alarms.setPolicy(alarmTiming(s), s.alarmChatter);
   }
@@ -198,7 +213,7 @@ export class Supervisor {
     }
 
     // ---- racks -----------------------------------------------------------------------------
-    const decisions: SupervisorDecisions = { pumpEnable: true, rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.power.caps, coolantPending: this.noCoolant.coolantPending.slice() };
+    const decisions: SupervisorDecisions = { pumpEnable: true, pumpRun: [true], rackPowerOff: new Array<boolean>(nRacks).fill(false), powerCapsKw: this.power.caps, coolantPending: this.noCoolant.coolantPending.slice() };
     c.racks.forEach((rack, r) => {
       const state = i.rackState[r] ?? L.RACK_NORMAL;
       const status = i.rackStatus[r] ?? 0;
@@ -219,7 +234,7 @@ export class Supervisor {
           decisions.rackPowerOff[r] = true;
           actions.push("rack power-off requested");
         }
-        if (s.escalation.pumpStop && c.cdu.outputs.pumpEnable !== undefined) {
+        if (s.escalation.pumpStop && pumpsStoppable(c.cdu)) {
           decisions.pumpEnable = false;
           actions.push("pump stopped");
         }
@@ -339,6 +354,10 @@ export class Supervisor {
         });
       });
     }
+
+    // ---- pumps: lead/lag duty -------------------------------------------------------------------
+    decisions.pumpRun = this.pumpDuty?.pass({ nowMs: now, wallMs: i.wallMs ?? now, enabled: decisions.pumpEnable, speedPct: i.loopOut[this.layout.pumpLoop] ?? NaN, pumps: i.pumps ?? [] }, a, this.emit, starting).slice() ?? [true];
+    decisions.pumpLead = this.pumpDuty?.lead ?? 0;
 
     // ---- power budget, bounded by the coolant -------------------------------------------------
     decisions.powerCapsKw = this.power.evaluate(i, this.pod, s, this.powerBudgetKw, a, now, starting);

@@ -1,11 +1,11 @@
 // The field devices of a simulated pod and their register maps (documented in docs/simulator.md):
-//   cdu      unit 1        pump, heat exchanger, reservoir; float32 in ABCD order
+//   cdu      unit 1        pumps, heat exchanger, reservoir; float32 in ABCD order
 //   rack-N   unit 10 + N   control valve, isolation valves, sensors, power; float32 in CDAB order
 // Valve and pump devices carry a comms-loss watchdog: without a heartbeat write within the
 // lease they drive their actuators to the configured fail positions on their own.
 import { monoMs } from "../../lib/clock.js";
 import type { Prng } from "../prng.js";
-import type { PodPlant, RackModel, CduModel } from "../plant/pod-plant.js";
+import type { PodPlant, RackModel, CduModel, PumpModel } from "../plant/pod-plant.js";
 import { FieldDevice, Watchdog } from "./field-device.js";
 import type { RegisterEntry } from "./register-map.js";
 
@@ -20,13 +20,20 @@ export const LEAK_CODE = { dry: 0, wet: 1, "cable-fault": 2 } as const;
 const NO_CAP_RAW = 0xffff;
 
 // ---- CDU ------------------------------------------------------------------------------------
-export interface CduContext {
+/** A pump drive's registers: its speed command, its fail speed, its run enable. */
+export interface PumpDrive {
+  speedCmdPct: number;
+  /** NaN: the drive holds its command and enable while the lease is expired */
+  failSpeedPct: number;
+  enable: boolean;
+}
+
+export interface CduContext extends PumpDrive {
   cdu: CduModel;
   plant: PodPlant;
   wd: Watchdog;
-  speedCmdPct: number;
-  failSpeedPct: number;
-  enable: boolean;
+  /** pumps 2 and on (plant.pump.count), each with its own drive registers; pump 1's are the context's own */
+  more: PumpDrive[];
 }
 
 export const CDU_STATUS = { RUNNING: 1, TRIPPED: 2, LEASE_EXPIRED: 4, LOW_LEVEL: 8, ENABLED: 16 } as const;
@@ -39,11 +46,11 @@ export function cduEntries(now: () => number): RegisterEntry<CduContext>[] {
     { name: "leaseMs", table: "holding", address: 3, type: "u16", unit: "ms", description: "comms-loss lease; 0 disables the watchdog", read: (c) => c.wd.leaseMs, write: (c, v) => (c.wd.leaseMs = v) },
     { name: "failSpeedPct", table: "holding", address: 4, ...f32, unit: "%", description: "pump speed while the lease is expired", read: (c) => c.failSpeedPct, write: (c, v) => (c.failSpeedPct = v) },
     { name: "pumpEnable", table: "coil", address: 0, type: "bool", description: "pump run enable", read: (c) => (c.enable ? 1 : 0), write: (c, v) => (c.enable = v !== 0) },
-    { name: "pumpTripReset", table: "coil", address: 1, type: "bool", description: "write 1 to reset a pump trip", read: () => 0, write: (c, v) => { if (v) c.cdu.pumpTripped = false; } },
-    { name: "pumpRunning", table: "discrete", address: 0, type: "bool", description: "pump turning (speed > 1 %)", read: (c) => (c.cdu.pumpSpeedPct > 1 ? 1 : 0) },
-    { name: "pumpTripped", table: "discrete", address: 1, type: "bool", description: "pump tripped", read: (c) => (c.cdu.pumpTripped ? 1 : 0) },
+    { name: "pumpTripReset", table: "coil", address: 1, type: "bool", description: "write 1 to reset a pump trip", read: () => 0, write: (c, v) => { if (v) c.cdu.pumps[0].tripped = false; } },
+    { name: "pumpRunning", table: "discrete", address: 0, type: "bool", description: "pump turning (speed > 1 %)", read: (c) => (c.cdu.pumps[0].speedPct > 1 ? 1 : 0) },
+    { name: "pumpTripped", table: "discrete", address: 1, type: "bool", description: "pump tripped", read: (c) => (c.cdu.pumps[0].tripped ? 1 : 0) },
     { name: "reservoirLow", table: "discrete", address: 2, type: "bool", description: "reservoir below 20 %", read: (c) => (c.plant.reservoirFraction < 0.2 ? 1 : 0) },
-    { name: "pumpSpeedPct", table: "input", address: 0, ...f32, unit: "%", description: "pump speed feedback", read: (c) => c.cdu.pumpSpeedPct },
+    { name: "pumpSpeedPct", table: "input", address: 0, ...f32, unit: "%", description: "pump speed feedback", read: (c) => c.cdu.pumps[0].speedPct },
     { name: "dpKpa", table: "input", address: 2, ...f32, unit: "kPa", description: "loop differential pressure", read: (c) => c.cdu.dpKpa },
     { name: "supplyTempC", table: "input", address: 4, ...f32, unit: "°C", description: "secondary supply temperature (HX outlet)", read: (c) => c.cdu.supplyTempC },
     { name: "returnTempC", table: "input", address: 6, ...f32, unit: "°C", description: "secondary mixed return temperature", read: (c) => c.cdu.returnTempC },
@@ -58,13 +65,39 @@ export function cduEntries(now: () => number): RegisterEntry<CduContext>[] {
       type: "u16",
       description: "bit 0 running, 1 tripped, 2 lease expired, 3 low level, 4 enabled",
       read: (c) =>
-        (c.cdu.pumpSpeedPct > 1 ? CDU_STATUS.RUNNING : 0) |
-        (c.cdu.pumpTripped ? CDU_STATUS.TRIPPED : 0) |
+        (c.cdu.pumps[0].speedPct > 1 ? CDU_STATUS.RUNNING : 0) |
+        (c.cdu.pumps[0].tripped ? CDU_STATUS.TRIPPED : 0) |
         (c.wd.expired(now()) ? CDU_STATUS.LEASE_EXPIRED : 0) |
         (c.plant.reservoirFraction < 0.2 ? CDU_STATUS.LOW_LEVEL : 0) |
         (c.enable ? CDU_STATUS.ENABLED : 0),
     },
     { name: "hxDutyKw", table: "input", address: 15, ...f32, unit: "kW", description: "heat carried to the primary loop", read: (c) => c.cdu.hxDutyKw },
+    ...Array.from({ length: MAX_PUMPS - 1 }, (_, k) => morePumpEntries(k, f32)).flat(),
+  ];
+}
+
+/** The most pumps the CDU device has registers for (plant.pump.count). */
+const MAX_PUMPS = 4;
+
+/**
+ * Pump k + 2's registers (k from 0): a drive of its own, as a CDU with redundant pumps has. Its
+ * fail speed starts unset (NaN): while the lease is expired the drive holds its command (a
+ * standby stays stopped) unless podwarden wrote one. Only the pumps the plant has answer.
+ */
+function morePumpEntries(k: number, f32: { type: "f32"; order: "ABCD" }): RegisterEntry<CduContext>[] {
+  const n = k + 2;
+  const drive = (c: CduContext): PumpDrive => c.more[k] ?? { speedCmdPct: NaN, failSpeedPct: NaN, enable: false };
+  const pump = (c: CduContext): PumpModel | undefined => c.cdu.pumps[k + 1];
+  const has = (c: CduContext): boolean => c.more[k] !== undefined;
+  const when = <T>(c: CduContext, v: () => T, none: T): T => (has(c) ? v() : none);
+  return [
+    { name: `pump${n}SpeedCommandPct`, table: "holding", address: 6 + 4 * k, ...f32, unit: "%", description: `pump ${n} speed command`, read: (c) => drive(c).speedCmdPct, write: (c, v) => when(c, () => (drive(c).speedCmdPct = v), 0) },
+    { name: `pump${n}FailSpeedPct`, table: "holding", address: 8 + 4 * k, ...f32, unit: "%", description: `pump ${n} speed while the lease is expired (unset: it holds its command)`, read: (c) => drive(c).failSpeedPct, write: (c, v) => when(c, () => (drive(c).failSpeedPct = v), 0) },
+    { name: `pump${n}Enable`, table: "coil", address: 2 + 2 * k, type: "bool", description: `pump ${n} run enable`, read: (c) => (drive(c).enable ? 1 : 0), write: (c, v) => when(c, () => (drive(c).enable = v !== 0), false) },
+    { name: `pump${n}TripReset`, table: "coil", address: 3 + 2 * k, type: "bool", description: `write 1 to reset a pump ${n} trip`, read: () => 0, write: (c, v) => { const m = pump(c); if (v && m !== undefined) m.tripped = false; } },
+    { name: `pump${n}Running`, table: "discrete", address: 3 + 2 * k, type: "bool", description: `pump ${n} turning (speed > 1 %)`, read: (c) => ((pump(c)?.speedPct ?? 0) > 1 ? 1 : 0) },
+    { name: `pump${n}Tripped`, table: "discrete", address: 4 + 2 * k, type: "bool", description: `pump ${n} tripped`, read: (c) => (pump(c)?.tripped === true ? 1 : 0) },
+    { name: `pump${n}SpeedPct`, table: "input", address: 17 + 2 * k, ...f32, unit: "%", description: `pump ${n} speed feedback`, read: (c) => pump(c)?.speedPct ?? 0 },
   ];
 }
 
@@ -200,7 +233,8 @@ export const rackDeviceName = (r: number): string => `rack-${r + 1}`;
 export const rackUnitId = (r: number): number => 10 + r + 1;
 
 export function createPodDevices(plant: PodPlant, d: DeviceDefaults, now: () => number, rng: Prng): PodDevices {
-  const cduCtx: CduContext = { cdu: plant.cdu, plant, wd: new Watchdog(d.leaseMs), speedCmdPct: plant.cdu.pumpSpeedCmdPct, failSpeedPct: d.failPumpPct, enable: true };
+  const more = plant.cdu.pumps.slice(1).map((m): PumpDrive => ({ speedCmdPct: m.speedCmdPct, failSpeedPct: NaN, enable: m.enabled }));
+  const cduCtx: CduContext = { cdu: plant.cdu, plant, wd: new Watchdog(d.leaseMs), speedCmdPct: plant.cdu.pumps[0].speedCmdPct, failSpeedPct: d.failPumpPct, enable: true, more };
   const cdu = new FieldDevice("cdu", 1, cduEntries(now), cduCtx, now, rng);
   const racks = plant.racks.map(
     (rack, r) =>
@@ -217,8 +251,13 @@ export function createPodDevices(plant: PodPlant, d: DeviceDefaults, now: () => 
     const t = now();
     const c = cdu.ctx;
     const cduSafe = c.wd.expired(t);
-    plant.cdu.pumpSpeedCmdPct = cduSafe ? c.failSpeedPct : c.speedCmdPct;
-    plant.cdu.pumpEnabled = cduSafe ? true : c.enable;
+    // a drive with a fail speed runs at it while the lease is expired; one without holds its command
+    [c, ...c.more].forEach((drive, i) => {
+      const m = plant.cdu.pumps[i];
+      const fail = cduSafe && !Number.isNaN(drive.failSpeedPct);
+      m.speedCmdPct = fail ? drive.failSpeedPct : drive.speedCmdPct;
+      m.enabled = fail ? true : drive.enable;
+    });
     for (const dev of racks) {
       const x = dev.ctx;
       const safe = x.wd.expired(t);

@@ -1,9 +1,9 @@
-// The thermal-hydraulic model of one pod: a CDU (pump, heat exchanger, reservoir) serving N
+// The thermal-hydraulic model of one pod: a CDU (pumps, heat exchanger, reservoir) serving N
 // racks on a secondary loop. Stepped at a fixed dt; everything random comes from a seeded
 // generator, so the same seed and inputs give the same trajectory.
 import { Prng } from "../prng.js";
 import { DelayLine } from "./delay-line.js";
-import { operatingPoint } from "./hydraulics.js";
+import { parallelOperatingPoint } from "./hydraulics.js";
 import { LoadGenerator, type LoadProfile } from "./load.js";
 import { StrokedValve, relativeKv, type ValveCharacteristic } from "./valve.js";
 
@@ -14,7 +14,8 @@ export interface PlantParams {
   racks: number;
   rackRatedKw: number;
   primarySupplyTempC: number;
-  pump: { shutoffKpa: number; resistanceKpaPerLpm2: number; rampPctPerS: number; initialSpeedPct: number };
+  /** `count` identical pumps in parallel (a lead and its standbys); pump 1 starts at initialSpeedPct, the others stopped */
+  pump: { count?: number; shutoffKpa: number; resistanceKpaPerLpm2: number; rampPctPerS: number; initialSpeedPct: number };
   hx: { effectiveness: number; timeConstantS: number };
   valve: { characteristic: ValveCharacteristic; strokeTimeS: number; kvMax: number; initialPct: number };
   isolationValve: { strokeTimeS: number };
@@ -73,11 +74,17 @@ export class RackModel {
   }
 }
 
+/** One CDU pump: its drive's command, enable and trip, and the speed it turns at. */
+export interface PumpModel {
+  speedCmdPct: number;
+  speedPct: number;
+  enabled: boolean;
+  tripped: boolean;
+}
+
 export interface CduModel {
-  pumpSpeedCmdPct: number;
-  pumpSpeedPct: number;
-  pumpEnabled: boolean;
-  pumpTripped: boolean;
+  /** pump 1 first (plant.pump.count) */
+  pumps: PumpModel[];
   dpKpa: number;
   totalFlowLpm: number;
   bypassFlowLpm: number;
@@ -105,11 +112,12 @@ export class PodPlant {
     for (let r = 0; r < p.racks; r++) {
       this.racks.push(new RackModel(r, p, new LoadGenerator(perRackLoad?.[r] ?? p.rackLoads?.[r] ?? p.load, new Prng(seed * 7919 + r + 1))));
     }
+    const pumps: PumpModel[] = Array.from({ length: p.pump.count ?? 1 }, (_, i) => {
+      const speed = i === 0 ? p.pump.initialSpeedPct : 0;
+      return { speedCmdPct: speed, speedPct: speed, enabled: i === 0, tripped: false };
+    });
     this.cdu = {
-      pumpSpeedCmdPct: p.pump.initialSpeedPct,
-      pumpSpeedPct: p.pump.initialSpeedPct,
-      pumpEnabled: true,
-      pumpTripped: false,
+      pumps,
       dpKpa: 0,
       totalFlowLpm: 0,
       bypassFlowLpm: 0,
@@ -134,9 +142,9 @@ export class PodPlant {
     const kv = this.racks.map((r) => p.valve.kvMax * relativeKv(p.valve.characteristic, r.controlValve.position) * r.isolationOpen);
     // A nearly empty reservoir starves the pump: below 10 % the head collapses with the level.
     const head = Math.min(1, Math.max(0, this.reservoirFraction / 0.1));
-    const op = operatingPoint(
+    const op = parallelOperatingPoint(
       { shutoffKpa: p.pump.shutoffKpa, resistance: p.pump.resistanceKpaPerLpm2 },
-      cdu.pumpSpeedPct / 100,
+      cdu.pumps.map((m) => m.speedPct / 100),
       [...kv, p.bypassKv],
       head,
     );
@@ -153,11 +161,13 @@ export class PodPlant {
     const cdu = this.cdu;
     this.timeS += dt;
 
-    // pump speed ramps to its command; a trip or a disable coasts it down
-    const target = cdu.pumpEnabled && !cdu.pumpTripped ? Math.min(Math.max(cdu.pumpSpeedCmdPct, 0), 100) : 0;
+    // each pump's speed ramps to its command; a trip or a disable coasts it down
     const ramp = p.pump.rampPctPerS * dt;
-    const dSpeed = target - cdu.pumpSpeedPct;
-    cdu.pumpSpeedPct += Math.abs(dSpeed) <= ramp ? dSpeed : Math.sign(dSpeed) * ramp;
+    for (const m of cdu.pumps) {
+      const target = m.enabled && !m.tripped ? Math.min(Math.max(m.speedCmdPct, 0), 100) : 0;
+      const dSpeed = target - m.speedPct;
+      m.speedPct += Math.abs(dSpeed) <= ramp ? dSpeed : Math.sign(dSpeed) * ramp;
+    }
 
     for (const r of this.racks) {
       r.controlValve.step(dt);

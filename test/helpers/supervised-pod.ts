@@ -40,6 +40,47 @@ export function supplyRise(declared: boolean): { pod: SupervisedPod; before: { c
   return { pod, before, hottestC, lowestCapKw };
 }
 
+export interface PumpTripResult {
+  /** plant ms from the trip to the standby turning, or null: none did */
+  standbyMs: number | null;
+  /** plant ms from the trip to dp back within 5 kPa of where it was, or null: it never was (60 s) */
+  dpBackMs: number | null;
+  dpBeforeKpa: number;
+  lowestDpKpa: number;
+  lowestFlowLpm: number;
+  pod: SupervisedPod;
+}
+
+/**
+ * The demo pod at 60 % load for 60 s, then its lead pump (pump 1) tripped, for 60 s. With
+ * `standby` false the CDU has pump 1 alone (cdu.outputs, no cdu.pumps): the baseline the
+ * lead/lag duty is judged against.
+ */
+export function pumpTrip(standby: boolean): PumpTripResult {
+  const c = demoAgentConfig(
+    standby
+      ? undefined
+      : (d) => {
+          d.cdu = { points: { dpKpa: "cdu.dpKpa", supplyTempC: "cdu.supplyTempC" }, outputs: { pumpSpeed: "cdu.pumpSpeedCommandPct", pumpEnable: "cdu.pumpEnable", failPumpSpeed: "cdu.failSpeedPct" } };
+        },
+  );
+  const pod = new SupervisedPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), c);
+  pod.run(60);
+  const cdu = () => pod.vp.sim.plant.cdu;
+  const dpBeforeKpa = cdu().dpKpa;
+  pod.vp.sim.inject({ pumpTrip: true, pump: 1 });
+  const t0 = pod.vp.timeMs;
+  const r: PumpTripResult = { standbyMs: null, dpBackMs: null, dpBeforeKpa, lowestDpKpa: Infinity, lowestFlowLpm: Infinity, pod };
+  pod.run(60, () => {
+    const t = pod.vp.timeMs - t0;
+    if (r.standbyMs === null && cdu().pumps.slice(1).some((m) => m.speedPct > 1)) r.standbyMs = t;
+    if (r.standbyMs !== null && r.dpBackMs === null && cdu().dpKpa > dpBeforeKpa - 5) r.dpBackMs = t;
+    r.lowestDpKpa = Math.min(r.lowestDpKpa, cdu().dpKpa);
+    r.lowestFlowLpm = Math.min(r.lowestFlowLpm, ...pod.vp.sim.plant.racks.map((x) => x.flowLpm));
+  });
+  return r;
+}
+
 /** The alarm timers and deadbands at zero: the baseline the demo's alarm hygiene is judged against. */
 export function zeroHygiene(c: AgentConfig): void {
   const s = c.supervisor;
@@ -78,7 +119,8 @@ export class SupervisedPod {
 
   constructor(sim: SimConfig, readonly config: AgentConfig, scenario?: Scenario) {
     this.vp = new VirtualPod(sim, config, scenario);
-    this.supervisor = new Supervisor(config.supervisor, config, this.vp.layout, (e) => this.events.push(e), () => this.vp.timeMs);
+    // the wall clock is virtual time from the epoch: the pumps' duty rotation starts in slot 0
+    this.supervisor = new Supervisor(config.supervisor, config, this.vp.layout, (e) => this.events.push(e), () => this.vp.timeMs, 0);
   }
 
   /** Advances plant time, the supervisor evaluating every supervisor.periodMs. */
@@ -126,6 +168,8 @@ export class SupervisedPod {
       })),
       cduSupplyTempC: this.config.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC),
       cduDpKpa: this.reading(lay.cdu.dpKpa),
+      pumps: lay.cdu.pumps.map((p) => ({ fault: p.fault === undefined ? undefined : this.reading(p.fault), running: p.running === undefined ? undefined : this.reading(p.running) })),
+      wallMs: this.vp.timeMs,
       devices: [],
     };
   }

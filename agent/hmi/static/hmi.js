@@ -86,7 +86,7 @@ function drawOverview(view) {
     rackNames = names;
   }
   const [pump, speed, dp, loop] = overview.cduLines;
-  setText(pump, view.pump.running ? "pump RUNNING" : "pump STOPPED");
+  setText(pump, `${view.pump.running ? "pump RUNNING" : "pump STOPPED"}${view.pump.duty ? ` · ${view.pump.duty}` : ""}`);
   pump.setAttribute("class", view.pump.running ? "" : "state closed");
   setText(speed, fmt(view.pump.speedPct, 0, " % speed"));
   const dpText = fmt(view.pump.dpKpa, 0, " kPa");

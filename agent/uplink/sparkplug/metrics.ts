@@ -116,6 +116,7 @@ export function sparkplugModel(src: ModelSource): SparkplugModel {
     { name: "Pump/Enabled", type: "Boolean", description: "the pump's enable output", read: (s) => good(s.status.pump.enabled, s) },
     { name: "Pump/Mode", type: "String", description: "what holds the pump loop: LEAK, FAILSAFE, Tuning (a relay autotune), Manual, Override, Auto", read: (s) => good(loopModeWord(s.status.pump.loopStatus), s) },
     { name: "Pump/Fail-safe Reason", type: "String", description: "why the pump loop is in fail-safe, in words (empty: it is not)", read: (s) => good(failsafeReasons(s.status.pump.loopStatus), s) },
+    { name: "Pump/Lead", type: "String", description: "the pump that leads (cdu.pumps' lead/lag duty; `pump` for a CDU with one)", read: (s) => good(s.status.pump.pumps.find((p) => p.role === "lead")?.name ?? "", s) },
     { ...pointMetric("Loop/dP", "kPa", src.cdu.points.dpKpa, "the secondary loop's differential pressure") },
     { name: "Loop/dP Setpoint", type: "Double", unit: "kPa", setpointLoop: "cdu.pump", description: "the pump loop's dP setpoint in force", read: (s) => good(s.status.pump.setpointKpa, s) },
     ...(src.cdu.points.supplyTempC === undefined ? [] : [pointMetric("Supply Temperature", "°C", src.cdu.points.supplyTempC, "the CDU's supply temperature")]),
