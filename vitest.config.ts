@@ -35,6 +35,7 @@ const COMPUTE_ONLY = [
   "state-manifest",
   "supervisor-alarms",
   "supervisor-rules",
+  "supply-control",
   "tick-window",
   "uplink-telemetry",
 ].map((f) => `test/${f}.test.ts`);

@@ -8,10 +8,10 @@ import type { Point } from "../lib/points.js";
 import type { ModbusDriver } from "../drivers/modbus/driver.js";
 import type { RedfishDeviceStats } from "../drivers/redfish/driver.js";
 import type { LoopGains } from "../pod/bank.js";
-import type { PodLayout } from "../pod/layout.js";
+import type { LoopKind, PodLayout } from "../pod/layout.js";
 import type { RelayAnalysis } from "./tuning/relay-analysis.js";
 import type { IsoValve, StrokeResult, StrokeStatus } from "./health/isolation-stroke.js";
-import type { PumpStatus, RackStatus } from "../pod/status-view.js";
+import type { PumpStatus, RackStatus, SupplyStatus } from "../pod/status-view.js";
 import type { Alarm, AlarmStats } from "./supervisor/alarms.js";
 import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
 import type { RejectCode } from "./commands/authorizer.js";
@@ -37,6 +37,8 @@ export interface PodStatus {
   maintenance: boolean;
   racks: RackStatus[];
   pump: PumpStatus;
+  /** the CDU's supply-temperature loop, or null without cdu.supplyControl */
+  supply: SupplyStatus | null;
   /** alarms raised since the start, and those chattering now (supervisor.alarmChatter) */
   alarms: AlarmStats;
   /** cumulative since start, and `recent`: the same over the last supervisor.overrun.windowMs */
@@ -104,6 +106,16 @@ export interface CommandLimits {
   maxLeaseS: number;
   rackOutputPct: Range;
   pumpOutputPct: Range;
+  /** the CDU's supply-temperature setpoint and primary valve (control.supplyLoop), where cdu.supplyControl configures them */
+  supplyTempC: Range;
+  supplyOutputPct: Range;
+}
+
+/** A loop's envelope by what it moves: its setpoint's range and words, and its output's range. */
+export function loopEnvelope(limits: CommandLimits, kind: LoopKind): { setpoint: Range; setpointWords: string; output: Range } {
+  if (kind === "pump") return { setpoint: limits.dpKpa, setpointWords: "dp setpoint (kPa)", output: limits.pumpOutputPct };
+  if (kind === "supply") return { setpoint: limits.supplyTempC, setpointWords: "supply-temperature setpoint (°C)", output: limits.supplyOutputPct };
+  return { setpoint: limits.returnTempC, setpointWords: "return-temperature setpoint (°C)", output: limits.rackOutputPct };
 }
 
 /** A rack's draw against what it may draw with no coolant. */

@@ -122,7 +122,8 @@ export function alarmIdProblem(id: string, pod: Pick<PodConfig, "racks"> & Parti
   const racks = pod.racks.map((r) => r.name);
   const is = (list: readonly string[]): boolean => list.includes(kind);
   if (is(ALARM_IDS.rack)) return racks.includes(subject) ? null : `no rack "${subject}" for ${kind}: (${racks.join(", ")})`;
-  if (is(ALARM_IDS.loop)) return subject === "cdu.pump" || racks.some((r) => subject === `${r}.valve`) ? null : `no loop "${subject}" for ${kind}: (<rack>.valve, cdu.pump)`;
+  const supply = pod.cdu?.supplyControl !== undefined;
+  if (is(ALARM_IDS.loop)) return subject === "cdu.pump" || (supply && subject === "cdu.supply") || racks.some((r) => subject === `${r}.valve`) ? null : `no loop "${subject}" for ${kind}: (<rack>.valve, cdu.pump${supply ? ", cdu.supply" : ""})`;
   if (is(ALARM_IDS.device)) return devices.includes(subject) ? null : `no device "${subject}" (${devices.join(", ")})`;
   if (is(ALARM_IDS.pump)) {
     const pumps = (pod.cdu?.pumps ?? []).map((p) => p.name);

@@ -7,7 +7,7 @@ import { rackFailSafe } from "./fail-safe.js";
 import type { PodLayout } from "./layout.js";
 
 /** The tuning the bank is built from: the `control` section less its thread settings. */
-export type BankTuning = Pick<ControlConfig, "returnTempSetpointC" | "dpSetpointKpa" | "rackLoop" | "pumpLoop" | "points" | "isolation">;
+export type BankTuning = Pick<ControlConfig, "returnTempSetpointC" | "dpSetpointKpa" | "supplyTempSetpointC" | "rackLoop" | "pumpLoop" | "supplyLoop" | "points" | "isolation">;
 
 /** A loop's gains, as an engineer applied them over the config's (agent/tuning). */
 export interface LoopGains {
@@ -66,17 +66,23 @@ export function podBankSpec(c: BankTuning, layout: PodLayout, rackConfigs: reado
     });
   });
   points[layout.cdu.dpKpa] = { ...c.points.pressure, stuckLoop: layout.pumpLoop };
-  points[layout.cdu.supplyTempC] = { ...c.points.temperature };
+  // the CDU's supply temperature: moved by the primary valve where a loop holds it
+  points[layout.cdu.supplyTempC] = { ...c.points.temperature, ...(layout.supplyLoop === undefined ? {} : { stuckLoop: layout.supplyLoop }) };
   // a pump's fault and running inputs: two-state, watched for age only, for the duty to act on
   for (const p of layout.cdu.pumps) for (const i of [p.fault, p.running]) if (i !== undefined) points[i] = { min: 0, max: 1, rateMax: 0, ...c.points.pumpStatus };
   // the pump has no rack, so the hot path never isolates it: its leak value is never used
   loops[layout.pumpLoop] = { ...loopFields(c.pumpLoop, gains[layout.pumpLoop]), safeOnLeak: "hold", pvPoint: layout.cdu.dpKpa, action: "reverse", sp: c.dpSetpointKpa };
+  // the supply loop serves every rack too: a leak holds it; a warmer supply opens the valve
+  if (layout.supplyLoop !== undefined) {
+    loops[layout.supplyLoop] = { ...loopFields(c.supplyLoop, gains[layout.supplyLoop]), safeOnLeak: "hold", pvPoint: layout.cdu.supplyTempC, action: "direct", sp: c.supplyTempSetpointC };
+  }
   return { points, loops, racks };
 }
 
-/** Each loop's local default setpoint, by loop index: return temperature per rack, dp for the pump. */
-export function defaultSetpoints(c: Pick<ControlConfig, "returnTempSetpointC" | "dpSetpointKpa">, layout: PodLayout): number[] {
+/** Each loop's local default setpoint, by loop index: return temperature per rack, dp for the pump, the CDU's supply temperature. */
+export function defaultSetpoints(c: Pick<ControlConfig, "returnTempSetpointC" | "dpSetpointKpa" | "supplyTempSetpointC">, layout: PodLayout): number[] {
   const sp = layout.racks.map(() => c.returnTempSetpointC);
   sp[layout.pumpLoop] = c.dpSetpointKpa;
+  if (layout.supplyLoop !== undefined) sp[layout.supplyLoop] = c.supplyTempSetpointC;
   return sp;
 }

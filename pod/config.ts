@@ -1,15 +1,15 @@
 // The pod stage's config sections: `control` (loop tuning, input checks, leak isolation),
-// `racks` and `cdu` (which point and output each signal is). The agent's schema embeds them;
+// `racks` and, from pod/cdu-config.ts, `cdu` (which point and output each signal is). The agent's schema embeds them;
 // the bank's defaults come from here, so a daemon, the virtual pod and the tests all run the
 // tuning the schema declares.
 import type { SafeAction } from "../hotpath-as/bank-config.js";
 import { validator } from "../lib/config-file.js";
-import { arr, bool, int, num, obj, oneOf, optional, str, typed, type Infer, type Schema } from "../lib/schema-builders.js";
+import { arr, bool, int, num, obj, oneOf, optional, typed, type Infer, type Schema } from "../lib/schema-builders.js";
+import type { CduConfig } from "./cdu-config.js";
+import { ident, outputRef, pointRef } from "./config-refs.js";
 
 /** A name used in topics and alarms. */
-export const ident = (description: string): Schema<string> => str(description, { pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$" });
-const pointRef = (description: string): Schema<string> => str(`point id (device.point or an MQTT ingest id): ${description}`, { pattern: "^[A-Za-z][A-Za-z0-9_.-]*$" });
-const outputRef = (description: string): Schema<string> => str(`Modbus output id (device.output): ${description}`, { pattern: "^[A-Za-z][A-Za-z0-9_.-]*$" });
+export { ident } from "./config-refs.js";
 
 /** Checks on a two-state input (0 or 1): its age, and the ticks a fault or its clearing takes. */
 const digitalChecks = (stale: string, description: string) =>
@@ -136,6 +136,9 @@ export const CONTROL_SCHEMA = obj(
     dpSetpointKpa: num(0, 1000, 120, "local default loop differential-pressure setpoint, kPa"),
     dpSetpointMinKpa: num(0, 1000, 60, "lowest dp setpoint a command may set, kPa"),
     dpSetpointMaxKpa: num(0, 1000, 200, "highest dp setpoint a command may set, kPa"),
+    supplyTempSetpointC: num(5, 60, 30, "local default CDU supply-temperature setpoint (with cdu.supplyControl), °C"),
+    supplyTempSetpointMinC: num(5, 60, 20, "lowest supply-temperature setpoint a command may set, °C"),
+    supplyTempSetpointMaxC: num(5, 60, 40, "highest supply-temperature setpoint a command may set, °C"),
     setpointLeaseMaxMs: int(1000, 86_400_000, 3_600_000, "longest lease an upstream setpoint or Override may have, ms"),
     rackLoop: loopTuning(
       {
@@ -162,6 +165,16 @@ export const CONTROL_SCHEMA = obj(
         autotune: { amplitude: 5, hysteresisMin: 0.5, deviationMax: 20, noiseS: 5, timeoutS: 300 },
       },
       "pump differential-pressure loop (speed)",
+      {},
+    ),
+    // with cdu.supplyControl: the CDU's supply temperature held by the exchanger's primary-side
+    // valve; like the pump, it serves every rack and is never isolated with one
+    supplyLoop: loopTuning(
+      {
+        ...{ kp: 6, ki: 0.3, kff: 0, outMin: 0, outMax: 100, outRate: 5, spRamp: 0, deadband: 0.1, safeOnSensorFault: "open", safeOnShutdown: "open", safeOnLeaseLoss: "open" },
+        autotune: { amplitude: 10, hysteresisMin: 0.05, deviationMax: 3, noiseS: 10, timeoutS: 1800 },
+      },
+      "CDU supply-temperature loop (the exchanger's primary-side valve: open cools), with cdu.supplyControl",
       {},
     ),
     points: obj(
@@ -294,68 +307,6 @@ export const RACKS_SCHEMA = arr(
   { minItems: 1, maxItems: 64 },
 );
 
-export const CDU_SCHEMA = obj(
-  {
-    points: obj(
-      {
-        dpKpa: pointRef("loop differential pressure"),
-        // many CDUs have no supply sensor of their own: without it the heat-balance check runs
-        // but cannot compare a rack's supply sensor with the CDU's
-        supplyTempC: optional(pointRef("CDU supply temperature (optional: the heat-balance check uses it to tell a bad rack supply sensor, and without it compares the racks' supply readings with each other; the power budget figures coolant limits at the warmer of it and the rack's)")),
-      },
-      "CDU inputs",
-      ["dpKpa"],
-    ),
-    ratedHeatKw: optional(num(0.1, 1e6, undefined, "the CDU's rated heat rejection, kW (optional): the racks' caps together stay within it, as within supervisor.powerBudget.podKw")),
-    outputs: obj(
-      {
-        pumpSpeed: optional(outputRef("pump speed command, % (a CDU with one pump; with cdu.pumps, leave these out)")),
-        pumpEnable: optional(outputRef("pump run enable (optional; leak escalation stops it)")),
-        failPumpSpeed: optional(outputRef("the pump device's fail speed while its lease is expired, % (optional): podwarden writes pumpLoop.safeOnLeaseLoss there")),
-      },
-      "CDU actuators of a CDU with one pump",
-    ),
-    pumps: optional(
-      arr(
-        obj(
-          {
-            name: ident("pump name, used in alarms (pump:<name>), status and metrics"),
-            outputs: obj(
-              {
-                speed: outputRef("its drive's speed command, %: the pump loop's output while it runs, 0 while it stands by"),
-                enable: optional(outputRef("its run enable (optional): 1 while it runs; leak escalation stops it")),
-                failSpeed: optional(outputRef("its drive's fail speed while its lease is expired, % (optional): podwarden writes pumpLoop.safeOnLeaseLoss there")),
-              },
-              "its drive's outputs",
-              ["speed"],
-            ),
-            points: obj(
-              {
-                fault: optional(pointRef("1 while its drive reports a trip or fault: the lead fails over at once")),
-                running: optional(pointRef("1 while it turns (its proof of running): a lead commanded to run that has not proven it within cdu.pumpDuty.failoverMs fails over")),
-              },
-              "its status inputs (control.points.pumpStatus checks them); without either, a failure of this pump cannot be seen and check-config warns",
-            ),
-          },
-          "one pump",
-          ["name", "outputs"],
-        ),
-        "redundant pumps in parallel, in lead/lag duty (docs/agent.md, Pump duty): one leads on the pump loop's speed, the others stand by; a fault fails the lead over, and the lead rotates (instead of cdu.outputs)",
-        { minItems: 2, maxItems: 4 },
-      ),
-    ),
-    pumpDuty: obj(
-      {
-        failoverMs: int(100, 600_000, 5000, "a lead commanded to run that has not proven running (its running point at 1) within this fails over to a standby, ms; a fault point fails it over at once"),
-        rotateHours: num(0, 8760, 168, "the lead rotates to the next pump on this wall-clock schedule (slots of this many hours since the epoch, so a restart keeps the slot's lead), hours; 0: never"),
-        overlapMs: int(0, 600_000, 10_000, "at a rotation the old lead keeps running this long after the new one starts, so flow never rests on a pump still coming up to speed, ms"),
-      },
-      "lead/lag duty of cdu.pumps",
-    ),
-  },
-  "the coolant distribution unit",
-  ["points"],
-);
 
 /** The `control` section: loop tuning, input checks, leak isolation, the control thread. */
 export type ControlConfig = Infer<typeof CONTROL_SCHEMA>;
@@ -367,8 +318,7 @@ export type LeakChecks = ControlConfig["points"]["leak"];
 export type IsolationConfig = ControlConfig["isolation"];
 /** One entry of `racks`. */
 export type RackConfig = Infer<typeof RACKS_SCHEMA>[number];
-/** The `cdu` section. */
-export type CduConfig = Infer<typeof CDU_SCHEMA>;
+export { CDU_SCHEMA, type CduConfig } from "./cdu-config.js";
 
 /** What the pod stage needs of a config: the wiring and the tuning. */
 export interface PodConfig {
@@ -402,7 +352,10 @@ export function controlProblems(k: ControlConfig): string[] {
   ordered(k.dpSetpointMinKpa, k.dpSetpointMaxKpa, "control.dpSetpointMinKpa", "must be <= dpSetpointMaxKpa");
   ordered(k.dpSetpointMinKpa, k.dpSetpointKpa, "control.dpSetpointKpa", "must be within [dpSetpointMinKpa, dpSetpointMaxKpa]");
   ordered(k.dpSetpointKpa, k.dpSetpointMaxKpa, "control.dpSetpointKpa", "must be within [dpSetpointMinKpa, dpSetpointMaxKpa]");
-  for (const loop of ["rackLoop", "pumpLoop"] as const) {
+  ordered(k.supplyTempSetpointMinC, k.supplyTempSetpointMaxC, "control.supplyTempSetpointMinC", "must be <= supplyTempSetpointMaxC");
+  ordered(k.supplyTempSetpointMinC, k.supplyTempSetpointC, "control.supplyTempSetpointC", "must be within [supplyTempSetpointMinC, supplyTempSetpointMaxC]");
+  ordered(k.supplyTempSetpointC, k.supplyTempSetpointMaxC, "control.supplyTempSetpointC", "must be within [supplyTempSetpointMinC, supplyTempSetpointMaxC]");
+  for (const loop of ["rackLoop", "pumpLoop", "supplyLoop"] as const) {
     const t = k[loop];
     ordered(t.outMin, t.outMax, `control.${loop}.outMin`, "must be <= outMax");
     for (const [safe, a] of Object.entries(t).filter(([key]) => key.startsWith("safeOn"))) {

@@ -55,6 +55,9 @@ export function leaseFailWrites(c: PodConfig): { id: string; value: number }[] {
   }
   const p = c.control.pumpLoop;
   for (const pump of cduPumps(c.cdu)) if (pump.failSpeed !== undefined) out.push({ id: pump.failSpeed, value: safeValue(p.safeOnLeaseLoss, p.outMin, p.outMax, NaN) });
+  const s = c.control.supplyLoop;
+  const failValve = c.cdu.supplyControl?.failValve;
+  if (failValve !== undefined) out.push({ id: failValve, value: safeValue(s.safeOnLeaseLoss, s.outMin, s.outMax, NaN) });
   return out;
 }
 
@@ -74,6 +77,9 @@ export function failSafeProblems(c: PodConfig): string[] {
   });
   if (cduPumps(c.cdu).some((p) => p.failSpeed !== undefined) && c.control.pumpLoop.safeOnLeaseLoss === "hold") {
     out.push(`control.pumpLoop.safeOnLeaseLoss: "hold" cannot be written to a pump's fail speed output (cdu.outputs.failPumpSpeed, cdu.pumps[].outputs.failSpeed: a speed, in %); give open, closed or {fixed}`);
+  }
+  if (c.cdu.supplyControl?.failValve !== undefined && c.control.supplyLoop.safeOnLeaseLoss === "hold") {
+    out.push(`control.supplyLoop.safeOnLeaseLoss: "hold" cannot be written to cdu.supplyControl.failValve (a position, in %); give open, closed or {fixed}`);
   }
   return out;
 }
@@ -182,6 +188,22 @@ export function failSafeMatrix(c: PodConfig, escalation: Escalation): FailSafeRo
         },
       });
     }
+  }
+  const supply = c.cdu.supplyControl;
+  if (supply !== undefined) {
+    const t = c.control.supplyLoop;
+    const lease = byDevice(supply.failValve, words(t.safeOnLeaseLoss, t.outMin, t.outMax));
+    rows.push({
+      actuator: "CDU primary valve",
+      outputs: [supply.valve],
+      behaviour: {
+        leak: "keeps regulating the supply temperature (it serves every rack; it has no leak value of its own)",
+        badInput: `${words(t.safeOnSensorFault, t.outMin, t.outMax)} while its supply-temperature reading is bad`,
+        commsLoss: lease,
+        shutdown: words(t.safeOnShutdown, t.outMin, t.outMax),
+        agentDeath: lease,
+      },
+    });
   }
   return rows;
 }

@@ -1,5 +1,6 @@
 // The pod layout: the one place that knows which hot-path point, loop and actuator belongs to
-// which rack, the CDU or the pump. Rack loops come first, in rack order, and the pump loop last;
+// which rack, the CDU or the pump. Rack loops come first, in rack order, then the pump loop, and
+// last the CDU's supply-temperature loop where cdu.supplyControl configures one;
 // points go rack by rack (return, supply, flow, power, its leak sensors, then the isolation
 // valves' closed limit switches it has), then the CDU's, then each pump's status inputs it has
 // (fault, running).
@@ -22,6 +23,14 @@ export interface RackSlots {
   loop: number;
 }
 
+/** What a loop moves, and so its setpoint's unit and its envelope: a rack's valve (return temperature), the pump (dp), the CDU's primary valve (supply temperature). */
+export type LoopKind = "rack" | "pump" | "supply";
+
+/** The `control` section that tunes a loop of this kind. */
+export function loopSection(kind: LoopKind): "rackLoop" | "pumpLoop" | "supplyLoop" {
+  return kind === "pump" ? "pumpLoop" : kind === "supply" ? "supplyLoop" : "rackLoop";
+}
+
 /** A pump's status inputs in the bank, those it has (cdu.pumps[].points). */
 export interface PumpSlots {
   name: string;
@@ -35,17 +44,21 @@ export interface PodLayout {
   /** loop index of each rack's valve loop */
   rackLoops: number[];
   pumpLoop: number;
+  /** the supply-temperature loop (cdu.supplyControl), or undefined */
+  supplyLoop?: number;
   /** bank points in all */
   points: number;
   /** loops in all */
   loops: number;
-  /** a loop's name as alarms, events and commands use it: `<rack>.valve`, `cdu.pump` */
+  /** a loop's name as alarms, events and commands use it: `<rack>.valve`, `cdu.pump`, `cdu.supply` */
   loopName(loop: number): string;
   /** the loop of a name, or undefined */
   loopIndex(name: string): number | undefined;
   /** the rack of a name, or undefined */
   rackIndex(name: string): number | undefined;
   isPumpLoop(loop: number): boolean;
+  /** what a loop moves: a rack's valve, the pump, or the CDU's primary-side valve */
+  loopKind(loop: number): LoopKind;
   /** the rack a loop belongs to (undefined for the pump loop) */
   rackOfLoop(loop: number): number | undefined;
 }
@@ -94,7 +107,8 @@ export function podLayout(src: LayoutSource): PodLayout {
   }));
   const cdu = { dpKpa, supplyTempC, pumps };
   const pumpLoop = racks.length;
-  const names = [...racks.map((r) => `${r.name}.valve`), "cdu.pump"];
+  const supplyLoop = src.cdu?.supplyControl !== undefined ? pumpLoop + 1 : undefined;
+  const names = [...racks.map((r) => `${r.name}.valve`), "cdu.pump", ...(supplyLoop === undefined ? [] : ["cdu.supply"])];
   const loopByName = new Map(names.map((n, i) => [n, i]));
   const rackByName = new Map(racks.map((r, i) => [r.name, i]));
   return {
@@ -102,12 +116,14 @@ export function podLayout(src: LayoutSource): PodLayout {
     cdu,
     rackLoops: racks.map((r) => r.loop),
     pumpLoop,
+    supplyLoop,
     points: next,
     loops: names.length,
     loopName: (loop) => names[loop] ?? `loop ${loop}`,
     loopIndex: (name) => loopByName.get(name),
     rackIndex: (name) => rackByName.get(name),
     isPumpLoop: (loop) => loop === pumpLoop,
+    loopKind: (loop) => (loop === pumpLoop ? "pump" : loop === supplyLoop ? "supply" : "rack"),
     rackOfLoop: (loop) => (loop >= 0 && loop < racks.length ? loop : undefined),
   };
 }

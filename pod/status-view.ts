@@ -92,6 +92,16 @@ export interface PumpStatus {
   setpointKpa: number;
 }
 
+/** The CDU's supply-temperature loop (cdu.supplyControl). */
+export interface SupplyStatus {
+  /** the primary valve's command, % */
+  valvePct: number;
+  /** null unless the reading is good */
+  supplyTempC: number | null;
+  setpointC: number;
+  loopStatus: number;
+}
+
 /** The hot-path outputs the view reads. */
 export interface ViewOutputs {
   loopOut: ArrayLike<number>;
@@ -170,5 +180,17 @@ export function pumpStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewI
     })),
     loopStatus: o?.loopStatus[lay.pumpLoop] ?? 0,
     setpointKpa: v.setpoints[lay.pumpLoop],
+  };
+}
+
+/** The supply-temperature loop's status, or null without cdu.supplyControl. */
+export function supplyStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewInputs): SupplyStatus | null {
+  const loop = lay.supplyLoop;
+  if (loop === undefined || pod.cdu.points.supplyTempC === undefined) return null;
+  return {
+    valvePct: v.outputs?.loopOut[loop] ?? NaN,
+    supplyTempC: v.value(pod.cdu.points.supplyTempC),
+    setpointC: v.setpoints[loop],
+    loopStatus: v.outputs?.loopStatus[loop] ?? 0,
   };
 }

@@ -198,6 +198,8 @@ export class PodWiring {
       set(p.speed, run ? tenth(o.loopOut[lay.pumpLoop]) : 0);
       set(p.enable, d.pumpEnable && run ? 1 : 0);
     });
+    const supply = this.pod.cdu.supplyControl;
+    if (supply !== undefined && lay.supplyLoop !== undefined) set(supply.valve, tenth(o.loopOut[lay.supplyLoop]));
     for (const w of leaseFail) set(w.id, w.value);
   }
 
@@ -270,15 +272,19 @@ export class PodWiring {
    * isolated rack stays isolated, and the devices' own leases take over from there. `running`:
    * the pumps running now (PodDecisions.pumpRun); a pump standing by is kept at 0.
    */
-  safeWrites(o: PodOutputs | undefined, control: Pick<ControlConfig, "rackLoop" | "pumpLoop" | "isolation">, running?: readonly boolean[]): { id: string; value: number }[] {
+  safeWrites(o: PodOutputs | undefined, control: Pick<ControlConfig, "rackLoop" | "pumpLoop" | "supplyLoop" | "isolation">, running?: readonly boolean[]): { id: string; value: number }[] {
     const lay = this.layout;
     const k = control.rackLoop;
     const p = control.pumpLoop;
     const current = (loop: number): number => o?.loopOut[loop] ?? NaN;
+    const valve = this.pod.cdu.supplyControl?.valve;
+    const t = control.supplyLoop;
+    const supply = valve === undefined || lay.supplyLoop === undefined ? [] : [{ id: valve, value: tenth(safeValue(t.safeOnShutdown, t.outMin, t.outMax, current(lay.supplyLoop))) }];
     return [
       ...this.pod.racks.map((r, i) => ({ id: r.outputs.valve, value: tenth(safeValue(rackFailSafe(control, r).safeOnShutdown, k.outMin, k.outMax, current(lay.rackLoops[i]))) })),
       // each pump: its drive holds the command from here, and a standby stays stopped
       ...this.pumps.map((pump, i) => ({ id: pump.speed, value: (running?.[i] ?? i === 0) ? tenth(safeValue(p.safeOnShutdown, p.outMin, p.outMax, current(lay.pumpLoop))) : 0 })),
+      ...supply,
     ];
   }
 }

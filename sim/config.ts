@@ -82,6 +82,7 @@ export const SIM_SCHEMA = {
           {
             effectiveness: num(0.05, 1, 0.85, "heat exchanger effectiveness"),
             timeConstantS: num(0.1, 3600, 20, "heat exchanger thermal time constant, s"),
+            primaryValveStrokeS: num(0.1, 600, 30, "the primary-side (facility water) valve's full-stroke time, s: it sets the primary flow through the exchanger, and so its effectiveness (open: `effectiveness`; closed: none)"),
           },
           "CDU heat exchanger",
         ),

@@ -58,7 +58,7 @@ export const FAULT_ACTION_PROPERTIES = {
   valveStuck: { type: "string", description: "rack name: freeze its control valve" },
   powerStuck: { type: "string", description: "rack name: its power-off does not take (a welded contactor, a PDU that ignores its command): it keeps drawing its load with power-off requested" },
   stuck: { type: "boolean", description: "with valveStuck, powerStuck or valve: seize it (true, the default) or release it (false)" },
-  valve: { type: "string", description: "a valve: rack-N (its control valve), rack-N.supplyIsolation or rack-N.returnIsolation; with stuck, deadbandPct, stictionPct, strokeFactor (each left as it is when not given)" },
+  valve: { type: "string", description: "a valve: rack-N (its control valve), rack-N.supplyIsolation, rack-N.returnIsolation, or cdu.primaryValve (the exchanger's primary side); with stuck, deadbandPct, stictionPct, strokeFactor (each left as it is when not given)" },
   deadbandPct: { ...finite, minimum: 0, maximum: 50, description: "with valve: dead band, % of travel (the position answers only beyond half of it, and settles half of it short; 0 clears)" },
   stictionPct: { ...finite, minimum: 0, maximum: 50, description: "with valve: stiction, % of travel (the position holds until the command is this far away, then slips the whole way at once; 0 clears)" },
   strokeFactor: { ...finite, minimum: 1, maximum: 100, description: "with valve: its stroke takes this many times as long (1 clears)" },
@@ -106,12 +106,13 @@ export class FaultTarget {
 
   /** A valve by name: rack-N (control), rack-N.supplyIsolation, rack-N.returnIsolation. */
   private valve(name: string): StrokedValve {
+    if (name === "cdu.primaryValve") return this.plant.cdu.primaryValve;
     const [rackName, which = "control"] = name.split(".", 2);
     const r = this.plant.racks[this.rack(rackName)];
     if (which === "control") return r.controlValve;
     if (which === "supplyIsolation") return r.supplyIso;
     if (which === "returnIsolation") return r.returnIso;
-    throw new Error(`no valve "${name}" (rack-N, rack-N.supplyIsolation, rack-N.returnIsolation)`);
+    throw new Error(`no valve "${name}" (rack-N, rack-N.supplyIsolation, rack-N.returnIsolation, cdu.primaryValve)`);
   }
 
   private device(name: string): PodDevices["all"][number] {
@@ -185,6 +186,7 @@ export class FaultTarget {
         r.powerStuckOn = false;
         for (const v of [r.controlValve, r.supplyIso, r.returnIso]) v.clearFaults();
       }
+      this.plant.cdu.primaryValve.clearFaults();
       for (const m of this.plant.cdu.pumps) m.tripped = false;
     }
   }

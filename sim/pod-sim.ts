@@ -44,6 +44,9 @@ export interface GroundTruth {
     supplyTempC: number;
     returnTempC: number;
     primarySupplyTempC: number;
+    /** the primary-side valve's position and command, % */
+    primaryValvePct: number;
+    primaryValveCommandPct: number;
     hxDutyKw: number;
     reservoirL: number;
     loopPressureKpa: number;
@@ -216,6 +219,8 @@ export class PodSim {
         supplyTempC: p.cdu.supplyTempC,
         returnTempC: p.cdu.returnTempC,
         primarySupplyTempC: p.cdu.primarySupplyTempC,
+        primaryValvePct: p.cdu.primaryValve.position,
+        primaryValveCommandPct: p.cdu.primaryValve.command,
         hxDutyKw: p.cdu.hxDutyKw,
         reservoirL: p.cdu.reservoirL,
         loopPressureKpa: p.cdu.loopPressureKpa,

@@ -6,7 +6,7 @@ import type { IsoValve } from "../health/isolation-stroke.js";
 import type { LoopMode } from "../../hotpath-as/bank-config.js";
 import type { PodConfig } from "../../pod/config.js";
 import type { SupervisorConfig } from "../supervisor/schema.js";
-import type { CommandLimits, CommandRequest, Outcome, PodCommander, RackLoad, Range } from "../pod-api.js";
+import { loopEnvelope, type CommandLimits, type CommandRequest, type Outcome, type PodCommander, type RackLoad, type Range } from "../pod-api.js";
 
 export type { CommandLimits, Outcome, Range };
 
@@ -22,6 +22,8 @@ export function commandLimits(c: Pick<PodConfig, "control" | "racks"> & { superv
     maxLeaseS: Math.floor(k.setpointLeaseMaxMs / 1000),
     rackOutputPct: { min: k.rackLoop.outMin, max: k.rackLoop.outMax },
     pumpOutputPct: { min: k.pumpLoop.outMin, max: k.pumpLoop.outMax },
+    supplyTempC: { min: k.supplyTempSetpointMinC, max: k.supplyTempSetpointMaxC },
+    supplyOutputPct: { min: k.supplyLoop.outMin, max: k.supplyLoop.outMax },
   };
 }
 
@@ -51,7 +53,7 @@ export async function executeCommand(agent: PodCommander, body: CommandRequest, 
   const limits = agent.limits;
   const rackOf = (): number | Outcome => agent.layout.rackIndex(String(p.rack)) ?? { status: "rejected", code: "not-found", reason: `no rack "${String(p.rack)}"` };
   const loopOf = (): number | Outcome => agent.layout.loopIndex(String(p.loop)) ?? { status: "rejected", code: "not-found", reason: `no loop "${String(p.loop)}"` };
-  const isPump = (loop: number): boolean => agent.layout.isPumpLoop(loop);
+  const envelopeOf = (loop: number): ReturnType<typeof loopEnvelope> => loopEnvelope(limits, agent.layout.loopKind(loop));
 
   switch (body.command) {
     case "snapshot":
@@ -61,8 +63,8 @@ export async function executeCommand(agent: PodCommander, body: CommandRequest, 
       const loop = loopOf();
       if (typeof loop !== "number") return loop;
       const value = p.value as number;
-      const range = isPump(loop) ? limits.dpKpa : limits.returnTempC;
-      if (!inRange(value, range)) return outside(isPump(loop) ? "dp setpoint (kPa)" : "return-temperature setpoint (°C)", value, range);
+      const env = envelopeOf(loop);
+      if (!inRange(value, env.setpoint)) return outside(env.setpointWords, value, env.setpoint);
       const leaseS = p.leaseS as number;
       const tooLong = longLease(leaseS, limits.maxLeaseS);
       if (tooLong !== null) return tooLong;
@@ -81,7 +83,7 @@ export async function executeCommand(agent: PodCommander, body: CommandRequest, 
       const loop = loopOf();
       if (typeof loop !== "number") return loop;
       const mode = p.mode as LoopMode;
-      const envelope = isPump(loop) ? limits.pumpOutputPct : limits.rackOutputPct;
+      const envelope = envelopeOf(loop).output;
       const out = p.outputPct as number | undefined;
       const leaseS = p.leaseS as number | undefined;
       if (mode === "Manual" || mode === "Override") {

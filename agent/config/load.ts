@@ -13,6 +13,7 @@ import { redfishProblems } from "../redfish/schema.js";
 import { controlProblems, noCoolantProblems, rackMinFlowLpm } from "../../pod/config.js";
 import { failSafeProblems } from "../../pod/fail-safe.js";
 import { pumpProblems, pumpsStoppable } from "../../pod/pumps.js";
+import { podLayout } from "../../pod/layout.js";
 import { brokerUrls, type UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
 
@@ -116,6 +117,9 @@ function crossChecks(c: AgentConfig): string[] {
     for (const [key, id] of Object.entries(p.outputs)) output(id, `cdu.pumps[${i}].outputs.${key}`);
     for (const [key, id] of Object.entries(p.points)) if (id !== undefined) point(id, `cdu.pumps[${i}].points.${key}`);
   });
+  output(c.cdu.supplyControl?.valve, "cdu.supplyControl.valve");
+  output(c.cdu.supplyControl?.failValve, "cdu.supplyControl.failValve");
+  if (c.cdu.supplyControl !== undefined && c.cdu.points.supplyTempC === undefined) out.push("cdu.supplyControl: needs cdu.points.supplyTempC, the temperature it holds");
   const minSum = c.racks.reduce((a, r) => a + r.minPowerKw, 0);
   if (minSum > s.powerBudget.podKw) out.push(`supervisor.powerBudget.podKw: ${s.powerBudget.podKw} kW is below the racks' minimums (${minSum} kW)`);
   if (c.cdu.ratedHeatKw !== undefined && minSum > c.cdu.ratedHeatKw) out.push(`cdu.ratedHeatKw: ${c.cdu.ratedHeatKw} kW is below the racks' minimums (${minSum} kW)`);
@@ -124,9 +128,10 @@ function crossChecks(c: AgentConfig): string[] {
   if (c.uplink !== undefined) out.push(...uplinkProblems(c.uplink));
   if (c.uplink?.sparkplug.enabled === true) {
     const sp = c.uplink.sparkplug;
-    const loops = new Set([...c.racks.map((r) => `${r.name}.valve`), "cdu.pump"]);
+    const lay = podLayout(c);
+    const loops = new Set(Array.from({ length: lay.loops }, (_, i) => lay.loopName(i)));
     sp.writableSetpoints.forEach((l, i) => {
-      if (!loops.has(l)) out.push(`uplink.sparkplug.writableSetpoints[${i}]: no loop "${l}" (loops: <rack>.valve, cdu.pump)`);
+      if (!loops.has(l)) out.push(`uplink.sparkplug.writableSetpoints[${i}]: no loop "${l}" (loops: <rack>.valve, cdu.pump${lay.supplyLoop === undefined ? "" : ", cdu.supply"})`);
     });
     const maxS = Math.floor(c.control.setpointLeaseMaxMs / 1000);
     if (sp.writeLeaseS > maxS) out.push(`uplink.sparkplug.writeLeaseS: ${sp.writeLeaseS} s is over control.setpointLeaseMaxMs (${maxS} s): the executor would refuse every write`);

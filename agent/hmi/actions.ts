@@ -134,7 +134,7 @@ export class HmiActions {
       csrf: s.csrf,
       actions: allowedActions(s.roles),
       racks: k.layout.racks.map((r) => r.name),
-      loops: Array.from({ length: k.layout.loops }, (_, i) => ({ name: k.layout.loopName(i), pump: k.layout.isPumpLoop(i) })),
+      loops: Array.from({ length: k.layout.loops }, (_, i) => ({ name: k.layout.loopName(i), pump: k.layout.isPumpLoop(i), kind: k.layout.loopKind(i) })),
       limits: k.limits,
     };
   }

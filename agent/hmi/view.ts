@@ -2,9 +2,9 @@
 // already in words (the page decodes nothing), every measured value null unless it is good, the
 // alarms in the order a technician reads them. One view serves every open page.
 import { degradedWords, failsafeReasons, loopModeWord } from "../../pod/status-words.js";
-import type { PodLayout } from "../../pod/layout.js";
+import type { LoopKind, PodLayout } from "../../pod/layout.js";
 import { podDrawKw, type ValveSeen } from "../../pod/status-view.js";
-import type { CommandLimits, PodReader, Range } from "../pod-api.js";
+import { loopEnvelope, type CommandLimits, type PodReader, type Range } from "../pod-api.js";
 import type { Alarm } from "../supervisor/alarms.js";
 
 export interface HmiRack {
@@ -44,7 +44,7 @@ export interface HmiLease {
 /** A loop's faceplate: SP, PV and OUT, the mode and what holds it, its limits and its leases. */
 export interface HmiLoop {
   name: string;
-  kind: "rack" | "pump";
+  kind: LoopKind;
   unit: "°C" | "kPa";
   sp: number;
   pv: number | null;
@@ -109,7 +109,7 @@ function leasesOf(list: unknown): Map<string, HmiLease> {
 
 /** What the view needs of the pod's wiring: the loops' names and the envelope. */
 export interface ViewShape {
-  layout: Pick<PodLayout, "loopName" | "rackLoops" | "pumpLoop">;
+  layout: Pick<PodLayout, "loopName" | "rackLoops" | "pumpLoop" | "supplyLoop">;
   limits: CommandLimits;
 }
 
@@ -119,19 +119,20 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
   const setpointLeases = leasesOf(snap.setpointLeases);
   const overrides = leasesOf(snap.overrides);
   const { layout, limits } = shape;
-  const loop = (i: number, kind: "rack" | "pump", sp: number, pv: number | null, out: number, status: number): HmiLoop => {
+  const loop = (i: number, kind: LoopKind, sp: number, pv: number | null, out: number, status: number): HmiLoop => {
     const name = layout.loopName(i);
+    const env = loopEnvelope(limits, kind);
     return {
       name,
       kind,
-      unit: kind === "rack" ? "°C" : "kPa",
+      unit: kind === "pump" ? "kPa" : "°C",
       sp,
       pv,
       out: finite(out),
       mode: loopModeWord(status),
       hold: holdWords(status),
-      spRange: kind === "rack" ? limits.returnTempC : limits.dpKpa,
-      outRange: kind === "rack" ? limits.rackOutputPct : limits.pumpOutputPct,
+      spRange: env.setpoint,
+      outRange: env.output,
       setpointLease: setpointLeases.get(name) ?? null,
       override: overrides.get(name) ?? null,
     };
@@ -165,7 +166,9 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
       loopMode: loopModeWord(r.loopStatus),
       hold: holdWords(r.loopStatus),
     })),
-    loops: [...s.racks.map((r, i) => loop(layout.rackLoops[i], "rack", r.setpointC, r.returnTempC, r.valvePct, r.loopStatus)), loop(layout.pumpLoop, "pump", s.pump.setpointKpa, s.pump.dpKpa, s.pump.speedCmdPct, s.pump.loopStatus)],
+    loops: [...s.racks.map((r, i) => loop(layout.rackLoops[i], "rack", r.setpointC, r.returnTempC, r.valvePct, r.loopStatus)), loop(layout.pumpLoop, "pump", s.pump.setpointKpa, s.pump.dpKpa, s.pump.speedCmdPct, s.pump.loopStatus),
+      ...(s.supply === null || layout.supplyLoop === undefined ? [] : [loop(layout.supplyLoop, "supply", s.supply.setpointC, s.supply.supplyTempC, s.supply.valvePct, s.supply.loopStatus)]),
+    ],
     alarms: alarmOrder(pod.activeAlarms()).map((a) => ({
       id: a.id,
       severity: a.severity,

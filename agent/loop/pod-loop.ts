@@ -6,7 +6,7 @@ import { monoMs } from "../../lib/clock.js";
 import type { Point, PointStore } from "../../lib/points.js";
 import { leaseFailWrites } from "../../pod/fail-safe.js";
 import type { PodLayout } from "../../pod/layout.js";
-import { pumpStatus, rackStatuses, type ValveHealthView } from "../../pod/status-view.js";
+import { pumpStatus, supplyStatus, rackStatuses, type ValveHealthView } from "../../pod/status-view.js";
 import { qualityWords } from "../../pod/status-words.js";
 import { ACTUATOR_PASS_MS, PodWiring, type OutputSink, type PodDecisions } from "../../pod/wiring.js";
 import type { AgentConfig } from "../config/load.js";
@@ -258,6 +258,7 @@ export class PodLoop {
       maintenance: supervisor.maintenance,
       racks: rackStatuses(c, layout, view),
       pump: pumpStatus(c, layout, view),
+      supply: supplyStatus(c, layout, view),
       alarms: supervisor.alarms.stats(),
       control: {
         ticks: ct.ticks,

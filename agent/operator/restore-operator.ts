@@ -2,8 +2,8 @@
 // One that no longer fits the config (a rack or loop gone, a value outside the envelope, a lease
 // run out) is dropped and said: an alarm for what was lost, never a silent change.
 import type { LoopMode } from "../../hotpath-as/bank-config.js";
-import type { PodLayout } from "../../pod/layout.js";
-import type { CommandLimits, ProblemReport, Range } from "../pod-api.js";
+import type { LoopKind, PodLayout } from "../../pod/layout.js";
+import { loopEnvelope, type CommandLimits, type ProblemReport, type Range } from "../pod-api.js";
 import type { Logger } from "../pod-context.js";
 import { describeOperatorState, type OperatorState } from "./operator-state.js";
 
@@ -39,7 +39,7 @@ export function restoreOperatorState(s: OperatorState, h: RestoreHost): Operator
   }
   for (const m of s.loopModes) {
     const loop = lay.loopIndex(m.loop);
-    const env = loop !== undefined && lay.isPumpLoop(loop) ? lim.pumpOutputPct : lim.rackOutputPct;
+    const env = loopEnvelope(lim, loop === undefined ? "rack" : lay.loopKind(loop)).output;
     if (loop === undefined) dropped.push(`${m.mode} on ${m.loop}: no such loop now`);
     else if (m.mode === "Override") dropped.push(`Override on ${m.loop}: an Override holds only for a lease, and this one has none`);
     else if (m.outputPct !== undefined && (m.outputPct < env.min || m.outputPct > env.max)) dropped.push(`${m.mode} on ${m.loop}: ${m.outputPct} % is outside [${env.min}, ${env.max}] now`);
@@ -48,7 +48,7 @@ export function restoreOperatorState(s: OperatorState, h: RestoreHost): Operator
       kept.loopModes.push(m);
     }
   }
-  kept.setpoints = restoreLeased(h, s.setpoints, (pump) => (pump ? lim.dpKpa : lim.returnTempC), (p) => p.value, dropped, {
+  kept.setpoints = restoreLeased(h, s.setpoints, (kind) => loopEnvelope(lim, kind).setpoint, (p) => p.value, dropped, {
     noLoop: (p) => `setpoint on ${p.loop}: no such loop now`,
     outside: (p, env) => `setpoint ${p.value} on ${p.loop}: outside [${env.min}, ${env.max}] now`,
     apply: (loop, p, leftMs) => {
@@ -56,7 +56,7 @@ export function restoreOperatorState(s: OperatorState, h: RestoreHost): Operator
       control.setSetpoint(loop, p.value);
     },
   });
-  kept.overrides = restoreLeased(h, s.overrides, (pump) => (pump ? lim.pumpOutputPct : lim.rackOutputPct), (o) => o.outputPct, dropped, {
+  kept.overrides = restoreLeased(h, s.overrides, (kind) => loopEnvelope(lim, kind).output, (o) => o.outputPct, dropped, {
     noLoop: (o) => `Override on ${o.loop}: no such loop now`,
     outside: (o, env) => `Override on ${o.loop}: ${o.outputPct} % is outside [${env.min}, ${env.max}] now`,
     apply: (loop, o, leftMs) => {
@@ -80,7 +80,7 @@ export function restoreOperatorState(s: OperatorState, h: RestoreHost): Operator
 function restoreLeased<T extends { loop: string; expiresAtMs: number }>(
   h: RestoreHost,
   items: readonly T[],
-  rangeOf: (pump: boolean) => Range,
+  rangeOf: (kind: LoopKind) => Range,
   valueOf: (x: T) => number,
   dropped: string[],
   on: { noLoop: (x: T) => string; outside: (x: T, env: Range) => string; apply: (loop: number, x: T, leftMs: number) => void },
@@ -94,7 +94,7 @@ function restoreLeased<T extends { loop: string; expiresAtMs: number }>(
       dropped.push(on.noLoop(x));
       continue;
     }
-    const env = rangeOf(lay.isPumpLoop(loop));
+    const env = rangeOf(lay.loopKind(loop));
     const leftMs = Math.min(x.expiresAtMs - nowWall, h.limits.maxLeaseS * 1000);
     if (valueOf(x) < env.min || valueOf(x) > env.max) dropped.push(on.outside(x, env));
     else if (leftMs > 0) {

@@ -199,10 +199,10 @@ export class Supervisor {
       if (fs) anyFailsafe = true;
       if (fs || st === 0) allLive = false;
       // name the bad input: a rack loop's are its return temperature (PV) and power (feed-forward),
-      // the pump loop's its differential pressure (PV)
+      // the pump loop's its differential pressure (PV), the supply loop's the CDU's supply temperature
       const r = this.layout.rackOfLoop(idx);
       const rack = r === undefined ? undefined : i.racks[r];
-      const pv = rack === undefined ? i.cduDpKpa : rack.returnTempC;
+      const pv = rack !== undefined ? rack.returnTempC : this.layout.loopKind(idx) === "supply" ? i.cduSupplyTempC : i.cduDpKpa;
       const bad = badInputs(st);
       const detail = bad.pv && pv.why !== undefined ? ` (${pv.why})` : "";
       a.update(`failsafe:${name}`, fs && !starting, { severity: "Warning", source: name, message: `${name} in fail-safe: ${failsafeReasons(st)}${detail}` });

@@ -4,7 +4,7 @@
 import * as L from "../../hotpath-as/assembly/layout.js";
 import type { LoopGains } from "../../pod/bank.js";
 import type { LoopTuning as LoopTuningConfig } from "../../pod/config.js";
-import type { PodLayout } from "../../pod/layout.js";
+import { loopSection, type PodLayout } from "../../pod/layout.js";
 import { monoMs } from "../../lib/clock.js";
 import type { ControlOutputs } from "../control/control-thread.js";
 import type { AgentEvent, AppliedGains, LoopGainsStatus, ProblemReport, TuningStatus } from "../pod-api.js";
@@ -44,7 +44,7 @@ export class LoopTunings {
       (i) => {
         if (!(i >= 0 && i < lay.loops)) return undefined;
         const t = host.loopConfig(i).autotune;
-        return { name: lay.loopName(i), action: lay.isPumpLoop(i) ? "reverse" : "direct", amplitude: t.amplitude, cycles: t.cycles };
+        return { name: lay.loopName(i), action: lay.loopKind(i) === "pump" ? "reverse" : "direct", amplitude: t.amplitude, cycles: t.cycles };
       },
       { ended: (s) => this.ended(s), now: () => new Date(), monoMs },
     );
@@ -159,7 +159,7 @@ export class LoopTunings {
       rule = "manual";
     }
     const outside = gainsOutside(gains, this.host.loopConfig(loop).autotune.gainLimits);
-    if (outside !== null) return Promise.reject(new Error(`${name}: ${outside}: refused (control.${this.host.layout.isPumpLoop(loop) ? "pumpLoop" : "rackLoop"}.autotune.gainLimits)`));
+    if (outside !== null) return Promise.reject(new Error(`${name}: ${outside}: refused (control.${loopSection(this.host.layout.loopKind(loop))}.autotune.gainLimits)`));
     const applied: AppliedGains = { ...gains, rule, by, appliedAt: new Date().toISOString() };
     return this.change((m) => m.set(name, applied)).then(() => {
       this.host.log("warn", { loop: name, ...applied }, "gains applied over the config's");

@@ -3,6 +3,7 @@
 // pod's state, and every tuning ends when the pod goes to fail-safe or stops.
 import { podBankSpec, type LoopGains } from "../../pod/bank.js";
 import type { AppliedGains, LoopGainsStatus, TuningStatus } from "../pod-api.js";
+import { loopSection } from "../../pod/layout.js";
 import type { PodContext, PodFeature } from "../pod-context.js";
 import { GainsStore } from "./gains-store.js";
 import { LoopTunings } from "./loop-tuning.js";
@@ -19,7 +20,7 @@ export class TuningFeature implements PodFeature {
         // the control worker is created after this feature (its bank takes the gains restored here)
         control: { startTune: (loop) => ctx.control().startTune(loop), stopTune: (loop) => ctx.control().stopTune(loop), tuneState: (loop) => ctx.control().tuneState(loop) },
         layout,
-        loopConfig: (loop) => (layout.isPumpLoop(loop) ? ctx.config.control.pumpLoop : ctx.config.control.rackLoop),
+        loopConfig: (loop) => ctx.config.control[loopSection(layout.loopKind(loop))],
         outputs: () => ctx.outputs(),
         loopMode: (loop) => ctx.control().frames.loopMode[loop],
         podFailsafe: () => ctx.supervisor.mode === "Failsafe",

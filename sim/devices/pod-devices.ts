@@ -34,6 +34,9 @@ export interface CduContext extends PumpDrive {
   wd: Watchdog;
   /** pumps 2 and on (plant.pump.count), each with its own drive registers; pump 1's are the context's own */
   more: PumpDrive[];
+  /** the primary-side valve's command and its fail position while the lease is expired, % */
+  primaryCmdPct: number;
+  primaryFailPct: number;
 }
 
 export const CDU_STATUS = { RUNNING: 1, TRIPPED: 2, LEASE_EXPIRED: 4, LOW_LEVEL: 8, ENABLED: 16 } as const;
@@ -73,6 +76,9 @@ export function cduEntries(now: () => number): RegisterEntry<CduContext>[] {
     },
     { name: "hxDutyKw", table: "input", address: 15, ...f32, unit: "kW", description: "heat carried to the primary loop", read: (c) => c.cdu.hxDutyKw },
     ...Array.from({ length: MAX_PUMPS - 1 }, (_, k) => morePumpEntries(k, f32)).flat(),
+    { name: "primaryValveCommandPct", table: "holding", address: 18, ...f32, unit: "%", description: "primary-side (facility water) valve command: the exchanger's primary flow", read: (c) => c.primaryCmdPct, write: (c, v) => (c.primaryCmdPct = v) },
+    { name: "primaryFailValvePct", table: "holding", address: 20, ...f32, unit: "%", description: "primary-side valve position while the lease is expired (100: cooling fails open)", read: (c) => c.primaryFailPct, write: (c, v) => (c.primaryFailPct = v) },
+    { name: "primaryValvePct", table: "input", address: 23, ...f32, unit: "%", description: "primary-side valve position feedback", read: (c) => c.cdu.primaryValve.position },
   ];
 }
 
@@ -234,7 +240,7 @@ export const rackUnitId = (r: number): number => 10 + r + 1;
 
 export function createPodDevices(plant: PodPlant, d: DeviceDefaults, now: () => number, rng: Prng): PodDevices {
   const more = plant.cdu.pumps.slice(1).map((m): PumpDrive => ({ speedCmdPct: m.speedCmdPct, failSpeedPct: NaN, enable: m.enabled }));
-  const cduCtx: CduContext = { cdu: plant.cdu, plant, wd: new Watchdog(d.leaseMs), speedCmdPct: plant.cdu.pumps[0].speedCmdPct, failSpeedPct: d.failPumpPct, enable: true, more };
+  const cduCtx: CduContext = { cdu: plant.cdu, plant, wd: new Watchdog(d.leaseMs), speedCmdPct: plant.cdu.pumps[0].speedCmdPct, failSpeedPct: d.failPumpPct, enable: true, more, primaryCmdPct: 100, primaryFailPct: 100 };
   const cdu = new FieldDevice("cdu", 1, cduEntries(now), cduCtx, now, rng);
   const racks = plant.racks.map(
     (rack, r) =>
@@ -258,6 +264,7 @@ export function createPodDevices(plant: PodPlant, d: DeviceDefaults, now: () => 
       m.speedCmdPct = fail ? drive.failSpeedPct : drive.speedCmdPct;
       m.enabled = fail ? true : drive.enable;
     });
+    plant.cdu.primaryValve.command = Math.min(Math.max(cduSafe ? c.primaryFailPct : c.primaryCmdPct, 0), 100);
     for (const dev of racks) {
       const x = dev.ctx;
       const safe = x.wd.expired(t);

@@ -16,7 +16,8 @@ export interface PlantParams {
   primarySupplyTempC: number;
   /** `count` identical pumps in parallel (a lead and its standbys); pump 1 starts at initialSpeedPct, the others stopped */
   pump: { count?: number; shutoffKpa: number; resistanceKpaPerLpm2: number; rampPctPerS: number; initialSpeedPct: number };
-  hx: { effectiveness: number; timeConstantS: number };
+  /** effectiveness with the primary valve open; the valve strokes in primaryValveStrokeS (default 30 s) */
+  hx: { effectiveness: number; timeConstantS: number; primaryValveStrokeS?: number };
   valve: { characteristic: ValveCharacteristic; strokeTimeS: number; kvMax: number; initialPct: number };
   isolationValve: { strokeTimeS: number };
   rack: { thermalMassKjPerK: number; pipeVolumeL: number; gpuThermalResistanceKPerKw: number; gpuThrottleC: number };
@@ -26,6 +27,16 @@ export interface PlantParams {
   load: LoadProfile;
   /** per rack, over `load` */
   rackLoads?: LoadProfile[];
+}
+
+/**
+ * The share of the exchanger's full effectiveness at a primary valve position: the primary flow
+ * follows the valve (linear), and the exchanger's NTU rises with it and saturates, as
+ * 1 − e^(−3x) does: a quarter open gives 59 %, half 82 %, fully open exactly 1.
+ */
+export function primaryShare(positionPct: number): number {
+  const x = Math.min(Math.max(positionPct / 100, 0), 1);
+  return x >= 1 ? 1 : (1 - Math.exp(-3 * x)) / (1 - Math.exp(-3));
 }
 
 export type LeakState = "dry" | "wet" | "cable-fault";
@@ -91,6 +102,8 @@ export interface CduModel {
   supplyTempC: number;
   returnTempC: number;
   primarySupplyTempC: number;
+  /** the primary-side valve: the facility water through the exchanger (starts open) */
+  primaryValve: StrokedValve;
   hxDutyKw: number;
   reservoirL: number;
   loopPressureKpa: number;
@@ -124,6 +137,7 @@ export class PodPlant {
       supplyTempC: p.primarySupplyTempC + 2,
       returnTempC: p.primarySupplyTempC + 2,
       primarySupplyTempC: p.primarySupplyTempC,
+      primaryValve: new StrokedValve(p.hx.primaryValveStrokeS ?? 30, 100),
       hxDutyKw: 0,
       reservoirL: p.reservoir.volumeL,
       loopPressureKpa: p.reservoir.staticPressureKpa,
@@ -212,7 +226,8 @@ export class PodPlant {
 
     // CDU: mixed return through the heat exchanger to the primary loop
     if (cdu.totalFlowLpm > 1e-6) cdu.returnTempC = mixNum / cdu.totalFlowLpm;
-    const hxOutSs = cdu.returnTempC - p.hx.effectiveness * (cdu.returnTempC - cdu.primarySupplyTempC);
+    cdu.primaryValve.step(dt);
+    const hxOutSs = cdu.returnTempC - p.hx.effectiveness * primaryShare(cdu.primaryValve.position) * (cdu.returnTempC - cdu.primarySupplyTempC);
     const flowing = cdu.totalFlowLpm > 1e-6;
     if (flowing) cdu.supplyTempC += ((hxOutSs - cdu.supplyTempC) * dt) / p.hx.timeConstantS;
     cdu.hxDutyKw = volHeat * cdu.totalFlowLpm * (cdu.returnTempC - cdu.supplyTempC);

@@ -255,7 +255,7 @@ function setSession(s) {
     $("#tune-form").hidden = !can("tune");
     fill($("#tune-loop-select"), loops);
     const l = session.limits;
-    $("#envelope").textContent = `envelope: return temperature ${l.returnTempC.min}–${l.returnTempC.max} °C, pump dP ${l.dpKpa.min}–${l.dpKpa.max} kPa, setpoint lease at most ${l.maxLeaseS} s, rack valve ${l.rackOutputPct.min}–${l.rackOutputPct.max} %, pump ${l.pumpOutputPct.min}–${l.pumpOutputPct.max} %`;
+    $("#envelope").textContent = `envelope: return temperature ${l.returnTempC.min}–${l.returnTempC.max} °C, pump dP ${l.dpKpa.min}–${l.dpKpa.max} kPa, setpoint lease at most ${l.maxLeaseS} s, rack valve ${l.rackOutputPct.min}–${l.rackOutputPct.max} %, pump ${l.pumpOutputPct.min}–${l.pumpOutputPct.max} %${session.loops.some((x) => x.kind === "supply") ? `, supply temperature ${l.supplyTempC.min}–${l.supplyTempC.max} °C, primary valve ${l.supplyOutputPct.min}–${l.supplyOutputPct.max} %` : ""}`;
   }
   if (lastView !== null) drawAlarms(lastView);
 }

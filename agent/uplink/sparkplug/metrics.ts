@@ -63,7 +63,7 @@ export interface SparkplugModel {
 
 export interface ModelSource {
   racks: readonly Pick<RackConfig, "name" | "points">[];
-  cdu: Pick<CduConfig, "points">;
+  cdu: Pick<CduConfig, "points" | "supplyControl">;
   /** identity properties in the NBIRTH */
   identity: { version: string; configHash: string; site: string; pod: string };
 }
@@ -120,6 +120,14 @@ export function sparkplugModel(src: ModelSource): SparkplugModel {
     { ...pointMetric("Loop/dP", "kPa", src.cdu.points.dpKpa, "the secondary loop's differential pressure") },
     { name: "Loop/dP Setpoint", type: "Double", unit: "kPa", setpointLoop: "cdu.pump", description: "the pump loop's dP setpoint in force", read: (s) => good(s.status.pump.setpointKpa, s) },
     ...(src.cdu.points.supplyTempC === undefined ? [] : [pointMetric("Supply Temperature", "°C", src.cdu.points.supplyTempC, "the CDU's supply temperature")]),
+    // with cdu.supplyControl: the primary valve that holds it
+    ...(src.cdu.supplyControl === undefined
+      ? []
+      : [
+          { name: "Supply/Primary Valve Command", type: "Double", unit: "%", description: "the primary-side valve's command (cdu.supplyControl)", read: (s) => good(s.status.supply?.valvePct ?? NaN, s) },
+          { name: "Supply/Temperature Setpoint", type: "Double", unit: "°C", setpointLoop: "cdu.supply", description: "the supply-temperature loop's setpoint in force", read: (s) => good(s.status.supply?.setpointC ?? NaN, s) },
+          { name: "Supply/Mode", type: "String", description: "what holds the supply-temperature loop: LEAK, FAILSAFE, Tuning, Manual, Override, Auto", read: (s) => good(loopModeWord(s.status.supply?.loopStatus ?? 0), s) },
+        ] satisfies Omit<MetricDef, "alias">[]),
   ];
   const rack = (r: ModelSource["racks"][number], i: number): Omit<MetricDef, "alias">[] => {
     const st = (s: PodSample): PodStatus["racks"][number] => s.status.racks[i];
