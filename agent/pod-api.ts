@@ -37,8 +37,8 @@ export interface PodStatus {
   maintenance: boolean;
   racks: RackStatus[];
   pump: PumpStatus;
-  /** the CDU's supply-temperature loop, or null without cdu.supplyControl */
-  supply: SupplyStatus | null;
+  /** the CDU's supply-temperature loop; absent without cdu.supplyControl (so a pod without one says what it said before) */
+  supply?: SupplyStatus;
   /** alarms raised since the start, and those chattering now (supervisor.alarmChatter) */
   alarms: AlarmStats;
   /** cumulative since start, and `recent`: the same over the last supervisor.overrun.windowMs */

@@ -183,10 +183,10 @@ export function pumpStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewI
   };
 }
 
-/** The supply-temperature loop's status, or null without cdu.supplyControl. */
-export function supplyStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewInputs): SupplyStatus | null {
+/** The supply-temperature loop's status, or undefined without cdu.supplyControl. */
+export function supplyStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewInputs): SupplyStatus | undefined {
   const loop = lay.supplyLoop;
-  if (loop === undefined || pod.cdu.points.supplyTempC === undefined) return null;
+  if (loop === undefined || pod.cdu.points.supplyTempC === undefined) return undefined;
   return {
     valvePct: v.outputs?.loopOut[loop] ?? NaN,
     supplyTempC: v.value(pod.cdu.points.supplyTempC),

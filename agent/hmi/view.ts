@@ -167,7 +167,7 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
       hold: holdWords(r.loopStatus),
     })),
     loops: [...s.racks.map((r, i) => loop(layout.rackLoops[i], "rack", r.setpointC, r.returnTempC, r.valvePct, r.loopStatus)), loop(layout.pumpLoop, "pump", s.pump.setpointKpa, s.pump.dpKpa, s.pump.speedCmdPct, s.pump.loopStatus),
-      ...(s.supply === null || layout.supplyLoop === undefined ? [] : [loop(layout.supplyLoop, "supply", s.supply.setpointC, s.supply.supplyTempC, s.supply.valvePct, s.supply.loopStatus)]),
+      ...(s.supply === undefined || layout.supplyLoop === undefined ? [] : [loop(layout.supplyLoop, "supply", s.supply.setpointC, s.supply.supplyTempC, s.supply.valvePct, s.supply.loopStatus)]),
     ],
     alarms: alarmOrder(pod.activeAlarms()).map((a) => ({
       id: a.id,

@@ -6,7 +6,7 @@ import { monoMs } from "../../lib/clock.js";
 import type { Point, PointStore } from "../../lib/points.js";
 import { leaseFailWrites } from "../../pod/fail-safe.js";
 import type { PodLayout } from "../../pod/layout.js";
-import { pumpStatus, supplyStatus, rackStatuses, type ValveHealthView } from "../../pod/status-view.js";
+import { pumpStatus, supplyStatus, rackStatuses, type SupplyStatus, type ValveHealthView } from "../../pod/status-view.js";
 import { qualityWords } from "../../pod/status-words.js";
 import { ACTUATOR_PASS_MS, PodWiring, type OutputSink, type PodDecisions } from "../../pod/wiring.js";
 import type { AgentConfig } from "../config/load.js";
@@ -258,7 +258,7 @@ export class PodLoop {
       maintenance: supervisor.maintenance,
       racks: rackStatuses(c, layout, view),
       pump: pumpStatus(c, layout, view),
-      supply: supplyStatus(c, layout, view),
+      ...optionalSupply(supplyStatus(c, layout, view)),
       alarms: supervisor.alarms.stats(),
       control: {
         ticks: ct.ticks,
@@ -279,4 +279,9 @@ export class PodLoop {
     const ct = this.p.control();
     return { ticks: ct.ticks, urgentTicks: ct.urgentTicks, overruns: ct.overruns, maxLatenessUs: ct.maxLatenessUs, lateness: ct.latenessHistogram(), recent: this.tickWindow.recent(), failsafeEntries: ct.failsafeEntries, actuatorPassLateness: this.passLateness.histogram };
   }
+}
+
+/** The supply loop's status as a key of the pod's, only where there is one. */
+function optionalSupply(supply: SupplyStatus | undefined): { supply?: SupplyStatus } {
+  return supply === undefined ? {} : { supply };
 }
