@@ -1,10 +1,12 @@
 // The Sparkplug edge node's parts that need no broker: the metric model and its aliases, the
-// quality mapping, device death, the stored-data bound, the payload codec round trip, and the
-// config checks. The protocol itself is tested end to end in sparkplug.test.ts.
+// quality mapping, device death, the stored-data bound, the payload codec round trip, the
+// birth's properties, the points' resolution, the diagnostics' deadbands, and the config checks. The protocol itself is tested end to end in sparkplug.test.ts.
 import { describe, expect, it } from "vitest";
 import { validateAgentConfig } from "../agent/config/load.js";
 import { DataHistory } from "../agent/uplink/sparkplug/history.js";
-import { deviceLost, modelSourceOf, sparkplugModel } from "../agent/uplink/sparkplug/metrics.js";
+import { MetricReports } from "../agent/uplink/sparkplug/metric-reports.js";
+import { modbusResolution } from "../agent/uplink/sparkplug/model-source.js";
+import { deviceLost, modelSourceOf, sparkplugModel, type PodSample } from "../agent/uplink/sparkplug/metrics.js";
 import { decodePayload, encodePayload, longToNumber, metricQuality, sparkplugQuality, SPARKPLUG_QUALITY } from "../agent/uplink/sparkplug/payload.js";
 import { demoAgentConfig, demoConfigData } from "../cli/demo-config.js";
 import type { Point, Quality } from "../lib/points.js";
@@ -22,6 +24,50 @@ describe("Sparkplug metric model", () => {
     expect(m.devices.map((d) => d.id)).toEqual(["CDU", ...demoAgentConfig().racks.map((r) => r.name)]);
     // within a device, names are unique: a host addresses DCMDs by them
     for (const d of m.devices) expect(new Set(d.metrics.map((x) => x.name)).size).toBe(d.metrics.length);
+  });
+
+  it("publishes every point the pod reads: under the rack or the CDU whose field device it is on, else the node's", () => {
+    const m = model();
+    const names = (id: string): string[] => (id === "node" ? m.node : m.devices.find((d) => d.id === id)!.metrics).map((x) => x.name);
+    expect(names("CDU")).toEqual(expect.arrayContaining(["Field/returnTempC", "Field/totalFlowLpm", "Field/reservoirPct", "Field/pumpSpeedPct", "Field/pump2Running"]));
+    expect(names("rack-1")).toEqual(expect.arrayContaining(["Field/gpuTempC", "Field/leakState"]));
+    // every point once as a Field/ metric unless a named metric carries it already
+    const published = new Set([...m.node, ...m.devices.flatMap((d) => d.metrics)].map((x) => x.pointId).filter((id) => id !== undefined));
+    const c = demoAgentConfig();
+    expect([...published].sort()).toEqual(c.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)).sort());
+    expect([...m.node, ...m.devices.flatMap((d) => d.metrics)].filter((x) => x.name.startsWith("Field/") && x.pointId === c.cdu.points.dpKpa)).toEqual([]);
+  });
+
+  it("carries each range and whether it takes a write: engLow and engHigh, readOnly", () => {
+    const c = demoAgentConfig((d) => (d.uplink = { url: "mqtt://127.0.0.1:1", sparkplug: { enabled: true, writableSetpoints: ["rack-2.valve"] } }));
+    const m = sparkplugModel(modelSourceOf(c, "hash", "1.2.3"));
+    const metric = (device: string, name: string) => m.devices.find((d) => d.id === device)!.metrics.find((x) => x.name === name)!;
+    expect(metric("rack-2", "Return Temperature Setpoint")).toMatchObject({ range: { low: 35, high: 55 }, writable: true });
+    expect(metric("rack-1", "Return Temperature Setpoint")).toMatchObject({ range: { low: 35, high: 55 }, writable: false });
+    expect(metric("CDU", "Loop/dP Setpoint")).toMatchObject({ range: { low: 60, high: 200 }, writable: false });
+    expect(metric("rack-1", "Return Temperature")).toMatchObject({ range: { low: 0, high: 95 } });
+    expect(metric("rack-1", "Flow")).toMatchObject({ range: { low: 0, high: 1000 } });
+    // and the birth says so, as §6.4.7's properties
+    const reports = new MetricReports(c.uplink!.exception);
+    const sample = { points: new Map(), wallMs: 0, monoMs: 0, status: { racks: [{}, { setpointC: 44 }] } } as unknown as PodSample;
+    expect(reports.birth(metric("rack-2", "Return Temperature Setpoint"), sample).properties).toMatchObject({ engUnit: { value: "°C" }, engLow: { value: 35 }, engHigh: { value: 55 }, readOnly: { value: false } });
+    expect(reports.birth(metric("rack-2", "Isolation/State"), { ...sample, status: { racks: [{}, { isolation: "Normal" }] } } as unknown as PodSample).properties).toMatchObject({ readOnly: { value: true } });
+  });
+
+  it("rounds a point to its source's resolution, and holds a diagnostic within its deadband", () => {
+    expect(modbusResolution({ type: "f32", scale: 1 })(Math.fround(117.6))).toBe(117.6);
+    expect(Math.fround(117.6)).not.toBe(117.6);
+    expect(modbusResolution({ type: "i16", scale: 0.01 })(4567 * 0.01)).toBe(45.67);
+    expect(modbusResolution({ type: "u16", scale: 0.1 })(3 * 0.1)).toBe(0.3);
+    expect(modbusResolution({ type: "u16", scale: 1 })(12)).toBe(12);
+    expect(modbusResolution({ type: "f64", scale: 1 })(0.1 + 0.2)).toBe(0.1 + 0.2);
+    const m = model();
+    const spool = m.node.find((x) => x.name === "Uplink/Spool Depth")!;
+    const reports = new MetricReports({ ...demoAgentConfig().uplink?.exception, checkMs: 100, defaultDeadband: 0, deadbands: {} } as never);
+    const at = (n: number) => ({ uplinkSpool: n, wallMs: 0 }) as unknown as PodSample;
+    reports.birth(spool, at(0));
+    // the spool's 0/1 at every event is not news; a backlog is
+    expect([1, 0, 1, 10, 11, 3, 0].map((n) => reports.changed([spool], at(n)).length)).toEqual([0, 0, 0, 0, 1, 0, 1]);
   });
 
   it("maps point qualities to Sparkplug's: unreadable is STALE, read-but-wrong is BAD", () => {

@@ -3,12 +3,14 @@
 // Tahu's decoder, state tracked as a primary host would). Each rule the host checks is listed
 // with its section in docs/sparkplug.md, beside the test here that exercises it.
 import { rmSync, writeFileSync } from "node:fs";
+import { Writable } from "node:stream";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../tooling/free-port.js";
 import { Mosquitto } from "../tooling/mosquitto-process.js";
 import { SparkplugHost } from "../tooling/sparkplug-host.js";
+import { sparkplugWatch } from "../cli/sparkplug-watch.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { startDaemon, type Daemon, untilRunning } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
@@ -100,6 +102,20 @@ describe("Sparkplug B edge node (daemon, mosquitto, Tahu host)", () => {
     expect(ret.type).toBe("Double");
     expect(ret.properties?.engUnit?.value).toBe("°C");
     expect(ret.properties?.Quality?.value).toBeDefined();
+    // the range and the write a host may offer: only the loop opted in takes one, within its envelope
+    const prop = (device: string, name: string, key: string): unknown =>
+      (h.messages.find((m) => m.verb === "DBIRTH" && m.device === device)!.payload.metrics!.find((m) => m.name === name)!.properties as Record<string, { value?: unknown }>)[key]?.value;
+    expect([prop("rack-2", "Return Temperature Setpoint", "readOnly"), prop("rack-2", "Return Temperature Setpoint", "engLow"), prop("rack-2", "Return Temperature Setpoint", "engHigh")]).toEqual([false, 35, 55]);
+    expect([prop("rack-1", "Return Temperature Setpoint", "readOnly"), prop("rack-1", "Return Temperature", "readOnly"), prop("rack-1", "Return Temperature", "engHigh")]).toEqual([true, true, 95]);
+    // every point the pod reads, each at its source's resolution (an f32 at 7 significant digits)
+    const cduBirth = h.messages.find((m) => m.verb === "DBIRTH" && m.device === "CDU")!.payload.metrics!;
+    expect(cduBirth.map((m) => m.name)).toEqual(expect.arrayContaining(["Field/returnTempC", "Field/totalFlowLpm", "Field/reservoirPct"]));
+    for (const name of ["Loop/dP", "Field/returnTempC", "Field/totalFlowLpm"]) {
+      // read as the host has it (a birth at the start may carry a point not read yet: null)
+      await waitFor(() => typeof h.value("CDU", name)?.value === "number", `${name} read`, 10_000);
+      const v = h.value("CDU", name)!.value as number;
+      expect(Number(v.toPrecision(7)), name).toBe(v);
+    }
 
     // refreshMs: a metric that never changes comes again in DATA, with every other
     await waitFor(() => h.updates.some((u) => u.verb === "DDATA" && u.device === "rack-1" && u.name === "Isolation/By Operator"), "a full refresh", 5000);
@@ -114,6 +130,16 @@ describe("Sparkplug B edge node (daemon, mosquitto, Tahu host)", () => {
     await h.rebirth();
     await waitFor(() => h.count("NBIRTH") === 2 && h.count("DBIRTH") >= dbirths + DEVICES, "rebirth", 10_000);
     expect(h.births[1]).toBe(first);
+    // a flood of requests: one rebirth per rebirthMinMs (2 s), the rest folded into the next
+    // (maxCommandsPerS, 10, takes about half of them; the rest are dropped unread)
+    const metric = async (re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())?.[1] ?? NaN);
+    const taken = /^podwarden_sparkplug_commands_total\{result="rebirths"\} (\d+)$/m;
+    const takenBefore = await metric(taken);
+    for (let i = 0; i < 20; i++) await h.rebirth();
+    await waitFor(async () => (await metric(/^podwarden_sparkplug_rebirths_folded_total (\d+)$/m)) >= 5, "the requests folded", 10_000, 200);
+    await waitFor(() => h.count("NBIRTH") >= 3, "the folded rebirth", 10_000);
+    expect((await metric(taken)) - takenBefore).toBeGreaterThanOrEqual(6);
+    expect(h.count("NBIRTH")).toBeLessThanOrEqual(4);
 
     // writes are refused (unsigned) and audited; garbage is refused, never decoded into anything
     await h.command("rack-1", [{ name: "Return Temperature Setpoint", type: "Double", value: 40 }]);
@@ -141,9 +167,10 @@ describe("Sparkplug B edge node (daemon, mosquitto, Tahu host)", () => {
     await waitFor(() => h.count("DBIRTH", "rack-3") > r3 && h.devices.get("rack-3") === true, "DBIRTH rack-3", 15_000);
 
     // the broker restarts: a new session, the next bdSeq
+    const k = h.births.length; // the births of the session so far
     await broker.restart();
-    await waitFor(() => h.births.length === 3, "NBIRTH after the broker's restart", 20_000);
-    expect(ahead(h.births[2], first)).toBe(true);
+    await waitFor(() => h.births.length === k + 1, "NBIRTH after the broker's restart", 20_000);
+    expect(ahead(h.births[k], first)).toBe(true);
 
     // SIGKILL: the broker sends the Will, whose bdSeq is the session's; a restart goes on from it
     // (a Will may also have come as the broker went down: the host checks every NDEATH's bdSeq
@@ -151,11 +178,11 @@ describe("Sparkplug B edge node (daemon, mosquitto, Tahu host)", () => {
     d.child.kill("SIGKILL");
     const deathsBefore = h.deaths.length;
     await waitFor(() => h.deaths.length > deathsBefore, "NDEATH (the Will)", 10_000);
-    expect(h.deaths.at(-1)).toBe(h.births[2]);
+    expect(h.deaths.at(-1)).toBe(h.births[k]);
     expect(h.online).toBe(false);
     d = await launch(file);
-    await waitFor(() => h.births.length === 4, "NBIRTH after the restart", 20_000);
-    expect(ahead(h.births[3], h.births[2])).toBe(true);
+    await waitFor(() => h.births.length === k + 2, "NBIRTH after the restart", 20_000);
+    expect(ahead(h.births[k + 1], h.births[k])).toBe(true);
 
     // the edge node's figures on /metrics
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -166,9 +193,33 @@ describe("Sparkplug B edge node (daemon, mosquitto, Tahu host)", () => {
     d.child.kill("SIGTERM");
     expect(await d.exit).toBe(0);
     await waitFor(() => h.deaths.length >= 2, "NDEATH on stop", 5000);
-    expect(h.deaths.at(-1)).toBe(h.births[3]);
+    expect(h.deaths.at(-1)).toBe(h.births[k + 1]);
     expect(h.violations).toEqual([]);
   }, 180_000);
+
+  it("sparkplug-watch started mid-session asks the node for a rebirth, and then names what it shows", async () => {
+    const pod = `${TEST_POD}-spw`;
+    const h = await host(pod);
+    await launch(configFile(pod, {}));
+    await waitFor(() => h.count("NBIRTH") === 1 && h.count("DBIRTH") === DEVICES, "births", 15_000);
+    let text = "";
+    const out = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        text += chunk.toString();
+        done();
+      },
+    });
+    // the watch has seen no birth: the first DATA it meets carries aliases it cannot name
+    const stop = new AbortController();
+    const watching = sparkplugWatch({ url: broker.url, group: h.group, node: pod, out, signal: stop.signal });
+    await waitFor(() => h.count("NBIRTH") === 2, "the rebirth the watch asked for", 15_000);
+    await waitFor(() => /^DDATA [^ ]+\/rack-\d .*(Return Temperature|Flow|Valve\/Command)=/m.test(text), "DATA named by the births", 15_000);
+    expect(text).toMatch(new RegExp(`aliases not seen born: asked ${pod} for a rebirth`));
+    expect(text).toMatch(/^NBIRTH /m);
+    stop.abort();
+    expect(await watching).toBeGreaterThan(DEVICES);
+    expect(h.violations).toEqual([]);
+  }, 60_000);
 
   it("with a primary host: births wait for its STATE; offline ends the session; data is stored and replayed historical on its return", async () => {
     const pod = `${TEST_POD}-sph`;

@@ -125,6 +125,7 @@ export function sparkplugMetrics(r: Registry, sp: () => SparkplugStats | null): 
   one("counter", "podwarden_sparkplug_messages_total", "Sparkplug messages published (births, data, deaths)", (s) => s.messages);
   one("counter", "podwarden_sparkplug_bytes_total", "Sparkplug payload bytes published", (s) => s.bytes);
   one("gauge", "podwarden_sparkplug_stored_messages", "DATA messages stored while there is no session, to be replayed historical", (s) => s.stored);
+  one("counter", "podwarden_sparkplug_rebirths_folded_total", "rebirth requests folded into a later rebirth (uplink.sparkplug.rebirthMinMs)", (s) => s.rebirthsFolded);
   one("counter", "podwarden_sparkplug_stored_dropped_total", "stored DATA messages dropped past uplink.sparkplug.maxStoredMessages", (s) => s.dropped);
   new Counter({
     name: "podwarden_sparkplug_commands_total",

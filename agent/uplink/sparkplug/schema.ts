@@ -15,8 +15,9 @@ export const SPARKPLUG_SCHEMA = obj(
     primaryHostId: optional(str("primary host application id: births wait until spBv1.0/STATE/<id> says online, and data is stored while it is offline and replayed as historical", SPARKPLUG_ID)),
     refreshMs: int(0, 86_400_000, 0, "a full NDATA/DDATA refresh of every metric this often, ms (0: by exception only)"),
     maxStoredMessages: int(0, 1_000_000, 10_000, "DATA messages kept while there is no Sparkplug session (broker or primary host away), replayed as historical; the oldest go first beyond it, and the metric Sparkplug/Dropped Messages counts them"),
+    rebirthMinMs: int(0, 600_000, 2000, "at most one rebirth per this long, ms: the requests within it are folded into one rebirth at its end (a host that floods Node Control/Rebirth does not flood the broker with births)"),
     maxCommandsPerS: int(1, 1000, 10, "NCMD and DCMD messages taken per second, counted before they are decoded; beyond it they are dropped unread and counted"),
-    writableSetpoints: arr(str("a loop name: <rack>.valve or cdu.pump", { pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$", maxLength: 80 }), "loops whose setpoint a DCMD may write (Sparkplug commands are unsigned: empty, the default, refuses every write; docs/sparkplug.md says what opting in risks)", {
+    writableSetpoints: arr(str("a loop name: <rack>.valve, cdu.pump, or cdu.supply with cdu.supplyControl", { pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$", maxLength: 80 }), "loops whose setpoint a DCMD may write (Sparkplug commands are unsigned: empty, the default, refuses every write; docs/sparkplug.md says what opting in risks)", {
       default: [],
       uniqueItems: true,
       maxItems: 64,
