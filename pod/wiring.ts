@@ -191,8 +191,8 @@ export class PodWiring {
     this.writeIsolation(o, sink);
     this.writePower(o, d, sink);
     for (let i = 0; i < racks.length; i++) set(racks[i].outputs.valve, tenth(o.loopOut[lay.rackLoops[i]]));
-    // a pump that stands by is sent 0 and its enable off; with no run decision (the leak thread's
-    // view of the decisions has none) the lone pump or the first runs
+    // a pump that stands by is sent 0 and its enable off; with no run decision for it (decisions
+    // made before pump duty, as an old flight recording's) the lone pump or the first runs
     this.pumps.forEach((p, i) => {
       const run = d.pumpRun[i] ?? i === 0;
       set(p.speed, run ? tenth(o.loopOut[lay.pumpLoop]) : 0);

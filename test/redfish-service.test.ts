@@ -16,6 +16,7 @@ import { stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { freePort } from "../tooling/free-port.js";
 import { tempDir } from "./helpers/temp-dirs.js";
+import { links } from "../agent/redfish/service-documents.js";
 
 // From DMTF's JSON schemas (DSP8010, Redfish-Publications): the properties each type requires,
 // and the enumerations of the properties served
@@ -40,17 +41,6 @@ const ENUMS: Record<string, string[]> = {
 
 type Json = Record<string, unknown>;
 
-/** Every @odata.id a resource links to (in nested objects and arrays too), its own excepted. */
-function links(r: unknown, own: string, out: string[] = []): string[] {
-  if (Array.isArray(r)) for (const x of r) links(x, own, out);
-  else if (r !== null && typeof r === "object") {
-    for (const [k, v] of Object.entries(r)) {
-      if (k === "@odata.id" && typeof v === "string" && v !== own) out.push(v);
-      else links(v, own, out);
-    }
-  }
-  return out;
-}
 
 /** Enumerated values anywhere in the resource that are not DMTF's words. */
 function badEnums(r: unknown, at = ""): string[] {
@@ -160,6 +150,45 @@ describe("the pod as a Redfish cooling unit", () => {
     t.sim.inject({ leak: "rack-3", state: "dry" });
   }, 60_000);
 
+  it("serves DSP0266's service documents, an ETag on every resource, and 501 for a query it does not carry out", async () => {
+    const pod = agent.identity.pod;
+    // the OData service document: the service root's top-level resources
+    const odata = await get("/redfish/v1/odata");
+    expect(odata.status).toBe(200);
+    expect(odata.body["@odata.context"]).toBe("/redfish/v1/$metadata");
+    expect(odata.body.value).toEqual(expect.arrayContaining([{ name: "Service", kind: "Singleton", url: "/redfish/v1/" }, { name: "ThermalEquipment", kind: "Singleton", url: "/redfish/v1/ThermalEquipment" }]));
+    // $metadata: a reference to the DMTF schema of every type served, by namespace
+    const meta = await fetch(`${base}/redfish/v1/$metadata`);
+    expect(meta.headers.get("content-type")).toMatch(/^application\/xml/);
+    const xml = await meta.text();
+    expect(xml).toMatch(/<EntityContainer Name="Service" Extends="ServiceRoot\.v1_20_0\.ServiceContainer"\/>/);
+    for (const type of ["#CoolingUnit.v1_5_0.CoolingUnit", "#Pump.v1_2_0.Pump", "#CoolingLoop.v1_1_0.CoolingLoop", "#LeakDetectorCollection.LeakDetectorCollection"]) {
+      const [schema, version] = type.slice(1).split(".");
+      expect(xml).toContain(`<edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/${schema}_v1.xml">`);
+      expect(xml).toContain(`<edmx:Include Namespace="${version.startsWith("v") ? `${schema}.${version}` : schema}"/>`);
+    }
+    // an ETag on every resource; If-None-Match with it: 304, nothing sent
+    const cdu = `/redfish/v1/ThermalEquipment/CDUs/${pod}/Pumps/2`;
+    const first = await fetch(`${base}${cdu}`);
+    const etag = first.headers.get("etag")!;
+    expect(etag).toMatch(/^W\/"[0-9a-f]{16}"$/);
+    const again = await fetch(`${base}${cdu}`, { headers: { "if-none-match": etag } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe("");
+    expect((await fetch(`${base}${cdu}`, { headers: { "if-none-match": 'W/"0000000000000000"' } })).status).toBe(200);
+    // the query parameters it does not carry out: 501, as ProtocolFeaturesSupported says; others are ignored
+    for (const q of ["$expand=.", "$select=Name", "$filter=Id eq '1'", "$top=1", "only"]) {
+      const r = await get(`/redfish/v1/ThermalEquipment?${q}`);
+      expect(r.status, q).toBe(501);
+      expect((r.body as { error: { code: string } }).error.code).toMatch(/\.QueryNotSupported$/);
+    }
+    expect((await get("/redfish/v1/ThermalEquipment?view=1")).status).toBe(200);
+    expect((await get("/redfish/v1")).body.ProtocolFeaturesSupported).toMatchObject({ SelectQuery: false, ExpandQuery: { ExpandAll: false } });
+    // honest semantics: the loop's one chassis link; no PowerWatts for a CDU whose draw nothing meters
+    expect((await get(`/redfish/v1/ThermalEquipment/CoolingLoops/${pod}-secondary`)).body.Links).toEqual({ Chassis: { "@odata.id": `/redfish/v1/Chassis/${pod}` } });
+    expect((await get(`/redfish/v1/ThermalEquipment/CDUs/${pod}/EnvironmentMetrics`)).body).not.toHaveProperty("PowerWatts");
+  });
+
   it("is read-only, bounded, and with a users file asks for Basic authentication beyond the service root", async () => {
     for (const method of ["POST", "PATCH", "PUT", "DELETE"]) {
       const r = await get("/redfish/v1/ThermalEquipment", { method, body: "{}" });
@@ -176,7 +205,8 @@ describe("the pod as a Redfish cooling unit", () => {
     const url = `http://127.0.0.1:${await locked.listen()}`;
     const basic = (user: string, pw: string): RequestInit => ({ headers: { authorization: `Basic ${Buffer.from(`${user}:${pw}`).toString("base64")}` } });
     try {
-      expect((await fetch(`${url}/redfish/v1`)).status).toBe(200); // the service root stays open
+      // the service root and DSP0266's two service documents stay open
+      for (const open of ["/redfish/v1", "/redfish/v1/odata", "/redfish/v1/$metadata"]) expect((await fetch(`${url}${open}`)).status, open).toBe(200);
       const no = await fetch(`${url}/redfish/v1/ThermalEquipment`);
       expect(no.status).toBe(401);
       expect(no.headers.get("www-authenticate")).toMatch(/^Basic /);

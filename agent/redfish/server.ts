@@ -1,7 +1,9 @@
 // The pod as a Redfish service, read-only (docs/redfish.md): GET and HEAD on the tree of
-// tree.ts, bounded before anything is looked at (the request rate, the header bytes, the URL),
-// with HTTP Basic authentication against the HMI's users file when one is configured (the
-// service root stays open, as Redfish requires). Every other method is refused with 405.
+// tree.ts and DSP0266's two service documents (service-documents.ts), bounded before anything is
+// looked at (the request rate, the header bytes, the URL), with HTTP Basic authentication against
+// the HMI's users file when one is configured (the service root, $metadata and odata stay open, as
+// Redfish requires). Every other method is refused with 405; a query it does not support, 501.
+// Each resource carries an ETag, and a GET whose If-None-Match names it is answered 304.
 import { createHash } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { boundedServer, closeHttp, listenHttp } from "../../lib/http-server.js";
@@ -9,6 +11,7 @@ import { LoginLimiter } from "../hmi/login-limiter.js";
 import { PasswordBusyError, UsersFile, verifyPassword } from "../hmi/users.js";
 import type { RedfishConfig } from "./schema.js";
 import { connectionLimits } from "../hmi/schema.js";
+import { metadataDocument, odataDocument, servedTypes } from "./service-documents.js";
 import { RedfishTree, ROOT, type RedfishSource } from "./tree.js";
 
 const MAX_HEADER_BYTES = 8 * 1024;
@@ -31,10 +34,26 @@ function error(res: ServerResponse, status: number, code: string, message: strin
   send(res, status, { error: { code: `Base.1.19.${code}`, message } }, { ...headers, connection: "close" });
 }
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = Buffer.from(JSON.stringify(body));
-  res.writeHead(status, { "odata-version": "4.0", "cache-control": "no-store", "x-content-type-options": "nosniff", ...headers, "content-type": "application/json;charset=utf-8", "content-length": text.length });
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, contentType = "application/json;charset=utf-8"): void {
+  const text = Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
+  res.writeHead(status, { "odata-version": "4.0", "cache-control": "no-store", "x-content-type-options": "nosniff", ...headers, "content-type": contentType, "content-length": text.length });
   res.end(text);
+}
+
+/** A weak ETag of a representation: it changes whenever a byte of the body does. */
+const etagOf = (body: string): string => `W/"${createHash("sha256").update(body).digest("hex").slice(0, 16)}"`;
+
+/**
+ * The query parameters this service does not carry out (ProtocolFeaturesSupported says so):
+ * DSP0266 has a service answer 501 rather than ignore one and return what was not asked for.
+ */
+export function unsupportedQuery(url: string): string | null {
+  const q = url.indexOf("?");
+  if (q < 0) return null;
+  for (const key of new URLSearchParams(url.slice(q + 1)).keys()) {
+    if (key.startsWith("$") || key === "only" || key === "excerpt" || key === "includeoriginofcondition") return key;
+  }
+  return null;
 }
 
 export class RedfishServer {
@@ -51,6 +70,8 @@ export class RedfishServer {
   private readonly verified = new Map<string, number>();
   private readonly counts: RedfishStats = { requests: 0, limited: 0, unauthorized: 0 };
   private readonly usersFile: UsersFile | null;
+  /** $metadata, computed from the served tree at its first request (a reload's new tree, again) */
+  private metadata: string | null = null;
 
   constructor(
     src: RedfishSource,
@@ -64,6 +85,7 @@ export class RedfishServer {
   /** Follows a new agent after a reload replaced it. */
   attach(src: RedfishSource): void {
     this.tree = new RedfishTree(src);
+    this.metadata = null;
   }
 
   async listen(): Promise<number> {
@@ -95,7 +117,9 @@ export class RedfishServer {
     } catch {
       return error(res, 400, "MalformedJSON", "the URL's percent-encoding is malformed");
     }
-    const open = path === "/redfish" || path === "/redfish/" || path === ROOT || path === `${ROOT}/`;
+    const unsupported = unsupportedQuery(url);
+    if (unsupported !== null) return error(res, 501, "QueryNotSupported", `the query parameter ${unsupported.slice(0, 40)} is not supported (ProtocolFeaturesSupported in the service root)`);
+    const open = path === "/redfish" || path === "/redfish/" || path === ROOT || path === `${ROOT}/` || path === `${ROOT}/odata` || path === `${ROOT}/$metadata`;
     if (!open && this.usersFile !== null) {
       const auth = await this.authorized(req, this.usersFile);
       if (auth !== "ok") this.counts.unauthorized++;
@@ -103,9 +127,19 @@ export class RedfishServer {
       if (auth === "busy") return error(res, 503, "ServiceTemporarilyUnavailable", "too many password checks at once: try again shortly", { "retry-after": "1" });
       if (auth === "no") return error(res, 401, "InsufficientPrivilege", "HTTP Basic authentication with a user of the users file is needed", { "www-authenticate": 'Basic realm="podwarden"' });
     }
-    const resource = this.tree.get(path);
+    if (path === `${ROOT}/$metadata`) {
+      this.metadata ??= metadataDocument(servedTypes(this.tree));
+      return send(res, 200, this.metadata, {}, "application/xml;charset=utf-8");
+    }
+    const resource = path === `${ROOT}/odata` ? odataDocument(this.tree.get(ROOT) ?? {}) : this.tree.get(path);
     if (resource === null) return error(res, 404, "ResourceNotFound", `no resource at ${path.slice(0, 200)}`);
-    send(res, 200, resource);
+    const body = JSON.stringify(resource);
+    const etag = etagOf(body);
+    if (req.headers["if-none-match"]?.split(",").some((t) => t.trim() === etag) === true) {
+      res.writeHead(304, { "odata-version": "4.0", etag, "cache-control": "no-store" });
+      return void res.end();
+    }
+    send(res, 200, body, { etag });
   }
 
   /**

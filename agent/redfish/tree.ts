@@ -93,7 +93,8 @@ export class RedfishTree {
           SupplyEquipmentNames: [this.cduId],
           ConsumingEquipmentNames: racks.map((r) => r.name),
           Status: podStatus(status, worst(leakHealth)),
-          Links: { Chassis: [link(`${ROOT}/Chassis/${this.cduId}`)] },
+          // one link: CoolingLoop's Links.Chassis is a single reference (DMTF's validator failed the array)
+          Links: { Chassis: link(`${ROOT}/Chassis/${this.cduId}`) },
         };
       case this.cdu:
         return {
@@ -146,8 +147,10 @@ export class RedfishTree {
         return {
           ...this.head(p, "EnvironmentMetrics.v1_5_0.EnvironmentMetrics", "EnvironmentMetrics", `Environment metrics of CDU ${this.cduId}`),
           ...(this.src.cdu.points.supplyTempC === undefined ? {} : { TemperatureCelsius: sensor(at(this.src.cdu.points.supplyTempC)) }),
-          PowerWatts: sensor(status.racks.reduce((a, r) => a + (r.powerKw ?? 0), 0) * 1000),
-          Description: "TemperatureCelsius: the CDU's supply temperature; PowerWatts: the IT load it cools (the racks' good power readings)",
+          // no PowerWatts: it is the CDU's own electrical draw, which nothing here meters (it once
+          // carried the IT load cooled, which a DCIM tool reads as the CDU's draw); the heat each
+          // rack gives the loop is its secondary connector's HeatRemovedkW
+          Description: "TemperatureCelsius: the CDU's supply temperature. The CDU's own power is not metered; the heat removed is each secondary connector's HeatRemovedkW",
         };
     }
     const rackAt = (prefix: string): number => (sub.startsWith(prefix) ? racks.findIndex((r) => r.name === sub.slice(prefix.length)) : -1);
@@ -201,6 +204,15 @@ export class RedfishTree {
       Chassis: link(`${ROOT}/Chassis`),
       SessionService: link(`${ROOT}/SessionService`),
       Links: { Sessions: link(`${ROOT}/SessionService/Sessions`) },
+      // read-only, and no query is carried out: each is answered 501 (server.ts)
+      ProtocolFeaturesSupported: {
+        ExpandQuery: { ExpandAll: false, Levels: false, Links: false, NoLinks: false },
+        SelectQuery: false,
+        FilterQuery: false,
+        OnlyMemberQuery: false,
+        ExcerptQuery: false,
+        TopSkipQuery: false,
+      },
     };
   }
 
