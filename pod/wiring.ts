@@ -56,7 +56,7 @@ export interface WiringOptions {
 }
 
 /** A command value as the devices are sent it: 0.1 of a unit, so noise in the 15th digit is not a new write. */
-const tenth = (v: number): number => Math.round(v * 10) / 10;
+export const tenth = (v: number): number => Math.round(v * 10) / 10;
 
 export class PodWiring {
   private readonly routes = new Map<string, number[]>();

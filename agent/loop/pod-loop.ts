@@ -18,7 +18,7 @@ import type { PodDiagnostics, PodStatus } from "../pod-api.js";
 import type { PodFeature } from "../pod-context.js";
 import type { ProblemRegistry } from "../problems.js";
 import type { Reading, Supervisor } from "../supervisor/supervisor.js";
-import { cduPumps } from "../../pod/pumps.js";
+import { cduPumps, type PumpSpec } from "../../pod/pumps.js";
 import type { FieldIo } from "./field-io.js";
 import type { LeakPath } from "./leak-path.js";
 
@@ -54,7 +54,11 @@ export class PodLoop {
   private running = false;
   private stopping = false;
 
+  /** the CDU's pumps (their status inputs), read each supervisor pass */
+  private readonly pumps: PumpSpec[];
+
   constructor(private readonly p: PodLoopParts) {
+    this.pumps = cduPumps(p.config.cdu);
     this.decisions = p.wiring.initialDecisions(p.supervisor.pumpDuty?.lead ?? 0);
     this.tickWindow = new TickWindow(p.config.supervisor.overrun.windowMs);
     this.leaseFail = leaseFailWrites(p.config);
@@ -202,7 +206,7 @@ export class PodLoop {
       })),
       cduSupplyTempC: c.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
       cduDpKpa: this.reading(lay.cdu.dpKpa, c.cdu.points.dpKpa, o),
-      pumps: cduPumps(c.cdu).map((p, k) => {
+      pumps: this.pumps.map((p, k) => {
         const slots = lay.cdu.pumps[k];
         return {
           fault: p.fault === undefined || slots.fault === undefined ? undefined : this.reading(slots.fault, p.fault, o),

@@ -48,10 +48,13 @@ interface Failure {
 
 const HOUR_MS = 3_600_000;
 
+/** The rotation's slot at `wallMs`: rotateHours-long since the epoch (always 0 when it does not rotate). */
+const slotOf = (policy: Pick<PumpDutyPolicy, "rotateHours">, wallMs: number): number => (policy.rotateHours > 0 ? Math.floor(wallMs / (policy.rotateHours * HOUR_MS)) : 0);
+
 /** The pump that leads in the rotation's slot at `wallMs`, all pumps available. */
 export function slotLead(pumps: number, policy: Pick<PumpDutyPolicy, "rotateHours">, wallMs: number): number {
-  if (pumps <= 1 || policy.rotateHours <= 0) return 0;
-  const slot = Math.floor(wallMs / (policy.rotateHours * HOUR_MS));
+  if (pumps <= 1) return 0;
+  const slot = slotOf(policy, wallMs);
   return ((slot % pumps) + pumps) % pumps;
 }
 
@@ -77,7 +80,7 @@ export class PumpDuty {
     /** the lead to keep (a structural reload carries it over), else the slot's */
     lead?: string,
   ) {
-    this.slot = this.slotAt(wallMs);
+    this.slot = slotOf(policy, wallMs);
     const kept = lead === undefined ? -1 : names.indexOf(lead);
     this.lead_ = kept >= 0 ? kept : slotLead(names.length, policy, wallMs);
     this.failed = names.map(() => null);
@@ -99,20 +102,11 @@ export class PumpDuty {
     return this.failovers_;
   }
 
-  /** Each pump's run decision, from the last pass. */
-  get run(): readonly boolean[] {
-    return this.run_;
-  }
-
   /** A reload: the pumps that failed to prove running come back in duty (an operator reset their drives). */
   release(): void {
     this.failed.forEach((f, i) => {
       if (f?.latched === true) this.failed[i] = null;
     });
-  }
-
-  private slotAt(wallMs: number): number {
-    return this.policy.rotateHours > 0 ? Math.floor(wallMs / (this.policy.rotateHours * HOUR_MS)) : 0;
   }
 
   /** The first pump from `from` on (wrapping) that is not failed, known-good before unknown; null if none. */
@@ -146,7 +140,7 @@ export class PumpDuty {
     }
 
     // the rotation: a new slot hands the lead to its pump, the old lead running on for overlapMs
-    const slot = this.slotAt(x.wallMs);
+    const slot = slotOf(this.policy, x.wallMs);
     if (slot !== this.slot) {
       this.slot = slot;
       const next = this.pick(slotLead(n, this.policy, x.wallMs), x);

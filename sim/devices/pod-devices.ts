@@ -88,18 +88,17 @@ const MAX_PUMPS = 4;
 /**
  * Pump k + 2's registers (k from 0): a drive of its own, as a CDU with redundant pumps has. Its
  * fail speed starts unset (NaN): while the lease is expired the drive holds its command (a
- * standby stays stopped) unless podwarden wrote one. Only the pumps the plant has answer.
+ * standby stays stopped) unless podwarden wrote one. A pump the plant does not have reads as
+ * stopped, and a write to it lands in a drive made for that write alone: it goes nowhere.
  */
 function morePumpEntries(k: number, f32: { type: "f32"; order: "ABCD" }): RegisterEntry<CduContext>[] {
   const n = k + 2;
   const drive = (c: CduContext): PumpDrive => c.more[k] ?? { speedCmdPct: NaN, failSpeedPct: NaN, enable: false };
   const pump = (c: CduContext): PumpModel | undefined => c.cdu.pumps[k + 1];
-  const has = (c: CduContext): boolean => c.more[k] !== undefined;
-  const when = <T>(c: CduContext, v: () => T, none: T): T => (has(c) ? v() : none);
   return [
-    { name: `pump${n}SpeedCommandPct`, table: "holding", address: 6 + 4 * k, ...f32, unit: "%", description: `pump ${n} speed command`, read: (c) => drive(c).speedCmdPct, write: (c, v) => when(c, () => (drive(c).speedCmdPct = v), 0) },
-    { name: `pump${n}FailSpeedPct`, table: "holding", address: 8 + 4 * k, ...f32, unit: "%", description: `pump ${n} speed while the lease is expired (unset: it holds its command)`, read: (c) => drive(c).failSpeedPct, write: (c, v) => when(c, () => (drive(c).failSpeedPct = v), 0) },
-    { name: `pump${n}Enable`, table: "coil", address: 2 + 2 * k, type: "bool", description: `pump ${n} run enable`, read: (c) => (drive(c).enable ? 1 : 0), write: (c, v) => when(c, () => (drive(c).enable = v !== 0), false) },
+    { name: `pump${n}SpeedCommandPct`, table: "holding", address: 6 + 4 * k, ...f32, unit: "%", description: `pump ${n} speed command`, read: (c) => drive(c).speedCmdPct, write: (c, v) => (drive(c).speedCmdPct = v) },
+    { name: `pump${n}FailSpeedPct`, table: "holding", address: 8 + 4 * k, ...f32, unit: "%", description: `pump ${n} speed while the lease is expired (unset: it holds its command)`, read: (c) => drive(c).failSpeedPct, write: (c, v) => (drive(c).failSpeedPct = v) },
+    { name: `pump${n}Enable`, table: "coil", address: 2 + 2 * k, type: "bool", description: `pump ${n} run enable`, read: (c) => (drive(c).enable ? 1 : 0), write: (c, v) => (drive(c).enable = v !== 0) },
     { name: `pump${n}TripReset`, table: "coil", address: 3 + 2 * k, type: "bool", description: `write 1 to reset a pump ${n} trip`, read: () => 0, write: (c, v) => { const m = pump(c); if (v && m !== undefined) m.tripped = false; } },
     { name: `pump${n}Running`, table: "discrete", address: 3 + 2 * k, type: "bool", description: `pump ${n} turning (speed > 1 %)`, read: (c) => ((pump(c)?.speedPct ?? 0) > 1 ? 1 : 0) },
     { name: `pump${n}Tripped`, table: "discrete", address: 4 + 2 * k, type: "bool", description: `pump ${n} tripped`, read: (c) => (pump(c)?.tripped === true ? 1 : 0) },

@@ -7,6 +7,7 @@ import type { FieldPointInfo, ModelSource, Range } from "./model-source.js";
 import { failsafeReasons, loopModeWord } from "../../../pod/status-words.js";
 import type { PodStatus } from "../../pod-api.js";
 import { SPARKPLUG_QUALITY, sparkplugQuality } from "./payload.js";
+import { tenth } from "../../../pod/wiring.js";
 
 export type MetricType = "Double" | "Boolean" | "String" | "Int64";
 export type MetricValue = number | boolean | string | null;
@@ -81,8 +82,8 @@ function pointReading(s: PodSample, id: string, round: (v: number) => number): R
   return { value: typeof v === "number" ? round(v) : v, quality: sparkplugQuality(p.quality), timestamp: t };
 }
 
-/** A computed value at the resolution the pod sends or shows it: 0.1 of its unit. */
-const tenth = (v: number | null): number | null => (v === null || !Number.isFinite(v) ? v : Math.round(v * 10) / 10);
+/** A computed value at the resolution the pod sends it (pod/wiring.ts's tenth), null kept. */
+const sentAs = (v: number | null): number | null => (v === null ? null : tenth(v));
 
 /** The model of a pod; aliases run 1.. over the node's metrics, then each device's, in order, and so stay the same from birth to birth. */
 export function sparkplugModel(src: ModelSource): SparkplugModel {
@@ -107,8 +108,8 @@ export function sparkplugModel(src: ModelSource): SparkplugModel {
     { name: "Pod/Mode", type: "String", description: "the supervisor's mode: Starting, Running, Degraded, Failsafe", read: (s) => good(s.status.mode, s) },
     { name: "Pod/Maintenance", type: "Boolean", description: "an operator's maintenance is on", read: (s) => good(s.status.maintenance, s) },
     { name: "Pod/Power Budget", type: "Double", unit: "kW", description: "the pod's power budget in force: the configured one, or mission control's lower one", read: (s) => good(s.budgetKw, s) },
-    { name: "Pod/Power Total", type: "Double", unit: "kW", description: "the racks' good power readings, summed", read: (s) => good(tenth(s.status.racks.reduce((a, r) => a + (r.powerKw ?? 0), 0)), s) },
-    { name: "Pod/Pump Speed", type: "Double", unit: "%", description: "the CDU pump's speed command", read: (s) => good(tenth(s.status.pump.speedCmdPct), s) },
+    { name: "Pod/Power Total", type: "Double", unit: "kW", description: "the racks' good power readings, summed", read: (s) => good(sentAs(s.status.racks.reduce((a, r) => a + (r.powerKw ?? 0), 0)), s) },
+    { name: "Pod/Pump Speed", type: "Double", unit: "%", description: "the CDU pump's speed command", read: (s) => good(sentAs(s.status.pump.speedCmdPct), s) },
     { ...pointMetric("Pod/Loop dP", "kPa", src.cdu.points.dpKpa, "the secondary loop's differential pressure") },
     { name: "Pod/Active Alarms", type: "Int64", description: "alarms active now", read: (s) => good(s.activeAlarms, s) },
     { name: "Uplink/Spool Depth", type: "Int64", deadband: 10, description: "events and telemetry in the JSON uplink's store-and-forward spool (null: the JSON topics are off); sent when it moves by more than 10", read: (s) => good(s.uplinkSpool, s) },
@@ -116,7 +117,7 @@ export function sparkplugModel(src: ModelSource): SparkplugModel {
     { name: "Sparkplug/Dropped Messages", type: "Int64", description: "stored DATA messages dropped, oldest first, past uplink.sparkplug.maxStoredMessages, since start", read: (s) => good(s.dropped, s) },
   ];
   const cdu: Omit<MetricDef, "alias">[] = [
-    { name: "Pump/Speed Command", type: "Double", unit: "%", description: "the pump's speed command", read: (s) => good(tenth(s.status.pump.speedCmdPct), s) },
+    { name: "Pump/Speed Command", type: "Double", unit: "%", description: "the pump's speed command", read: (s) => good(sentAs(s.status.pump.speedCmdPct), s) },
     { name: "Pump/Enabled", type: "Boolean", description: "the pump's enable output", read: (s) => good(s.status.pump.enabled, s) },
     { name: "Pump/Mode", type: "String", description: "what holds the pump loop: LEAK, FAILSAFE, Tuning (a relay autotune), Manual, Override, Auto", read: (s) => good(loopModeWord(s.status.pump.loopStatus), s) },
     { name: "Pump/Fail-safe Reason", type: "String", description: "why the pump loop is in fail-safe, in words (empty: it is not)", read: (s) => good(failsafeReasons(s.status.pump.loopStatus), s) },
@@ -128,7 +129,7 @@ export function sparkplugModel(src: ModelSource): SparkplugModel {
     ...(src.cdu.supplyControl === undefined
       ? []
       : [
-          { name: "Supply/Primary Valve Command", type: "Double", unit: "%", description: "the primary-side valve's command (cdu.supplyControl)", read: (s) => good(tenth(s.status.supply?.valvePct ?? NaN), s) },
+          { name: "Supply/Primary Valve Command", type: "Double", unit: "%", description: "the primary-side valve's command (cdu.supplyControl)", read: (s) => good(sentAs(s.status.supply?.valvePct ?? NaN), s) },
           { name: "Supply/Temperature Setpoint", type: "Double", unit: "°C", ...setpoint("cdu.supply"), description: "the supply-temperature loop's setpoint in force", read: (s) => good(s.status.supply?.setpointC ?? NaN, s) },
           { name: "Supply/Mode", type: "String", description: "what holds the supply-temperature loop: LEAK, FAILSAFE, Tuning, Manual, Override, Auto", read: (s) => good(loopModeWord(s.status.supply?.loopStatus ?? 0), s) },
         ] satisfies Omit<MetricDef, "alias">[]),
@@ -142,7 +143,7 @@ export function sparkplugModel(src: ModelSource): SparkplugModel {
       pointMetric("Flow", "L/min", p.flowLpm, "the rack's coolant flow"),
       pointMetric("Power", "kW", p.powerKw, "the rack's IT power"),
       { name: "Return Temperature Setpoint", type: "Double", unit: "°C", ...setpoint(`${r.name}.valve`), description: "the valve loop's return-temperature setpoint in force", read: (s) => good(st(s).setpointC, s) },
-      { name: "Valve/Command", type: "Double", unit: "%", description: "the control valve's command", read: (s) => good(tenth(st(s).valvePct), s) },
+      { name: "Valve/Command", type: "Double", unit: "%", description: "the control valve's command", read: (s) => good(sentAs(st(s).valvePct), s) },
       ...(p.valvePositionPct === undefined ? [] : [pointMetric("Valve/Position", "%", p.valvePositionPct, "the control valve's position feedback")]),
       { name: "Valve/Mode", type: "String", description: "what holds the valve loop: LEAK, FAILSAFE, Tuning (a relay autotune), Manual, Override, Auto", read: (s) => good(loopModeWord(st(s).loopStatus), s) },
       { name: "Valve/Fail-safe Reason", type: "String", description: "why the valve loop is in fail-safe, in words (empty: it is not)", read: (s) => good(failsafeReasons(st(s).loopStatus), s) },
