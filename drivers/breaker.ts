@@ -54,6 +54,22 @@ export class CircuitBreaker {
     if (this.state === "half-open" || this.failures >= this.failureThreshold) this.open();
   }
 
+  /**
+   * The way to the device is new (its connection came back): a probe may go now rather than at
+   * the end of the open period. The period was set while the device could not be reached, so
+   * it says nothing of the device as it is now; and the reconnect had its own wait (up to
+   * reconnect.maxMs), which would otherwise add to the open period's rather than overlap it. A
+   * failed probe reopens the breaker with its next, longer period, as any half-open probe's does.
+   */
+  retryNow(): void {
+    if (this.state_ === "open") this.openUntil = this.now();
+  }
+
+  /** When an open breaker lets its next probe go (its clock's ms), or null when it is not open. */
+  get retryAtMs(): number | null {
+    return this.state === "open" ? this.openUntil : null;
+  }
+
   /** The device answered, damaged on the line. */
   damaged(): void {
     this.damagedRun++;

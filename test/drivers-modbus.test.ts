@@ -7,6 +7,7 @@ import { ModbusDriver, WIRE_TRANSPORTS } from "../drivers/modbus/driver.js";
 import { TcpTransport } from "../drivers/modbus/tcp-transport.js";
 import { EXCEPTION } from "../drivers/modbus/protocol.js";
 import type { Point } from "../lib/points.js";
+import { monoMs } from "../lib/clock.js";
 import { freePort } from "../tooling/free-port.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 import { modbusConfig, rackPoints } from "./helpers/driver.js";
@@ -174,6 +175,40 @@ describe("Modbus driver against the simulator (TCP)", () => {
     expect(dev.stats.offlineSkips).toBeGreaterThan(0); // polls skipped while open, not sent
     t.sim.inject({ device: "rack-6", offline: false });
     await waitFor(() => point(d, "rack6.flowLpm")?.quality === "good", "recovered");
+    expect(d.stats().devices[0].breaker).toBe("closed");
+  });
+
+  it("probes a device at the first poll after its breaker's open period: the first probe after it answers again is used", async () => {
+    const d = startDriver({ ...FAST, devices: [rack(6, { breaker: { failures: 1, openMs: 200, maxOpenMs: 400 } })] });
+    await waitFor(() => point(d, "rack6.flowLpm")?.quality === "good", "good first");
+    t.sim.inject({ device: "rack-6", offline: true });
+    // open at its longest period, and just reopened: the worst moment for the device to come back
+    await waitFor(() => d.stats().devices[0].trips >= 1 && (d.stats().devices[0].breakerRetryAtMs ?? 0) - monoMs() > 150, "reopened at its longest period", 10_000, 1);
+    const timeouts = d.stats().devices[0].stats.timeouts;
+    const retryAt = d.stats().devices[0].breakerRetryAtMs!;
+    t.sim.inject({ device: "rack-6", offline: false });
+    await waitFor(() => point(d, "rack6.flowLpm")?.quality === "good", "used again");
+    // no probe was lost to the outage once it was over, and none went before the breaker allowed it
+    expect(d.stats().devices[0].stats.timeouts).toBe(timeouts);
+    expect(point(d, "rack6.flowLpm")!.sourceTimeMs).toBeGreaterThanOrEqual(retryAt);
+    expect(d.stats().devices[0].breaker).toBe("closed");
+  });
+
+  it("probes a device as soon as its connection comes back, not at the end of its breaker's open period", async () => {
+    // the device went silent, its breaker opened for 2.5-5 s; then it restarted: its connection
+    // reset, and it answers on the new one
+    const d = startDriver({ ...FAST, devices: [rack(4, { breaker: { failures: 1, openMs: 5000, maxOpenMs: 5000 } })] });
+    await waitFor(() => point(d, "rack4.flowLpm")?.quality === "good", "good first");
+    t.sim.inject({ device: "rack-4", offline: true });
+    await waitFor(() => d.stats().devices[0].breaker === "open", "breaker open");
+    const retryAt = d.stats().devices[0].breakerRetryAtMs!;
+    const timeouts = d.stats().devices[0].stats.timeouts;
+    t.sim.inject({ device: "rack-4", offline: false });
+    tcpTransports.get("rack4")!.drop();
+    await waitFor(() => point(d, "rack4.flowLpm")?.quality === "good", "used again", 10_000);
+    // used on its new connection before the breaker's own retry time (which the old code waited for)
+    expect(point(d, "rack4.flowLpm")!.sourceTimeMs).toBeLessThan(retryAt);
+    expect(d.stats().devices[0].stats.timeouts).toBe(timeouts);
     expect(d.stats().devices[0].breaker).toBe("closed");
   });
 

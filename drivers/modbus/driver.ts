@@ -172,6 +172,9 @@ export class ModbusDriver {
     for (const bus of this.buses.values()) {
       bus.transport.onConnectionChange((up) => {
         if (!up) this.markDisconnected(bus);
+        // a device that answers again is probed at the next poll, not at its breaker's retry
+        // time: the two waits (reconnect, breaker) overlap instead of adding up
+        else for (const d of this.devices.values()) if (d.bus === bus) d.breaker.retryNow();
       });
       bus.transport.start();
     }
@@ -363,12 +366,13 @@ export class ModbusDriver {
 
   /** Per-device and per-bus counters, for metrics and tests. */
   stats(): {
-    devices: { name: string; connected: boolean; breaker: string; trips: number; stats: DeviceStats }[];
+    /** breakerRetryAtMs: when an open breaker lets its next probe go (lib/clock's monoMs), else null */
+    devices: { name: string; connected: boolean; breaker: string; breakerRetryAtMs: number | null; trips: number; stats: DeviceStats }[];
     buses: BusStats[];
     polls: { device: string; priority: number; polls: number; overruns: number }[];
   } {
     return {
-      devices: [...this.devices.values()].map((d) => ({ name: d.name, connected: d.bus.transport.connected, breaker: d.breaker.state, trips: d.breaker.trips, stats: d.stats })),
+      devices: [...this.devices.values()].map((d) => ({ name: d.name, connected: d.bus.transport.connected, breaker: d.breaker.state, breakerRetryAtMs: d.breaker.retryAtMs, trips: d.breaker.trips, stats: d.stats })),
       buses: [...this.buses.values()].map((b) => ({ name: b.name, connected: b.transport.connected, utilization: b.utilization(), budgetOverruns: b.budgetOverruns, ...b.transport.stats() })),
       polls: this.polls.map((p) => ({ device: p.device.name, priority: p.priority, polls: p.polls, overruns: p.overruns })),
     };
