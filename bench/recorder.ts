@@ -31,6 +31,7 @@ import { devicesTaken, podwardenProcess, startSimProcess } from "../tooling/sim-
 import { stopProcess } from "../tooling/processes.js";
 import { demoConfigWithPorts, processRssMb } from "./agent.js";
 import { fmt, quantile } from "./stats.js";
+import { virtualLoopPod } from "../pod/virtual-loop.js";
 
 export interface RecorderBenchResult {
   pod: { points: number; loops: number; racks: number };
@@ -231,7 +232,7 @@ export async function runRecorderBench(quick = false): Promise<RecorderBenchResu
   const fileMb = statSync(file).size / 1e6;
   const rec = await readRecording(file);
   const demo = demoAgentConfig();
-  const pod = { racks: demo.racks, cdu: demo.cdu, writeCaps: demo.supervisor.powerBudget.writeCaps };
+  const pod = virtualLoopPod(demo);
   const pr = polledRing();
   const prWritten = pr.written();
   const prFrom = Math.floor((prWritten - window.postTicks - window.preTicks) / shape.checkpointEvery) * shape.checkpointEvery;

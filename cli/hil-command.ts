@@ -33,6 +33,7 @@ import { htmlReport, junitXml } from "../hil/report.js";
 import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runner.js";
 import { loadSimConfig } from "../sim/config.js";
 import { DEMO_AGENT_CONFIG, demoAgentConfig, readReturnTempsThroughTransmitters } from "./demo-config.js";
+import { virtualLoopPod } from "../pod/virtual-loop.js";
 
 export interface HilArgs {
   scenarios: string[];
@@ -101,7 +102,7 @@ async function replayScenario(s: HilScenario, pod: AgentConfig, log: (line: stri
   const spec = podBankSpec(pod.control, podLayout(pod), pod.racks);
   const r = runReplay(s, pod, {
     ticks: rec.header.count,
-    run: (onTick) => replayRecording(rec, { spec, pod: { racks: pod.racks, cdu: pod.cdu, writeCaps: pod.supervisor.powerBudget.writeCaps }, onTick }),
+    run: (onTick) => replayRecording(rec, { spec, pod: virtualLoopPod(pod), onTick }),
   });
   log(`  ${s.replay as string}: replayed with this config and build; the hot path's outputs ${r.identical ? "identical to the recording's" : "differ from the recording's (a changed config or build)"}`);
   return r;

@@ -13,6 +13,7 @@ import { recordingCsv } from "../agent/recorder/recording-csv.js";
 import { findRecording, listRecordings, readRecording } from "../agent/recorder/recording-file.js";
 import { podBankSpec } from "../pod/bank.js";
 import { podLayout } from "../pod/layout.js";
+import { virtualLoopPod } from "../pod/virtual-loop.js";
 
 export interface RecordingArgs {
   sub: string | undefined;
@@ -68,11 +69,11 @@ export async function recordingCommand(a: RecordingArgs): Promise<number> {
       if (a.withConfig !== undefined) {
         const c = loadAgentConfig(a.withConfig).config;
         spec = podBankSpec(c.control, podLayout(c), c.racks);
-        pod = { racks: c.racks, cdu: c.cdu, writeCaps: c.supervisor.powerBudget.writeCaps };
+        pod = virtualLoopPod(c);
       } else if (a.config !== undefined) {
         // the daemon's wiring, with the recorded tuning
         const l = loadAgentConfig(a.config);
-        pod = { racks: l.config.racks, cdu: l.config.cdu, writeCaps: l.config.supervisor.powerBudget.writeCaps };
+        pod = virtualLoopPod(l.config);
         if (l.hash !== rec.header.configHash) a.log(`note: ${a.config} is not the config the recording was made with (sha256 ${l.hash.slice(0, 12)}, recorded ${rec.header.configHash.slice(0, 12)}): its wiring carries the recorded samples`);
       }
       const module = a.wasm === undefined ? undefined : new WebAssembly.Module(readFileSync(a.wasm));

@@ -14,15 +14,14 @@
 // Formats, one message a line: the payload alone (JSON Lines), or `<topic> <payload>` as
 // `mosquitto_sub -v -t 'podwarden/<site>/<pod>/#'` prints it (lines of other topics are left out).
 import { readFileSync, statSync } from "node:fs";
-import * as L from "../hotpath-as/assembly/layout.js";
-import { loadBank, writeSample } from "../hotpath-as/bank-config.js";
+import { loadBank } from "../hotpath-as/bank-config.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { QUALITIES, type Point, type Quality } from "../lib/points.js";
 import { podBankSpec } from "../pod/bank.js";
 import type { PodConfig } from "../pod/config.js";
-import { leaseFailWrites } from "../pod/fail-safe.js";
 import { podLayout } from "../pod/layout.js";
-import { ActuatorSchedule, PodWiring } from "../pod/wiring.js";
+import { VirtualTimeLoop, virtualLoopPod } from "../pod/virtual-loop.js";
+import { PodWiring } from "../pod/wiring.js";
 import type { ReplaySource } from "./replay-runner.js";
 
 /** A log is read up to this size (a day of 1 s snapshots of an 8-rack pod is ~500 MB: cut it to the window of interest). */
@@ -133,9 +132,9 @@ export function parseTelemetryLog(text: string, file = "telemetry log"): Telemet
  * Throws when the log never reports a point the pod's hot path reads: a replay needs the same pod.
  */
 export function telemetryReplaySource(log: TelemetryLog, pod: PodConfig & { supervisor?: { powerBudget: { writeCaps: boolean } } }): ReplaySource {
+  const loopPod = virtualLoopPod(pod);
   const layout = podLayout(pod);
-  const wiring = new PodWiring(pod, layout, { writeCaps: pod.supervisor?.powerBudget.writeCaps ?? true });
-  const missing = [...wiring.inputs].filter((id) => !log.reported.has(id));
+  const missing = [...new PodWiring(loopPod, layout, { writeCaps: loopPod.writeCaps }).inputs].filter((id) => !log.reported.has(id));
   if (missing.length > 0) throw new Error(`${log.file}: the log never reports ${missing.join(", ")}, which this pod's hot path reads: a replay needs the same pod`);
   const periodMs = pod.control.periodMs;
   const base = log.readings[0].tMs;
@@ -145,32 +144,24 @@ export function telemetryReplaySource(log: TelemetryLog, pod: PodConfig & { supe
     run: (onTick) => {
       const hp = loadWasmHotPath("release");
       loadBank(hp, podBankSpec(pod.control, layout, pod.racks));
-      const v = hp.views;
-      const bank = { writeSample: (p: number, value: number, ts: number) => writeSample(v, p, value, ts) };
-      const outputs = { loopOut: v.loopF.out, rackSupplyOpen: v.rackI.supplyOpen, rackReturnOpen: v.rackI.returnOpen };
-      const decisions = wiring.initialDecisions();
-      const leaseFail = leaseFailWrites(pod);
-      const schedule = new ActuatorSchedule(layout.loops, layout.racks.length);
       const initialWrites: Record<string, number> = {};
       const writes: { tickMs: number; id: string; value: number }[] = [];
       const last = new Map<string, number>();
-      let tickMs = 0;
-      let firstPass = true;
-      const sink = {
+      const loop = new VirtualTimeLoop(loopPod, hp, {
         // like the driver, only a changed command is a write
         setOutput: (id: string, value: number): void => {
           if (last.get(id) === value) return;
           last.set(id, value);
-          if (firstPass) initialWrites[id] = value;
-          else if (writes.length < MAX_WRITES) writes.push({ tickMs, id, value });
+          if (loop.passes === 1) initialWrites[id] = value;
+          else if (writes.length < MAX_WRITES) writes.push({ tickMs: loop.passMs, id, value });
         },
-      };
+      });
       const point: Point = { id: "", value: NaN, sourceTimeMs: 0, quality: "good" };
       const rs = log.readings;
       let next = 0;
       const dtS = periodMs / 1000;
       for (let k = 0; k < ticks; k++) {
-        tickMs = k * periodMs;
+        const tickMs = k * periodMs;
         // every reading taken by now, as the driver would have handed it over
         for (; next < rs.length && rs[next].tMs - base <= tickMs; next++) {
           const r = rs[next];
@@ -178,14 +169,10 @@ export function telemetryReplaySource(log: TelemetryLog, pod: PodConfig & { supe
           point.value = r.value;
           point.quality = r.quality;
           point.sourceTimeMs = r.tMs - base;
-          wiring.routeSample(point, bank, tickMs);
+          loop.route(point, tickMs);
         }
-        if (hp.step(tickMs, dtS) !== L.STEP_OK) throw new Error(`the hot path refused replayed tick ${k}`);
-        if (schedule.due(v, tickMs)) {
-          wiring.writeActuators(outputs, decisions, sink, leaseFail);
-          firstPass = false;
-        }
-        onTick(tickMs, v);
+        loop.step(tickMs, dtS, `replayed tick ${k}`);
+        onTick(tickMs, hp.views);
       }
       return { initialWrites, writes, identical: null };
     },

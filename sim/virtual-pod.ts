@@ -8,8 +8,7 @@
 // actuator writes (safety first, rounded, with power caps and the pump enable) and they are sent
 // to the devices as the driver would send them, with the lease heartbeat; the plant advances.
 // Seeded and deterministic: the same config, seed and scenario give the same trace.
-import * as L from "../hotpath-as/assembly/layout.js";
-import { loadBank, writeSample } from "../hotpath-as/bank-config.js";
+import { loadBank } from "../hotpath-as/bank-config.js";
 import type { HotPath } from "../hotpath-as/views.js";
 import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { encodeRequest, parseResponse } from "../drivers/modbus/master-pdu.js";
@@ -19,10 +18,10 @@ import { FC } from "../drivers/modbus/protocol.js";
 import type { ModbusRequest } from "../drivers/modbus/types.js";
 import { decodePoint, encodeOutput, writeRequest } from "../drivers/modbus/values.js";
 import { podBankSpec } from "../pod/bank.js";
-import { leaseFailWrites } from "../pod/fail-safe.js";
 import type { PodConfig } from "../pod/config.js";
-import { podLayout, type PodLayout } from "../pod/layout.js";
-import { ActuatorSchedule, PodWiring, type OutputSink, type PodDecisions, type PodOutputs, type SampleSink } from "../pod/wiring.js";
+import type { PodLayout } from "../pod/layout.js";
+import { VirtualTimeLoop, virtualLoopPod } from "../pod/virtual-loop.js";
+import type { OutputSink, PodDecisions, PodWiring } from "../pod/wiring.js";
 import type { SimConfig } from "./config.js";
 import type { FieldDevice } from "./devices/field-device.js";
 import { PodSim } from "./pod-sim.js";
@@ -88,25 +87,19 @@ interface OutputSlot {
 
 const sameWords = (a: number[] | null, b: number[]): boolean => a !== null && a.length === b.length && a.every((x, i) => x === b[i]);
 
-export class VirtualPod implements SampleSink, OutputSink {
+export class VirtualPod implements OutputSink {
   readonly sim: PodSim;
   readonly hp: HotPath;
   readonly trace: TraceRow[] = [];
-  readonly layout: PodLayout;
-  readonly wiring: PodWiring;
-  private readonly leaseFail: { id: string; value: number }[];
+  /** the pod loop in virtual time: the wiring, the hot path's steps and the actuator passes */
+  readonly loop: VirtualTimeLoop;
   /** every write sent to a device, with recordWrites */
   readonly writes: DeviceWrite[] = [];
-  /** what the supervisor decided (power caps, power-off, pump enable): a test or a caller sets it */
-  decisions: PodDecisions;
   private readonly opts: VirtualOptions;
   private readonly plantEvery: number;
   private readonly polls: GroupPoll[] = [];
   private readonly outputs = new Map<string, OutputSlot>();
   private readonly leases: { device: SimDevice; address: number; periodMs: number; nextMs: number }[] = [];
-  /** the daemon's write schedule: an interlock change at once, the rest every pass */
-  private readonly actuation: ActuatorSchedule;
-  private readonly hpOutputs: PodOutputs;
   private tick = 0;
   /** the earliest time a poll or a heartbeat falls due: most ticks have neither */
   private nextIoMs = 0;
@@ -127,15 +120,26 @@ export class VirtualPod implements SampleSink, OutputSink {
     }
     this.sim = new PodSim(config, scenario);
     this.hp = hp;
-    this.layout = podLayout(pod);
-    this.wiring = new PodWiring(pod, this.layout, { writeCaps: pod.supervisor?.powerBudget.writeCaps ?? true });
-    this.decisions = this.wiring.initialDecisions();
-    this.actuation = new ActuatorSchedule(this.layout.loops, this.layout.racks.length);
+    this.loop = new VirtualTimeLoop(virtualLoopPod(pod), hp, this);
     loadBank(hp, podBankSpec(pod.control, this.layout, pod.racks));
-    this.leaseFail = leaseFailWrites(pod);
-    const v = hp.views;
-    this.hpOutputs = { loopOut: v.loopF.out, rackSupplyOpen: v.rackI.supplyOpen, rackReturnOpen: v.rackI.returnOpen };
     this.plan(pod.modbus);
+  }
+
+  get layout(): PodLayout {
+    return this.loop.layout;
+  }
+
+  get wiring(): PodWiring {
+    return this.loop.wiring;
+  }
+
+  /** what the supervisor decided (power caps, power-off, the pumps): a supervisor or a caller sets it */
+  get decisions(): PodDecisions {
+    return this.loop.decisions;
+  }
+
+  set decisions(d: PodDecisions) {
+    this.loop.decisions = d;
   }
 
   /** The daemon's polling plan, less what the hot path does not read; its outputs; its leases. */
@@ -171,11 +175,6 @@ export class VirtualPod implements SampleSink, OutputSink {
     return o.ok ? o.data : null;
   }
 
-  /** SampleSink: the wiring's routed samples go straight into the bank. */
-  writeSample(point: number, value: number, sourceTimeMs: number): void {
-    writeSample(this.hp.views, point, value, sourceTimeMs);
-  }
-
   /** OutputSink: a changed value is written to its device, as the driver writes it. */
   setOutput(id: string, value: number): void {
     const out = this.outputs.get(id);
@@ -208,7 +207,7 @@ export class VirtualPod implements SampleSink, OutputSink {
         if (data === null) continue;
         for (const { point, offset } of block.points) {
           const d = decodePoint(point, data, offset);
-          this.wiring.routeSample({ id: `${p.deviceName}.${point.name}`, value: d.value, sourceTimeMs: now, quality: d.quality }, this, now);
+          this.loop.route({ id: `${p.deviceName}.${point.name}`, value: d.value, sourceTimeMs: now, quality: d.quality }, now);
         }
       }
     }
@@ -248,9 +247,7 @@ export class VirtualPod implements SampleSink, OutputSink {
     for (let k = 0; k < ticks; k++) {
       const now = this.timeMs;
       if (now >= this.nextIoMs) this.fieldIo(now);
-      if (this.hp.step(now, dtS) !== L.STEP_OK) throw new Error(`hot path refused tick ${this.tick}`);
-      // as the daemon: an interlock change is written at once, everything else every pass
-      if (this.actuation.due(this.hp.views, now)) this.wiring.writeActuators(this.hpOutputs, this.decisions, this, this.leaseFail);
+      this.loop.step(now, dtS, `tick ${this.tick}`);
       this.tick++;
       if (this.tick % this.plantEvery === 0) this.sim.step();
       if (this.sim.plant.timeS >= this.nextTraceS) {

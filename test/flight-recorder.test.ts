@@ -25,6 +25,8 @@ import { demoConfigData } from "../cli/demo-config.js";
 import { waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { tempDir } from "./helpers/temp-dirs.js";
+import { virtualLoopPod } from "../pod/virtual-loop.js";
+import { leaseFailWrites } from "../pod/fail-safe.js";
 
 describe("the flight recorder", () => {
   let t: TestSim;
@@ -103,7 +105,7 @@ describe("the flight recorder", () => {
     expect(r3.supplyClosed).toEqual(same.recorded.find((x) => x.rack === "rack-3")!.supplyClosed);
 
     // into the virtual pod: the samples through the wiring by point id, the writes on the daemon's schedule
-    const pod = { racks: config.racks, cdu: config.cdu, writeCaps: config.supervisor.powerBudget.writeCaps };
+    const pod = virtualLoopPod(config);
     const wired = replayRecording(leak, { pod });
     expect(wired.firstDifference).toBeNull();
     expect(wired.identical).toBe(true);
@@ -120,6 +122,11 @@ describe("the flight recorder", () => {
     expect(rack3.noCoolant.action).toBe("power-off");
     expect(pass.find((x) => x.id === rack3.outputs.powerOff)?.value).toBe(1);
     expect(wired.initialWrites[rack3.outputs.supplyIsolation]).toBe(1);
+    // the devices' lease fail positions go out at the first pass, as the daemon's do (the
+    // replay's own loop wrote none before the three virtual-time loops became one)
+    const leaseFail = leaseFailWrites(config);
+    expect(leaseFail.length).toBeGreaterThan(0);
+    for (const f of leaseFail) expect(wired.initialWrites[f.id], f.id).toBe(f.value);
     // no other rack's isolation was written closed
     expect(wired.replayed.filter((x) => x.isolationWritten !== null).map((x) => x.rack)).toEqual(["rack-3"]);
     // a config that does not wire the recorded points is refused, not replayed wrong
@@ -158,7 +165,7 @@ describe("the flight recorder", () => {
     const source = (c: typeof config) => ({
       ticks: leak.header.count,
       run: (onTick: (tickMs: number, v: BankViews) => void) =>
-        replayRecording(leak, { spec: podBankSpec(c.control, podLayout(c), c.racks), pod: { racks: c.racks, cdu: c.cdu, writeCaps: c.supervisor.powerBudget.writeCaps }, onTick }),
+        replayRecording(leak, { spec: podBankSpec(c.control, podLayout(c), c.racks), pod: virtualLoopPod(c), onTick }),
     });
     const r = runReplay(scenario, config, source(config));
     expect(r.identical).toBe(true);

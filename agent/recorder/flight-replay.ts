@@ -16,9 +16,9 @@ import type { BankViews } from "../../hotpath-as/views.js";
 import { applyCommands, applyPatch } from "../control/bank-inputs.js";
 import { FLAG_COMMANDS, FLAG_PATCH, recordLayout, restoreCheckpoint } from "../control/flight-ring.js";
 import type { Point } from "../../lib/points.js";
-import type { PodConfig } from "../../pod/config.js";
-import { podLayout, UNCONFIGURED_CDU_SUPPLY } from "../../pod/layout.js";
-import { ActuatorSchedule, PodWiring, type OutputSink } from "../../pod/wiring.js";
+import { UNCONFIGURED_CDU_SUPPLY } from "../../pod/layout.js";
+import { VirtualTimeLoop, type VirtualLoopPod } from "../../pod/virtual-loop.js";
+import type { OutputSink } from "../../pod/wiring.js";
 import type { Recording } from "./recording-file.js";
 
 export interface ReplayOptions {
@@ -36,7 +36,7 @@ export interface ReplayOptions {
   onTick?: (tickMs: number, v: BankViews) => void;
 }
 
-export type ReplayPod = Pick<PodConfig, "racks" | "cdu"> & { writeCaps: boolean };
+export type ReplayPod = VirtualLoopPod;
 
 /** An actuator write the wiring made in the replay: a command that changed, at a tick. */
 export interface ReplayWrite {
@@ -130,11 +130,35 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
   let lastMs = NaN;
   const sub = (a: Float64Array | Int32Array, at: number, n: number) => a.subarray(at, at + n);
 
-  // the wiring: samples in by point id, actuator writes out, as the daemon's main thread does
+  // the pod loop in virtual time: samples in by point id through the wiring, the actuator passes
+  // out, as the daemon's control plane does
   const pod = o.pod;
-  const wiring = pod === undefined ? null : new PodWiring(pod, podLayout(pod), { writeCaps: pod.writeCaps });
-  if (wiring !== null) {
-    const inputs = new Set(wiring.inputs);
+  const initialWrites: Record<string, number> = {};
+  const writes: ReplayWrite[] = [];
+  let writesDropped = 0;
+  const last = new Map<string, number>();
+  const isoOutputs = new Map<string, number>();
+  if (pod !== undefined) pod.racks.forEach((r, k) => [r.outputs.supplyIsolation, r.outputs.returnIsolation].forEach((id) => isoOutputs.set(id, k)));
+  let seq = 0;
+  const sink: OutputSink = {
+    // like the driver, only a changed command is a write
+    setOutput: (id, value) => {
+      if (loop === null || last.get(id) === value) return;
+      last.set(id, value);
+      if (loop.passes === 1) {
+        initialWrites[id] = value;
+        return;
+      }
+      if (writes.length < MAX_REPLAY_WRITES) writes.push({ seq, tickMs: loop.passMs, id, value });
+      else writesDropped++;
+      const rack = isoOutputs.get(id);
+      if (rack !== undefined && value === 0) replayed[rack].isolationWritten ??= { seq, tickMs: loop.passMs };
+    },
+  };
+  const loop = pod === undefined ? null : new VirtualTimeLoop(pod, hp, sink);
+  if (loop !== null) {
+    if (loop.layout.loops !== Lc || loop.layout.racks.length !== R) throw new Error(`the config replayed wires ${loop.layout.loops} loops and ${loop.layout.racks.length} racks; the recording has ${Lc} and ${R}: a replay needs the same pod`);
+    const inputs = new Set(loop.wiring.inputs);
     // a slot the recording names as unconfigured is never sampled
     const missing = h.names.points.filter((id) => !inputs.has(id) && id !== UNCONFIGURED_CDU_SUPPLY);
     if (missing.length > 0) throw new Error(`the config replayed does not wire the recorded points ${missing.join(", ")}: a replay needs the same pod`);
@@ -142,38 +166,10 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
   const sample: Point = { id: "", value: NaN, sourceTimeMs: 0, quality: "good" };
   const lastValue = new Float64Array(P).fill(NaN);
   const lastTs = new Float64Array(P).fill(NaN);
-  const bank = { writeSample: (p: number, value: number, ts: number) => writeSample(v, p, value, ts) };
-  const outputs = { loopOut: v.loopF.out, rackSupplyOpen: v.rackI.supplyOpen, rackReturnOpen: v.rackI.returnOpen };
-  const decisions = wiring?.initialDecisions();
-  const schedule = new ActuatorSchedule(Lc, R);
-  const initialWrites: Record<string, number> = {};
-  const writes: ReplayWrite[] = [];
-  let writesDropped = 0;
-  const last = new Map<string, number>();
-  const isoOutputs = new Map<string, number>();
-  if (pod !== undefined) pod.racks.forEach((r, k) => [r.outputs.supplyIsolation, r.outputs.returnIsolation].forEach((id) => isoOutputs.set(id, k)));
-  let passSeq = 0;
-  let passMs = 0;
-  let firstPass = true;
-  const sink: OutputSink = {
-    // like the driver, only a changed command is a write
-    setOutput: (id, value) => {
-      if (last.get(id) === value) return;
-      last.set(id, value);
-      if (firstPass) {
-        initialWrites[id] = value;
-        return;
-      }
-      if (writes.length < MAX_REPLAY_WRITES) writes.push({ seq: passSeq, tickMs: passMs, id, value });
-      else writesDropped++;
-      const rack = isoOutputs.get(id);
-      if (rack !== undefined && value === 0) replayed[rack].isolationWritten ??= { seq: passSeq, tickMs: passMs };
-    },
-  };
   for (let k = start; k < w.count; k++) {
     const fo = k * FW;
     const io = k * IW;
-    const seq = w.firstSeq + k;
+    seq = w.firstSeq + k;
     const tickMs = F[fo + f.tickMs];
     if (k === start) firstMs = tickMs;
     lastMs = tickMs;
@@ -187,14 +183,14 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
       const fresh = !(Object.is(value, lastValue[p]) && ts === lastTs[p]);
       lastValue[p] = value;
       lastTs[p] = ts;
-      if (wiring !== null && fresh) {
+      if (loop !== null && fresh) {
         // one point object, reused: the wiring reads it and keeps nothing of it
         sample.id = h.names.points[p];
         sample.value = value;
         sample.sourceTimeMs = ts;
         // a NaN sample was an invalid reading, stamped when it was routed
         sample.quality = Number.isNaN(value) ? "invalid" : "good";
-        wiring.routeSample(sample, bank, ts);
+        loop.route(sample, ts);
       } else writeSample(v, p, value, ts);
     }
     const flags = I[io + i.flags];
@@ -212,13 +208,10 @@ export function replayRecording(rec: Recording, o: ReplayOptions = {}): ReplayRe
     }
     // a reload's tuning, where the recorded run had one (the file carries the spec it ended with)
     if (flags & FLAG_PATCH && !whatIf) applyPatch(v, h.spec);
-    const rc = hp.step(tickMs, F[fo + f.dtS]);
-    if (rc !== L.STEP_OK) throw new Error(`the hot path refused recorded tick ${seq} (code ${rc})`);
-    if (wiring !== null && decisions !== undefined && schedule.due(v, tickMs)) {
-      passSeq = seq;
-      passMs = tickMs;
-      wiring.writeActuators(outputs, decisions, sink);
-      firstPass = false;
+    if (loop !== null) loop.step(tickMs, F[fo + f.dtS], `recorded tick ${seq}`);
+    else {
+      const rc = hp.step(tickMs, F[fo + f.dtS]);
+      if (rc !== L.STEP_OK) throw new Error(`the hot path refused recorded tick ${seq} (code ${rc})`);
     }
     o.onTick?.(tickMs, v);
 
