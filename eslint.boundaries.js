@@ -19,7 +19,9 @@ export const FORBIDDEN_IMPORTS = {
   agent: ["sim", "hil", "cli", "fleet", ...TOOLING],
   // the HIL runner judges the pod from outside: it runs the simulator and the pod stage, never
   // the agent's internals (in real time it talks to the daemon as a rig would, and signs commands
-  // as mission control does: the command format, allowed below)
+  // as mission control does: the command format, allowed below). In virtual time it runs the
+  // daemon's own supervisor beside the virtual pod (pure, allowed below), so the alarms and
+  // events it judges there are the daemon's rules, not a copy of them
   hil: ["agent", "cli", "fleet", ...TOOLING],
   // mission control's side (the reference consumer, the pod emulator): it knows the pods by their
   // topics and the command format only (agent/commands/, allowed below), never the daemon
@@ -31,7 +33,7 @@ export const FORBIDDEN_IMPORTS = {
 /** Folder -> forbidden folder -> subfolders of it that stay allowed (the command format is a contract, not the daemon). */
 export const ALLOWED_INSIDE = {
   fleet: { agent: ["commands"] },
-  hil: { agent: ["commands"] },
+  hil: { agent: ["commands", "supervisor"] },
 };
 
 // gitignore patterns: an allowed subfolder is re-included itself (its parent's `*` excluded it)

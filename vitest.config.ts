@@ -20,6 +20,7 @@ const COMPUTE_ONLY = [
   "fuzz-commands",
   "fuzz-config",
   "hil",
+  "hil-virtual-supervisor",
   "hotpath-control",
   "hotpath-equivalence",
   "hotpath-interlocks",

@@ -27,8 +27,10 @@ export class CircuitBreaker {
     openMs: { baseMs: number; maxMs: number },
     private readonly now: () => number,
     private readonly damagedThreshold = failureThreshold,
+    /** the jitter's random source in [0, 1) (the virtual pod's is seeded) */
+    random?: () => number,
   ) {
-    this.backoff = new Backoff(openMs);
+    this.backoff = new Backoff({ ...openMs, random });
   }
 
   get state(): BreakerState {

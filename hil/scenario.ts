@@ -115,7 +115,7 @@ export const HIL_SCENARIO_SCHEMA = {
     description: { type: "string", maxLength: 2000, description: "what it shows, in words" },
     seed: { type: "integer", minimum: 0, maximum: 2 ** 31 - 1, description: "the plant's seed: the same seed gives the same run and the same report" },
     duration: { ...DURATION, description: "how long the run lasts, scenario time (a replay: at most the recording's; default all of it)" },
-    realTime: { const: true, description: "runs only in real time: what it expects is the daemon's supervisor's (the power budget, escalation), which virtual time does not run; virtual time refuses it before anything runs" },
+    realTime: { const: true, description: "runs only in real time: what it expects holds on the rig and the daemon only (a timing that rests on the rig's plant, or what only the daemon has); virtual time refuses it before anything runs" },
     control: {
       type: "object",
       description: "a patch over the pod's `control` section for this scenario (merged key by key, a list replaced whole), checked as the config is: what the scenario needs configured, e.g. frozen-sensor detection (points.temperature.stuckMs)",

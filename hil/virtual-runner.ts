@@ -1,13 +1,14 @@
 // Runs a HIL scenario in virtual time: the virtual pod (sim/virtual-pod.ts: the daemon's pod
 // wiring and the real WASM hot path against the simulator's plant and devices, in lockstep, no
-// I/O), its faults and loads from the scenario's steps, every signal an expectation reads sampled
-// every tick, then judged. Seeded and deterministic: the same config, seed and scenario give the
+// I/O) with the daemon's supervisor beside it (hil/supervised-pod.ts), its faults and loads from
+// the scenario's steps, every signal an expectation reads sampled every tick, then judged. Seeded and deterministic: the same config, seed and scenario give the
 // same series and the same verdicts.
 import * as L from "../hotpath-as/assembly/layout.js";
 import { modbusOutputIds } from "../drivers/modbus/driver.js";
 import { ConfigError } from "../lib/config-file.js";
 import type { SimConfig } from "../sim/config.js";
-import { VirtualPod, type VirtualPodConfig } from "../sim/virtual-pod.js";
+import type { VirtualPodConfig } from "../sim/virtual-pod.js";
+import { SupervisedPod, VIRTUAL_EVENT_TYPES, virtualAlarm, type SupervisedPodConfig } from "./supervised-pod.js";
 import { conditionWords, holds, judge, ms, type Series, type Verdict } from "./expectations.js";
 import type { BankViews } from "../hotpath-as/views.js";
 import type { PodLayout } from "../pod/layout.js";
@@ -58,8 +59,9 @@ export function podReader(v: BankViews, lay: PodLayout, s: SignalRef): () => num
   return get[s.field];
 }
 
-/** The reader of one signal on a running virtual pod. */
-function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): () => number {
+/** The reader of one signal on a running virtual pod and its supervisor. */
+function reader(sp: SupervisedPod, s: SignalRef, lastWrite: Map<string, number>): () => number {
+  const vp = sp.vp;
   const p = vp.sim.plant;
   const v = vp.hp.views;
   const lay = vp.layout;
@@ -103,16 +105,29 @@ function reader(vp: VirtualPod, s: SignalRef, lastWrite: Map<string, number>): (
       const id = s.output as string;
       return () => lastWrite.get(id) ?? NaN;
     }
-    case "alarm":
-    case "alarms":
-    case "events":
+    case "alarm": {
+      const id = s.key as string;
+      return () => (sp.active.has(id) ? 1 : 0);
+    }
+    case "alarms": {
+      const except = s.exceptIds ?? [];
+      return () => {
+        let n = 0;
+        for (const [id, severity] of sp.active) if (severity === s.key && !except.includes(id)) n++;
+        return n;
+      };
+    }
+    case "events": {
+      const type = s.key as string;
+      return () => sp.count(type);
+    }
     case "uplink-online":
     case "uplink-alarm":
     case "uplink-events":
     case "uplink-answers":
     case "uplink-telemetry":
       // planRun skips every expectation on them in virtual time
-      throw new Error(`${s.name}: the daemon's, not in virtual time`);
+      throw new Error(`${s.name}: the daemon's uplink's, not in virtual time`);
   }
 }
 
@@ -221,29 +236,47 @@ function judged(plan: RunPlan, series: ReadonlyMap<string, Series>, endMs: numbe
   });
 }
 
-/** In virtual time and in a replay: the supervisor's alarms, the daemon's events and its uplink do not exist (they run only in the daemon). */
+/** What a mode without the daemon cannot judge, whatever its supervisor: mission control's view of the uplink, and connections. */
+function noDaemon(mode: string, refs: readonly SignalRef[]): string | null {
+  const uplink = refs.filter((r) => r.source.startsWith("uplink-")).map((r) => r.name);
+  if (uplink.length > 0) return `skipped in ${mode}: mission control sees the daemon's uplink (${uplink.join(", ")}); real time (--rig) judges it`;
+  const wires = refs.filter((r) => r.source === "truth-rack" && r.field === "connections").map((r) => r.name);
+  return wires.length === 0 ? null : `skipped in ${mode}: it has no connections (${wires.join(", ")}); real time (--rig) judges it`;
+}
+
+/** In a replay: the supervisor's alarms, the daemon's events and its uplink do not exist (the replay has no devices and no supervisor). */
 export function supervisorOnly(mode: string): (refs: readonly SignalRef[]) => string | null {
   return (refs) => {
     const names = refs.filter((r) => r.source === "alarm" || r.source === "alarms" || r.source === "events").map((r) => r.name);
     if (names.length > 0) return `skipped in ${mode}: alarms and events are the daemon's supervisor's (${names.join(", ")}); real time (--rig) judges it`;
-    const uplink = refs.filter((r) => r.source.startsWith("uplink-")).map((r) => r.name);
-    if (uplink.length > 0) return `skipped in ${mode}: mission control sees the daemon's uplink (${uplink.join(", ")}); real time (--rig) judges it`;
-    const wires = refs.filter((r) => r.source === "truth-rack" && r.field === "connections").map((r) => r.name);
-    return wires.length === 0 ? null : `skipped in ${mode}: it has no connections (${wires.join(", ")}); real time (--rig) judges it`;
+    return noDaemon(mode, refs);
   };
 }
 
 /**
+ * In virtual time the daemon's supervisor runs beside the virtual pod (hil/supervised-pod.ts):
+ * its alarms and events are judged; an alarm or an event only the daemon has (a state file's,
+ * the uplink's, a feature's, an operator's, the control worker's timing) is skipped, saying so.
+ */
+export function virtualTimeSkips(refs: readonly SignalRef[]): string | null {
+  const alarms = refs.filter((r) => r.source === "alarm" && !virtualAlarm(r.key as string)).map((r) => r.name);
+  if (alarms.length > 0) return `skipped in virtual time: no source of ${alarms.join(", ")} there (only the supervisor's rack, loop, device, pump and power alarms are); real time (--rig) judges it`;
+  const events = refs.filter((r) => r.source === "events" && !VIRTUAL_EVENT_TYPES.includes(r.key as string)).map((r) => r.name);
+  if (events.length > 0) return `skipped in virtual time: ${events.join(", ")} are the daemon's, not its supervisor's (${VIRTUAL_EVENT_TYPES.join(", ")}); real time (--rig) judges it`;
+  return noDaemon("virtual time", refs);
+}
+
+/**
  * A scenario whose steps act on the daemon or on mission control's broker runs only in real
- * time, where the runner owns both; so does one that says `realTime: true` (it expects what the
- * supervisor does).
+ * time, where the runner owns both; so does one that says `realTime: true` (what it expects
+ * holds on the rig and the daemon only).
  */
 function refuseDaemonSteps(scenario: HilScenario): void {
   const d = scenario.runnerSteps;
   const words = (x: RunnerStep): string => ("daemon" in x ? `daemon ${x.daemon}` : "broker" in x ? `broker ${x.broker}` : "clock" in x ? `clock ${x.clock}` : "stateFile" in x ? `state file ${x.stateFile.file}` : "config" in x ? `config ${x.config}` : "cpu" in x ? `cpu ${x.cpu ?? "full"}` : "gateway" in x ? `gateway ${x.gateway}` : `command ${x.command.name}`);
   if (d.length > 0) throw new Error(`${scenario.file}: its steps on the daemon, its config, its clock, its state, its broker or its commands (${d.map((x) => `${words(x)} at ${x.atS} s`).join(", ")}) need the real daemon: run it in real time, with --rig`);
   if (scenario.mqttSensors !== undefined) throw new Error(`${scenario.file}: its mqttSensors are read by the daemon's MQTT ingest from the runner's broker: run it in real time, with --rig`);
-  if (scenario.realTimeOnly) throw new Error(`${scenario.file}: it says realTime: true (it expects what the daemon's supervisor does): run it in real time, with --rig`);
+  if (scenario.realTimeOnly) throw new Error(`${scenario.file}: it says realTime: true (what it expects holds on the rig and the daemon only): run it in real time, with --rig`);
   // a connection reset is a transport's fault: the virtual pod asks its devices with no connection
   const resets = [...scenario.steps.map((s) => s.action), ...scenario.whenSteps.map((s) => s.action)].filter((a) => "device" in a && (a.resetEvery ?? 0) > 0);
   if (resets.length > 0) throw new Error(`${scenario.file}: its connection resets (${resets.map((a) => ("device" in a ? a.device : "")).join(", ")}) need real connections: run it in real time, with --rig`);
@@ -272,7 +305,7 @@ export function checkScenario(scenario: HilScenario, pod: VirtualPodConfig): voi
   refuseDaemonSteps(scenario);
   checkTransmitters(scenario, pod);
   scenarioPod(scenario, pod);
-  if (scenario.replay === undefined) planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
+  if (scenario.replay === undefined) planRun(scenario, pod, "virtual time", virtualTimeSkips);
   else planRun(scenario, pod, "a replay", supervisorOnly("a replay"));
 }
 
@@ -288,7 +321,7 @@ export interface VirtualRunOptions {
   ioPhaseMs?: number;
 }
 
-export function runVirtual(scenario: HilScenario, sim: SimConfig, base: VirtualPodConfig, o: VirtualRunOptions = {}): ScenarioRun {
+export function runVirtual(scenario: HilScenario, sim: SimConfig, base: SupervisedPodConfig, o: VirtualRunOptions = {}): ScenarioRun {
   checkTransmitters(scenario, base);
   const started = performance.now();
   const pod = scenarioPod(scenario, base);
@@ -296,23 +329,29 @@ export function runVirtual(scenario: HilScenario, sim: SimConfig, base: VirtualP
   if (!(phase >= 0 && phase <= 60_000 && Number.isInteger(phase))) throw new Error(`I/O phase ${phase} ms: a whole number of ms, 0 to 60000`);
   if (scenario.replay !== undefined) throw new Error(`${scenario.file}: a replay scenario (hil/replay-runner.ts)`);
   refuseDaemonSteps(scenario);
-  const plan = planRun(scenario, pod, "virtual time", supervisorOnly("virtual time"));
+  const plan = planRun(scenario, pod, "virtual time", virtualTimeSkips);
   const ticks = Math.round(scenario.durationMs);
   if (plan.sampled.length * ticks > MAX_SAMPLES) throw new Error(`${scenario.file}: ${plan.sampled.length} signals over ${ticks} ticks is more than ${MAX_SAMPLES} samples: shorten it, or split it`);
 
-  const vp = new VirtualPod(sim, pod, { seed: o.seed ?? scenario.seed, steps: scenario.steps }, { recordWrites: true, traceEveryS: 3600, ioPhaseMs: phase });
+  const sp = new SupervisedPod(sim, pod, { seed: o.seed ?? scenario.seed, steps: scenario.steps }, { recordWrites: true, traceEveryS: 3600, ioPhaseMs: phase });
+  const vp = sp.vp;
   const lastWrite = new Map<string, number>();
   const events = new Map<string, { tMs: number; value: number }[]>();
   for (const r of plan.sampled) if (r.output !== undefined) events.set(r.output, []);
   // a sample a tick, into arrays sized for the run up front
   const n = Math.round(scenario.durationMs);
-  const sampled = plan.sampled.map((r) => ({ ref: r, read: reader(vp, r, lastWrite), v: new Float64Array(n) }));
+  const sampled = plan.sampled.map((r) => ({ ref: r, read: reader(sp, r, lastWrite), v: new Float64Array(n) }));
   const times = new Float64Array(n);
   let k = 0;
   let seen = 0;
   // the steps on conditions: each fires once, at the first tick its signal meets its condition
-  const triggers = plan.triggers.map((t) => ({ t, read: sampled.find((x) => x.ref.name === t.ref.name)?.read ?? reader(vp, t.ref, lastWrite), firedAt: null as number | null, dueMs: Infinity, done: false }));
-  vp.run(scenario.durationMs / 1000, () => {
+  const triggers = plan.triggers.map((t) => ({ t, read: sampled.find((x) => x.ref.name === t.ref.name)?.read ?? reader(sp, t.ref, lastWrite), firedAt: null as number | null, dueMs: Infinity, done: false }));
+  // each supervisor event of a sampled events.<type> signal is an event of its series, for count
+  const eventSeries = new Map<string, { tMs: number; value: number }[]>();
+  for (const r of plan.sampled) if (r.source === "events") eventSeries.set(r.key as string, []);
+  let eventsSeen = 0;
+  sp.run(scenario.durationMs / 1000, () => {
+    for (; eventsSeen < sp.events.length; eventsSeen++) eventSeries.get(sp.events[eventsSeen].type)?.push({ tMs: vp.timeMs, value: 1 });
     // the writes the last tick sent: each one an event, the last one the level
     for (; seen < vp.writes.length; seen++) {
       const w = vp.writes[seen];
@@ -336,7 +375,10 @@ export function runVirtual(scenario: HilScenario, sim: SimConfig, base: VirtualP
     k++;
   });
   const series = new Map<string, Series>();
-  for (const s of sampled) series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: times, v: s.v, ...(s.ref.output === undefined ? {} : { events: events.get(s.ref.output) }) });
+  for (const s of sampled) {
+    const discrete = s.ref.output !== undefined ? events.get(s.ref.output) : s.ref.source === "events" ? eventSeries.get(s.ref.key as string) : undefined;
+    series.set(s.ref.name, { name: s.ref.name, unit: s.ref.unit, t: times, v: s.v, ...(discrete === undefined ? {} : { events: discrete }) });
+  }
   const endMs = n === 0 ? 0 : times[n - 1];
   const verdicts = verdictsOf(plan, series, endMs, triggers.map((x) => x.firedAt));
   return { scenario, mode: "virtual", passed: verdicts.every((v) => v.passed), verdicts, series, durationMs: endMs, wallMs: performance.now() - started };

@@ -15,7 +15,8 @@ import { encodeRequest, parseResponse } from "../drivers/modbus/master-pdu.js";
 import type { DeviceConfig, ModbusConfig, OutputConfig } from "../drivers/modbus/config.js";
 import { planReads, type ReadBlock } from "../drivers/modbus/plan.js";
 import { FC } from "../drivers/modbus/protocol.js";
-import type { ModbusRequest } from "../drivers/modbus/types.js";
+import { exceptionPolicy, type ModbusRequest } from "../drivers/modbus/types.js";
+import { CircuitBreaker } from "../drivers/breaker.js";
 import { decodePoint, encodeOutput, writeRequest } from "../drivers/modbus/values.js";
 import { podBankSpec } from "../pod/bank.js";
 import type { PodConfig } from "../pod/config.js";
@@ -26,6 +27,7 @@ import type { SimConfig } from "./config.js";
 import type { FieldDevice } from "./devices/field-device.js";
 import { PodSim } from "./pod-sim.js";
 import type { Scenario } from "./scenario.js";
+import { Prng } from "./prng.js";
 
 export interface TraceRow {
   t: number;
@@ -67,7 +69,12 @@ const DEFAULTS: VirtualOptions = { tickMs: 1, traceEveryS: 1, recordWrites: fals
 
 const round = (x: number, digits = 6): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
-type SimDevice = FieldDevice<unknown>;
+/** A simulated device as the pod's driver knows it: its circuit breaker, on virtual time. */
+interface SimDevice {
+  name: string;
+  sim: FieldDevice<unknown>;
+  breaker: CircuitBreaker;
+}
 
 interface GroupPoll {
   device: SimDevice;
@@ -100,6 +107,9 @@ export class VirtualPod implements OutputSink {
   private readonly polls: GroupPoll[] = [];
   private readonly outputs = new Map<string, OutputSlot>();
   private readonly leases: { device: SimDevice; address: number; periodMs: number; nextMs: number }[] = [];
+  private readonly devices: SimDevice[] = [];
+  /** the breakers' jitter: seeded, as everything in virtual time */
+  private readonly jitter: Prng;
   private tick = 0;
   /** the earliest time a poll or a heartbeat falls due: most ticks have neither */
   private nextIoMs = 0;
@@ -119,6 +129,7 @@ export class VirtualPod implements OutputSink {
       throw new Error(`plant dt ${config.plant.dtS} s must be a whole number of ${this.opts.tickMs} ms ticks`);
     }
     this.sim = new PodSim(config, scenario);
+    this.jitter = new Prng((scenario?.seed ?? config.seed) ^ 0xb3ea4e5);
     this.hp = hp;
     this.loop = new VirtualTimeLoop(virtualLoopPod(pod), hp, this);
     loadBank(hp, podBankSpec(pod.control, this.layout, pod.racks));
@@ -144,11 +155,14 @@ export class VirtualPod implements OutputSink {
 
   /** The daemon's polling plan, less what the hot path does not read; its outputs; its leases. */
   private plan(m: VirtualPodConfig["modbus"]): void {
-    const simDevices = new Map(this.sim.devices.all.map((d) => [d.name, d as SimDevice]));
+    const simDevices = new Map(this.sim.devices.all.map((d) => [d.name, d as FieldDevice<unknown>]));
     const inputs = new Set(this.wiring.inputs);
     for (const dc of m.devices) {
-      const device = simDevices.get(dc.name);
-      if (device === undefined) throw new Error(`the simulated pod has no device "${dc.name}"`);
+      const sim = simDevices.get(dc.name);
+      if (sim === undefined) throw new Error(`the simulated pod has no device "${dc.name}"`);
+      const b = dc.breaker;
+      const device: SimDevice = { name: dc.name, sim, breaker: new CircuitBreaker(b.failures, { baseMs: b.openMs, maxMs: b.maxOpenMs }, () => this.timeMs, b.damagedAnswers, () => this.jitter.next()) };
+      this.devices.push(device);
       for (const g of m.groups) {
         const points = dc.points.filter((p) => p.group === g.name && inputs.has(`${dc.name}.${p.name}`));
         const blocks = planReads(dc, points);
@@ -167,12 +181,33 @@ export class VirtualPod implements OutputSink {
     return this.tick * this.opts.tickMs;
   }
 
-  /** One request to a simulated device, as the driver would send it; null when it did not answer. */
+  /**
+   * One request to a simulated device, as the driver's bus sends it: not at all while the
+   * device's breaker is open, and its outcome counted by the breaker (drivers/modbus/bus.ts);
+   * null when it did not answer, or answered an exception.
+   */
   private request(device: SimDevice, req: ModbusRequest): number[] | null {
-    const res = device.respond(encodeRequest(req));
-    if (res === null) return null;
+    const b = device.breaker;
+    if (!b.allow()) return null;
+    const res = device.sim.respond(encodeRequest(req));
+    if (res === null) {
+      b.failure();
+      return null;
+    }
     const o = parseResponse(req, res);
+    if (o.ok) b.success();
+    else if (o.kind === "corrupt") b.damaged();
+    else if (o.kind === "exception" && exceptionPolicy(o.code ?? 0).breaker) b.failure();
+    else b.success(); // an exception that shows the device alive and answering
     return o.ok ? o.data : null;
+  }
+
+  /** Each device's health as the daemon's field I/O reports it: unwell while its breaker is not closed. */
+  deviceHealth(): { name: string; ok: boolean; why: string }[] {
+    return this.devices.map((d) => {
+      const state = d.breaker.state;
+      return { name: d.name, ok: state === "closed", why: state === "closed" ? "" : `not answering (circuit breaker ${state})` };
+    });
   }
 
   /** OutputSink: a changed value is written to its device, as the driver writes it. */

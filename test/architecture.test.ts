@@ -1,6 +1,7 @@
 // The stage boundaries hold, and the linter enforces them: a forbidden import added to a real
 // file of each folder fails `npm run lint` with the boundary's message, and an allowed one does not.
 import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
 import { cycles, importGraph, importsOf } from "../tooling/import-cycles.js";
@@ -65,7 +66,24 @@ describe("import boundaries", () => {
       const messages = r.messages.filter((m) => m.ruleId === "no-restricted-imports");
       expect(messages.length > 0, `${folder} -> ${target}`).toBe(refused);
     }
-    expect(ALLOWED_INSIDE).toEqual({ fleet: { agent: ["commands"] }, hil: { agent: ["commands"] } });
+    expect(ALLOWED_INSIDE).toEqual({ fleet: { agent: ["commands"] }, hil: { agent: ["commands", "supervisor"] } });
+  });
+
+  it("lets hil/ run the daemon's supervisor (agent/supervisor/, pure) beside the virtual pod, and fleet/ not", async () => {
+    for (const [folder, refused] of [
+      ["hil", false],
+      ["fleet", true],
+    ] as const) {
+      const text = `import "../agent/supervisor/supervisor.js";\n${readFileSync(SAMPLE[folder], "utf8")}`;
+      const [r] = await eslint.lintText(text, { filePath: SAMPLE[folder] });
+      const messages = r.messages.filter((m) => m.ruleId === "no-restricted-imports");
+      expect(messages.length > 0, `${folder} -> agent/supervisor`).toBe(refused);
+    }
+    // the supervisor stays pure: nothing of the agent outside its own folder, only pod/, lib/ and the hot path's layout
+    for (const f of readdirSync("agent/supervisor").filter((x) => x.endsWith(".ts"))) {
+      const text = readFileSync(join("agent/supervisor", f), "utf8");
+      for (const m of text.matchAll(/from "([^"]+)"/g)) expect(m[1], `agent/supervisor/${f}`).toMatch(/^(\.\/|\.\.\/\.\.\/(pod|lib|hotpath-as)\/)/);
+    }
   });
 
   it("refuses the Agent class to every service inside agent/", async () => {

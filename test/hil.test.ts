@@ -104,7 +104,7 @@ describe("scenario files", () => {
     expect(() => checkScenario(except, pod)).toThrow(/except: no rack or alarm id rack-33/);
   });
 
-  it("an alarm id or an event type the daemon does not have is an error; virtual time skips the daemon's alarms and events, saying so", () => {
+  it("an alarm id or an event type the daemon does not have is an error; virtual time judges its supervisor's alarms and events, and skips the daemon's others, saying so", () => {
     const withSignal = (signal: string, more: object = {}): ReturnType<typeof parseHilScenario> =>
       parseHilScenario({ ...base, expect: [base.expect[0], { name: "a", signal, is: { eq: 0 }, hold: {}, ...more }] }, "alarm.yaml");
     expect(() => checkScenario(withSignal("alarm.leak:rack-99"), pod)).toThrow(/unknown signal alarm\.leak:rack-99 \(no rack "rack-99" for leak/);
@@ -114,12 +114,11 @@ describe("scenario files", () => {
     expect(() => checkScenario(withSignal("alarms.critical", { except: ["leak:rack-1", "stale:rack-1"] }), pod)).toThrow(/except: no rack or alarm id stale:rack-1/);
     expect(() => parseHilScenario({ ...base, expect: [{ name: "e", signal: "events.alarm.rased", is: { eq: 1 }, count: { min: 1 } }] }, "ev.yaml")).toThrow(/expect\[0\]\.signal/);
     for (const ok of ["alarm.leak:rack-1", "alarm.failsafe:cdu.pump", "alarm.stroke:rack-2.return", "alarm.control:stalled", "alarm.device:cdu", "events.isolation.proven"]) expect(() => checkScenario(withSignal(ok), pod)).not.toThrow();
-    // virtual time judges what it can, and skips the rest with the reason
+    // virtual time judges what its supervisor raises and emits (test/hil-virtual-supervisor.test.ts)
     const r = runVirtual(withSignal("alarms.critical", { except: ["leak:rack-1"] }), loadSimConfig("configs/sim-pod.yaml"), pod);
-    expect(r.verdicts[1].passed).toBe(true);
-    expect(r.verdicts[1].skipped).toMatch(/skipped in virtual time: alarms and events are the daemon's supervisor's \(alarms\.critical except leak:rack-1\); real time \(--rig\) judges it/);
-    // and a scenario of nothing but those is refused: a run that judges nothing must not pass
-    const only = parseHilScenario({ ...base, expect: [{ name: "a", signal: "alarm.leak:rack-1", is: { eq: 0 }, hold: {} }] }, "only.yaml");
+    expect([r.verdicts[1].skipped, r.verdicts[1].passed]).toEqual([undefined, true]);
+    // a scenario of nothing but what only the daemon has is refused: a run that judges nothing must not pass
+    const only = parseHilScenario({ ...base, expect: [{ name: "a", signal: "alarm.control:stalled", is: { eq: 0 }, hold: {} }] }, "only.yaml");
     expect(() => checkScenario(only, pod)).toThrow(/only\.yaml: nothing it expects can be judged in virtual time/);
   });
 
@@ -142,7 +141,7 @@ describe("scenario files", () => {
     const v = r.series.get("truth.pod.powerKw")!.v;
     expect(v[v.length - 1]).toBeGreaterThan(300);
     const rt = parseHilScenario({ ...base, realTime: true }, "rt.yaml");
-    expect(() => checkScenario(rt, pod)).toThrow(/rt\.yaml: it says realTime: true \(it expects what the daemon's supervisor does\): run it in real time, with --rig/);
+    expect(() => checkScenario(rt, pod)).toThrow(/rt\.yaml: it says realTime: true \(what it expects holds on the rig and the daemon only\): run it in real time, with --rig/);
     expect(() => runVirtual(rt, loadSimConfig("configs/sim-pod.yaml"), pod)).toThrow(/realTime: true/);
   });
 
@@ -271,8 +270,8 @@ describe("scenario files", () => {
     expect(() => parseHilScenario(step({ when: { signal: "pod.rack-1.isolatd", is: { eq: 1 } }, leak: "rack-2" }), "w.yaml")).toThrow(/steps\[0\]\.when\.signal: must match pattern/);
     const star = parseHilScenario(step({ when: { signal: "pod.*.isolated", is: { eq: 1 } }, leak: "rack-2" }), "w.yaml");
     expect(() => checkScenario(star, pod)).toThrow(/steps\[0\]\.when: one signal, not pod\.\*\.isolated \(8 of them\)/);
-    const alarm = parseHilScenario(step({ when: { signal: "alarm.leak:rack-1", is: { eq: 1 } }, leak: "rack-2" }), "w.yaml");
-    expect(() => checkScenario(alarm, pod)).toThrow(/w\.yaml: steps\[0\] waits on alarm\.leak:rack-1, which virtual time cannot read/);
+    const alarm = parseHilScenario(step({ when: { signal: "alarm.state:latches", is: { eq: 1 } }, leak: "rack-2" }), "w.yaml");
+    expect(() => checkScenario(alarm, pod)).toThrow(/w\.yaml: steps\[0\] waits on alarm\.state:latches, which virtual time cannot read/);
     // rack-1 never leaks here, so rack-2's leak is never injected: the run fails, and says why
     const never = parseHilScenario({ ...base, steps: [{ when, delay: "1s", leak: "rack-2" }], expect: [{ name: "rack-2 isolated", signal: "pod.rack-2.isolated", is: { eq: 1 }, never: {} }] }, "never.yaml");
     const r = runVirtual(never, loadSimConfig("configs/sim-pod.yaml"), pod);
@@ -435,8 +434,8 @@ describe("the standard library in virtual time, through the pod's wiring and hot
       copyFileSync(html, xhtml);
       const h = await parse(xhtml);
       expect(h.error).toBeNull();
-      // a plot per judged expectation (leak-rack-3's three on the daemon's alarms and events are skipped in virtual time)
-      expect(j.suites.map((s) => s.skipped)).toEqual([0, 3]);
+      // a plot per judged expectation (leak-rack-3's on the supervisor's alarms and events are judged in virtual time too)
+      expect(j.suites.map((s) => s.skipped)).toEqual([0, 0]);
       expect(h.svgs).toBe(j.suites.reduce((n, s) => n + s.tests - s.skipped, 0));
 
       const ok = spawnSync("node", ["dist/cli/podwarden.js", "hil", "run", join(LIBRARY, "leak-cable-fault-rack-4.yaml")], { encoding: "utf8" });

@@ -18,6 +18,7 @@ import type { PodDiagnostics, PodStatus } from "../pod-api.js";
 import type { PodFeature } from "../pod-context.js";
 import type { ProblemRegistry } from "../problems.js";
 import type { Reading, Supervisor } from "../supervisor/supervisor.js";
+import { supervisorInputs, type ReadingSource } from "../supervisor/inputs.js";
 import { cduPumps, type PumpSpec } from "../../pod/pumps.js";
 import type { FieldIo } from "./field-io.js";
 import type { LeakPath } from "./leak-path.js";
@@ -188,34 +189,31 @@ export class PodLoop {
     if (o !== undefined) this.writeActuators(fresh);
     for (const f of this.p.features) f.supervise?.(now);
     this.p.problems.updateAlarms(supervisor.alarms);
-    this.decisions = supervisor.evaluate({
-      nowMs: now,
-      controlHealthy: control.healthy(this.controlMaxAgeMs()),
-      recentTicks: this.tickWindow.update(now, { ticks: control.ticks, overruns: control.overruns, lateness: control.latenessHistogram() }),
-      loopStatus: o?.loopStatus ?? [],
-      loopOut: o?.loopOut ?? [],
-      rackState: o?.rackState ?? [],
-      rackStatus: o?.rackStatus ?? [],
-      racks: c.racks.map((r, i) => ({
-        returnTempC: this.reading(lay.racks[i].returnTempC, r.points.returnTempC, o),
-        supplyTempC: this.reading(lay.racks[i].supplyTempC, r.points.supplyTempC, o),
-        flowLpm: this.reading(lay.racks[i].flowLpm, r.points.flowLpm, o),
-        powerKw: this.reading(lay.racks[i].powerKw, r.points.powerKw, o),
-        manualIsolate: control.frames.rackManualIsolate[i] === 1,
-        noCoolant: o !== undefined && PodWiring.noCoolant(o, i),
-      })),
-      cduSupplyTempC: c.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC, c.cdu.points.supplyTempC, o),
-      cduDpKpa: this.reading(lay.cdu.dpKpa, c.cdu.points.dpKpa, o),
-      pumps: this.pumps.map((p, k) => {
-        const slots = lay.cdu.pumps[k];
-        return {
-          fault: p.fault === undefined || slots.fault === undefined ? undefined : this.reading(slots.fault, p.fault, o),
-          running: p.running === undefined || slots.running === undefined ? undefined : this.reading(slots.running, p.running, o),
-        };
-      }),
-      wallMs: Date.now(),
-      devices: this.p.field.health(),
-    });
+    const frames = control.frames;
+    const source: ReadingSource = {
+      reading: (bankIndex, pointId) => this.reading(bankIndex, pointId, o),
+      manualIsolate: (i) => frames.rackManualIsolate[i] === 1,
+      noCoolant: (i) => o !== undefined && PodWiring.noCoolant(o, i),
+    };
+    this.decisions = supervisor.evaluate(
+      supervisorInputs(
+        c,
+        lay,
+        source,
+        {
+          nowMs: now,
+          controlHealthy: control.healthy(this.controlMaxAgeMs()),
+          recentTicks: this.tickWindow.update(now, { ticks: control.ticks, overruns: control.overruns, lateness: control.latenessHistogram() }),
+          loopStatus: o?.loopStatus ?? [],
+          loopOut: o?.loopOut ?? [],
+          rackState: o?.rackState ?? [],
+          rackStatus: o?.rackStatus ?? [],
+          wallMs: Date.now(),
+          devices: this.p.field.health(),
+        },
+        this.pumps,
+      ),
+    );
     this.p.field.alarmOutputs(now);
   }
 

@@ -1,15 +1,11 @@
-// The virtual pod with the daemon's supervisor beside it, in virtual time: every supervisor
-// period the supervisor reads what the pod loop would hand it (the bank's verdicts on each
-// point, the rack and loop words) and its decisions (power caps, power-off, pump enable) go to
-// the wiring, as the pod loop does. Lets a test judge alarms and power against the plant.
+// Plants and runs of the supervised virtual pod (hil/supervised-pod.ts) that the control-quality
+// tests and their bench figures share.
 import type { AgentConfig } from "../../agent/config/load.js";
 import { demoAgentConfig } from "../../cli/demo-config.js";
-import { Supervisor, type Reading, type SupervisorEvent, type SupervisorInputs } from "../../agent/supervisor/supervisor.js";
-import { qualityWords } from "../../pod/status-words.js";
-import { PodWiring } from "../../pod/wiring.js";
+import { SupervisedPod } from "../../hil/supervised-pod.js";
 import { loadSimConfig, simConfig, type SimConfig } from "../../sim/config.js";
-import type { Scenario } from "../../sim/scenario.js";
-import { VirtualPod } from "../../sim/virtual-pod.js";
+
+export { SupervisedPod };
 
 /**
  * 5 kW on 100 kW racks, with branch valves (kvMax 10) that pass well under the 5 L/min
@@ -109,68 +105,4 @@ export function demoAlarms(seconds: number, patch?: (c: AgentConfig) => void): {
   const raises = new Map<string, number>();
   for (const id of pod.raised()) raises.set(id, (raises.get(id) ?? 0) + 1);
   return { raises, firstRaiseMs, chattering: pod.supervisor.alarms.stats().chattering.length };
-}
-
-export class SupervisedPod {
-  readonly vp: VirtualPod;
-  readonly supervisor: Supervisor;
-  readonly events: SupervisorEvent[] = [];
-  private nextMs = 0;
-
-  constructor(sim: SimConfig, readonly config: AgentConfig, scenario?: Scenario) {
-    this.vp = new VirtualPod(sim, config, scenario);
-    // the wall clock is virtual time from the epoch: the pumps' duty rotation starts in slot 0
-    this.supervisor = new Supervisor(config.supervisor, config, this.vp.layout, (e) => this.events.push(e), () => this.vp.timeMs, 0);
-  }
-
-  /** Advances plant time, the supervisor evaluating every supervisor.periodMs. */
-  run(seconds: number, each?: () => void): void {
-    this.vp.run(seconds, () => {
-      if (this.vp.timeMs >= this.nextMs) {
-        this.nextMs = this.vp.timeMs + this.config.supervisor.periodMs;
-        this.vp.decisions = this.supervisor.evaluate(this.inputs());
-      }
-      each?.();
-    });
-  }
-
-  /** The ids of the alarms raised so far (each time it was raised). */
-  raised(): string[] {
-    return this.events.flatMap((e) => (e.type === "alarm.raised" ? [e.alarm.id] : []));
-  }
-
-  private reading(point: number): Reading {
-    const v = this.vp.hp.views;
-    const q = v.pointI.quality[point];
-    return q === 0 ? { value: v.pointF.held[point], good: true } : { value: v.pointF.held[point], good: false, why: `point ${point}: ${qualityWords(q)}` };
-  }
-
-  private inputs(): SupervisorInputs {
-    const v = this.vp.hp.views;
-    const lay = this.vp.layout;
-    const n = this.config.racks.length;
-    const loops = lay.loops;
-    return {
-      nowMs: this.vp.timeMs,
-      controlHealthy: true,
-      recentTicks: { ticks: 10_000, overruns: 0, spanMs: 10_000 },
-      loopStatus: Array.from(v.loopI.status.subarray(0, loops)),
-      loopOut: Array.from(v.loopF.out.subarray(0, loops)),
-      rackState: Array.from(v.rackI.state.subarray(0, n)),
-      rackStatus: Array.from(v.rackI.status.subarray(0, n)),
-      racks: lay.racks.map((rp, r) => ({
-        returnTempC: this.reading(rp.returnTempC),
-        supplyTempC: this.reading(rp.supplyTempC),
-        flowLpm: this.reading(rp.flowLpm),
-        powerKw: this.reading(rp.powerKw),
-        manualIsolate: v.rackI.manualIsolate[r] === 1,
-        noCoolant: PodWiring.noCoolant({ rackSupplyOpen: v.rackI.supplyOpen, rackReturnOpen: v.rackI.returnOpen }, r),
-      })),
-      cduSupplyTempC: this.config.cdu.points.supplyTempC === undefined ? { value: NaN, good: false, why: "no CDU supply sensor configured" } : this.reading(lay.cdu.supplyTempC),
-      cduDpKpa: this.reading(lay.cdu.dpKpa),
-      pumps: lay.cdu.pumps.map((p) => ({ fault: p.fault === undefined ? undefined : this.reading(p.fault), running: p.running === undefined ? undefined : this.reading(p.running) })),
-      wallMs: this.vp.timeMs,
-      devices: [],
-    };
-  }
 }
