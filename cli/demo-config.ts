@@ -1,7 +1,6 @@
 // The demo pod's agent config (configs/demo-pod.yaml) as plain data, optionally pointed at a
 // simulator on other ports: the demo, the tests and the benchmarks all start from it.
-import { readFileSync } from "node:fs";
-import { parseYaml } from "../lib/config-file.js";
+import { configDataWithProfiles } from "../agent/config/device-profiles.js";
 import { validateAgentConfig, type AgentConfig } from "../agent/config/load.js";
 import { RETURN_TX_RANGE_C } from "../sim/devices/pod-devices.js";
 
@@ -11,9 +10,13 @@ export interface DemoConfigData extends Record<string, unknown> {
   modbus: { groups: { name: string; periodMs: number }[]; devices: { name: string; tcp: { port: number } }[] };
 }
 
-/** Parses the demo config; `portOf` moves each Modbus device to the simulator's actual port. */
+/**
+ * Parses the demo config, its device profiles expanded (so the data lists every point, as a
+ * hand-written config does, for the rewiring below to edit); `portOf` moves each Modbus device
+ * to the simulator's actual port.
+ */
 export function demoConfigData(portOf?: (device: string) => number | undefined, path = DEMO_AGENT_CONFIG): DemoConfigData {
-  const data = parseYaml(readFileSync(path, "utf8"), path) as DemoConfigData;
+  const data = configDataWithProfiles(path) as DemoConfigData;
   if (portOf !== undefined) {
     for (const d of data.modbus.devices) {
       const port = portOf(d.name);

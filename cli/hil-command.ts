@@ -5,14 +5,14 @@
 // a process of its own against a rig (docs/hil.md). Prints a line per expectation, writes the
 // JUnit XML and the HTML report, and exits non-zero when anything fails.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { adminRequest } from "../agent/ops/admin-socket.js";
-import { ConfigError, parseYaml } from "../lib/config-file.js";
+import { ConfigError } from "../lib/config-file.js";
 import { cpuQuotaGroup, realTimeThreads, type CpuQuota } from "../hil/cpu-quota.js";
 import { fakeClockEnv, setFakeClock } from "../hil/faketime.js";
 import { stallMainThread, type MainThreadStall } from "../hil/main-thread-stall.js";
@@ -34,6 +34,7 @@ import { checkScenario, runVirtual, type ScenarioRun } from "../hil/virtual-runn
 import { loadSimConfig } from "../sim/config.js";
 import { DEMO_AGENT_CONFIG, demoAgentConfig, readReturnTempsThroughTransmitters } from "./demo-config.js";
 import { virtualLoopPod } from "../pod/virtual-loop.js";
+import { configDataWithProfiles } from "../agent/config/device-profiles.js";
 
 export interface HilArgs {
   scenarios: string[];
@@ -80,7 +81,7 @@ function wireMqttSensors(data: Record<string, unknown>, url: string, racks: read
 export function scenarioConfig(s: Pick<HilScenario, "transmitters" | "file">, configPath: string | undefined, base: AgentConfig): AgentConfig {
   if (s.transmitters === undefined) return base;
   const path = configPath ?? DEMO_AGENT_CONFIG;
-  const data = parseYaml(readFileSync(path, "utf8"), path) as Record<string, unknown>;
+  const data = configDataWithProfiles(path);
   wireTransmitters(data, s);
   return agentConfigFromData(data, path);
 }
@@ -125,7 +126,7 @@ type DaemonOptions = Parameters<RealTimeDeps["startDaemon"]>[0];
 
 /** The daemon's config for one real-time run: the rig's device addresses, a fresh state directory, ephemeral listeners, the runner's uplink or none. */
 function rigDaemonConfig(configPath: string, rig: RigAdapter, stateDir: string, o: DaemonOptions = {}): Record<string, unknown> {
-  const data = parseYaml(readFileSync(configPath, "utf8"), configPath) as Record<string, unknown>;
+  const data = configDataWithProfiles(configPath);
   const modbusData = (data.modbus ?? {}) as { devices?: { name: string; unitId?: number; tcp?: { host?: string; port?: number }; bus?: string }[]; buses?: { name: string; path: string; baudRate: number }[] };
   const modbus = modbusData.devices ?? [];
   const redfish = ((data.redfishClient as { devices?: { name: string; url: string }[] } | undefined)?.devices ?? []);

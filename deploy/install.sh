@@ -11,7 +11,10 @@ id -u podwarden >/dev/null 2>&1 || useradd --system --home-dir /var/lib/podwarde
 install -d -m 0755 /opt/podwarden /etc/podwarden
 npm ci --no-audit --no-fund
 npm run build
-cp -r dist build node_modules package.json configs docs /opt/podwarden/
+cp -r dist build node_modules package.json configs docs profiles /opt/podwarden/
+# the HMI's page is served as it is, from the package's agent/hmi/static (agent/hmi/server.ts)
+install -d -m 0755 /opt/podwarden/agent/hmi
+cp -r agent/hmi/static /opt/podwarden/agent/hmi/
 [ -f /etc/podwarden/pod.yaml ] || install -m 0640 -g podwarden configs/pod-template.yaml /etc/podwarden/pod.yaml
 install -m 0644 deploy/podwarden.service /etc/systemd/system/podwarden.service
 systemd-analyze verify /etc/systemd/system/podwarden.service

@@ -14,7 +14,9 @@ import { generateCommandKey } from "../agent/commands/signing.js";
 import { run } from "./helpers/processes.js";
 import { tempDir } from "./helpers/temp-dirs.js";
 
-const demo = readFileSync("configs/demo-pod.yaml", "utf8");
+// the demo as written by hand, register by register: the mutations below edit its text (the demo
+// itself is written with device profiles, and loads as this does: test/device-profiles.test.ts)
+const demo = readFileSync("test/fixtures/demo-pod-by-hand.yaml", "utf8");
 const write = (text: string): string => {
   const f = join(tempDir("podwarden-cfg-"), "agent.yaml");
   writeFileSync(f, text);

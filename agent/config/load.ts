@@ -16,6 +16,7 @@ import { pumpProblems, pumpsStoppable } from "../../pod/pumps.js";
 import { podLayout } from "../../pod/layout.js";
 import { brokerUrls, type UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
+import { expandProfiles, profileDirs } from "./device-profiles.js";
 
 /** The whole config, derived from the schema: each section's type comes from its owner's schema. */
 export type AgentConfig = AgentConfigData;
@@ -211,12 +212,15 @@ export function parseAgentConfig(text: string, file: string, env: NodeJS.Process
   return agentConfigFromData(parseYaml(text, file) ?? {}, file, env);
 }
 
-/** The steps after YAML parsing: ${ENV} substitution, then schema and cross-field validation. */
+/** The steps after YAML parsing: ${ENV} substitution, device profiles, then schema and cross-field validation. */
 export function agentConfigFromData(data: unknown, file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
   const problems: string[] = [];
   const substituted = substituteEnv(data, env, "", problems);
   if (problems.length > 0) throw new ConfigError(file, problems);
-  return validateAgentConfig(substituted, file);
+  // device profiles (profiles/): what the schema sees is the config as if written by hand
+  const expanded = expandProfiles(substituted, profileDirs(file), problems);
+  if (problems.length > 0) throw new ConfigError(file, problems);
+  return validateAgentConfig(expanded, file);
 }
 
 export function loadAgentConfig(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
