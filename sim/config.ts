@@ -1,6 +1,6 @@
 // Simulator config: `podwarden sim -c configs/sim-pod.yaml`. Documented in docs/simulator.md.
 import { loadYamlFile, validator } from "../lib/config-file.js";
-import { int, num, obj, optional, str, typed } from "../lib/schema-builders.js";
+import { int, num, obj, oneOf, optional, str, typed } from "../lib/schema-builders.js";
 import type { LoadProfile } from "./plant/load.js";
 import type { PlantParams } from "./plant/pod-plant.js";
 
@@ -131,6 +131,7 @@ export const SIM_SCHEMA = {
         host: { type: "string", default: "127.0.0.1", description: "address the Modbus TCP servers bind" },
         basePort: int(0, 65535, 15020, "CDU on basePort, rack N on basePort + N; 0 = ephemeral ports"),
         leaseMs: int(0, 65535, 3000, "comms-loss lease at power-up, ms (0 disables)"),
+        leaseStyle: oneOf(["register", "counter", "comms"] as const, "register", "how the devices keep their lease (docs/safety.md, Device leases): register, any write to the heartbeat register renews it (a module's watchdog-reset register); counter, only a write of a new value (a heartbeat counter); comms, any request at all (a module's communication watchdog)"),
         failValvePct: num(0, 100, 100, "control valve fail position, %"),
         failPumpPct: num(0, 100, 80, "pump fail speed, %"),
         failIsolationOpen: { type: "boolean", default: false, description: "isolation valves open when the lease expires (default: hold)" },
@@ -184,6 +185,7 @@ export interface SimConfig {
     host: string;
     basePort: number;
     leaseMs: number;
+    leaseStyle: "register" | "counter" | "comms";
     failValvePct: number;
     failPumpPct: number;
     failIsolationOpen: boolean;

@@ -14,8 +14,8 @@ import { loadWasmHotPath } from "../hotpath-as/wasm-bank.js";
 import { encodeRequest, parseResponse } from "../drivers/modbus/master-pdu.js";
 import type { DeviceConfig, ModbusConfig, OutputConfig } from "../drivers/modbus/config.js";
 import { planReads, type ReadBlock } from "../drivers/modbus/plan.js";
-import { FC } from "../drivers/modbus/protocol.js";
 import { exceptionPolicy, type ModbusRequest } from "../drivers/modbus/types.js";
+import { renewalRequest, type LeaseConfig } from "../drivers/modbus/lease.js";
 import { CircuitBreaker } from "../drivers/breaker.js";
 import { decodePoint, encodeOutput, writeRequest } from "../drivers/modbus/values.js";
 import { podBankSpec } from "../pod/bank.js";
@@ -106,7 +106,7 @@ export class VirtualPod implements OutputSink {
   private readonly plantEvery: number;
   private readonly polls: GroupPoll[] = [];
   private readonly outputs = new Map<string, OutputSlot>();
-  private readonly leases: { device: SimDevice; address: number; periodMs: number; nextMs: number }[] = [];
+  private readonly leases: { device: SimDevice; lease: LeaseConfig; nextMs: number }[] = [];
   private readonly devices: SimDevice[] = [];
   /** the breakers' jitter: seeded, as everything in virtual time */
   private readonly jitter: Prng;
@@ -174,7 +174,7 @@ export class VirtualPod implements OutputSink {
   }
 
   private addLease(device: SimDevice, dc: DeviceConfig): void {
-    if (dc.lease !== undefined) this.leases.push({ device, address: dc.lease.address, periodMs: dc.lease.periodMs, nextMs: this.opts.ioPhaseMs % dc.lease.periodMs });
+    if (dc.lease !== undefined) this.leases.push({ device, lease: dc.lease, nextMs: this.opts.ioPhaseMs % dc.lease.periodMs });
   }
 
   get timeMs(): number {
@@ -251,8 +251,9 @@ export class VirtualPod implements OutputSink {
   private heartbeats(now: number): void {
     for (const l of this.leases) {
       if (now < l.nextMs) continue;
-      l.nextMs += l.periodMs;
-      this.request(l.device, { fc: FC.WRITE_SINGLE_REGISTER, address: l.address, value: (now / l.periodMs) & 0xffff });
+      l.nextMs += l.lease.periodMs;
+      // the driver's renewal in the lease's style (a comms watchdog's read; no health gate here)
+      this.request(l.device, renewalRequest(l.lease, now / l.lease.periodMs));
     }
   }
 

@@ -3,6 +3,7 @@
 // agent's point store, answers for the outputs it owns, stops it.
 import { Worker } from "node:worker_threads";
 import type { ModbusConfig } from "../../drivers/modbus/config.js";
+import type { LeaseConfig } from "../../drivers/modbus/lease.js";
 import { modbusOutputIds, type BusStats, type ModbusDriver, type OutputState } from "../../drivers/modbus/driver.js";
 import type { Point } from "../../lib/points.js";
 import type { PodConfig } from "../../pod/config.js";
@@ -22,8 +23,8 @@ export const LEAK_CONNECTION_SUFFIX = "#leak";
 
 export interface LeakThreadOptions {
   modbus: ModbusConfig;
-  /** the taken devices' lease registers (ModbusSplit.leases) */
-  leases: Record<string, number>;
+  /** the taken devices' leases (ModbusSplit.leases) */
+  leases: Record<string, LeaseConfig>;
   pod: Pick<PodConfig, "racks" | "cdu">;
   /** the supervisor's power decisions before its first pass (PodWiring.initialDecisions) */
   decisions: PodDecisions;

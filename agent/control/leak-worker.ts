@@ -11,6 +11,7 @@
 // state, in reports a few times a second, for status, telemetry and alarms.
 import { parentPort, workerData } from "node:worker_threads";
 import type { ModbusConfig } from "../../drivers/modbus/config.js";
+import type { LeaseConfig } from "../../drivers/modbus/lease.js";
 import { ModbusDriver, modbusOutputIds, type OutputState } from "../../drivers/modbus/driver.js";
 import { monoMs } from "../../lib/clock.js";
 import { PointStore, type Point } from "../../lib/points.js";
@@ -24,8 +25,8 @@ import { raiseThreadToFifo } from "./sched-fifo.js";
 export interface LeakWorkerInput {
   /** the leak inputs, isolation valves and power outputs only (drivers/modbus/split.ts) */
   modbus: ModbusConfig;
-  /** each device's lease register (ModbusSplit.leases): renewed once before a close it has not had */
-  leases: Record<string, number>;
+  /** each device's lease (ModbusSplit.leases): renewed once before a close it has not had */
+  leases: Record<string, LeaseConfig>;
   pod: Pick<PodConfig, "racks" | "cdu">;
   /** the supervisor's power decisions, written by the main thread (SharedDecisions) */
   decisions: SharedArrayBuffer;

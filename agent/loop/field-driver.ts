@@ -42,7 +42,11 @@ export interface FieldDriver {
 
 /** Modbus devices' health from the driver's counters (the main driver's and the leak thread's alike). */
 export function modbusHealth(stats: ReturnType<ModbusDriver["stats"]>): DeviceHealth[] {
-  return stats.devices.map((x) => ({ name: x.name, ok: x.connected && x.breaker === "closed", why: !x.connected ? "disconnected" : `not answering (circuit breaker ${x.breaker})` }));
+  return stats.devices.map((x) => ({
+    name: x.name,
+    ok: x.connected && x.breaker === "closed" && x.leaseProblem === null,
+    why: !x.connected ? "disconnected" : x.breaker !== "closed" ? `not answering (circuit breaker ${x.breaker})` : `lease not as configured: ${x.leaseProblem ?? ""}`,
+  }));
 }
 
 export function modbusField(d: ModbusDriver): FieldDriver {

@@ -1,6 +1,7 @@
 // Modbus driver config: buses, devices, their points and outputs, polling groups.
 // The JSON Schema here is embedded in the agent's config schema and documented from it.
 import type { SerialFraming } from "./serial-line.js";
+import type { LeaseConfig } from "./lease.js";
 import { validator } from "../../lib/config-file.js";
 import { DATA_TYPES, WORD_ORDERS, registerCount, type DataType, type WordOrder } from "./codec.js";
 import { LOOP_CURRENT_SCHEMA, type LoopCurrentConfig } from "./loop-current.js";
@@ -55,7 +56,7 @@ export interface DeviceConfig {
   maxRequestRegisters: number;
   maxRequestBits: number;
   breaker: { failures: number; damagedAnswers: number; openMs: number; maxOpenMs: number };
-  lease?: { address: number; periodMs: number };
+  lease?: LeaseConfig;
   points: PointConfig[];
   outputs: OutputConfig[];
 }
@@ -202,10 +203,29 @@ export const MODBUS_SCHEMA = {
             type: "object",
             additionalProperties: false,
             required: ["address"],
-            description: "heartbeat register written while the control loop is healthy",
+            description: "the device's safety lease, renewed only while the control loop is healthy: the device puts its outputs at their safe values when it runs out (docs/safety.md, Device leases)",
             properties: {
-              address: addr,
-              periodMs: { type: "integer", minimum: 10, maximum: 60000, default: 500, description: "heartbeat period, ms" },
+              style: {
+                enum: ["heartbeat-counter", "watchdog-register", "comms-watchdog"],
+                default: "heartbeat-counter",
+                description:
+                  "how the device's firmware keeps its lease: heartbeat-counter, a register written with a counter that must move (podwarden's simulator, custom firmware); watchdog-register, a register written with the same value every period (a module's watchdog-reset register); comms-watchdog, the device's own timer on any traffic (a module's communication watchdog): podwarden reads `address` every period while control is healthy and sends the device nothing at all while it is not",
+              },
+              address: { ...addr, description: "heartbeat-counter, watchdog-register: the holding register written every period; comms-watchdog: a holding register read every period to keep traffic up" },
+              periodMs: { type: "integer", minimum: 10, maximum: 60000, default: 500, description: "renewal period, ms: well inside the device's own lease time" },
+              value: { type: "integer", minimum: 0, maximum: 65535, default: 1, description: "watchdog-register: the value written every period (the module's manual says which)" },
+              timeout: {
+                type: "object",
+                additionalProperties: false,
+                required: ["address", "ms"],
+                description: "the device's own lease time: written at every connect (unless write: false), and read back; a device holding another is unwell (its health says so)",
+                properties: {
+                  address: { ...addr, description: "the holding register of the device's lease time" },
+                  ms: { type: "integer", minimum: 10, maximum: 3600000, description: "the lease time, ms" },
+                  unitMs: { type: "integer", minimum: 1, maximum: 60000, default: 1, description: "the register's unit, ms (100 for a module counting tenths of a second)" },
+                  write: { type: "boolean", default: true, description: "write it at connect; false: only verify it (set on the module by its own tool)" },
+                },
+              },
             },
           },
           points: {
@@ -289,6 +309,9 @@ export function modbusProblems(c: ModbusConfig, at = "modbus"): string[] {
       if (o.address + (o.table === "coil" ? 1 : registerCount(o.type)) > 65536) out.push(`${op}.address: runs past 65535`);
     });
     if (d.breaker.maxOpenMs < d.breaker.openMs) out.push(`${p}.breaker.maxOpenMs: must be >= openMs`);
+    const t = d.lease?.timeout;
+    if (t !== undefined && t.ms / t.unitMs > 65535) out.push(`${p}.lease.timeout.ms: ${t.ms} ms is more than a register of ${t.unitMs} ms units holds (65535)`);
+    if (t !== undefined && d.lease !== undefined && d.lease.periodMs * 2 > t.ms) out.push(`${p}.lease.periodMs: ${d.lease.periodMs} ms is more than half the device's lease time (${t.ms} ms): one late renewal would let it run out`);
   });
   if (c.reconnect.maxMs < c.reconnect.baseMs) out.push(`${at}.reconnect.maxMs: must be >= baseMs`);
   return out;

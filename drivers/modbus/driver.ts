@@ -19,6 +19,7 @@ import { FC } from "./protocol.js";
 import { RtuTransport } from "./rtu-transport.js";
 import { TcpTransport } from "./tcp-transport.js";
 import { decodePoint, encodeOutput, writeRequest } from "./values.js";
+import { DeviceLease, type LeaseConfig } from "./lease.js";
 import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type ModbusTransport, type TransportStats } from "./types.js";
 
 /**
@@ -33,7 +34,8 @@ export function modbusOutputIds(m: Pick<ModbusConfig, "devices">): string[] {
 interface DeviceRuntime extends BusDevice {
   config: DeviceConfig;
   bus: Bus;
-  leaseCounter: number;
+  /** its safety lease, in its style (lease.ts) */
+  lease: DeviceLease | null;
 }
 
 interface GroupPoll {
@@ -103,6 +105,8 @@ export class ModbusDriver {
   private readonly outputs = new Map<string, OutputRuntime>();
   private readonly timers: NodeJS.Timeout[] = [];
   private healthy: () => boolean = () => false;
+  /** renewLease's leases of devices this driver does not keep the lease of (the leak thread's) */
+  private readonly renewals = new Map<string, DeviceLease>();
   private running = false;
 
   constructor(
@@ -139,8 +143,11 @@ export class ModbusDriver {
         stats: newDeviceStats(),
         config: dc,
         bus,
-        leaseCounter: 0,
+        lease: null,
       };
+      if (dc.lease !== undefined) {
+        device.lease = new DeviceLease(dc.lease, (request, done) => bus.submit({ device, request, priority: 0, sheddable: false, done }), () => this.healthy());
+      }
       this.devices.set(dc.name, device);
       for (const [gname, g] of groups) {
         const blocks = planReads(dc, dc.points.filter((p) => p.group === gname));
@@ -173,8 +180,14 @@ export class ModbusDriver {
       bus.transport.onConnectionChange((up) => {
         if (!up) this.markDisconnected(bus);
         // a device that answers again is probed at the next poll, not at its breaker's retry
-        // time: the two waits (reconnect, breaker) overlap instead of adding up
-        else for (const d of this.devices.values()) if (d.bus === bus) d.breaker.retryNow();
+        // time: the two waits (reconnect, breaker) overlap instead of adding up; and its lease
+        // time is written and checked on the new connection (it may have restarted)
+        else
+          for (const d of this.devices.values()) {
+            if (d.bus !== bus) continue;
+            d.breaker.retryNow();
+            d.lease?.connected();
+          }
       });
       bus.transport.start();
     }
@@ -186,8 +199,8 @@ export class ModbusDriver {
       if (out.config.refreshMs > 0) this.timers.push(setInterval(() => this.refresh(out), out.config.refreshMs));
     }
     for (const d of this.devices.values()) {
-      const lease = d.config.lease;
-      if (lease !== undefined) this.timers.push(setInterval(() => this.heartbeat(d, lease.address), lease.periodMs));
+      const lease = d.lease;
+      if (lease !== null) this.timers.push(setInterval(() => this.heartbeat(lease), lease.config.periodMs));
     }
   }
 
@@ -234,7 +247,8 @@ export class ModbusDriver {
   }
 
   private poll(poll: GroupPoll): void {
-    if (!this.running) return;
+    // a comms watchdog's device gets nothing while control is unhealthy: its own timer then runs out
+    if (!this.running || poll.device.lease?.silent() === true) return;
     if (poll.pending > 0) {
       poll.overruns++; // the last cycle is still running: skip rather than pile up
       return;
@@ -281,7 +295,8 @@ export class ModbusDriver {
   }
 
   private write(out: OutputRuntime): void {
-    if (!this.running || out.raw === null) return;
+    // held back, not lost: the value stays unsent (lastSentRaw), so the next pass or refresh sends it
+    if (!this.running || out.raw === null || out.device.lease?.silent() === true) return;
     if (out.writing) {
       out.dirty = true; // one write in flight per output; the newest value follows it
       return;
@@ -342,9 +357,9 @@ export class ModbusDriver {
     });
   }
 
-  private heartbeat(d: DeviceRuntime, address: number): void {
+  private heartbeat(lease: DeviceLease): void {
     if (!this.running || !this.healthy()) return;
-    this.beat(d, address);
+    lease.renew();
   }
 
   /**
@@ -353,26 +368,27 @@ export class ModbusDriver {
    * for a driver on a second connection that does not own the lease, and must have one write
    * taken by a device whose lease may have run out.
    */
-  renewLease(device: string, address: number): void {
+  renewLease(device: string, lease: LeaseConfig): void {
     const d = this.devices.get(device);
     if (d === undefined) throw new Error(`no device "${device}"`);
-    if (this.running) this.beat(d, address);
-  }
-
-  private beat(d: DeviceRuntime, address: number): void {
-    d.leaseCounter = (d.leaseCounter + 1) & 0xffff;
-    d.bus.submit({ device: d, request: { fc: FC.WRITE_SINGLE_REGISTER, address, value: d.leaseCounter }, priority: 0, sheddable: false, done: () => undefined });
+    if (!this.running) return;
+    let r = this.renewals.get(device);
+    if (r === undefined) {
+      r = new DeviceLease(lease, (request, done) => d.bus.submit({ device: d, request, priority: 0, sheddable: false, done }), () => true);
+      this.renewals.set(device, r);
+    }
+    r.renew();
   }
 
   /** Per-device and per-bus counters, for metrics and tests. */
   stats(): {
-    /** breakerRetryAtMs: when an open breaker lets its next probe go (lib/clock's monoMs), else null */
-    devices: { name: string; connected: boolean; breaker: string; breakerRetryAtMs: number | null; trips: number; stats: DeviceStats }[];
+    /** breakerRetryAtMs: when an open breaker lets its next probe go (lib/clock's monoMs), else null; leaseProblem: its lease time not as configured (lease.ts) */
+    devices: { name: string; connected: boolean; breaker: string; breakerRetryAtMs: number | null; trips: number; leaseProblem: string | null; stats: DeviceStats }[];
     buses: BusStats[];
     polls: { device: string; priority: number; polls: number; overruns: number }[];
   } {
     return {
-      devices: [...this.devices.values()].map((d) => ({ name: d.name, connected: d.bus.transport.connected, breaker: d.breaker.state, breakerRetryAtMs: d.breaker.retryAtMs, trips: d.breaker.trips, stats: d.stats })),
+      devices: [...this.devices.values()].map((d) => ({ name: d.name, connected: d.bus.transport.connected, breaker: d.breaker.state, breakerRetryAtMs: d.breaker.retryAtMs, trips: d.breaker.trips, leaseProblem: d.lease?.problem ?? null, stats: d.stats })),
       buses: [...this.buses.values()].map((b) => ({ name: b.name, connected: b.transport.connected, utilization: b.utilization(), budgetOverruns: b.budgetOverruns, ...b.transport.stats() })),
       polls: this.polls.map((p) => ({ device: p.device.name, priority: p.priority, polls: p.polls, overruns: p.overruns })),
     };

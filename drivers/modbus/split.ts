@@ -3,6 +3,7 @@
 // be split: a device on a serial bus shares the port with every other device on it, and one
 // port has one owner, so its points stay where they were and are reported as left behind.
 import type { DeviceConfig, ModbusConfig } from "./config.js";
+import type { LeaseConfig } from "./lease.js";
 
 export interface ModbusSplit {
   /** the config without the points and outputs taken */
@@ -16,7 +17,7 @@ export interface ModbusSplit {
    * but may write it once (ModbusDriver.renewLease) to have a device whose lease ran out take a
    * write toward its safe state
    */
-  leases: Record<string, number>;
+  leases: Record<string, LeaseConfig>;
 }
 
 /**
@@ -29,7 +30,7 @@ export function splitModbus(config: ModbusConfig, take: ReadonlySet<string>): Mo
   const kept: DeviceConfig[] = [];
   const taken: DeviceConfig[] = [];
   const left: string[] = [];
-  const leases: Record<string, number> = {};
+  const leases: Record<string, LeaseConfig> = {};
   for (const d of config.devices) {
     const mine = (name: string): boolean => take.has(`${d.name}.${name}`);
     const points = d.points.filter((p) => mine(p.name));
@@ -46,7 +47,7 @@ export function splitModbus(config: ModbusConfig, take: ReadonlySet<string>): Mo
     kept.push({ ...d, points: d.points.filter((p) => !mine(p.name)), outputs: d.outputs.filter((o) => !mine(o.name)) });
     const { lease, ...rest } = d;
     taken.push({ ...rest, points, outputs });
-    if (lease !== undefined) leases[d.name] = lease.address;
+    if (lease !== undefined) leases[d.name] = lease;
   }
   return { kept: { ...config, devices: kept }, taken: { ...config, buses: [], devices: taken }, left, leases };
 }

@@ -6,17 +6,35 @@ import type { Prng } from "../prng.js";
 import { isBitTable, type RegisterEntry, type Table } from "./register-map.js";
 import { handlePdu, exceptionPdu, type SlaveDataModel } from "./slave-pdu.js";
 
-/** Comms-loss watchdog: expires when no heartbeat write arrived within the lease. */
+/**
+ * How a device keeps its comms-loss lease (docs/safety.md, Device leases): `register`, any write
+ * to its heartbeat register renews it (a module's watchdog-reset register); `counter`, only a
+ * write of a new value does (custom firmware's heartbeat counter: a stuck writer repeating itself
+ * does not keep it); `comms`, any request at all does (a module's communication watchdog).
+ */
+export type LeaseStyle = "register" | "counter" | "comms";
+
+/** Comms-loss watchdog: expires when nothing renewed it within the lease. */
 export class Watchdog {
   lastBeatMs = -Infinity;
+  private lastValue: number | null = null;
 
   constructor(
     /** lease, ms; 0 disables the watchdog */
     public leaseMs: number,
+    readonly style: LeaseStyle = "register",
   ) {}
 
-  beat(nowMs: number): void {
+  /** A write to the heartbeat register. */
+  beat(nowMs: number, value?: number): void {
+    if (this.style === "counter" && value !== undefined && value === this.lastValue) return;
+    if (value !== undefined) this.lastValue = value;
     this.lastBeatMs = nowMs;
+  }
+
+  /** Any request the device answered. */
+  traffic(nowMs: number): void {
+    if (this.style === "comms") this.lastBeatMs = nowMs;
   }
 
   expired(nowMs: number): boolean {
@@ -221,9 +239,13 @@ export class FieldDevice<Ctx> implements SlaveDataModel {
    * Answers one request PDU as this device would, or null for no answer.
    * Slowness is the transport's job (see `faults.slowMs`).
    */
+  /** called on every request the device takes (not while offline): a comms watchdog's renewal */
+  onRequest: (() => void) | null = null;
+
   respond(pdu: Buffer): Buffer | null {
     this.requests++;
     if (this.faults.offline) return null;
+    this.onRequest?.();
     const ex = this.faults.exception;
     if (ex !== undefined && pdu.length > 0 && (ex.functions === undefined || ex.functions.includes(pdu[0]))) {
       return exceptionPdu(pdu[0], ex.code);

@@ -6,11 +6,13 @@
 import { monoMs } from "../../lib/clock.js";
 import type { Prng } from "../prng.js";
 import type { PodPlant, RackModel, CduModel, PumpModel } from "../plant/pod-plant.js";
-import { FieldDevice, Watchdog } from "./field-device.js";
+import { FieldDevice, Watchdog, type LeaseStyle } from "./field-device.js";
 import type { RegisterEntry } from "./register-map.js";
 
 export interface DeviceDefaults {
   leaseMs: number;
+  /** how the devices keep their lease (field-device.ts LeaseStyle) */
+  leaseStyle: LeaseStyle;
   failValvePct: number;
   failPumpPct: number;
   failIsolationOpen: boolean;
@@ -45,7 +47,7 @@ export function cduEntries(now: () => number): RegisterEntry<CduContext>[] {
   const f32 = { type: "f32" as const, order: "ABCD" as const };
   return [
     { name: "pumpSpeedCommandPct", table: "holding", address: 0, ...f32, unit: "%", description: "pump speed command", read: (c) => c.speedCmdPct, write: (c, v) => (c.speedCmdPct = v) },
-    { name: "heartbeat", table: "holding", address: 2, type: "u16", description: "any write renews the comms-loss lease", read: () => 0, write: (c) => c.wd.beat(now()) },
+    { name: "heartbeat", table: "holding", address: 2, type: "u16", description: "a write renews the comms-loss lease (devices.leaseStyle: any write; counter, a new value only)", read: () => 0, write: (c, v) => c.wd.beat(now(), v) },
     { name: "leaseMs", table: "holding", address: 3, type: "u16", unit: "ms", description: "comms-loss lease; 0 disables the watchdog", read: (c) => c.wd.leaseMs, write: (c, v) => (c.wd.leaseMs = v) },
     { name: "failSpeedPct", table: "holding", address: 4, ...f32, unit: "%", description: "pump speed while the lease is expired", read: (c) => c.failSpeedPct, write: (c, v) => (c.failSpeedPct = v) },
     { name: "pumpEnable", table: "coil", address: 0, type: "bool", description: "pump run enable", read: (c) => (c.enable ? 1 : 0), write: (c, v) => (c.enable = v !== 0) },
@@ -147,7 +149,7 @@ export function rackEntries(now: () => number): RegisterEntry<RackContext>[] {
   const f32 = { type: "f32" as const, order: "CDAB" as const };
   return [
     { name: "valveCommandPct", table: "holding", address: 0, ...f32, unit: "%", description: "control valve command", read: (c) => c.valveCmdPct, write: (c, v) => (c.valveCmdPct = v) },
-    { name: "heartbeat", table: "holding", address: 2, type: "u16", description: "any write renews the comms-loss lease", read: () => 0, write: (c) => c.wd.beat(now()) },
+    { name: "heartbeat", table: "holding", address: 2, type: "u16", description: "a write renews the comms-loss lease (devices.leaseStyle: any write; counter, a new value only)", read: () => 0, write: (c, v) => c.wd.beat(now(), v) },
     { name: "leaseMs", table: "holding", address: 3, type: "u16", unit: "ms", description: "comms-loss lease; 0 disables the watchdog", read: (c) => c.wd.leaseMs, write: (c, v) => (c.wd.leaseMs = v) },
     { name: "failValvePct", table: "holding", address: 4, ...f32, unit: "%", description: "control valve position while the lease is expired", read: (c) => c.failValvePct, write: (c, v) => (c.failValvePct = v) },
     {
@@ -239,7 +241,7 @@ export const rackUnitId = (r: number): number => 10 + r + 1;
 
 export function createPodDevices(plant: PodPlant, d: DeviceDefaults, now: () => number, rng: Prng): PodDevices {
   const more = plant.cdu.pumps.slice(1).map((m): PumpDrive => ({ speedCmdPct: m.speedCmdPct, failSpeedPct: NaN, enable: m.enabled }));
-  const cduCtx: CduContext = { cdu: plant.cdu, plant, wd: new Watchdog(d.leaseMs), speedCmdPct: plant.cdu.pumps[0].speedCmdPct, failSpeedPct: d.failPumpPct, enable: true, more, primaryCmdPct: 100, primaryFailPct: 100 };
+  const cduCtx: CduContext = { cdu: plant.cdu, plant, wd: new Watchdog(d.leaseMs, d.leaseStyle), speedCmdPct: plant.cdu.pumps[0].speedCmdPct, failSpeedPct: d.failPumpPct, enable: true, more, primaryCmdPct: 100, primaryFailPct: 100 };
   const cdu = new FieldDevice("cdu", 1, cduEntries(now), cduCtx, now, rng);
   const racks = plant.racks.map(
     (rack, r) =>
@@ -247,11 +249,13 @@ export function createPodDevices(plant: PodPlant, d: DeviceDefaults, now: () => 
         rackDeviceName(r),
         rackUnitId(r),
         rackEntries(now),
-        { rack, wd: new Watchdog(d.leaseMs), valveCmdPct: rack.controlValve.command, supplyIsoOpen: true, returnIsoOpen: true, failValvePct: d.failValvePct, failIsolationOpen: d.failIsolationOpen, isolationCloseCmdAtMs: -Infinity, leakReadAtMs: -Infinity },
+        { rack, wd: new Watchdog(d.leaseMs, d.leaseStyle), valveCmdPct: rack.controlValve.command, supplyIsoOpen: true, returnIsoOpen: true, failValvePct: d.failValvePct, failIsolationOpen: d.failIsolationOpen, isolationCloseCmdAtMs: -Infinity, leakReadAtMs: -Infinity },
         now,
         rng,
       ),
   );
+  // a communication watchdog renews on every request the device takes
+  for (const dev of [cdu, ...racks]) dev.onRequest = () => dev.ctx.wd.traffic(now());
   const apply = (): void => {
     const t = now();
     const c = cdu.ctx;
