@@ -57,7 +57,7 @@ export const POD_CDU_FIELDS = { pumpOut: "%", failsafe: "0/1" } as const;
  * a `never` on it would pass in silence. test/hil.test.ts holds this list to the docs' table.
  */
 export const ALARM_IDS = {
-  rack: ["leak", "isolation-failed", "flow-meter", "leak-sensor", "overtemp", "flow", "heat-balance", "no-coolant-power", "no-coolant-backstop", "valve"],
+  rack: ["leak", "isolation-failed", "flow-meter", "leak-sensor", "overtemp", "flow", "heat-balance", "no-coolant-power", "no-coolant-backstop", "no-power-output", "valve"],
   loop: ["failsafe", "degraded", "tune"],
   device: ["device"],
   valve: ["stroke"],

@@ -24,7 +24,7 @@ export type SupervisedPodConfig = VirtualPodConfig & { supervisor: SupervisorCon
  * thread, a reload's config, the features' valve, stroke and tuning alarms) have no source in
  * virtual time.
  */
-const VIRTUAL_ALARM_KINDS: readonly string[] = ["leak", "isolation-failed", "flow-meter", "leak-sensor", "overtemp", "flow", "heat-balance", "no-coolant-power", "no-coolant-backstop", "failsafe", "degraded", "device", "pump"];
+const VIRTUAL_ALARM_KINDS: readonly string[] = ["leak", "isolation-failed", "flow-meter", "leak-sensor", "overtemp", "flow", "heat-balance", "no-coolant-power", "no-coolant-backstop", "no-power-output", "failsafe", "degraded", "device", "pump"];
 const VIRTUAL_FIXED_ALARMS: readonly string[] = ["power:budget", "power:coolant", "pumps:unavailable"];
 
 /** The event types the supervisor emits; the others are an operator's, a feature's or the agent's. */

@@ -273,9 +273,9 @@ export const RACKS_SCHEMA = arr(
       noCoolant: obj(
         {
           action: oneOf(
-            ["power-off", "cap"],
+            ["power-off", "cap", "none"],
             "power-off",
-            "while either isolation valve is commanded closed (a leak, or an operator's isolation), the rack's power goes to: power-off (outputs.powerOff set), or cap (outputs.powerCap at capKw); coolant and power move together",
+            "while either isolation valve is commanded closed (a leak, or an operator's isolation), the rack's power goes to: power-off (outputs.powerOff set), or cap (outputs.powerCap at capKw); coolant and power move together. none: the rack has no power output podwarden can reach, said explicitly: an isolated rack then keeps its power, its own thermal protection the only thing that stops it, and the Warning alarm no-power-output:<rack> stands from the start to say so",
           ),
           capKw: num(0, 10000, 0, "the cap an isolated rack is held to with action cap, kW"),
           powerOffAboveC: num(
@@ -373,7 +373,8 @@ export function rackMinFlowLpm(control: Pick<ControlConfig, "rackLoop">, rack: P
 
 /** The most a rack may draw with no coolant: 0 kW when it powers off, else its no-coolant cap. */
 export function noCoolantLimitKw(r: RackConfig): number {
-  return r.noCoolant.action === "power-off" ? 0 : r.noCoolant.capKw;
+  // none: nothing podwarden can write, but a rack without coolant should still draw nothing
+  return r.noCoolant.action === "cap" ? r.noCoolant.capKw : 0;
 }
 
 /** Problems a schema cannot state about the racks' power coupling: an action with no output to act on. */
@@ -381,9 +382,18 @@ export function noCoolantProblems(racks: readonly RackConfig[]): string[] {
   const out: string[] = [];
   racks.forEach((r, i) => {
     const a = r.noCoolant.action;
+    const at = `racks[${i}].noCoolant.action`;
+    if (a === "none") {
+      // none says there is no power output: one that exists is the action to take
+      const has = r.outputs.powerOff !== undefined ? "powerOff: use power-off" : r.outputs.powerCap !== undefined ? "powerCap: use cap with capKw" : null;
+      if (has !== null) out.push(`${at}: none says the rack has no power output, but it has outputs.${has}`);
+      return;
+    }
     const needs = a === "power-off" ? "powerOff" : "powerCap";
     if (r.outputs[needs] === undefined) {
-      out.push(`racks[${i}].noCoolant.action: ${a} needs outputs.${needs} (coolant and power move together: an isolated rack must not keep its power${a === "power-off" && r.outputs.powerCap !== undefined ? "; or set action: cap with capKw" : ""})`);
+      out.push(
+        `${at}: ${a}${r.noCoolant.action === "power-off" ? " (the default)" : ""} needs outputs.${needs} (coolant and power move together: an isolated rack must not keep its power)${a === "power-off" && r.outputs.powerCap !== undefined ? "; or set action: cap with capKw" : ""}; or, where the rack has no power output podwarden can reach, set action: none, which leaves an isolated rack's power on and raises the Warning no-power-output:${r.name}`,
+      );
     }
   });
   return out;

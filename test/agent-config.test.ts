@@ -204,11 +204,23 @@ describe("coolant and power together", () => {
     const d = loadAgentConfig("configs/demo-pod.yaml").config;
     expect(d.racks.every((r) => r.noCoolant.action === "power-off" && r.noCoolant.capKw === 0)).toBe(true);
     const noOff = demo.replace("powerCap: rack-1.powerCapKw, powerOff: rack-1.powerOff,", "powerCap: rack-1.powerCapKw,");
-    expect(() => parseAgentConfig(noOff, "x.yaml")).toThrow(/racks\[0\]\.noCoolant\.action: power-off needs outputs\.powerOff .*or set action: cap with capKw/);
+    expect(() => parseAgentConfig(noOff, "x.yaml")).toThrow(/racks\[0\]\.noCoolant\.action: power-off \(the default\) needs outputs\.powerOff .*or set action: cap with capKw/);
     const capped = noOff.replace("  - name: rack-1\n", "  - name: rack-1\n    noCoolant: { action: cap, capKw: 10 }\n").replace("supervisor:\n", "supervisor:\n  escalation: { rackPowerOff: false }\n");
     expect(parseAgentConfig(capped, "x.yaml").racks[0].noCoolant).toEqual({ action: "cap", capKw: 10, powerOffAboveC: 60 });
     const noCap = demo.replace("powerCap: rack-2.powerCapKw, powerOff: rack-2.powerOff,", "powerOff: rack-2.powerOff,").replace("  - name: rack-2\n", "  - name: rack-2\n    noCoolant: { action: cap }\n");
     expect(() => parseAgentConfig(noCap, "x.yaml")).toThrow(/racks\[1\]\.noCoolant\.action: cap needs outputs\.powerCap/);
+  });
+
+  it("lets a rack with no power output say so, and only one with none", () => {
+    // neither output: the default power-off is refused, naming the default and the three choices
+    const bare = demo.replace("powerCap: rack-1.powerCapKw, powerOff: rack-1.powerOff,", "").replace("supervisor:\n", "supervisor:\n  escalation: { rackPowerOff: false }\n").replace("  powerBudget:\n", "  powerBudget:\n    writeCaps: false\n");
+    expect(bare).not.toBe(demo);
+    expect(() => parseAgentConfig(bare, "x.yaml")).toThrow(/racks\[0\]\.noCoolant\.action: power-off \(the default\) needs outputs\.powerOff .*; or, where the rack has no power output podwarden can reach, set action: none, which leaves an isolated rack's power on and raises the Warning no-power-output:rack-1/);
+    const none = bare.replace("  - name: rack-1\n", "  - name: rack-1\n    noCoolant: { action: none }\n");
+    expect(parseAgentConfig(none, "x.yaml").racks[0].noCoolant.action).toBe("none");
+    // a rack that has a power output cannot say it has none
+    const wrong = demo.replace("  - name: rack-2\n", "  - name: rack-2\n    noCoolant: { action: none }\n");
+    expect(() => parseAgentConfig(wrong, "x.yaml")).toThrow(/racks\[1\]\.noCoolant\.action: none says the rack has no power output, but it has outputs\.powerOff: use power-off/);
   });
 });
 

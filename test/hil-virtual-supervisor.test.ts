@@ -72,3 +72,28 @@ describe("HIL in virtual time, with the supervisor", () => {
     expect(total).toBeLessThanOrEqual(c.supervisor.powerBudget.podKw * 1.01);
   });
 });
+
+describe("a rack with no power output (noCoolant.action: none), in virtual time", () => {
+  it("stands no-power-output from the start, and at a leak says to power it down at the rack, as its power stays on", () => {
+    const c = demoAgentConfig((d) => {
+      const racks = d.racks as { name: string; noCoolant?: object; outputs: Record<string, unknown> }[];
+      delete racks[2].outputs.powerOff;
+      delete racks[2].outputs.powerCap;
+      racks[2].noCoolant = { action: "none" };
+      (d.supervisor as Record<string, unknown>).escalation = { rackPowerOff: false };
+      (d.supervisor as { powerBudget: Record<string, unknown> }).powerBudget.writeCaps = false;
+    });
+    const sp = new SupervisedPod(simConfig({ plant: { load: { profile: "idle", pct: 60 } } }), c);
+    sp.run(2);
+    expect(sp.active.get("no-power-output:rack-3")).toBe("Warning");
+    expect(sp.active.has("no-power-output:rack-2")).toBe(false);
+    sp.vp.sim.inject({ leak: "rack-3" });
+    sp.run(20);
+    // isolated, and its power still on: nothing podwarden could write
+    expect(sp.vp.sim.plant.racks[2].supplyIso.position).toBeLessThan(1);
+    expect(sp.vp.sim.plant.racks[2].powerOff).toBe(false);
+    expect(sp.active.get("no-coolant-power:rack-3")).toBe("Critical");
+    const raised = sp.events.find((e) => e.type === "alarm.raised" && e.alarm.id === "no-coolant-power:rack-3");
+    expect(raised?.type === "alarm.raised" ? raised.alarm.message : "").toMatch(/podwarden has no power output for it \(noCoolant\.action: none\): power it down at the rack/);
+  });
+});

@@ -36,13 +36,23 @@ export class NoCoolantWatch {
     // proven at the rack's power meter: an isolated rack that still draws more than its
     // no-coolant limit (a cap not applied, a power-off not honoured) heats with no coolant to
     // carry the heat away
+    // said in the config (noCoolant.action: none): podwarden cannot take this rack's power, and
+    // says so from the start, not first at a leak
+    a.update(`no-power-output:${rack.name}`, rack.noCoolant.action === "none", {
+      severity: "Warning",
+      source: rack.name,
+      message: `${rack.name} has no power output podwarden can reach (racks[].noCoolant.action: none): if it loses its coolant (a leak, an isolation), its power stays on and its own thermal protection is all that stops it`,
+    });
     const limitKw = noCoolantLimitKw(rack);
     const dry = x.noCoolant === true && x.powerKw.good && x.powerKw.value > limitKw + s.noCoolantPower.toleranceKw;
     this.dryPowerSince[r] = dry ? (this.dryPowerSince[r] ?? now) : null;
     a.update(`no-coolant-power:${rack.name}`, dry && now - (this.dryPowerSince[r] ?? now) >= s.noCoolantPower.delayMs, {
       severity: "Critical",
       source: rack.name,
-      message: `${rack.name} is isolated but draws ${x.powerKw.value.toFixed(1)} kW, above its no-coolant limit of ${limitKw} kW (${rack.noCoolant.action}): its power did not follow its coolant`,
+      message:
+        rack.noCoolant.action === "none"
+          ? `${rack.name} is isolated but draws ${x.powerKw.value.toFixed(1)} kW, and podwarden has no power output for it (noCoolant.action: none): power it down at the rack`
+          : `${rack.name} is isolated but draws ${x.powerKw.value.toFixed(1)} kW, above its no-coolant limit of ${limitKw} kW (${rack.noCoolant.action}): its power did not follow its coolant`,
     });
 
     // power comes back with the coolant, not before it: a rack whose isolation valves reopen (a
