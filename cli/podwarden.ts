@@ -38,6 +38,8 @@ usage:
                                                          --fail-safe also prints every actuator's
                                                          behaviour per fault class (docs/safety.md)
   podwarden reset-leak --rack <name> [-c <config.yaml>]  authorised reset of a rack's leak latch (refused while wet)
+  podwarden io [--json] [-c <config.yaml>]              every field point live: value, quality, age, its device's
+                                                         health (commissioning: docs/commissioning.md)
   podwarden recording list|trigger [-c <config.yaml>]    the flight recorder's recordings; trigger one now (docs/engineering.md)
   podwarden recording export <id> --csv [--out <file>] [-c <config.yaml>]
                                                          a recording as CSV, one row per tick
@@ -303,6 +305,10 @@ async function main(argv: string[]): Promise<number> {
         }
         process.stderr.write(`podwarden: ${values.rack}: ${r.body.result === "refused-wet" ? "reset refused: a leak input is still wet" : String(r.body.error ?? r.body.result)}\n`);
         return 1;
+      }
+      case "io": {
+        const { ioCommand } = await import("./io-command.js");
+        return await ioCommand({ stateDir: stateDir(), json: values.json === true, log });
       }
       case "tune":
       case "gains": {

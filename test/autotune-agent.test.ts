@@ -38,6 +38,9 @@ describe("relay autotune and gains on a running agent", () => {
     const a = agent;
     const face: AdminPod = {
       status: () => a.status(),
+      fieldPoints: () => a.fieldPoints(),
+      modbusStats: () => a.modbusStats(),
+      redfishStats: () => a.redfishStats(),
       layout: a.layout,
       get limits() {
         return a.limits;

@@ -1,8 +1,8 @@
 // The local admin socket: HTTP over a Unix socket in the state directory, mode 0600, so only the
 // service's user (or root) can use it — the same authority as `systemctl`. It carries the
 // operator actions that must be possible on the controller itself, such as the authorised reset
-// of a leak latch (`podwarden reset-leak`), an operator's flight recording (`podwarden recording
-// trigger`), and an engineer's relay autotune, gains and partial-stroke tests (`podwarden tune`,
+// of a leak latch (`podwarden reset-leak`), the live I/O list (`podwarden io`), an operator's
+// flight recording (`podwarden recording trigger`), and an engineer's relay autotune, gains and partial-stroke tests (`podwarden tune`,
 // `podwarden gains`, `podwarden stroke`, carried out by the command executor, so they meet the
 // same checks a signed command does).
 // Remote commands go through the uplink instead.
@@ -10,10 +10,13 @@ import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import { validateParams } from "../commands/schema.js";
-import type { PodCommands, PodReader } from "../pod-api.js";
+import type { PodCommands, PodDiagnostics, PodReader } from "../pod-api.js";
+import { monoMs } from "../../lib/clock.js";
+import { ioList } from "./io-list.js";
 
-/** What the admin socket takes of the pod: status, commands, and the two operations it carries out itself. */
-export type AdminPod = Pick<PodReader, "status"> &
+/** What the admin socket takes of the pod: status, the live I/O, commands, and the two operations it carries out itself. */
+export type AdminPod = Pick<PodReader, "status" | "fieldPoints"> &
+  Pick<PodDiagnostics, "modbusStats" | "redfishStats"> &
   PodCommands & {
     resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout">;
     recordNow(by: string): string | Promise<string>;
@@ -50,6 +53,7 @@ export class AdminSocket {
       const url = new URL(req.url ?? "/", "http://admin");
       const agent = this.agent();
       if (req.method === "GET" && url.pathname === "/status") return send(200, agent.status());
+      if (req.method === "GET" && url.pathname === "/io") return send(200, { io: ioList(agent.fieldPoints(), agent.modbusStats(), agent.redfishStats(), monoMs()) });
       if (req.method === "POST" && url.pathname === "/reset-leak") {
         const rack = url.searchParams.get("rack") ?? "";
         const index = agent.layout.rackIndex(rack);
