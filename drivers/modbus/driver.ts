@@ -5,22 +5,22 @@
 // refreshed periodically; optionally read back and compared. The device lease heartbeat is
 // written only while the caller's health gate says the control loop is healthy: the driver
 // exposes the mechanism, the agent decides.
-import { interFrameMs } from "./serial-line.js";
 import { monoMs } from "../../lib/clock.js";
 import { PointStore, type OutputState, type Point, type Quality } from "../../lib/points.js";
 
 export type { OutputState };
+export { WIRE_TRANSPORTS, type TransportFactory } from "./transports.js";
 import { CircuitBreaker } from "../breaker.js";
 import { Bus, newDeviceStats, type BusDevice, type DeviceStats, type Job } from "./bus.js";
 import { decodeValue, registerCount } from "./codec.js";
-import type { BusConfig, DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
+import type { DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
 import { planReads, type ReadBlock } from "./plan.js";
 import { FC } from "./protocol.js";
-import { RtuTransport } from "./rtu-transport.js";
-import { TcpTransport } from "./tcp-transport.js";
+import type { TransportFactory } from "./transports.js";
+import { WIRE_TRANSPORTS } from "./transports.js";
 import { decodePoint, encodeOutput, writeRequest } from "./values.js";
 import { DeviceLease, type LeaseConfig } from "./lease.js";
-import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type ModbusTransport, type TransportStats } from "./types.js";
+import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type TransportStats } from "./types.js";
 
 /**
  * Every output of a Modbus config by its id (`<device>.<output>`), as the driver names them.
@@ -78,18 +78,6 @@ function outcomeQuality(o: Extract<ModbusOutcome, { ok: false }>): Quality {
 }
 
 const sameWords = (a: number[] | null, b: number[] | null): boolean => a !== null && b !== null && a.length === b.length && a.every((x, i) => x === b[i]);
-
-/** Makes the transport of a TCP device or of an RTU bus. The driver asks once per device or bus. */
-export interface TransportFactory {
-  tcp(device: DeviceConfig & { tcp: NonNullable<DeviceConfig["tcp"]> }, reconnect: ModbusConfig["reconnect"]): ModbusTransport;
-  rtu(bus: BusConfig, reconnect: ModbusConfig["reconnect"]): ModbusTransport;
-}
-
-/** The wires themselves: a socket per TCP device, a serial port per RTU bus. */
-export const WIRE_TRANSPORTS: TransportFactory = {
-  tcp: (dc, reconnect) => new TcpTransport({ host: dc.tcp.host, port: dc.tcp.port, maxInFlight: dc.tcp.maxInFlight, connectTimeoutMs: reconnect.connectTimeoutMs, reconnect }),
-  rtu: (b, reconnect) => new RtuTransport({ path: b.path, baudRate: b.baudRate, framing: { dataBits: b.dataBits, parity: b.parity, stopBits: b.stopBits }, rs485: b.rs485, guardMs: b.guardMs, interFrameMs: b.interFrameMs ?? interFrameMs(b.baudRate, b, b.latencyMs), reconnect }),
-};
 
 export interface DriverIo {
   /** where points are published; one store serves every driver of an agent */
