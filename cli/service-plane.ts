@@ -90,6 +90,7 @@ export class ServicePlane {
     } catch (err) {
       // monitoring must not stop control: run without it, loudly
       this.log.error({ err }, "metrics endpoint could not start; running without it");
+      this.leftOut("metrics", err);
       await m.close();
     }
   }
@@ -119,9 +120,20 @@ export class ServicePlane {
       return held.server === null ? null : { server: held.server, url: u };
     } catch (err) {
       this.log.error({ err }, `${what} could not start; running without it`);
+      this.leftOut(what, err);
       await held.server?.close();
       return null;
     }
+  }
+
+  /**
+   * A service left out at the start (metrics, the HMI, Redfish, the admin socket: none of them
+   * stops control) is an alarm as well as a log line, so that the operator who finds no page
+   * sees why on the others, and mission control sees it: service:<what>, until the next start.
+   */
+  private leftOut(what: string, err: unknown): void {
+    const why = (err as NodeJS.ErrnoException).code === "EADDRINUSE" ? "its port is taken" : (err as Error).message;
+    this.plane.reportProblem(`service:${what}`, { severity: "Warning", source: what, message: `${what} could not start (${why}); the daemon runs without it until its next start` });
   }
 
   private async startHmi(c: AgentConfig): Promise<void> {
@@ -161,6 +173,7 @@ export class ServicePlane {
       this.admin = admin;
     } catch (err) {
       this.log.error({ err }, "admin socket could not start (podwarden reset-leak will not reach this pod)");
+      this.leftOut("admin", err);
     }
   }
 

@@ -1,6 +1,7 @@
 // `podwarden run` as a real process against the simulator: signals and what the devices do.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createServer, type AddressInfo } from "node:net";
 import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { adminRequest } from "../agent/ops/admin-socket.js";
@@ -112,6 +113,33 @@ describe("podwarden run (daemon process)", () => {
     expect(d.lines.some((l) => (l.event as { type?: string } | undefined)?.type === "agent.stopping")).toBe(true);
     // and its heartbeats stopped with it: the devices' own leases take over
     await waitFor(() => leases().every((x) => x), "every device's lease expired", 15_000);
+  }, 60_000);
+
+  it("runs on without a page that cannot start, with an alarm for each: metrics, the HMI and Redfish on a taken port, the admin socket unmakeable", async () => {
+    const held = createServer();
+    await new Promise<void>((r) => held.listen(0, "127.0.0.1", r));
+    const port = (held.address() as AddressInfo).port;
+    try {
+      const stateDir = mkdtempSync(join(dir, "state-"));
+      mkdirSync(join(stateDir, "admin.sock")); // a directory where the socket goes: it cannot be made
+      const d = await launch(
+        configFile((c) => {
+          c.stateDir = stateDir;
+          c.metrics = { port };
+          c.hmi = { port };
+          c.redfish = { enabled: true, port };
+        }),
+      );
+      await waitFor(() => ["service:metrics", "service:hmi", "service:redfish", "service:admin"].every((id) => raisedAlarms(d).includes(id)), "an alarm per service left out", 15_000);
+      const raised = d.lines.find((l) => (l.event as { alarm?: { id: string } } | undefined)?.alarm?.id === "service:hmi");
+      expect(JSON.stringify(raised)).toMatch(/hmi could not start \(its port is taken\); the daemon runs without it until its next start/);
+      // and control runs: the devices keep their leases
+      await waitFor(() => leases().every((x) => !x), "leases held");
+      d.child.kill("SIGTERM");
+      expect(await d.exit).toBe(0);
+    } finally {
+      held.close();
+    }
   }, 60_000);
 
   it("refuses a second daemon for the same pod or the same state directory (exit 3, naming the first), before it touches a device", async () => {
