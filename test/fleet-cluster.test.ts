@@ -226,11 +226,13 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       const lostEvents = emulated.reduce((n, p) => n + missing(p, "events").length, 0);
       expect(w.stats().alarmEvents + lostEvents).toBeGreaterThanOrEqual(3 * EMULATED);
       expect(w.stats().malformed).toBe(0);
-      // control never stopped: ticks went on (the tick figures are in the bench, not asserted here)
-      real.forEach((p, k) => {
-        expect(p.agent.control.ticks).toBeGreaterThan((ticks0[k] ?? 0) + 1000);
-        expect(p.agent.healthy()).toBe(true);
-      });
+      // control never stopped: ticks went on (the tick figures are in the bench, not asserted here),
+      // and each pod's health gate is open. Read over a few seconds, not at one instant: with three
+      // NATS nodes and 200 emulated pods on two cores, a fresh clone's CI once found one pod's gate
+      // shut at the instant it looked (its worker's last tick past the 50 ms freshness), with
+      // ticks going on; a gate that stays shut still fails here
+      real.forEach((p, k) => expect(p.agent.control.ticks).toBeGreaterThan((ticks0[k] ?? 0) + 1000));
+      await waitFor(() => real.every((p) => p.agent.healthy()), "every real pod's health gate open", 5_000, 50);
       expect(podA.uplink.stats().brokerSwitches).toBeGreaterThanOrEqual(2);
     } finally {
       clearInterval(probe);
