@@ -49,6 +49,11 @@ export function modbusHealth(stats: ReturnType<ModbusDriver["stats"]>): DeviceHe
   }));
 }
 
+/** BMCs' health from the Redfish driver's counters. */
+export function redfishHealth(stats: readonly ReturnType<RedfishDriver["stats"]>[number][]): DeviceHealth[] {
+  return stats.map((x) => ({ name: x.name, ok: x.connected && x.breaker === "closed", why: `${x.breaker === "closed" ? "" : `(circuit breaker ${x.breaker}) `}${x.why}` }));
+}
+
 export function modbusField(d: ModbusDriver): FieldDriver {
   return {
     name: "modbus",
@@ -97,7 +102,7 @@ export function redfishField(d: RedfishDriver, c: RedfishClientConfig): FieldDri
       return true;
     },
     outputState: (id) => d.outputState(id),
-    health: () => d.stats().map((x) => ({ name: x.name, ok: x.connected && x.breaker === "closed", why: `${x.breaker === "closed" ? "" : `(circuit breaker ${x.breaker}) `}${x.why}` })),
+    health: () => redfishHealth(d.stats()),
     // a Control written that the BMC has not confirmed on read-back (refused, a mismatch, no
     // answer) is an alarm while it lasts: a cap the pod counts on must never be silently absent
     outputProblems: (nowMs) => {

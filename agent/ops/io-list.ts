@@ -4,7 +4,7 @@
 import type { ModbusDriver } from "../../drivers/modbus/driver.js";
 import type { RedfishDeviceStats } from "../../drivers/redfish/bmc-runtime.js";
 import type { Point } from "../../lib/points.js";
-import { modbusHealth } from "../loop/field-driver.js";
+import { modbusHealth, redfishHealth } from "../loop/field-driver.js";
 
 export interface IoRow {
   /** `<device>.<point>` */
@@ -22,9 +22,8 @@ export interface IoRow {
 }
 
 export function ioList(points: readonly Point[], modbus: ReturnType<ModbusDriver["stats"]>, redfish: readonly RedfishDeviceStats[], nowMs: number): IoRow[] {
-  const health = new Map<string, { ok: boolean; why: string }>();
-  for (const h of modbusHealth(modbus)) health.set(h.name, h);
-  for (const r of redfish) health.set(r.name, { ok: r.connected && r.breaker === "closed", why: r.connected ? `circuit breaker ${r.breaker}` : r.why });
+  // each device's health as the pod loop reports it to the supervisor (agent/loop/field-driver.ts)
+  const health = new Map([...modbusHealth(modbus), ...redfishHealth(redfish)].map((h) => [h.name, h]));
   return points
     .map((p) => {
       const device = p.id.slice(0, Math.max(0, p.id.indexOf(".")));
