@@ -242,6 +242,13 @@ export type Silence = "silent" | "unacknowledged";
  * delay, a few ms late, and has no acknowledgement check. Destroying the socket closes the
  * client as any lost connection does, and its owner reconnects. Returns the function that
  * stops the watch.
+ *
+ * A silence mqtt.js's check caught first is reported too. mqtt.js puts its timer back on an
+ * acknowledgement or a PINGRESP, not on a QoS 0 message: a subscriber's ping goes out one
+ * keepalive after the last PINGRESP and times out half a keepalive later, which can come before
+ * 1.45 keepalives since the last message (a fresh clone's CI, 2026-12-07: the ingest's
+ * silent-broker test counted no drop though the connection was given up). The count must say
+ * why a connection went.
  */
 export function watchBrokerSilence(client: MqttClient, keepaliveS: number, onSilent: (silentMs: number, why: Silence) => void): () => void {
   let lastHeardMs = performance.now();
@@ -252,6 +259,10 @@ export function watchBrokerSilence(client: MqttClient, keepaliveS: number, onSil
     if (packet.cmd === "puback" || packet.cmd === "suback" || packet.cmd === "unsuback" || packet.cmd === "connack") lastAckMs = lastHeardMs;
   };
   client.on("packetreceive", heard); // the CONNACK too: a new connection starts heard
+  const keepaliveTimeout = (err: Error): void => {
+    if (err.message === "Keepalive timeout") onSilent(performance.now() - lastHeardMs, "silent");
+  };
+  client.on("error", keepaliveTimeout);
   const timer = setInterval(() => {
     if (!client.connected) return;
     const now = performance.now();
@@ -266,5 +277,6 @@ export function watchBrokerSilence(client: MqttClient, keepaliveS: number, onSil
   return () => {
     clearInterval(timer);
     client.off("packetreceive", heard);
+    client.off("error", keepaliveTimeout);
   };
 }

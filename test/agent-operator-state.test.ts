@@ -3,7 +3,7 @@
 // an alarm when they no longer fit; a decision that cannot be saved is refused and changes nothing.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Agent, type CarriedState } from "../agent/agent.js";
 import type { Outcome } from "../agent/pod-api.js";
 import { executeCommand } from "../agent/commands/executor.js";
@@ -78,8 +78,13 @@ describe("operator decisions across a restart and a reload", () => {
   beforeAll(async () => {
     t = await startTestSim();
   });
-  afterAll(async () => {
+  // a test that failed part-way leaves its agent running on the shared plant: stopped here, or it
+  // goes on writing the valves the next test watches (a fresh clone's CI, 2026-12-07: the next
+  // test found rack-7's isolation valve half open, opened by the agent the failed test left)
+  afterEach(async () => {
     for (const a of agents) await a.stop({ driveSafe: false, reason: "test end" });
+  });
+  afterAll(async () => {
     await t.stop();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
@@ -213,7 +218,18 @@ describe("operator decisions across a restart and a reload", () => {
     // every write goes through operator.json.bg.tmp: a directory in its place makes each one fail
     mkdirSync(join(dir, "operator.json.bg.tmp"));
     await unload(a, 5);
-    const out = await executeCommand(a.commander, command("isolate-rack", { rack: "rack-6" }), "test").catch((err: Error) => ({ status: "thrown", reason: err.message }));
+    // asked again while the load check alone refuses it (isolateUnloaded): a power reading gone
+    // stale for a moment on a loaded machine is not what this test is about
+    let out: { status: string; reason?: string } = { status: "none" };
+    await waitFor(
+      async () => {
+        out = await executeCommand(a.commander, command("isolate-rack", { rack: "rack-6" }), "test").catch((err: Error) => ({ status: "thrown", reason: err.message }));
+        return !(out.status === "rejected" && /power meter has no good reading|draws .* kW, above/.test(out.reason ?? ""));
+      },
+      "an answer other than the load check's",
+      10_000,
+      100,
+    );
     expect(out).toMatchObject({ status: "thrown", reason: expect.stringMatching(/cannot be saved, so it is refused/) as unknown });
     expect(a.status().racks[5].isolatedByOperator).toBe(false);
     await waitFor(() => a.supervisor.alarms.get("state:operator-write") !== undefined, "alarm");

@@ -130,7 +130,7 @@ describe("MQTT ingest", () => {
     }, "message after reconnect", 15_000, 200);
   });
 
-  it("gives up a silent broker's connection after 1.45 keepalives, goes stale meanwhile, and reads again once the link heals", async () => {
+  it("gives up a silent broker's connection, counts it, goes stale meanwhile, and reads again once the link heals", async () => {
     const link = new PartitionProxy(broker.port);
     await link.listen();
     const silences: number[] = [];
@@ -144,7 +144,11 @@ describe("MQTT ingest", () => {
       }, "good through the link");
       link.setMode("drop"); // the link goes silent both ways: no PINGRESP comes back
       await waitFor(() => i.silentBrokerDrops > 0, "silent broker given up", 5000);
-      expect(silences[0]).toBeGreaterThanOrEqual(1450);
+      // by the watch (1.45 keepalives of silence) or by mqtt.js's unanswered ping, whichever came
+      // first: a subscriber's QoS 0 messages do not put mqtt.js's timer back, so its ping can go
+      // out and time out before 1.45 keepalives have passed since the last message; either way
+      // not before a ping has gone unanswered for half a keepalive
+      expect(silences[0]).toBeGreaterThanOrEqual(500);
       await waitFor(() => !i.connected, "disconnected");
       await waitFor(() => i.points.get("q")?.quality === "stale", "stale while cut off");
       await waitFor(() => /sensor broker is not connected/.test(i.points.get("q")?.detail ?? ""), "stale, and why");
