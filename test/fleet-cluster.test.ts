@@ -139,7 +139,14 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       // watchdog gives up 3 x keepalive, 6 s, later; a loaded CI run once took over 20 s, 2026-12-04)
       await waitFor(() => podA.uplink.stats().brokerSwitches > moves, "the real pod leaving the cut-off node", 45_000);
       cluster.partition(node, false);
-      await waitFor(() => real.every((p) => p.uplink.stats().connected && p.uplink.stats().spoolDepth.critical < 5), "the real pods sending again after the partition", 60_000, 100);
+      await waitFor(() => real.every((p) => p.uplink.stats().connected && p.uplink.stats().spoolDepth.critical < 5), "the real pods sending again after the partition", 60_000, 100).catch((e: unknown) => {
+        // what each pod was doing, for a run that fails here (a fresh clone's CI, 2026-12-07)
+        const said = real.map((p, k) => {
+          const st = p.uplink.stats();
+          return `pod ${k}: connected ${String(st.connected)} on ${String(st.broker)}, switches ${st.brokerSwitches}, connects ${st.connects}, spooled ${JSON.stringify(st.spoolDepth)}, in flight ${st.inflight}, last ack ${String(st.lastAckAt)}`;
+        });
+        throw new Error(`${(e as Error).message} (node ${node} was cut off): ${said.join("; ")}`);
+      });
       for (const p of emulated) p.fault("alarm");
 
       // every node down at once (SIGKILL: the site's power lost), then up: the pods hold their
