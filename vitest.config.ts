@@ -17,6 +17,7 @@ const COMPUTE_ONLY = [
   "control-quality",
   "docs",
   "drivers-codec",
+  "force-target",
   "fuzz-commands",
   "fuzz-config",
   "hil",

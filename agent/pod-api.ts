@@ -11,6 +11,7 @@ import type { LoopGains } from "../pod/bank.js";
 import type { LoopKind, PodLayout } from "../pod/layout.js";
 import type { RelayAnalysis } from "./tuning/relay-analysis.js";
 import type { IsoValve, StrokeResult, StrokeStatus } from "./health/isolation-stroke.js";
+import type { ForceTarget } from "./commissioning/force-target.js";
 import type { PumpStatus, RackStatus, SupplyStatus } from "../pod/status-view.js";
 import type { Alarm, AlarmStats } from "./supervisor/alarms.js";
 import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
@@ -164,6 +165,11 @@ export interface PodCommander {
   /** an Override output for leaseMs, over the loop's persistent mode */
   overrideLoop(loop: number, outputPct: number, leaseMs: number, by: string): Promise<void>;
   setMaintenance(on: boolean): Promise<void>;
+  maintenance(): boolean;
+  /** ends a loop's Override before its lease; false when it has none */
+  endOverride(loop: number): Promise<boolean>;
+  /** what a force of the output would move (agent/commissioning/force-target.ts); null: no such output */
+  forceTarget(output: string): ForceTarget | null;
   isolateRack(rack: number, isolate: boolean): Promise<void>;
   /** what an operator's isolation of the rack would cut the coolant from */
   rackLoad(rack: number): RackLoad;

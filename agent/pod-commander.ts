@@ -1,6 +1,8 @@
 // What the command executor commands: the pod's own operations (its snapshot, the alarms'
 // acknowledgement, the audit trail, the envelope) and each feature's handlers, put together as
 // one PodCommander. A feature's commands are its own methods; this file only routes to them.
+import { forceTarget } from "./commissioning/force-target.js";
+import type { PodConfig } from "../pod/config.js";
 import type { CommandLimits, PodCommander } from "./pod-api.js";
 import type { OperatorDecisions } from "./operator/operator-decisions.js";
 import type { RecorderFeature } from "./recorder/recorder-feature.js";
@@ -8,7 +10,7 @@ import type { StrokeFeature } from "./health/stroke-feature.js";
 import type { TuningFeature } from "./tuning/tuning-feature.js";
 
 export interface CommanderParts {
-  core: Pick<PodCommander, "layout" | "snapshot" | "acknowledgeAlarm" | "audit"> & { readonly limits: CommandLimits };
+  core: Pick<PodCommander, "layout" | "snapshot" | "acknowledgeAlarm" | "audit"> & { readonly limits: CommandLimits; readonly config: Pick<PodConfig, "racks" | "cdu"> };
   operator: OperatorDecisions;
   tuning: TuningFeature;
   strokes: StrokeFeature;
@@ -30,6 +32,9 @@ export function podCommander({ core, operator: op, tuning: t, strokes: s, record
     setLoopMode: (loop, mode, value) => op.setLoopMode(loop, mode, value),
     overrideLoop: (loop, pct, leaseMs, by) => op.overrideLoop(loop, pct, leaseMs, by),
     setMaintenance: (on) => op.setMaintenance(on),
+    maintenance: () => op.maintenance(),
+    endOverride: (loop) => op.endOverride(loop),
+    forceTarget: (output) => forceTarget(core.config, core.layout, output),
     isolateRack: (rack, isolate) => op.isolateRack(rack, isolate),
     rackLoad: (rack) => op.rackLoad(rack),
     leakLatched: (rack) => op.leakLatched(rack),

@@ -1,6 +1,7 @@
 // Commissioning from the CLI (docs/commissioning.md): `podwarden io` over a running daemon's admin
 // socket lists every field point live, with its value, quality and age beside its device's
-// health, against the simulator's devices and an independent one (pymodbus).
+// health, against the simulator's devices and an independent one (pymodbus); `podwarden io force`
+// holds one control output for a loop check, in maintenance only, audited, until its lease ends.
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -102,5 +103,61 @@ describe("podwarden io", () => {
     const none = await run("node", ["dist/cli/podwarden.js", "io", "--state-dir", tempDir("podwarden-io-none-")]);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/cannot reach the daemon at .*admin\.sock/);
+  });
+
+  const cli = (...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> => run("node", ["dist/cli/podwarden.js", ...args, "--state-dir", stateDir]);
+  const events = (type: string): Record<string, unknown>[] => daemon.lines.map((l) => l.event as Record<string, unknown> | undefined).filter((e): e is Record<string, unknown> => e?.type === type);
+  const valveCommand = (rack: number): number => t.sim.truth().racks[rack].valveCommandPct;
+
+  it("forces a control valve for a loop check only in maintenance, through the real device, audited, until its lease ends or it is released", async () => {
+    // outside maintenance: refused, and the valve is not moved
+    const refused = await cli("io", "force", "rack-2.valveCommandPct", "23.4", "--lease", "60");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/put the pod in maintenance first/);
+    // the daemon's log reaches this process on its own pipe: waited for, not assumed there
+    const audited = (action: string, result: string): Promise<void> =>
+      waitFor(() => events("command.audit").some((e) => e.action === action && e.result === result && e.by === "local admin socket"), `audit: ${action} ${result}`, 10_000);
+    await audited("force 23.4 for 60 s", "refused");
+    expect((await cli("maintenance", "on")).code).toBe(0);
+    // outside the loop's output envelope: refused as such
+    const outside = await cli("io", "force", "rack-2.valveCommandPct", "150", "--lease", "60");
+    expect(outside.code).toBe(1);
+    expect(outside.stderr).toMatch(/outside the configured envelope/);
+
+    const forced = await cli("io", "force", "rack-2.valveCommandPct", "23.4", "--lease", "60");
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stdout).toMatch(/rack-2\.valveCommandPct \(rack-2's control valve\): forced to 23\.4 for 60 s, as rack-2\.valve's Override/);
+    await waitFor(() => Math.abs(valveCommand(1) - 23.4) < 0.05, "the real valve commanded to 23.4 %", 10_000);
+    await audited("force 23.4 for 60 s", "accepted");
+    // released early: the loop takes its output back (its Override gone, said as an event)
+    const released = await cli("io", "force", "rack-2.valveCommandPct", "--release");
+    expect(released.code, released.stderr).toBe(0);
+    await audited("force release", "accepted");
+    expect((await cli("io", "force", "rack-2.valveCommandPct", "--release")).stderr).toMatch(/not forced/);
+
+    // a lease that runs out: the loop goes back to its own mode by itself
+    expect((await cli("io", "force", "rack-3.valveCommandPct", "11", "--lease", "1")).code).toBe(0);
+    await waitFor(() => events("override.expired").some((e) => e.loop === "rack-3.valve" && e.mode === "Automatic"), "the force's lease ran out", 10_000);
+    expect((await cli("maintenance", "off")).code).toBe(0);
+  });
+
+  it("refuses to force what a loop check must not move: an isolation valve (naming a leak latch), a rack's power, an unknown output", async () => {
+    expect((await cli("maintenance", "on")).code).toBe(0);
+    try {
+      const iso = await cli("io", "force", "rack-3.supplyIsolationOpen", "0", "--lease", "10");
+      expect(iso.code).toBe(1);
+      expect(iso.stderr).toMatch(/rack-3's supply isolation valve is the leak path's: isolate-rack and return-rack move it/);
+      const power = await cli("io", "force", "rack-1.powerOff", "1", "--lease", "10");
+      expect(power.stderr).toMatch(/rack-1's power off cannot be forced: a rack's power follows its coolant/);
+      expect((await cli("io", "force", "rack-1.nothing", "1", "--lease", "10")).stderr).toMatch(/the pod drives no output "rack-1\.nothing"/);
+      // a rack latched for a leak: the refusal says so
+      t.sim.inject({ leak: "rack-6", state: "wet" });
+      await waitFor(async () => /latched for a leak/.test((await cli("io", "force", "rack-6.returnIsolationOpen", "1", "--lease", "10")).stderr), "the latch named", 10_000, 200);
+      expect(t.sim.truth().racks[5].returnIsolationPct).toBeLessThan(100);
+    } finally {
+      t.sim.inject({ leak: "rack-6", state: "dry" });
+      await waitFor(async () => (await cli("reset-leak", "--rack", "rack-6")).code === 0, "rack-6's latch reset", 15_000, 300);
+      expect((await cli("maintenance", "off")).code).toBe(0);
+    }
   });
 });

@@ -108,6 +108,11 @@ describe("Modbus RTU framing", () => {
     await waitFor(() => /framing mismatch\?/.test(lastError()), "the framing said", 15_000);
     expect(lastError()).toMatch(/\d+ damaged, none good since the port opened: framing mismatch\? \(bus 19200 8N1; check the devices' baud, parity, stop bits\)$/);
     expect(d.stats().devices[0].stats.ok).toBe(0);
+    // a bus scan says it too: each unit answered (pymodbus answers every id) in a framing this end could not read
+    const rows = await d.scan("rs485", { from: 1, to: 3, timeoutMs: 200, register: word.address });
+    expect(rows.map((r) => [r.unitId, r.result])).toEqual([[1, "framing"], [2, "framing"], [3, "framing"]]);
+    expect(rows[0]).toMatchObject({ device: "dev" });
+    expect(rows[0].detail).toMatch(/CRC|framing|damaged/i);
   }, 30_000);
 
   it("takes its inter-frame silence from the baud rate and framing: 3.5 characters, 1.75 ms above 19,200 baud, plus the adapter's latency", () => {

@@ -54,6 +54,7 @@ const VALID_PARAMS: Record<CommandName, Record<string, unknown>> = {
   tune: { loop: "rack-4.valve", action: "status" },
   gains: { loop: "rack-4.valve" },
   stroke: { action: "status" },
+  force: { output: "rack-2.valveCommandPct", value: 40, leaseS: 30 },
 };
 
 /** Independent statement of what an accepted command may contain (not the ajv schemas). */
@@ -73,8 +74,9 @@ const PARAM_RULES: Record<CommandName, Record<string, (x: unknown) => boolean>> 
   tune: { loop: isName, action: (x) => ["start", "abort", "status"].includes(x as string) },
   gains: { loop: isName, rule: (x) => ["simc", "tyreus-luyben", "ziegler-nichols"].includes(x as string), kp: (x) => finiteIn(x, 0, 1e6), ki: (x) => finiteIn(x, 0, 1e6), kd: (x) => finiteIn(x, 0, 1e6), revert: (x) => x === true },
   stroke: { rack: isName, valve: (x) => x === "supply" || x === "return", action: (x) => ["start", "abort", "status"].includes(x as string) },
+  force: { output: isName, value: (x) => finiteIn(x, -1e6, 1e6), leaseS: (x) => Number.isInteger(x) && finiteIn(x, 1, 604_800), release: (x) => x === true },
 };
-const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [], tune: ["loop", "action"], gains: ["loop"], stroke: ["action"] };
+const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [], tune: ["loop", "action"], gains: ["loop"], stroke: ["action"], force: ["output"] };
 
 function invariantViolations(topic: CommandName, body: Record<string, unknown>, now: number, lastSeq: Map<string, number>, keyId: string): string[] {
   const bad: string[] = [];

@@ -201,6 +201,35 @@ export async function executeCommand(agent: PodCommander, body: CommandRequest, 
       }
     }
 
+    case "force": {
+      const output = String(p.output);
+      const target = agent.forceTarget(output);
+      if (target === null) return { status: "rejected", code: "not-found", reason: `the pod drives no output "${output}"` };
+      if (target.kind === "isolation") {
+        const rack = agent.layout.racks[target.rack].name;
+        if (agent.leakLatched(target.rack)) return { status: "rejected", code: "refused", rack, reason: `${rack} is latched for a leak: its isolation valves stay shut until an authorised reset-leak` };
+        return { status: "rejected", code: "refused", rack, reason: `${target.what} is the leak path's: isolate-rack and return-rack move it (with the rack's load off), and a partial-stroke test (stroke) checks it` };
+      }
+      if (target.kind === "refused") return { status: "rejected", code: "refused", reason: `${target.what} cannot be forced: ${target.why}` };
+      const loopName = agent.layout.loopName(target.loop);
+      if (p.release === true) {
+        if (p.value !== undefined || p.leaseS !== undefined) return { status: "rejected", code: "invalid-params", reason: "release goes alone" };
+        if (!(await agent.endOverride(target.loop))) return { status: "rejected", code: "not-found", reason: `${output} is not forced (${loopName} has no Override)` };
+        return { status: "ok", data: { output, loop: loopName, released: true } };
+      }
+      if (p.value === undefined || p.leaseS === undefined) return { status: "rejected", code: "invalid-params", reason: "give value and leaseS, or release" };
+      // a loop check is commissioning work: the pod says so to everyone watching it first
+      if (!agent.maintenance()) return { status: "rejected", code: "refused", reason: `a force is a loop check: put the pod in maintenance first (${output} not moved)` };
+      const value = p.value as number;
+      const envelope = envelopeOf(target.loop).output;
+      if (!inRange(value, envelope)) return outside(`${output}`, value, envelope);
+      const leaseS = p.leaseS as number;
+      const tooLong = longLease(leaseS, limits.maxLeaseS);
+      if (tooLong !== null) return tooLong;
+      await agent.overrideLoop(target.loop, value, leaseS * 1000, `${by} (io force ${output})`);
+      return { status: "ok", data: { output, loop: loopName, value, leaseS, what: target.what } };
+    }
+
     case "record": {
       // a recording of the window around now: moves nothing, and fetching it is local
       // (`podwarden recording export`), so only its id and the recent ones' summaries come back

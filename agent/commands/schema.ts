@@ -3,7 +3,7 @@
 import { Ajv } from "ajv";
 import { describe } from "../../lib/config-file.js";
 
-export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record", "tune", "gains", "stroke"] as const;
+export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record", "tune", "gains", "stroke", "force"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export const ROLES = ["observer", "operator", "engineer"] as const;
@@ -13,7 +13,8 @@ export type Role = (typeof ROLES)[number];
  * What each role may do. Nothing any role can send disables an interlock. Tuning a loop,
  * changing its gains and stroking an isolation valve are the engineer's: a relay autotune moves
  * an actuator on its own for minutes, gains decide how every later move is made, and a
- * partial-stroke test closes part of a rack's coolant path.
+ * partial-stroke test closes part of a rack's coolant path. Forcing an output for a loop check
+ * is the engineer's too, and only in maintenance.
  */
 export const ROLE_COMMANDS: Record<Role, readonly CommandName[]> = {
   observer: ["snapshot"],
@@ -59,6 +60,14 @@ export const PARAM_SCHEMAS: Record<CommandName, object> = {
     required: ["action"],
     properties: { rack: name, valve: { enum: ["supply", "return"] }, action: { enum: ["start", "abort", "status"] } },
     // start needs rack and valve; abort and status take neither (one test runs at a time)
+  },
+  force: {
+    type: "object",
+    additionalProperties: false,
+    required: ["output"],
+    properties: { output: name, value: finite(-1e6, 1e6), leaseS: { type: "integer", minimum: 1, maximum: 604_800 }, release: { const: true } },
+    // {output, value, leaseS}: force it for the lease; {output, release: true}: end the force.
+    // Checked by the executor.
   },
   gains: {
     type: "object",

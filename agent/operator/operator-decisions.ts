@@ -265,6 +265,24 @@ export class OperatorDecisions implements PodFeature {
     );
   }
 
+  /**
+   * Ends a loop's Override before its lease (an engineer's `io force --release`): the loop goes
+   * back to its persistent mode. Saved before it applies; false when the loop has no Override.
+   */
+  async endOverride(loop: number): Promise<boolean> {
+    if (this.overrides.get(loop) === undefined) return false;
+    const name = this.ctx.layout.loopName(loop);
+    await this.decide(
+      (s) => ({ ...s, overrides: s.overrides.filter((o) => o.loop !== name) }),
+      () => {
+        this.overrides.delete(loop);
+        const under = this.persistentMode(name);
+        this.ctx.control().setMode(loop, under.mode, under.outputPct);
+      },
+    );
+    return true;
+  }
+
   /** The mode a loop returns to when its Override ends: what the operator state holds for it. */
   private persistentMode(name: string): { mode: LoopMode; outputPct?: number } {
     const m = this.operator.loopModes.find((x) => x.loop === name);
@@ -278,6 +296,11 @@ export class OperatorDecisions implements PodFeature {
       (s) => ({ ...s, isolatedRacks: [...s.isolatedRacks.filter((r) => r !== name), ...(isolate ? [name] : [])] }),
       () => this.ctx.control().setManualIsolate(rack, isolate),
     );
+  }
+
+  /** Maintenance is on. */
+  maintenance(): boolean {
+    return this.ctx.supervisor.maintenance;
   }
 
   /** Maintenance on or off; saved before it applies. */

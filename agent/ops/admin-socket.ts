@@ -2,9 +2,10 @@
 // service's user (or root) can use it — the same authority as `systemctl`. It carries the
 // operator actions that must be possible on the controller itself, such as the authorised reset
 // of a leak latch (`podwarden reset-leak`), the live I/O list (`podwarden io`), an operator's
-// flight recording (`podwarden recording trigger`), and an engineer's relay autotune, gains and partial-stroke tests (`podwarden tune`,
-// `podwarden gains`, `podwarden stroke`, carried out by the command executor, so they meet the
-// same checks a signed command does).
+// flight recording (`podwarden recording trigger`), maintenance (`podwarden maintenance`), and an
+// engineer's relay autotune, gains, partial-stroke tests and loop checks (`podwarden tune`,
+// `podwarden gains`, `podwarden stroke`, `podwarden io force`), carried out by the command
+// executor, so they meet the same checks a signed command does.
 // Remote commands go through the uplink instead.
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
@@ -13,6 +14,7 @@ import { validateParams } from "../commands/schema.js";
 import type { PodCommands, PodDiagnostics, PodReader } from "../pod-api.js";
 import { monoMs } from "../../lib/clock.js";
 import { ioList } from "./io-list.js";
+import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
 
 /** What the admin socket takes of the pod: status, the live I/O, commands, and the two operations it carries out itself. */
 export type AdminPod = Pick<PodReader, "status" | "fieldPoints"> &
@@ -20,23 +22,71 @@ export type AdminPod = Pick<PodReader, "status" | "fieldPoints"> &
   PodCommands & {
     resetLeak(rack: number): Promise<"accepted" | "refused-wet" | "timeout">;
     recordNow(by: string): string | Promise<string>;
+    /** probes every unit id of a serial bus (drivers/modbus/bus-scan.ts) */
+    scanBus(bus: string, o: ScanOptions): Promise<ScanRow[]>;
   };
 
 const BY = "local admin socket";
 
-/** A tune, gains or stroke command's parameters from the query string (numbers as numbers). */
-function queryParams(command: "tune" | "gains" | "stroke", q: URLSearchParams): Record<string, unknown> {
+/** The engineer's commands the socket carries to the executor. */
+type LocalCommand = "tune" | "gains" | "stroke" | "force" | "mode";
+const LOCAL_COMMANDS: readonly string[] = ["tune", "gains", "stroke", "force", "mode"] satisfies LocalCommand[];
+/** Parameters given as numbers and as flags, by command: the rest are strings. */
+const NUMBERS: Partial<Record<LocalCommand, readonly string[]>> = { gains: ["kp", "ki", "kd"], force: ["value", "leaseS"] };
+const FLAGS: Partial<Record<LocalCommand, readonly string[]>> = { gains: ["revert"], force: ["release"], mode: ["maintenance"] };
+
+/** A command's parameters from the query string: numbers as numbers, flags as booleans (the schema then checks them). */
+function queryParams(command: LocalCommand, q: URLSearchParams): Record<string, unknown> {
   const p: Record<string, unknown> = {};
   for (const [k, v] of q) {
-    if (command === "gains" && (k === "kp" || k === "ki" || k === "kd")) p[k] = v === "" ? NaN : Number(v);
-    else if (command === "gains" && k === "revert") p[k] = v === "1" || v === "true" ? true : v;
+    if (NUMBERS[command]?.includes(k) === true) p[k] = v === "" ? NaN : Number(v);
+    else if (FLAGS[command]?.includes(k) === true) p[k] = v === "1" || v === "true" ? true : v === "0" || v === "false" ? false : v;
     else p[k] = v;
   }
   return p;
 }
 
+/** What the audit trail says a local command did, or null for one that only reads. */
+function auditOf(command: LocalCommand, p: Record<string, unknown>): { what: string; target: string } | null {
+  switch (command) {
+    case "stroke":
+      return p.action === "status" ? null : { what: `stroke ${String(p.action)}`, target: [p.rack, p.valve].filter((x) => x !== undefined).map(String).join(" ") };
+    case "tune":
+      return p.action === "status" ? null : { what: `tune ${String(p.action)}`, target: String(p.loop) };
+    case "gains":
+      return Object.keys(p).length === 1 ? null : { what: "gains", target: String(p.loop) };
+    case "force":
+      return { what: p.release === true ? "force release" : `force ${String(p.value)} for ${String(p.leaseS)} s`, target: String(p.output) };
+    case "mode":
+      return { what: `maintenance ${p.maintenance === true ? "on" : "off"}`, target: "pod" };
+  }
+}
+
+/** A whole scan is held under this, ms: the admin socket's HTTP request ends at 300 s. */
+export const SCAN_MAX_MS = 120_000;
+
+/** A scan's options from the query string, or what is wrong with them. */
+function scanOptions(q: URLSearchParams): ScanOptions | string {
+  const int = (key: string, dflt: number, min: number, max: number): number | string => {
+    const v = q.get(key);
+    const n = v === null ? dflt : Number(v);
+    return Number.isInteger(n) && n >= min && n <= max ? n : `${key} must be an integer from ${min} to ${max}`;
+  };
+  const from = int("from", 1, 1, 247);
+  const to = int("to", 247, 1, 247);
+  const timeoutMs = int("timeoutMs", 100, 10, 2000);
+  const register = int("register", 0, 0, 65535);
+  for (const x of [from, to, timeoutMs, register]) if (typeof x === "string") return x;
+  const o = { from: from as number, to: to as number, timeoutMs: timeoutMs as number, register: register as number };
+  if (o.from > o.to) return `from ${o.from} is past to ${o.to}`;
+  if ((o.to - o.from + 1) * o.timeoutMs > SCAN_MAX_MS) return `${o.to - o.from + 1} ids at ${o.timeoutMs} ms each could take past ${SCAN_MAX_MS / 1000} s: scan fewer ids or with a shorter timeout`;
+  return o;
+}
+
 export class AdminSocket {
   private server: Server | null = null;
+  /** buses being scanned: one scan at a time on each */
+  private readonly scanning = new Set<string>();
 
   constructor(
     private agent: () => AdminPod,
@@ -76,20 +126,38 @@ export class AdminSocket {
           );
         return;
       }
+      if (req.method === "POST" && url.pathname === "/scan") {
+        const o = scanOptions(url.searchParams);
+        if (typeof o === "string") return send(400, { error: o });
+        const bus = url.searchParams.get("bus") ?? "";
+        if (this.scanning.has(bus)) return send(409, { error: `a scan of ${bus} is running already` });
+        this.scanning.add(bus);
+        agent
+          .scanBus(bus, o)
+          .then(
+            (rows) => {
+              agent.audit({ action: `scan ${bus} ${o.from}-${o.to}`, by: BY, result: `${rows.filter((r) => r.result === "answered").length} answered` });
+              send(200, { bus, rows });
+            },
+            (err: Error) => send(404, { error: err.message }),
+          )
+          .finally(() => this.scanning.delete(bus));
+        return;
+      }
       if (req.method === "GET" && url.pathname === "/recordings") return send(200, { recordings: agent.recentRecordings(1000) });
-      if (req.method === "POST" && (url.pathname === "/tune" || url.pathname === "/gains" || url.pathname === "/stroke")) {
-        const command = url.pathname.slice(1) as "tune" | "gains" | "stroke";
+      if (req.method === "POST" && LOCAL_COMMANDS.includes(url.pathname.slice(1))) {
+        const command = url.pathname.slice(1) as LocalCommand;
         const params = validateParams(command, queryParams(command, url.searchParams));
         if (!params.ok) return send(400, { error: params.reason });
+        // the socket's mode is maintenance alone: loop modes are the HMI's and mission control's
+        if (command === "mode" && (typeof params.value.maintenance !== "boolean" || Object.keys(params.value).length !== 1)) return send(400, { error: "mode over the admin socket takes maintenance alone" });
         agent.execute({ command, params: params.value }, BY).then(
           (outcome) => {
+            const audit = auditOf(command, params.value);
             // names and enums, by the schema
-            const rack = params.value.rack as string | undefined;
-            const target = command === "stroke" ? [rack, params.value.valve as string | undefined].filter((x) => x !== undefined).join(" ") : (params.value.loop as string);
-            const what = command === "gains" ? "gains" : `${command} ${String(params.value.action)}`;
-            const readOnly = params.value.action === "status" || (command === "gains" && Object.keys(params.value).length === 1);
-            if (!readOnly) {
-              agent.audit({ action: what, by: BY, result: outcome.status === "ok" ? "accepted" : outcome.code, ...(rack === undefined ? {} : { rack }), ...(outcome.status === "ok" ? {} : { reason: `${target}: ${outcome.reason}` }) });
+            const rack = outcome.rack ?? (params.value.rack as string | undefined);
+            if (audit !== null) {
+              agent.audit({ action: audit.what, by: BY, result: outcome.status === "ok" ? "accepted" : outcome.code, ...(rack === undefined ? {} : { rack }), ...(outcome.status === "ok" ? {} : { reason: `${audit.target}: ${outcome.reason}` }) });
             }
             if (outcome.status === "ok") send(200, outcome.data ?? {});
             else send(outcome.code === "not-found" ? 404 : 409, { error: outcome.reason });

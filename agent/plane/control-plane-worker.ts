@@ -150,6 +150,8 @@ async function carryOut(req: Request): Promise<unknown> {
       return await hosted.agent.commander.resetLeak(req.rack);
     case "record":
       return hosted.agent.commander.recordNow(req.by);
+    case "scan":
+      return await hosted.agent.field.modbus.scan(req.bus, req.o);
     case "reload":
       return await reloadAgent(hosted, req.loaded, logs, log, follow);
     case "stop":

@@ -35,6 +35,7 @@ import type { Alarm } from "../supervisor/alarms.js";
 import type { PodMode } from "../supervisor/supervisor.js";
 import { QUEUE_BOUNDS, QUEUES, type ControlPlaneInput, type PodView, type Request, type ToControl, type ToService } from "./messages.js";
 import { QueueGauge } from "./queue-gauge.js";
+import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
 
 /** The control plane thread's nice value where the config asks for real-time scheduling (control.schedFifo). */
 export const CONTROL_PLANE_NICE = -10;
@@ -345,6 +346,10 @@ export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, Pro
 
   recordNow(by: string): Promise<string> {
     return this.request({ op: "record", by });
+  }
+
+  scanBus(bus: string, o: ScanOptions): Promise<ScanRow[]> {
+    return this.request({ op: "scan", bus, o });
   }
 
   /** Read from the recordings' directory here: listing files is the service plane's work. */

@@ -15,6 +15,7 @@ import { Listeners } from "../../lib/listeners.js";
 import type { Point } from "../../lib/points.js";
 import { reloadAgent, type Hosted } from "./agent-host.js";
 import type { PodPlane } from "./pod-plane.js";
+import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
 
 export class InProcessPlane implements PodPlane {
   private readonly hosted: Hosted;
@@ -130,6 +131,9 @@ export class InProcessPlane implements PodPlane {
   }
   recordNow(by: string): string {
     return this.agent.commander.recordNow(by);
+  }
+  scanBus(bus: string, o: ScanOptions): Promise<ScanRow[]> {
+    return this.agent.field.modbus.scan(bus, o);
   }
 
   reportProblem(id: string, p: ProblemReport): void {

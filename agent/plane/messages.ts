@@ -3,6 +3,7 @@
 // is structured-cloned data; each direction is bounded by a QueueGauge (queue-gauge.ts).
 import type { LogHistogram } from "../../lib/log-histogram.js";
 import type { Point } from "../../lib/points.js";
+import type { ScanOptions } from "../../drivers/modbus/bus-scan.js";
 import type { CarriedState } from "../lifecycle.js";
 import type { LoadedConfig } from "../config/load.js";
 import type { StrokeStatus } from "../health/isolation-strokes.js";
@@ -69,6 +70,7 @@ export type Request =
   | { op: "execute"; body: CommandRequest; by: string }
   | { op: "reset-leak"; rack: number }
   | { op: "record"; by: string }
+  | { op: "scan"; bus: string; o: ScanOptions }
   | { op: "reload"; loaded: LoadedConfig }
   | { op: "stop"; driveSafe: boolean; reason: string; timeoutMs: number };
 

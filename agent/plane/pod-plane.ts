@@ -6,7 +6,7 @@ import type { PodCommands, PodDiagnostics, PodReader, ProblemReporter } from "..
 import type { AdminPod } from "../ops/admin-socket.js";
 import type { PlaneCounts } from "./control-plane.js";
 
-export interface PodPlane extends PodReader, PodDiagnostics, PodCommands, ProblemReporter, Pick<AdminPod, "resetLeak" | "recordNow"> {
+export interface PodPlane extends PodReader, PodDiagnostics, PodCommands, ProblemReporter, Pick<AdminPod, "resetLeak" | "recordNow" | "scanBus"> {
   readonly config: AgentConfig;
   readonly configHash: string;
   readonly stateDir: string | undefined;

@@ -20,6 +20,7 @@ import type { TransportFactory } from "./transports.js";
 import { WIRE_TRANSPORTS } from "./transports.js";
 import { decodePoint, encodeOutput, writeRequest } from "./values.js";
 import { DeviceLease, type LeaseConfig } from "./lease.js";
+import { scanBus, type ScanOptions, type ScanRow } from "./bus-scan.js";
 import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type TransportStats } from "./types.js";
 
 /**
@@ -348,6 +349,13 @@ export class ModbusDriver {
   private heartbeat(lease: DeviceLease): void {
     if (!this.running || !this.healthy()) return;
     lease.renew();
+  }
+
+  /** Probes every unit id of a serial bus in turn, behind its own traffic (bus-scan.ts). */
+  scan(bus: string, o: ScanOptions): Promise<ScanRow[]> {
+    const b = this.buses.get(`rtu:${bus}`);
+    if (b === undefined) return Promise.reject(new Error(`no serial bus "${bus}" (modbus.buses: ${this.config.buses.map((x) => x.name).join(", ") || "none"})`));
+    return scanBus(b, o, new Map([...this.devices.values()].filter((d) => d.bus === b).map((d) => [d.unitId, d.name])), () => !this.running);
   }
 
   /**
