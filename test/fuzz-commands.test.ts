@@ -152,6 +152,7 @@ function wellFormed(rng: Prng, command: CommandName, seq: number, lastAccepted: 
     if (k === "loop" || k === "rack") params[k] = name(k);
     else if (k === "mode") params[k] = rng.pick(["Automatic", "Manual", "Override", "Disabled"]);
     else if (k === "id") params[k] = rng.pick(["leak:rack-1", "nope", "device:rack-4"]);
+    else if (k === "output") params[k] = rng.pick(["rack-2.valveCommandPct", "cdu.pumpSpeedCommandPct", "rack-3.supplyIsolationOpen", "rack-1.powerOff", "rack-9.valveCommandPct"]);
     else params[k] = k === "leaseS" ? rng.int(1, 7200) : num();
   }
   if (command === "mode" && rng.chance(0.3)) params.leaseS = rng.int(1, 7200);

@@ -218,14 +218,16 @@ export async function executeCommand(agent: PodCommander, body: CommandRequest, 
         return { status: "ok", data: { output, loop: loopName, released: true } };
       }
       if (p.value === undefined || p.leaseS === undefined) return { status: "rejected", code: "invalid-params", reason: "give value and leaseS, or release" };
-      // a loop check is commissioning work: the pod says so to everyone watching it first
-      if (!agent.maintenance()) return { status: "rejected", code: "refused", reason: `a force is a loop check: put the pod in maintenance first (${output} not moved)` };
+      // the value and lease first, whatever the mode: an engineer learns a force is wrong before
+      // taking the pod into maintenance for it
       const value = p.value as number;
       const envelope = envelopeOf(target.loop).output;
       if (!inRange(value, envelope)) return outside(`${output}`, value, envelope);
       const leaseS = p.leaseS as number;
       const tooLong = longLease(leaseS, limits.maxLeaseS);
       if (tooLong !== null) return tooLong;
+      // a loop check is commissioning work: the pod says so to everyone watching it first
+      if (!agent.maintenance()) return { status: "rejected", code: "refused", reason: `a force is a loop check: put the pod in maintenance first (${output} not moved)` };
       await agent.overrideLoop(target.loop, value, leaseS * 1000, `${by} (io force ${output})`);
       return { status: "ok", data: { output, loop: loopName, value, leaseS, what: target.what } };
     }
