@@ -96,7 +96,10 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       );
     };
     try {
-      for (const [k, sim] of sims.entries()) real.push(await startUplinkPod({ brokerUrl: urls[k] ?? "", protocolVersion: 4, sim, pod: `fleet-${k}`, uplink: { brokers: rotated(urls, k), keepaliveS: 2 } }));
+      // backing off to 5 s as the emulated pods do, not to the default 30: a pod refused a few
+      // times round the cluster while it healed from the partition waited 15-30 s a try, and two
+      // such waits outlasted the 60 s it is given to send again (a fresh clone's CI, 2026-12-07)
+      for (const [k, sim] of sims.entries()) real.push(await startUplinkPod({ brokerUrl: urls[k] ?? "", protocolVersion: 4, sim, pod: `fleet-${k}`, uplink: { brokers: rotated(urls, k), keepaliveS: 2, reconnect: { baseMs: 200, maxMs: 5000 } } }));
       const [podA] = real;
       if (podA === undefined) throw new Error("no pod");
       probe = setInterval(() => {
