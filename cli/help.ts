@@ -21,6 +21,9 @@ usage:
                                                          a loop check: hold a control output (a rack's valve, a pump's
                                                          speed) at a value for a lease, in maintenance only; audited
   podwarden maintenance on|off [-c <config.yaml>]        the pod's maintenance mode, as the HMI sets it
+  podwarden commission --by <name> [-c <config.yaml>]    every point and output as seen now (an output with its read-back
+                                                         and feedback), kept in <stateDir>/commissioning as JSON and
+                                                         HTML to sign; exit 1 when anything is not ok
   podwarden scan --bus <name> [--from <id>] [--to <id>] [--timeout-ms <ms>] [--json] [-c <config.yaml>]
                                                          who answers on a serial bus: each unit id asked one harmless
                                                          read behind the daemon's own traffic; answers, framing errors
@@ -77,7 +80,7 @@ options:
   -c, --config <file>     config file (YAML)
       --scenario <file>   scenario to play (overrides the config's scenario key)
       --rack <name>       reset-leak: the rack
-      --state-dir <dir>   reset-leak, io, maintenance, scan, recording, tune, gains, stroke: the daemon's state directory (default: the config's stateDir,
+      --state-dir <dir>   reset-leak, io, maintenance, scan, commission, recording, tune, gains, stroke: the daemon's state directory (default: the config's stateDir,
                           $STATE_DIRECTORY, or /var/lib/podwarden)
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
@@ -109,6 +112,7 @@ options:
       --revert            gains: back to the config's gains
       --lease <s>         io force: how long the force holds, s (then the loop takes its output back)
       --release           io force: end the output's force now
+      --by <name>         commission: who signs the record off
       --bus <name>        scan: the serial bus (modbus.buses[].name)
       --from, --to <id>   scan: the unit ids asked (default 1 to 247)
       --timeout-ms <ms>   scan: how long each id is waited for (default 100; 10 to 2000)

@@ -2,11 +2,13 @@
 // as a table or as JSON; `podwarden io force`: an engineer's loop check of one output, carried
 // out by the daemon's command executor (the `force` command: maintenance only, leased, audited);
 // `podwarden maintenance on|off`, which a loop check needs; `podwarden scan`: who answers on a
-// serial bus, asked through the daemon's own bus queue behind its traffic. Exit 1 when the daemon cannot be
+// serial bus, asked through the daemon's own bus queue behind its traffic; `podwarden commission`:
+// every point and output as seen now, kept as a signed-off record. Exit 1 when the daemon cannot be
 // reached or refuses.
 import { join } from "node:path";
 import { adminRequest, SCAN_MAX_MS } from "../agent/ops/admin-socket.js";
 import type { ScanRow } from "../drivers/modbus/bus-scan.js";
+import type { WrittenRecord } from "../agent/commissioning/commission-files.js";
 import { ioTable, type IoRow } from "../agent/ops/io-list.js";
 import { UsageError } from "./usage-error.js";
 
@@ -94,4 +96,16 @@ export function scanTable(rows: readonly ScanRow[]): string {
   const head = ["unit", "result", "time", "configured", "detail"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   return [head, ...cells].map((c) => c.map((x, i) => x.padEnd(widths[i])).join("  ").trimEnd()).join("\n");
+}
+
+/** `commission --by <name>`: the walk's record written in the state directory; exit 1 when anything is not ok. */
+export async function commissionCommand(a: Common & { by?: string }): Promise<number> {
+  if (a.by === undefined) throw new UsageError("commission needs --by <name>: who signs the record off");
+  const body = await ask(a, "POST", `/commission?${new URLSearchParams({ by: a.by }).toString()}`);
+  if (body === null) return 1;
+  const w = body as unknown as WrittenRecord;
+  for (const p of w.problems) a.log(`CHECK ${p.id}: ${p.why}`);
+  a.log(`points ${w.summary.pointsOk} of ${w.summary.points} ok, outputs ${w.summary.outputsOk} of ${w.summary.outputs} ok`);
+  a.log(`record: ${w.json}\n        ${w.html} (to print and sign)\nsha256 ${w.sha256}`);
+  return w.problems.length === 0 ? 0 : 1;
 }

@@ -76,6 +76,7 @@ async function main(argv: string[]): Promise<number> {
         kd: { type: "string" },
         revert: { type: "boolean" },
         lease: { type: "string" },
+        by: { type: "string" },
         bus: { type: "string" },
         from: { type: "string" },
         to: { type: "string" },
@@ -198,6 +199,10 @@ async function main(argv: string[]): Promise<number> {
       case "scan": {
         const { scanCommand } = await import("./io-command.js");
         return await scanCommand({ stateDir: stateDir(), log, bus: values.bus, from: values.from, to: values.to, timeoutMs: values["timeout-ms"], json: values.json === true });
+      }
+      case "commission": {
+        const { commissionCommand } = await import("./io-command.js");
+        return await commissionCommand({ stateDir: stateDir(), log, by: values.by });
       }
       case "maintenance": {
         const { maintenanceCommand } = await import("./io-command.js");

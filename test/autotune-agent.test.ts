@@ -51,6 +51,8 @@ describe("relay autotune and gains on a running agent", () => {
       resetLeak: (r) => a.commander.resetLeak(r),
       recordNow: (by) => a.commander.recordNow(by),
       scanBus: (bus, o) => a.field.modbus.scan(bus, o),
+      config: a.config,
+      configHash: a.configHash,
     };
     admin = new AdminSocket(() => face, join(stateDir, "admin.sock"));
     await admin.listen();

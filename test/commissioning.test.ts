@@ -3,12 +3,14 @@
 // health, against the simulator's devices and an independent one (pymodbus); `podwarden io force`
 // holds one control output for a loop check, in maintenance only, audited, until its lease ends.
 import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IoRow } from "../agent/ops/io-list.js";
+import type { CommissionReport } from "../agent/commissioning/commission-report.js";
 import { freePort } from "../tooling/free-port.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { startDaemon, untilRunning, type Daemon } from "./helpers/daemon.js";
@@ -159,5 +161,46 @@ describe("podwarden io", () => {
       await waitFor(async () => (await cli("reset-leak", "--rack", "rack-6")).code === 0, "rack-6's latch reset", 15_000, 300);
       expect((await cli("maintenance", "off")).code).toBe(0);
     }
+  });
+
+  it("keeps a signed-off record of every point and output as seen now, and says what is not ok", async () => {
+    let r = { code: null as number | null, stdout: "", stderr: "" };
+    // every device answering again (an earlier test took rack-5 off the line)
+    await waitFor(async () => (r = await cli("commission", "--by", "A. Engineer")).code === 0, "a clean walk", 30_000, 500);
+    expect(r.stdout).toMatch(/^points (\d+) of \1 ok, outputs (\d+) of \2 ok$/m);
+    const json = /^record: (\S+\.json)$/m.exec(r.stdout)![1];
+    const html = /^ +(\S+\.html) \(to print and sign\)$/m.exec(r.stdout)![1];
+    expect(json.startsWith(join(stateDir, "commissioning", "commission-"))).toBe(true);
+    const rec = JSON.parse(readFileSync(json, "utf8")) as CommissionReport;
+    expect(rec).toMatchObject({ format: "podwarden-commission-1", site: expect.any(String) as unknown, pod: `${TEST_POD}-io`, by: "A. Engineer" });
+    // the digest is of the record without it: the printed copy and the file can be matched
+    const { sha256, ...body } = rec;
+    expect(createHash("sha256").update(JSON.stringify(body)).digest("hex")).toBe(sha256);
+    expect(r.stdout).toContain(`sha256 ${sha256}`);
+    // every configured input point walked, and every output with its read-back and feedback
+    expect(rec.points.map((p) => p.id)).toEqual(expect.arrayContaining(["py.v0", "rack-3.returnTempC", "cdu.dpKpa"]));
+    const valve = rec.outputs.find((o) => o.id === "rack-2.valveCommandPct")!;
+    expect(valve).toMatchObject({ what: "rack-2 control valve", ok: true, readBack: { quality: "good" }, feedback: [{ id: "rack-2.valvePositionPct", quality: "good" }] });
+    expect(rec.outputs.find((o) => o.id === "rack-2.supplyIsolationOpen")?.feedback.map((f) => f.id)).toEqual(["rack-2.supplyIsoOpenLimit", "rack-2.supplyIsoClosedLimit"]);
+    const page = readFileSync(html, "utf8");
+    expect(page).toMatch(/^<!doctype html>/);
+    expect(page).toContain("signed off by <b>A. Engineer</b>");
+    expect(page).toContain(sha256);
+    await waitFor(() => events("command.audit").some((e) => e.action === "commission" && String(e.result).startsWith("points")), "the walk audited", 10_000);
+
+    // a device off the line: its points and outputs named, exit 1, the record written all the same
+    t.sim.inject({ device: "rack-7", offline: true });
+    try {
+      await waitFor(async () => (r = await cli("commission", "--by", "A. Engineer")).code === 1 && /CHECK rack-7\.flowLpm: /.test(r.stdout), "rack-7 named", 30_000, 500);
+      // an output's last read-back is of a write before the device went: its health says so
+      expect(r.stdout).toMatch(/^CHECK rack-7\.valveCommandPct: device: not answering .*; feedback rack-7\.valvePositionPct offline$/m);
+      expect(r.stdout).not.toMatch(/CHECK rack-6/);
+      expect(existsSync(/^record: (\S+\.json)$/m.exec(r.stdout)![1])).toBe(true);
+    } finally {
+      t.sim.inject({ device: "rack-7", offline: false });
+    }
+    // who signs it off is said
+    expect((await cli("commission")).code).toBe(2);
+    expect((await cli("commission", "--by", "<script>")).stderr).toMatch(/by: who signs the record off/);
   });
 });

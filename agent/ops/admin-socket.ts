@@ -8,12 +8,15 @@
 // executor, so they meet the same checks a signed command does.
 // Remote commands go through the uplink instead.
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
+import { dirname } from "node:path";
 import { createServer, request, type Server } from "node:http";
 import { closeHttp, listenHttp } from "../../lib/http-server.js";
 import { validateParams } from "../commands/schema.js";
 import type { PodCommands, PodDiagnostics, PodReader } from "../pod-api.js";
 import { monoMs } from "../../lib/clock.js";
 import { ioList } from "./io-list.js";
+import type { AgentConfig } from "../config/load.js";
+import { writeCommissionRecord } from "../commissioning/commission-files.js";
 import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
 
 /** What the admin socket takes of the pod: status, the live I/O, commands, and the two operations it carries out itself. */
@@ -24,6 +27,9 @@ export type AdminPod = Pick<PodReader, "status" | "fieldPoints"> &
     recordNow(by: string): string | Promise<string>;
     /** probes every unit id of a serial bus (drivers/modbus/bus-scan.ts) */
     scanBus(bus: string, o: ScanOptions): Promise<ScanRow[]>;
+    /** what a commissioning record names and walks: the pod and its outputs */
+    readonly config: Pick<AgentConfig, "site" | "pod" | "racks" | "cdu">;
+    readonly configHash: string;
   };
 
 const BY = "local admin socket";
@@ -124,6 +130,19 @@ export class AdminSocket {
             (recording) => send(200, { recording }),
             (err: Error) => send(409, { error: err.message }),
           );
+        return;
+      }
+      if (req.method === "POST" && url.pathname === "/commission") {
+        const by = url.searchParams.get("by") ?? "";
+        if (!/^[\p{L}\p{N} .,'_@-]{1,128}$/u.test(by)) return send(400, { error: "by: who signs the record off, 1 to 128 letters, digits, spaces and . , ' _ @ -" });
+        const rows = ioList(agent.fieldPoints(), agent.modbusStats(), agent.redfishStats(), monoMs());
+        writeCommissionRecord(dirname(this.path), agent.config, agent.configHash, rows, by).then(
+          (written) => {
+            agent.audit({ action: "commission", by: `${BY} (${by})`, result: `points ${written.summary.pointsOk}/${written.summary.points} ok, outputs ${written.summary.outputsOk}/${written.summary.outputs} ok` });
+            send(200, written);
+          },
+          (err: Error) => send(500, { error: `the record could not be written: ${err.message}` }),
+        );
         return;
       }
       if (req.method === "POST" && url.pathname === "/scan") {
