@@ -1,7 +1,8 @@
 // Device profiles (agent/config/device-profiles.ts, profiles/): the simulator's devices written
 // as profiles give the hand-written demo exactly; a profile's map is the simulator's own; a
 // device or a rack overrides single points; a wrong name or file is an error naming where.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadAgentConfig, parseAgentConfig } from "../agent/config/load.js";
@@ -95,5 +96,24 @@ modbus:
     writeFileSync(join(dir, "profiles", "site-io.yaml"), "profile: site-io\ndescription: x\npoints: []\n");
     expect(err(base("{ name: d1, profile: site-io, unitId: 1, tcp: { port: 1502 } }"), join(dir, "pod.yaml"))).toMatch(/source/);
     expect(availableProfiles([join(dir, "profiles"), ...shipped])).toContain("site-io");
+  });
+
+  it("hashes a config with the profiles it uses: an edited profile is a changed config, a config without profiles hashes as its text", () => {
+    const dir = tempDir("profiles-hash");
+    mkdirSync(join(dir, "profiles"));
+    const demo = readFileSync("configs/demo-pod.yaml", "utf8");
+    writeFileSync(join(dir, "pod.yaml"), demo);
+    // the shipped rack profile, copied beside the config (the config's own profiles/ come first)
+    const rack = readFileSync("profiles/podwarden-sim-rack.yaml", "utf8");
+    writeFileSync(join(dir, "profiles", "podwarden-sim-rack.yaml"), rack);
+    const first = loadAgentConfig(join(dir, "pod.yaml"));
+    expect(first.hash).not.toBe(createHash("sha256").update(demo).digest("hex"));
+    expect(loadAgentConfig(join(dir, "pod.yaml")).hash).toBe(first.hash);
+    // a register's scale corrected in the profile alone: the same config text, another config
+    writeFileSync(join(dir, "profiles", "podwarden-sim-rack.yaml"), `${rack}\n# corrected\n`);
+    expect(loadAgentConfig(join(dir, "pod.yaml")).hash).not.toBe(first.hash);
+    // without profiles, the hash is the text's, as it was before profiles
+    const byHand = readFileSync("test/fixtures/demo-pod-by-hand.yaml", "utf8");
+    expect(loadAgentConfig("test/fixtures/demo-pod-by-hand.yaml").hash).toBe(createHash("sha256").update(byHand).digest("hex"));
   });
 });

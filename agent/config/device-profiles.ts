@@ -73,8 +73,11 @@ export function availableProfiles(dirs: readonly string[]): string[] {
   return [...names].sort();
 }
 
+/** Told each profile file a config used, and its text: what the config's hash covers besides the config's own text. */
+export type ProfileSeen = (file: string, text: string) => void;
+
 /** Reads and checks profile `name` from the first of `dirs` that has it; throws a ConfigError naming the file. */
-export function loadProfile(name: string, dirs: readonly string[]): DeviceProfile | null {
+export function loadProfile(name: string, dirs: readonly string[], seen?: ProfileSeen): DeviceProfile | null {
   for (const d of dirs) {
     const file = join(d, `${name}.yaml`);
     if (!existsSync(file)) continue;
@@ -84,6 +87,7 @@ export function loadProfile(name: string, dirs: readonly string[]): DeviceProfil
     } catch (err) {
       throw new ConfigError(file, [`cannot read: ${(err as Error).message}`]);
     }
+    seen?.(file, text);
     const p = validateProfile(parseYaml(text, file) ?? {}, file);
     if (p.profile !== name) throw new ConfigError(file, [`profile: "${p.profile}", but the file is ${name}.yaml: a profile is named by its file`]);
     const dup = (xs: { name?: unknown }[]): string[] => xs.map((x) => String(x.name)).filter((n, i, all) => all.indexOf(n) !== i);
@@ -125,7 +129,7 @@ function bind(binding: Obj | undefined, device: string): Obj {
 }
 
 /** The config data with every profile expanded; problems are added to `problems` (the config's own, named by where). */
-export function expandProfiles(data: unknown, dirs: readonly string[], problems: string[]): unknown {
+export function expandProfiles(data: unknown, dirs: readonly string[], problems: string[], seen?: ProfileSeen): unknown {
   if (!isObj(data)) return data;
   const modbus = data.modbus;
   const devices = isObj(modbus) && Array.isArray(modbus.devices) ? (modbus.devices as unknown[]) : [];
@@ -138,7 +142,7 @@ export function expandProfiles(data: unknown, dirs: readonly string[], problems:
       problems.push(`${at}.profile: must be a profile's name`);
       return d;
     }
-    if (!cache.has(d.profile)) cache.set(d.profile, loadProfile(d.profile, dirs));
+    if (!cache.has(d.profile)) cache.set(d.profile, loadProfile(d.profile, dirs, seen));
     const p = cache.get(d.profile) ?? null;
     if (p === null) {
       const have = availableProfiles(dirs);

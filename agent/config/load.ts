@@ -2,6 +2,7 @@
 // defaults, then the rules a schema cannot say (min < max, references that must resolve).
 // The operator's file is only ever read.
 import { createHash } from "node:crypto";
+import { basename } from "node:path";
 import { readTextBounded } from "../../lib/bounded-read.js";
 import { parsePublicKey } from "../commands/signing.js";
 import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
@@ -16,7 +17,7 @@ import { pumpProblems, pumpsStoppable } from "../../pod/pumps.js";
 import { podLayout } from "../../pod/layout.js";
 import { brokerUrls, type UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
-import { expandProfiles, profileDirs } from "./device-profiles.js";
+import { expandProfiles, profileDirs, type ProfileSeen } from "./device-profiles.js";
 
 /** The whole config, derived from the schema: each section's type comes from its owner's schema. */
 export type AgentConfig = AgentConfigData;
@@ -208,17 +209,17 @@ export interface LoadedConfig {
   path: string;
 }
 
-export function parseAgentConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
-  return agentConfigFromData(parseYaml(text, file) ?? {}, file, env);
+export function parseAgentConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env, seen?: ProfileSeen): AgentConfig {
+  return agentConfigFromData(parseYaml(text, file) ?? {}, file, env, seen);
 }
 
 /** The steps after YAML parsing: ${ENV} substitution, device profiles, then schema and cross-field validation. */
-export function agentConfigFromData(data: unknown, file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
+export function agentConfigFromData(data: unknown, file: string, env: NodeJS.ProcessEnv = process.env, seen?: ProfileSeen): AgentConfig {
   const problems: string[] = [];
   const substituted = substituteEnv(data, env, "", problems);
   if (problems.length > 0) throw new ConfigError(file, problems);
   // device profiles (profiles/): what the schema sees is the config as if written by hand
-  const expanded = expandProfiles(substituted, profileDirs(file), problems);
+  const expanded = expandProfiles(substituted, profileDirs(file), problems, seen);
   if (problems.length > 0) throw new ConfigError(file, problems);
   return validateAgentConfig(expanded, file);
 }
@@ -230,5 +231,12 @@ export function loadAgentConfig(path: string, env: NodeJS.ProcessEnv = process.e
   } catch (err) {
     throw new ConfigError(path, [`cannot read: ${(err as Error).message}`]);
   }
-  return { config: parseAgentConfig(text, path, env), hash: createHash("sha256").update(text).digest("hex"), path };
+  // the hash is of what the config is made of: its own text and each device profile it used, so
+  // an edited profile is a changed config (a reload takes it, mission control sees a new hash);
+  // a config without profiles hashes as its text alone, as before profiles
+  const profiles = new Map<string, string>();
+  const config = parseAgentConfig(text, path, env, (file, t) => profiles.set(file, t));
+  const hash = createHash("sha256").update(text);
+  for (const [file, t] of [...profiles].sort(([a], [b]) => (a < b ? -1 : 1))) hash.update(`\0profile ${basename(file)}\0${t}`);
+  return { config, hash: hash.digest("hex"), path };
 }
