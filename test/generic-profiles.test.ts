@@ -1,0 +1,107 @@
+// The generic device profiles (profiles/generic-*.yaml, docs/drivers.md "Device profiles"): each
+// loads, says it is a pattern and not a device, and reads and writes an independent Modbus server
+// (pymodbus, Debian python3-pymodbus) through the driver as its description says: a 4–20 mA
+// module's currents in mA with a failure current made invalid, a DI/DO module's inputs, an output
+// written and read back and its communication watchdog kept up, a leak controller's zones in the
+// leak encoding, and an energy meter's power once its address is overridden by name. pymodbus's
+// map is its own (input register n holds n, discrete inputs alternate 0 and 1, known-answer
+// vectors in the holding registers), which is what makes the override needed and the reads checkable.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expandProfiles, loadProfile, profileDirs } from "../agent/config/device-profiles.js";
+import { ModbusDriver } from "../drivers/modbus/driver.js";
+import { freePort } from "../tooling/free-port.js";
+import { modbusConfig } from "./helpers/driver.js";
+import { stopProcess, waitFor } from "./helpers/processes.js";
+
+const GENERIC = ["generic-ai-4-20ma-8", "generic-dio-watchdog-8", "generic-leak-controller-4", "generic-energy-meter"];
+const dirs = profileDirs("configs/demo-pod.yaml");
+
+describe("generic device profiles", () => {
+  let py: ChildProcess;
+  let port: number;
+  let f32At: number;
+  let driver: ModbusDriver | undefined;
+
+  beforeAll(async () => {
+    port = await freePort();
+    py = spawn("/usr/bin/python3", ["test/peers/pymodbus_server.py", String(port)], { stdio: ["ignore", "pipe", "inherit"] });
+    const layout = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: py.stdout! }).once("line", resolve);
+      py.once("exit", (code) => reject(new Error(`pymodbus exited ${code}`)));
+    });
+    f32At = (JSON.parse(layout) as { address: number; type: string; order: string }[]).find((l) => l.type === "f32" && l.order === "ABCD")!.address;
+  }, 30_000);
+  afterAll(async () => {
+    await driver?.stop();
+    if (py !== undefined) await stopProcess(py);
+  });
+
+  it("each says it is a pattern to check against the module's manual, not a device's map", () => {
+    for (const name of GENERIC) {
+      const p = loadProfile(name, dirs)!;
+      expect(p.source, name).toMatch(/^Not a device's register map: podwarden's generic pattern/);
+      expect(p.source, name).toMatch(/manual/);
+    }
+  });
+
+  it("reads and writes an independent server as each description says", async () => {
+    const problems: string[] = [];
+    const tcp = { host: "127.0.0.1", port };
+    const data = expandProfiles(
+      {
+        modbus: {
+          groups: [
+            { name: "safety", periodMs: 50, priority: 0 },
+            { name: "control", periodMs: 50, priority: 1 },
+            { name: "telemetry", periodMs: 200, priority: 2 },
+          ],
+          devices: [
+            { name: "ai", profile: "generic-ai-4-20ma-8", unitId: 1, tcp, points: [{ name: "ai1", loop4to20: { at4mA: 0, at20mA: 250 } }] },
+            { name: "dio", profile: "generic-dio-watchdog-8", unitId: 1, tcp },
+            { name: "leak", profile: "generic-leak-controller-4", unitId: 1, tcp },
+            // pymodbus keeps its floats in holding registers: the meter's power moved there by name
+            { name: "meter", profile: "generic-energy-meter", unitId: 1, tcp, points: [{ name: "powerKw", table: "holding", address: f32At }] },
+          ],
+        },
+      },
+      dirs,
+      problems,
+    ) as { modbus: unknown };
+    expect(problems).toEqual([]);
+    const d = new ModbusDriver(modbusConfig(data.modbus));
+    driver = d;
+    d.setHealthGate(() => true);
+    d.start();
+    const pt = (id: string): { value: number; quality: string; detail?: string } | undefined => d.points.get(id);
+    await waitFor(() => ["ai.ai8", "dio.di1", "dio.di2", "leak.zone3", "meter.powerKw"].every((id) => pt(id)?.quality === "good") && pt("ai.ai1")?.detail !== undefined, "every point read", 10_000);
+    // the module's currents, in mA (pymodbus: input register n holds n µA)
+    expect(pt("ai.ai8")).toMatchObject({ value: 0.007, quality: "good" });
+    // a channel given its transmitter's range: 0 µA is a broken loop, said as such
+    expect(pt("ai.ai1")?.quality).not.toBe("good");
+    expect(pt("ai.ai1")?.detail).toMatch(/below 3\.6 mA: a broken loop/);
+    // the DI/DO module's inputs (pymodbus: 0, 1, 0, 1, ... from discrete input 0), and an output written and read back
+    expect([pt("dio.di1")?.value, pt("dio.di2")?.value, pt("dio.di3")?.value]).toEqual([0, 1, 0]);
+    d.setOutput("dio.do3", 1);
+    await waitFor(() => d.outputState("dio.do3")?.written === 1 && d.outputState("dio.do3")?.quality === "good", "do3 written and read back", 10_000);
+    // its communication watchdog: fed while control is healthy; while it is not, the module is
+    // sent nothing at all (its polls included), so its own watchdog fires
+    const dio = (): number => d.stats().devices.find((x) => x.name === "dio")!.stats.requests;
+    expect(d.stats().devices.find((x) => x.name === "dio")?.leaseProblem).toBeNull();
+    let healthy = false;
+    d.setHealthGate(() => healthy);
+    await new Promise((r) => setTimeout(r, 300)); // a request in flight when the gate shut finishes
+    const ai = (): number => d.stats().devices.find((x) => x.name === "ai")!.stats.requests;
+    const [held, aiHeld] = [dio(), ai()];
+    await new Promise((r) => setTimeout(r, 600)); // a dozen poll periods, and the lease's
+    expect(dio()).toBe(held);
+    expect(ai()).toBeGreaterThan(aiHeld); // the other modules polled on
+    healthy = true;
+    await waitFor(() => dio() > held + 2, "the module fed again", 10_000);
+    // the leak controller's zones in the leak encoding (pymodbus: 0, 1, 2 at input registers 0-2)
+    expect([pt("leak.zone1")?.value, pt("leak.zone2")?.value, pt("leak.zone3")?.value]).toEqual([0, 1, 2]);
+    // the meter's power, overridden to where this server keeps it
+    expect(pt("meter.powerKw")).toMatchObject({ value: -123.25, quality: "good" });
+  }, 30_000);
+});
