@@ -55,14 +55,32 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}, o: 
   // before anything reads a state file: the manifest says which ones were written, so that one
   // missing is a loss, not a first start (lib/state-manifest.ts)
   const stateDir = stateDirOf(loaded.config);
-  const opening = stateDir === undefined ? null : openStateDirectory(stateDir, { firstStart: o.firstStart === true });
+  let opening: ReturnType<typeof openStateDirectory> | null = null;
+  try {
+    opening = stateDir === undefined ? null : openStateDirectory(stateDir, { firstStart: o.firstStart === true });
+  } catch (err) {
+    // before any device is touched: without its state directory the pod cannot keep a leak
+    // latch or an operator's decision across a restart, so it does not start (issue #54 item 2)
+    log.error({ stateDir, err: (err as Error).message }, "cannot open the state directory: podwarden does not start without it (leak latches and operator decisions live there)");
+    await lock.release();
+    return 1;
+  }
   if (opening?.how === "adopted") log.warn({ stateDir, present: opening.present }, "first start stated: the state directory's manifest is made from the files present");
   if (opening?.how === "lost") log.error({ stateDir, present: opening.present }, opening.problem);
   // the agent runs on the control plane's thread; everything below on this one talks to it by
   // bounded messages and reads the view it sends
   const own = ownThreadPossible(loaded.config);
   if (!own.ok) log.warn({ why: own.why }, "the control plane runs on the main thread, with the service plane: a service input that holds it holds control too (docs/architecture.md, Threads)");
-  const agent: PodPlane = own.ok ? await ControlPlane.start(loaded, logs) : await InProcessPlane.start(loaded, logs);
+  let agent: PodPlane;
+  try {
+    agent = own.ok ? await ControlPlane.start(loaded, logs) : await InProcessPlane.start(loaded, logs);
+  } catch (err) {
+    // what had started was stopped, its actuators driven safe (agent/plane/agent-host.ts
+    // startAgent); the devices' leases hold them from here
+    log.error({ err: (err as Error).message }, "podwarden could not start: stopping; the devices' leases keep what it had not driven safe");
+    await lock.release();
+    return 1;
+  }
   // health and metrics answer before the uplink's first connection attempt (which may wait for an
   // unreachable broker)
   let services: ServicePlane;

@@ -30,10 +30,23 @@ type WorkerArgs = ConstructorParameters<typeof threads.Worker>;
 const live = new Set<Worker>();
 const Original = threads.Worker;
 
+/**
+ * With PODWARDEN_HOOK_FAIL_START=control or leak, the first such thread the daemon makes ends
+ * before its first message, as a thread whose start throws does: what the daemon does when a
+ * subsystem cannot start (test/agent-daemon.test.ts).
+ */
+const FAIL_START = process.env.PODWARDEN_HOOK_FAIL_START === "control" ? CONTROL_WORKER : process.env.PODWARDEN_HOOK_FAIL_START === "leak" ? LEAK_WORKER : null;
+let failedOne = false;
+
 class TrackedWorker extends Original {
   constructor(...args: WorkerArgs) {
     super(...args);
     const file = args[0] instanceof URL ? args[0].pathname : String(args[0]);
+    if (FAIL_START?.test(file) === true && !failedOne) {
+      failedOne = true;
+      void this.terminate();
+      return;
+    }
     if (!TARGET.test(file)) return;
     live.add(this);
     this.once("exit", () => live.delete(this));

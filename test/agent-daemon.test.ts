@@ -2,6 +2,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServer, type AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
 import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { adminRequest } from "../agent/ops/admin-socket.js";
@@ -113,6 +114,30 @@ describe("podwarden run (daemon process)", () => {
     expect(d.lines.some((l) => (l.event as { type?: string } | undefined)?.type === "agent.stopping")).toBe(true);
     // and its heartbeats stopped with it: the devices' own leases take over
     await waitFor(() => leases().every((x) => x), "every device's lease expired", 15_000);
+  }, 60_000);
+
+  it.each(["control", "leak"] as const)("cannot half-start: a %s thread that cannot start stops the daemon, what had started driven safe, exit 1 with the reason", async (part) => {
+    const hook = pathToFileURL(join(process.cwd(), "dist/hil/daemon-hooks.js")).href;
+    const d = startDaemon(configFile((c) => (c.stateDir = mkdtempSync(join(dir, "state-")))), { nodeFlags: [`--import=${hook}`], env: { PODWARDEN_HOOK_FAIL_START: part } });
+    daemons.push(d);
+    expect(await d.exit).toBe(1);
+    const failed = d.lines.find((l) => l.msg === "podwarden could not start: stopping; the devices' leases keep what it had not driven safe");
+    expect(failed, JSON.stringify(d.lines.slice(-5))).toBeDefined();
+    expect(String(failed?.err)).toMatch(part === "control" ? /^the pod's control did not start: control worker did not start/ : /^the pod's control did not start: leak thread did not start/);
+    expect(d.lines.some((l) => l.msg === "podwarden running")).toBe(false);
+    // the leak thread failed after the control worker and the main driver had started: they were stopped, actuators driven safe
+    if (part === "leak") expect(d.lines.some((l) => (l.event as { type?: string; reason?: string } | undefined)?.reason === "start failed")).toBe(true);
+    await waitFor(() => leases().every((x) => x), "every device's lease expired", 15_000);
+  }, 60_000);
+
+  it("cannot half-start: a state directory that cannot be opened stops it before it touches a device, exit 1 with the reason", async () => {
+    writeFileSync(join(dir, "a-file"), "not a directory");
+    const d = startDaemon(configFile((c) => (c.stateDir = join(dir, "a-file", "state"))));
+    daemons.push(d);
+    expect(await d.exit).toBe(1);
+    const failed = d.lines.find((l) => l.msg === "cannot open the state directory: podwarden does not start without it (leak latches and operator decisions live there)");
+    expect(failed, JSON.stringify(d.lines.slice(-5))).toMatchObject({ err: expect.stringMatching(/ENOTDIR/) as unknown });
+    expect(d.lines.some((l) => l.msg === "podwarden running" || (l.event as { type?: string } | undefined)?.type === "agent.started")).toBe(false);
   }, 60_000);
 
   it("runs on without a page that cannot start, with an alarm for each: metrics, the HMI and Redfish on a taken port, the admin socket unmakeable", async () => {

@@ -13,6 +13,20 @@ export interface Hosted {
 }
 
 /**
+ * Starts the agent whole or not at all (issue #54 item 2): a part that cannot start (the control
+ * worker, the leak thread, a feature) stops what had started before it, its actuators driven
+ * safe, and the error is thrown, said as which start failed, for the daemon to exit 1 on.
+ */
+export async function startAgent(agent: Agent): Promise<void> {
+  try {
+    await agent.start();
+  } catch (err) {
+    await agent.stop({ driveSafe: true, reason: "start failed" }).catch(() => undefined);
+    throw new Error(`the pod's control did not start: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
  * Takes `next`: in place when only tuning changed, else a new agent carrying the old one's state.
  * A new agent that does not start is stopped, the old config's agent started again with what it
  * carried, and the error thrown: the reload is refused, the pod runs on. `follow` is called with

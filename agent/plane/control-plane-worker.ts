@@ -10,7 +10,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import type { DestinationStream } from "pino";
 import { monoMs } from "../../lib/clock.js";
 import { Agent } from "../agent.js";
-import { reloadAgent, type Hosted } from "./agent-host.js";
+import { reloadAgent, startAgent, type Hosted } from "./agent-host.js";
 import { niceThread } from "../control/sched-fifo.js";
 import { Logs } from "../log.js";
 import type { AgentEvent } from "../pod-api.js";
@@ -190,10 +190,12 @@ async function main(): Promise<void> {
   }
   follow(hosted.agent);
   try {
-    await hosted.agent.start();
+    await startAgent(hosted.agent);
   } catch (err) {
+    // its stack in the log, its words in the daemon's one line
+    log.error({ err }, "the pod's control did not start");
     channel.flush();
-    post({ t: "failed", error: (err as Error).stack ?? String(err) });
+    post({ t: "failed", error: (err as Error).message });
     return;
   }
   post({ t: "started", view: view() });

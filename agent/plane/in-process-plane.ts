@@ -13,7 +13,7 @@ import type { Alarm } from "../supervisor/alarms.js";
 import type { PodMode } from "../supervisor/supervisor.js";
 import { Listeners } from "../../lib/listeners.js";
 import type { Point } from "../../lib/points.js";
-import { reloadAgent, type Hosted } from "./agent-host.js";
+import { reloadAgent, type Hosted, startAgent } from "./agent-host.js";
 import type { PodPlane } from "./pod-plane.js";
 import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
 
@@ -32,7 +32,7 @@ export class InProcessPlane implements PodPlane {
 
   static async start(loaded: LoadedConfig, logs: Logs): Promise<InProcessPlane> {
     const plane = new InProcessPlane(loaded, logs);
-    await plane.hosted.agent.start();
+    await startAgent(plane.hosted.agent);
     return plane;
   }
 
