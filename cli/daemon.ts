@@ -55,7 +55,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}, o: 
   // before anything reads a state file: the manifest says which ones were written, so that one
   // missing is a loss, not a first start (lib/state-manifest.ts)
   const stateDir = stateDirOf(loaded.config);
-  let opening: ReturnType<typeof openStateDirectory> | null = null;
+  let opening: ReturnType<typeof openStateDirectory> | null;
   try {
     opening = stateDir === undefined ? null : openStateDirectory(stateDir, { firstStart: o.firstStart === true });
   } catch (err) {

@@ -2,13 +2,11 @@
 // on a serial line into the simulator's Modbus RTU front (a socat pty pair), where every simulated
 // device answers by its unit id: the scan asks each id in turn through the daemon's own bus queue,
 // behind rack-2's polls, and finds the configured device and the ones nobody configured.
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ScanRow } from "../drivers/modbus/bus-scan.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
-import { startDaemon, untilRunning, type Daemon } from "./helpers/daemon.js";
+import { runningDaemon, type Daemon } from "./helpers/daemon.js";
 import { ptyPair, run, stopProcess, waitFor, type PtyPair } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { tempDir } from "./helpers/temp-dirs.js";
@@ -33,10 +31,7 @@ describe("podwarden scan", () => {
       delete rack2.tcp;
       rack2.bus = "rs485-1";
     });
-    const f = join(dir, "agent.yaml");
-    writeFileSync(f, stringify(data));
-    daemon = startDaemon(f);
-    await untilRunning(daemon);
+    daemon = await runningDaemon(dir, data);
   }, 60_000);
   afterAll(async () => {
     if (daemon !== undefined) await stopProcess(daemon.child, "SIGKILL");

@@ -4,16 +4,15 @@
 // holds one control output for a loop check, in maintenance only, audited, until its lease ends.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IoRow } from "../agent/ops/io-list.js";
 import type { CommissionReport } from "../agent/commissioning/commission-report.js";
 import { freePort } from "../tooling/free-port.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
-import { startDaemon, untilRunning, type Daemon } from "./helpers/daemon.js";
+import { runningDaemon, type Daemon } from "./helpers/daemon.js";
 import { run, stopProcess, waitFor } from "./helpers/processes.js";
 import { startTestSim, type TestSim } from "./helpers/sim.js";
 import { tempDir } from "./helpers/temp-dirs.js";
@@ -51,10 +50,7 @@ describe("podwarden io", () => {
       });
     }) as { modbus: { devices: { name: string; points: { name: string }[] }[] } };
     configured = data.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)).sort();
-    const f = join(dir, "agent.yaml");
-    writeFileSync(f, stringify(data));
-    daemon = startDaemon(f);
-    await untilRunning(daemon);
+    daemon = await runningDaemon(dir, data);
   }, 60_000);
   afterAll(async () => {
     if (daemon !== undefined) await stopProcess(daemon.child, "SIGKILL");
