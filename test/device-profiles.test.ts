@@ -60,7 +60,7 @@ modbus:
     const d1 = c.modbus.devices.find((d) => d.name === "d1")!;
     expect(d1.points.find((p) => p.name === "leakState")).toMatchObject({ address: 7, group: "control" });
     expect(d1.outputs.map((o) => o.name)).toContain("relay");
-    expect(d1.lease).toEqual({ style: "heartbeat-counter", address: 2, periodMs: 250, value: 1 });
+    expect(d1.lease).toEqual({ style: "heartbeat-counter", address: 2, periodMs: 250, value: 1, safeValues: [] });
     expect(c.racks[0].outputs.powerOff).toBe("d1.relay");
     expect(c.racks[0].outputs.valve).toBe("d1.valveCommandPct");
     expect(c.racks[0].points.leak).toEqual(["d1.leakState"]);

@@ -22,6 +22,7 @@ describe("generic device profiles", () => {
   let py: ChildProcess;
   let port: number;
   let f32At: number;
+  let u16At: number;
   let driver: ModbusDriver | undefined;
 
   beforeAll(async () => {
@@ -31,7 +32,9 @@ describe("generic device profiles", () => {
       createInterface({ input: py.stdout! }).once("line", resolve);
       py.once("exit", (code) => reject(new Error(`pymodbus exited ${code}`)));
     });
-    f32At = (JSON.parse(layout) as { address: number; type: string; order: string }[]).find((l) => l.type === "f32" && l.order === "ABCD")!.address;
+    const at = (type: string): number => (JSON.parse(layout) as { address: number; type: string; order: string }[]).find((l) => l.type === type && l.order === "ABCD")!.address;
+    f32At = at("f32");
+    u16At = at("u16");
   }, 30_000);
   afterAll(async () => {
     await driver?.stop();
@@ -59,7 +62,10 @@ describe("generic device profiles", () => {
           ],
           devices: [
             { name: "ai", profile: "generic-ai-4-20ma-8", unitId: 1, tcp, points: [{ name: "ai1", loop4to20: { at4mA: 0, at20mA: 250 } }] },
-            { name: "dio", profile: "generic-dio-watchdog-8", unitId: 1, tcp },
+            // the module's own safe values, as its manual would give them: do1's is held in coil 20
+            // (pymodbus: 0, as the config says), do2's in a holding register pymodbus holds 0xBEEF in
+            // (the config says 0: a module set up otherwise than the config says)
+            { name: "dio", profile: "generic-dio-watchdog-8", unitId: 1, tcp, lease: { safeValues: [{ output: "do1", table: "coil", address: 20, value: 0 }, { output: "do2", table: "holding", address: u16At, value: 0 }] } },
             { name: "leak", profile: "generic-leak-controller-4", unitId: 1, tcp },
             // pymodbus keeps its floats in holding registers: the meter's power moved there by name
             { name: "meter", profile: "generic-energy-meter", unitId: 1, tcp, points: [{ name: "powerKw", table: "holding", address: f32At }] },
@@ -88,7 +94,9 @@ describe("generic device profiles", () => {
     // its communication watchdog: fed while control is healthy; while it is not, the module is
     // sent nothing at all (its polls included), so its own watchdog fires
     const dio = (): number => d.stats().devices.find((x) => x.name === "dio")!.stats.requests;
-    expect(d.stats().devices.find((x) => x.name === "dio")?.leaseProblem).toBeNull();
+    // its safe values read back at the connect: the one the module holds otherwise is said, the other not
+    await waitFor(() => d.stats().devices.find((x) => x.name === "dio")?.leaseProblem !== null, "the safe values checked", 10_000);
+    expect(d.stats().devices.find((x) => x.name === "dio")?.leaseProblem).toBe(`its safe value for do2 reads ${0xbeef} (holding ${u16At}), the config says 0`);
     let healthy = false;
     d.setHealthGate(() => healthy);
     await new Promise((r) => setTimeout(r, 300)); // a request in flight when the gate shut finishes

@@ -35,7 +35,7 @@ describe("splitting a Modbus config for the leak thread", () => {
     maxRequestRegisters: 125,
     maxRequestBits: 2000,
     breaker: { failures: 3, damagedAnswers: 10, openMs: 1000, maxOpenMs: 30000 },
-    lease: { style: "heartbeat-counter", address: 9, periodMs: 500, value: 1 },
+    lease: { style: "heartbeat-counter", address: 9, periodMs: 500, value: 1, safeValues: [] },
     points: ["leak", "flow"].map((p, i) => ({ name: p, table: "input" as const, address: i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, group: "safety" })),
     outputs: ["iso", "valve"].map((o, i) => ({ name: o, table: "holding" as const, address: 10 + i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, refreshMs: 0, verify: false, tolerance: 0 })),
     ...over,
@@ -54,8 +54,8 @@ describe("splitting a Modbus config for the leak thread", () => {
     const kept = new Map(s.kept.devices.map((d) => [d.name, d]));
     expect(kept.get("a")?.points.map((p) => p.name)).toEqual(["flow"]);
     expect(kept.get("a")?.outputs.map((o) => o.name)).toEqual(["valve"]);
-    expect(kept.get("a")?.lease).toEqual({ style: "heartbeat-counter", address: 9, periodMs: 500, value: 1 }); // the lease stays with the main driver
-    expect(s.leases).toEqual({ a: { style: "heartbeat-counter", address: 9, periodMs: 500, value: 1 } }); // its lease, for a renewal before a close (leak-worker.ts)
+    expect(kept.get("a")?.lease).toEqual({ style: "heartbeat-counter", address: 9, periodMs: 500, value: 1, safeValues: [] }); // the lease stays with the main driver
+    expect(s.leases).toEqual({ a: { style: "heartbeat-counter", address: 9, periodMs: 500, value: 1, safeValues: [] } }); // its lease, for a renewal before a close (leak-worker.ts)
     expect(kept.get("b")).toBe(config.devices[1]); // serial: untouched
     expect(kept.get("c")).toBe(config.devices[2]); // nothing of it asked for
     expect(s.left).toEqual(["b.leak", "b.iso"]);

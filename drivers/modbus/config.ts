@@ -226,6 +226,24 @@ export const MODBUS_SCHEMA = {
                   write: { type: "boolean", default: true, description: "write it at connect; false: only verify it (set on the module by its own tool)" },
                 },
               },
+              safeValues: {
+                type: "array",
+                default: [],
+                maxItems: 64,
+                description:
+                  "the safe values the device itself holds for its outputs (set with the device's own tool), each read at every connect and compared: a device holding another is unwell (its health says so). Where the device's safe values cannot be read, leave this out and say so in the device's documentation; docs/safety.md, Device leases",
+                items: {
+                  type: "object",
+                  additionalProperties: false,
+                  required: ["output", "table", "address", "value"],
+                  properties: {
+                    output: { type: "string", minLength: 1, maxLength: 64, description: "the output it is the safe value of (one of the device's outputs)" },
+                    table: { enum: ["holding", "coil"], description: "where the device keeps it" },
+                    address: addr,
+                    value: { type: "integer", minimum: 0, maximum: 65535, description: "the register's raw value, as the device's manual gives it (a coil: 0 or 1)" },
+                  },
+                },
+              },
             },
           },
           points: {
@@ -309,6 +327,11 @@ export function modbusProblems(c: ModbusConfig, at = "modbus"): string[] {
       if (o.address + (o.table === "coil" ? 1 : registerCount(o.type)) > 65536) out.push(`${op}.address: runs past 65535`);
     });
     if (d.breaker.maxOpenMs < d.breaker.openMs) out.push(`${p}.breaker.maxOpenMs: must be >= openMs`);
+    (d.lease?.safeValues ?? []).forEach((v, k) => {
+      const at = `${p}.lease.safeValues[${k}]`;
+      if (!d.outputs.some((o) => o.name === v.output)) out.push(`${at}.output: "${v.output}" is not one of ${d.name}'s outputs`);
+      if (v.table === "coil" && v.value > 1) out.push(`${at}.value: a coil holds 0 or 1`);
+    });
     const t = d.lease?.timeout;
     if (t !== undefined && t.ms / t.unitMs > 65535) out.push(`${p}.lease.timeout.ms: ${t.ms} ms is more than a register of ${t.unitMs} ms units holds (65535)`);
     if (t !== undefined && d.lease !== undefined && d.lease.periodMs * 2 > t.ms) out.push(`${p}.lease.periodMs: ${d.lease.periodMs} ms is more than half the device's lease time (${t.ms} ms): one late renewal would let it run out`);

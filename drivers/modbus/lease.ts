@@ -28,6 +28,8 @@ export interface LeaseConfig {
   value: number;
   /** the device's own lease time: its register, in units of unitMs; written at connect when `write` */
   timeout?: { address: number; ms: number; unitMs: number; write: boolean };
+  /** the safe values the device holds for its outputs (set in the device, by its own tool): each read at connect and compared */
+  safeValues: { output: string; table: "holding" | "coil"; address: number; value: number }[];
 }
 
 /** The request that renews a lease in its style; `counter`, a heartbeat counter's next value. */
@@ -41,8 +43,9 @@ export function renewalRequest(c: LeaseConfig, counter: number): ModbusRequest {
 export type LeaseSend = (req: ModbusRequest, done: (o: ModbusOutcome) => void) => void;
 
 export class DeviceLease {
-  /** why the device's lease is not as the config says (its timeout register), or null */
+  /** why the device's lease is not as the config says (its lease time, its safe values), or null */
   problem: string | null = null;
+  private readonly problems = new Map<string, string>();
   private counter = 0;
   /** a connect came since the lease time was last checked: checked at the next renewal, once control is healthy */
   private checkDue = false;
@@ -61,7 +64,7 @@ export class DeviceLease {
 
   /** The device's connection is (again) up: its lease time is checked at the next renewal. */
   connected(): void {
-    this.checkDue = this.config.timeout !== undefined;
+    this.checkDue = this.config.timeout !== undefined || this.config.safeValues.length > 0;
   }
 
   /** One renewal now, in the device's style (the caller checks the gate where it must). */
@@ -69,6 +72,7 @@ export class DeviceLease {
     if (this.checkDue) {
       this.checkDue = false;
       this.checkTimeout();
+      this.checkSafeValues();
     }
     this.counter = (this.counter + 1) & 0xffff;
     this.send(renewalRequest(this.config, this.counter), () => undefined);
@@ -83,9 +87,31 @@ export class DeviceLease {
       this.send({ fc: FC.READ_HOLDING_REGISTERS, address: t.address, count: 1 }, (o) => {
         if (!o.ok) return; // unanswered: the breaker and the next connect tell
         const got = o.data[0];
-        this.problem = got === want ? null : `its lease time reads ${got * t.unitMs} ms (register ${t.address}), the config says ${t.ms} ms`;
+        this.said("timeout", got === want ? null : `its lease time reads ${got * t.unitMs} ms (register ${t.address}), the config says ${t.ms} ms`);
       });
     if (t.write) this.send({ fc: FC.WRITE_SINGLE_REGISTER, address: t.address, value: want }, verify);
     else verify();
+  }
+
+  /**
+   * Each safe value the device holds, read back: the value an output takes when the lease runs
+   * out is the device's, set with its own tool, and a device holding another would not fail safe
+   * the way the config (and docs/safety.md's table) says it does.
+   */
+  private checkSafeValues(): void {
+    for (const v of this.config.safeValues) {
+      const fc = v.table === "coil" ? FC.READ_COILS : FC.READ_HOLDING_REGISTERS;
+      this.send({ fc, address: v.address, count: 1 }, (o) => {
+        if (!o.ok) return; // unanswered: the breaker and the next connect tell
+        const got = o.data[0];
+        this.said(`safe:${v.table}:${v.address}`, got === v.value ? null : `its safe value for ${v.output} reads ${got} (${v.table} ${v.address}), the config says ${v.value}`);
+      });
+    }
+  }
+
+  private said(key: string, why: string | null): void {
+    if (why === null) this.problems.delete(key);
+    else this.problems.set(key, why);
+    this.problem = this.problems.size === 0 ? null : [...this.problems.values()].join("; ");
   }
 }
