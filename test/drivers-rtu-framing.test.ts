@@ -115,6 +115,32 @@ describe("Modbus RTU framing", () => {
     expect(rows[0].detail).toMatch(/CRC|framing|damaged/i);
   }, 30_000);
 
+  it("leaves out of a scan a device whose communication watchdog is left to run out, while control is not healthy", async () => {
+    pty = await ptyPair();
+    const server = await pymodbusRtu(pty.b, 19200, "8N1");
+    peer = server.child;
+    const word = server.layout.find((l) => l.type === "u16" && l.order === "ABCD")!;
+    driver = new ModbusDriver(
+      modbusConfig({
+        groups: [{ name: "control", periodMs: 200, priority: 1 }],
+        buses: [{ name: "rs485", path: pty.a, baudRate: 19200, latencyMs: 0, parity: "none" }],
+        devices: [{ name: "dio", bus: "rs485", unitId: 1, timeoutMs: 300, retries: 0, lease: { style: "comms-watchdog", address: word.address, periodMs: 100 }, points: [{ name: "word", table: "holding", address: word.address, type: "u16" }] }],
+      }),
+    );
+    const d = driver;
+    let healthy = true;
+    d.setHealthGate(() => healthy);
+    d.start();
+    await waitFor(() => d.points.get("dio.word")?.quality === "good", "read", 10_000);
+    healthy = false;
+    const rows = await d.scan("rs485", { from: 1, to: 2, timeoutMs: 200, register: word.address });
+    // unit 1 is the watchdog module: not asked; unit 2 (pymodbus answers every id) asked
+    expect(rows[0]).toMatchObject({ unitId: 1, result: "skipped", device: "dio", detail: "its communication watchdog is left to run out while control is not healthy" });
+    expect(rows[1]).toMatchObject({ unitId: 2, result: "answered" });
+    healthy = true;
+    expect((await d.scan("rs485", { from: 1, to: 1, timeoutMs: 200, register: word.address }))[0]).toMatchObject({ unitId: 1, result: "answered" });
+  }, 30_000);
+
   it("takes its inter-frame silence from the baud rate and framing: 3.5 characters, 1.75 ms above 19,200 baud, plus the adapter's latency", () => {
     expect(frameGapMs(9600, { dataBits: 8, parity: "even", stopBits: 1 })).toBeCloseTo((3.5 * 11 * 1000) / 9600, 6); // 4.01 ms
     expect(frameGapMs(9600, { dataBits: 8, parity: "none", stopBits: 1 })).toBeCloseTo((3.5 * 10 * 1000) / 9600, 6);

@@ -42,9 +42,17 @@ function probe(bus: Bus, device: BusDevice, register: number): Promise<ModbusOut
 }
 
 /** Scans `bus`: one row per unit id, in order. */
-export async function scanBus(bus: Bus, o: ScanOptions, known: ReadonlyMap<number, string>, stopped: () => boolean): Promise<ScanRow[]> {
+export async function scanBus(bus: Bus, o: ScanOptions, known: ReadonlyMap<number, string>, stopped: () => boolean, held: (unitId: number) => string | null = () => null): Promise<ScanRow[]> {
   const rows: ScanRow[] = [];
   for (let unitId = o.from; unitId <= o.to && !stopped(); unitId++) {
+    // a device whose communication watchdog is being left to run out (control not healthy) is
+    // not asked: a probe is traffic, and would restart its timer
+    const why = held(unitId);
+    if (why !== null) {
+      const configured = known.get(unitId);
+      rows.push({ unitId, result: "skipped", ms: 0, detail: why, ...(configured === undefined ? {} : { device: configured }) });
+      continue;
+    }
     // a breaker of its own that never opens: a silent id is an answer here, not a fault
     const probed: BusDevice = { name: `scan:${unitId}`, unitId, timeoutMs: o.timeoutMs, retries: 0, retryDelayMs: 0, breaker: new CircuitBreaker(Number.MAX_SAFE_INTEGER, { baseMs: 1, maxMs: 1 }, monoMs), stats: newDeviceStats() };
     let outcome: ModbusOutcome;

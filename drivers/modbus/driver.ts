@@ -355,7 +355,9 @@ export class ModbusDriver {
   scan(bus: string, o: ScanOptions): Promise<ScanRow[]> {
     const b = this.buses.get(`rtu:${bus}`);
     if (b === undefined) return Promise.reject(new Error(`no serial bus "${bus}" (modbus.buses: ${this.config.buses.map((x) => x.name).join(", ") || "none"})`));
-    return scanBus(b, o, new Map([...this.devices.values()].filter((d) => d.bus === b).map((d) => [d.unitId, d.name])), () => !this.running);
+    const on = [...this.devices.values()].filter((d) => d.bus === b);
+    const silent = (id: number): string | null => (on.some((d) => d.unitId === id && d.lease?.silent() === true) ? "its communication watchdog is left to run out while control is not healthy" : null);
+    return scanBus(b, o, new Map(on.map((d) => [d.unitId, d.name])), () => !this.running, silent);
   }
 
   /**
