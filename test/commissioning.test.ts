@@ -4,7 +4,7 @@
 // holds one control output for a loop check, in maintenance only, audited, until its lease ends.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -167,6 +167,8 @@ describe("podwarden io", () => {
     const json = /^record: (\S+\.json)$/m.exec(r.stdout)![1];
     const html = /^ +(\S+\.html) \(to print and sign\)$/m.exec(r.stdout)![1];
     expect(json.startsWith(join(stateDir, "commissioning", "commission-"))).toBe(true);
+    // the state directory's modes: the service's user alone
+    expect([statSync(json).mode & 0o777, statSync(html).mode & 0o777, statSync(join(stateDir, "commissioning")).mode & 0o777]).toEqual([0o600, 0o600, 0o700]);
     const rec = JSON.parse(readFileSync(json, "utf8")) as CommissionReport;
     expect(rec).toMatchObject({ format: "podwarden-commission-1", site: expect.any(String) as unknown, pod: `${TEST_POD}-io`, by: "A. Engineer" });
     // the digest is of the record without it: the printed copy and the file can be matched

@@ -1,6 +1,7 @@
 // Where a commissioning record is kept: `<stateDir>/commissioning/commission-<time>.json` and
 // `.html`, each written to a temporary file, synced and renamed, so a crash leaves the whole
-// record or none. Written by the service plane (the admin socket), off the control plane.
+// record or none, with the state directory's modes (0700 folders, 0600 files: the service's
+// user alone). Written by the service plane (the admin socket), off the control plane.
 import { mkdir, open, rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { PodConfig } from "../../pod/config.js";
@@ -19,7 +20,7 @@ export interface WrittenRecord {
 
 async function writeSynced(file: string, text: string): Promise<void> {
   const tmp = `${file}.tmp`;
-  const fh = await open(tmp, "w", 0o640);
+  const fh = await open(tmp, "w", 0o600);
   try {
     await fh.writeFile(text);
     await fh.sync();
@@ -33,7 +34,7 @@ export async function writeCommissionRecord(stateDir: string, c: Pick<PodConfig,
   const at = new Date().toISOString();
   const report = commissionReport(c, rows, { site: c.site, pod: c.pod, version: packageVersion(), configHash, at, by });
   const dir = join(stateDir, "commissioning");
-  await mkdir(dir, { recursive: true, mode: 0o750 });
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   const base = join(dir, `commission-${at.replace(/[:.]/g, "-")}`);
   await writeSynced(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
   await writeSynced(`${base}.html`, commissionHtml(report));
