@@ -127,6 +127,8 @@ describe("podwarden run (daemon process)", () => {
     expect(d.lines.some((l) => l.msg === "podwarden running")).toBe(false);
     // the leak thread failed after the control worker and the main driver had started: they were stopped, actuators driven safe
     if (part === "leak") expect(d.lines.some((l) => (l.event as { type?: string; reason?: string } | undefined)?.reason === "start failed")).toBe(true);
+    // and nothing of it started again while it stopped
+    expect(d.lines.some((l) => l.msg === "leak thread restarted")).toBe(false);
     await waitFor(() => leases().every((x) => x), "every device's lease expired", 15_000);
   }, 60_000);
 

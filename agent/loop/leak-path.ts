@@ -31,7 +31,15 @@ export class LeakPath implements FieldDriver {
   async start(): Promise<void> {
     this.running = true;
     this.startedAt = monoMs();
-    await this.thread.start(this.frames());
+    try {
+      await this.thread.start(this.frames());
+    } catch (err) {
+      // a start that fails is the start's to answer (the agent stops whole: startAgent), not a
+      // death to restart from: a restart scheduled by its exit came during the stop's safe drive
+      this.running = false;
+      clearTimeout(this.restartTimer);
+      throw err;
+    }
   }
 
   async stop(): Promise<void> {
