@@ -10,6 +10,7 @@ import { adminRequest, SCAN_MAX_MS } from "../agent/ops/admin-socket.js";
 import type { ScanRow } from "../drivers/modbus/bus-scan.js";
 import type { WrittenRecord } from "../agent/commissioning/commission-files.js";
 import { ioTable, type IoRow } from "../agent/ops/io-list.js";
+import { textTable } from "../lib/text-table.js";
 import { UsageError } from "./usage-error.js";
 
 interface Common {
@@ -93,9 +94,7 @@ export async function scanCommand(a: Common & { bus?: string; from?: string; to?
 /** The rows worth a look (every answer, every configured id) as a table. */
 export function scanTable(rows: readonly ScanRow[]): string {
   const cells = rows.map((r) => [String(r.unitId), r.result, r.result === "silent" ? "—" : `${r.ms} ms`, r.device ?? "", r.detail ?? ""]);
-  const head = ["unit", "result", "time", "configured", "detail"];
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  return [head, ...cells].map((c) => c.map((x, i) => x.padEnd(widths[i])).join("  ").trimEnd()).join("\n");
+  return textTable(["unit", "result", "time", "configured", "detail"], cells);
 }
 
 /** `commission --by <name>`: the walk's record written in the state directory; exit 1 when anything is not ok. */

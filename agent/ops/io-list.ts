@@ -5,6 +5,7 @@ import type { ModbusDriver } from "../../drivers/modbus/driver.js";
 import type { RedfishDeviceStats } from "../../drivers/redfish/bmc-runtime.js";
 import type { Point } from "../../lib/points.js";
 import { modbusHealth, redfishHealth } from "../loop/field-driver.js";
+import { textTable } from "../../lib/text-table.js";
 
 export interface IoRow {
   /** `<device>.<point>` */
@@ -46,8 +47,5 @@ export function ioList(points: readonly Point[], modbus: ReturnType<ModbusDriver
 /** The list as a table a person reads at a terminal. */
 export function ioTable(rows: readonly IoRow[]): string {
   const cells = rows.map((r) => [r.id, r.value === null ? "—" : `${Number(r.value.toPrecision(6))}${r.unit === "" ? "" : ` ${r.unit}`}`, r.quality, r.ageMs === null ? "never" : r.ageMs < 10_000 ? `${r.ageMs} ms` : `${Math.round(r.ageMs / 1000)} s`, r.deviceOk === null ? "" : r.deviceOk ? "ok" : `NOT OK: ${r.deviceWhy}`]);
-  const head = ["point", "value", "quality", "age", "device"];
-  const width = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: readonly string[]): string => c.map((x, i) => (i === c.length - 1 ? x : x.padEnd(width[i]))).join("  ");
-  return [line(head), ...cells.map(line)].join("\n");
+  return textTable(["point", "value", "quality", "age", "device"], cells);
 }
