@@ -108,8 +108,10 @@ export class AdminSocket {
       };
       const url = new URL(req.url ?? "/", "http://admin");
       const agent = this.agent();
+      // the live I/O list: what `podwarden io` prints and a commissioning record walks
+      const io = (): ReturnType<typeof ioList> => ioList(agent.fieldPoints(), agent.modbusStats(), agent.redfishStats(), monoMs());
       if (req.method === "GET" && url.pathname === "/status") return send(200, agent.status());
-      if (req.method === "GET" && url.pathname === "/io") return send(200, { io: ioList(agent.fieldPoints(), agent.modbusStats(), agent.redfishStats(), monoMs()) });
+      if (req.method === "GET" && url.pathname === "/io") return send(200, { io: io() });
       if (req.method === "POST" && url.pathname === "/reset-leak") {
         const rack = url.searchParams.get("rack") ?? "";
         const index = agent.layout.rackIndex(rack);
@@ -135,8 +137,7 @@ export class AdminSocket {
       if (req.method === "POST" && url.pathname === "/commission") {
         const by = url.searchParams.get("by") ?? "";
         if (!/^[\p{L}\p{N} .,'_@-]{1,128}$/u.test(by)) return send(400, { error: "by: who signs the record off, 1 to 128 letters, digits, spaces and . , ' _ @ -" });
-        const rows = ioList(agent.fieldPoints(), agent.modbusStats(), agent.redfishStats(), monoMs());
-        writeCommissionRecord(dirname(this.path), agent.config, agent.configHash, rows, by).then(
+        writeCommissionRecord(dirname(this.path), agent.config, agent.configHash, io(), by).then(
           (written) => {
             agent.audit({ action: "commission", by: `${BY} (${by})`, result: `points ${written.summary.pointsOk}/${written.summary.points} ok, outputs ${written.summary.outputsOk}/${written.summary.outputs} ok` });
             send(200, written);
