@@ -68,6 +68,8 @@ export class PartitionProxy {
   private readonly pairs = new Set<[Socket, Socket]>();
   private readonly lines = new Set<DelayLine>();
   private impairment: Impairment | null = null;
+  /** clients whose upstream closed during a drop: silent until the link heals */
+  private readonly orphans = new Set<Socket>();
   mode: PartitionMode = "pass";
   port = 0;
   /** connections accepted so far */
@@ -100,7 +102,16 @@ export class PartitionProxy {
         upstream.destroy();
       };
       client.on("close", close);
-      upstream.on("close", close);
+      // Behind a real partition the far end's FIN never arrives: a broker that gives up a client
+      // it cannot hear leaves that client in silence, to find out by its own watch (passing the
+      // FIN on let aedes's 1.5-keepalive cut reach an MQTT client before its own 1.45-keepalive
+      // watch, and the client counted a close, not a silent broker). The client learns on the
+      // heal, as it would from the far end's RST.
+      upstream.on("close", () => {
+        if (this.mode === "drop" && !client.destroyed) this.orphans.add(client);
+        else close();
+      });
+      client.on("close", () => this.orphans.delete(client));
       const forward = (line: DelayLine, to: Socket) => (d: Buffer) => {
         if (this.mode !== "pass") return;
         const im = this.impairment;
@@ -134,11 +145,20 @@ export class PartitionProxy {
 
   setMode(mode: PartitionMode): void {
     this.mode = mode;
+    if (mode !== "drop") {
+      for (const c of [...this.orphans]) c.resetAndDestroy();
+      this.orphans.clear();
+    }
     if (mode !== "reject") return;
     for (const [c, u] of [...this.pairs]) {
       c.resetAndDestroy();
       u.destroy();
     }
+  }
+
+  /** clients left in silence because their far end closed during a drop */
+  get silenced(): number {
+    return this.orphans.size;
   }
 
   async close(): Promise<void> {
