@@ -104,7 +104,7 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
     this.recorder = new RecorderFeature(ctx);
     this.features = [this.operator, this.tuning, this.valves, this.strokes, this.recorder];
     this.loop = new PodLoop({ config: c, layout: this.layout, wiring: this.wiring, points: this.points, supervisor: this.supervisor, field: this.field.io, leak: this.field.leak, control: () => this.control, features: this.features, problems: this.problems, log: this.log });
-    this.field.modbus.setHealthGate(() => this.loop.healthy()); // device leases are renewed only while it is
+    this.field.setHealthGate(() => this.loop.healthy()); // device leases are renewed only while it is
     this.commander = podCommander({ core: this, operator: this.operator, tuning: this.tuning, strokes: this.strokes, recorder: this.recorder });
   }
 
@@ -142,8 +142,8 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
     for (const f of this.features) await f.start?.();
     await this.loop.start();
     const { leak, leakLeft } = this.field;
-    if (leak !== null) this.log.info({ left: leakLeft, schedFifo: leak.thread.sched }, "leak inputs, isolation valves and rack power outputs of TCP devices served by the leak thread");
-    if (leakLeft.length > 0) this.log.warn({ ids: leakLeft }, "leak inputs, isolation valves and rack power outputs on serial buses or BMCs are served by the control plane's thread: its work can delay their isolation (docs/safety.md)");
+    if (leak !== null) this.log.info({ left: leakLeft, buses: this.config.modbus.buses.filter((b) => leak.ownsBus(b.name)).map((b) => b.name), schedFifo: leak.thread.sched }, "leak inputs, isolation valves and rack power outputs of TCP devices, and the serial buses that carry any, served by the leak thread");
+    if (leakLeft.length > 0) this.log.warn({ ids: leakLeft }, "leak inputs, isolation valves and rack power outputs on a serial bus with RTS direction control, or on BMCs, are served by the control plane's thread: its work can delay their isolation (docs/safety.md)");
     this.emit({ type: "agent.started" });
   }
 

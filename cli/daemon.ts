@@ -129,11 +129,11 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}, o: 
       log.info("reload: config unchanged");
       return;
     }
-    // a pod whose control plane has a thread of its own cannot take RS-485 buses by a reload: their
-    // binding works on the main thread only (agent/plane/pod-plane.ts)
+    // a pod whose control plane has a thread of its own cannot take an RS-485 bus with RTS
+    // direction control by a reload: its binding works on the main thread only (agent/plane/pod-plane.ts)
     const own = ownThreadPossible(next.config);
     if (agent instanceof ControlPlane && !own.ok) {
-      rejected([own.why], "RS-485 buses are added only with a restart");
+      rejected([own.why], "an RS-485 bus with RTS direction control is added only with a restart");
       return;
     }
     const fixed = identityChange(agent.config, next.config);

@@ -16,12 +16,58 @@ import { SharedDecisions } from "../agent/control/shared-decisions.js";
 import { demoConfigData } from "../cli/demo-config.js";
 import { startSimProcess, type SimProcess } from "../tooling/sim-process.js";
 import { agentConfig, testAgent, TEST_POD } from "./helpers/agent.js";
-import { stopProcess, waitFor } from "./helpers/processes.js";
+import { ptyPair, stopProcess, waitFor, type PtyPair } from "./helpers/processes.js";
 import { tempDir } from "./helpers/temp-dirs.js";
 
 interface Truth {
   racks: { name: string; leakToIsolationMs: number | null; supplyIsolationPct: number; powerOff: boolean; powerCapKw: number | null }[];
-  devices: { leaseExpired: boolean }[];
+  devices: { name: string; leaseExpired: boolean }[];
+}
+
+interface BlockedLeakOptions {
+  afterMs?: number;
+  moving?: boolean;
+  power?: "off" | number;
+}
+
+/**
+ * A leak injected while this (the agent's) main thread is blocked, by a thread that then watches
+ * the simulator for the isolation: the block lasts until that thread has seen the valve's close
+ * command arrive, or has watched for `watchMs` without seeing it. Returns whether it saw it.
+ * `afterMs`: the leak comes that long into the block (past a device's lease, say); `moving`:
+ * what is watched for is the valve leaving its open end at the device, not the command's arrival
+ * (a device whose lease has run out takes a command in and does not act on it); `power`: the
+ * rack's power is also watched for, off or capped at that many kW (coolant and power move together).
+ */
+function blockedLeak(url: string, rack: number, watchMs: number, o: BlockedLeakOptions = {}): boolean {
+  const flag = new Int32Array(new SharedArrayBuffer(12)); // [done, seen, the device's lease out at the leak]
+  const script = `
+    const { workerData: w } = require("node:worker_threads");
+    const flag = new Int32Array(w.buffer);
+    (async () => {
+      await new Promise((r) => setTimeout(r, w.afterMs));
+      const before = await (await fetch(w.url + "/truth")).json();
+      if (before.devices.find((d) => d.name === w.rack).leaseExpired) Atomics.store(flag, 2, 1);
+      await fetch(w.url + "/fault", { method: "POST", body: JSON.stringify({ leak: w.rack }) });
+      const t0 = Date.now();
+      while (Date.now() - t0 < w.watchMs) {
+        const t = await (await fetch(w.url + "/truth")).json();
+        const r = t.racks[w.index];
+        const power = w.power === null || (w.power === "off" ? r.powerOff : r.powerCapKw === w.power);
+        if (power && (w.moving ? r.supplyIsolationPct < 99 : r.leakToIsolationMs !== null)) { Atomics.store(flag, 1, 1); break; }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      Atomics.store(flag, 0, 1);
+    })();`;
+  const injector = new Worker(script, { eval: true, workerData: { buffer: flag.buffer, url, rack: `rack-${rack + 1}`, index: rack, watchMs, afterMs: o.afterMs ?? 0, moving: o.moving === true, power: o.power ?? null } });
+  const t0 = performance.now();
+  while (Atomics.load(flag, 0) === 0 && performance.now() - t0 < (o.afterMs ?? 0) + watchMs + 10_000) {
+    // busy: no timer, no socket, no promise of this thread runs until the injector is done
+  }
+  void injector.terminate();
+  expect(Atomics.load(flag, 0), "the injector finished while the main thread was blocked").toBe(1);
+  if (o.afterMs !== undefined) expect(Atomics.load(flag, 2), "the device's lease had run out when the leak came").toBe(1);
+  return Atomics.load(flag, 1) === 1;
 }
 
 describe("splitting a Modbus config for the leak thread", () => {
@@ -47,17 +93,36 @@ describe("splitting a Modbus config for the leak thread", () => {
     reconnect: { baseMs: 100, maxMs: 1000, connectTimeoutMs: 1000 },
   };
 
-  it("takes the named points and outputs of TCP devices, without their lease; a serial device's stay, reported as left", () => {
-    const s = splitModbus(config, new Set(["a.leak", "a.iso", "b.leak", "b.iso"]));
-    expect(s.taken.devices.map((d) => [d.name, d.points.map((p) => p.name), d.outputs.map((o) => o.name), d.lease])).toEqual([["a", ["leak"], ["iso"], undefined]]);
-    expect(s.taken.buses).toEqual([]);
+  it("takes the named points and outputs of TCP devices, without their lease, and a serial bus whole, with its devices' leases", () => {
+    const lease = { style: "heartbeat-counter", address: 9, periodMs: 500, value: 1, safeValues: [] };
+    const withD: ModbusConfig = { ...config, devices: [...config.devices, device("d", { bus: "rs485", unitId: 2 })] };
+    const s = splitModbus(withD, new Set(["a.leak", "a.iso", "b.leak", "b.iso"]));
+    expect(s.taken.devices.map((d) => [d.name, d.points.map((p) => p.name), d.outputs.map((o) => o.name), d.lease])).toEqual([
+      ["a", ["leak"], ["iso"], undefined],
+      // one port, one owner: every device on the bus, with all it has, its lease beaten by the taker
+      ["b", ["leak", "flow"], ["iso", "valve"], lease],
+      ["d", ["leak", "flow"], ["iso", "valve"], lease],
+    ]);
+    expect(s.taken.buses.map((b) => b.name)).toEqual(["rs485"]);
+    expect(s.buses).toEqual(["rs485"]);
+    expect(s.kept.buses).toEqual([]);
     const kept = new Map(s.kept.devices.map((d) => [d.name, d]));
+    expect([...kept.keys()]).toEqual(["a", "c"]);
     expect(kept.get("a")?.points.map((p) => p.name)).toEqual(["flow"]);
     expect(kept.get("a")?.outputs.map((o) => o.name)).toEqual(["valve"]);
-    expect(kept.get("a")?.lease).toEqual({ style: "heartbeat-counter", address: 9, periodMs: 500, value: 1, safeValues: [] }); // the lease stays with the main driver
-    expect(s.leases).toEqual({ a: { style: "heartbeat-counter", address: 9, periodMs: 500, value: 1, safeValues: [] } }); // its lease, for a renewal before a close (leak-worker.ts)
-    expect(kept.get("b")).toBe(config.devices[1]); // serial: untouched
+    expect(kept.get("a")?.lease).toEqual(lease); // the lease stays with the main driver
+    expect(s.leases).toEqual({ a: lease, b: lease, d: lease }); // for a renewal before a close (leak-worker.ts)
     expect(kept.get("c")).toBe(config.devices[2]); // nothing of it asked for
+    expect(s.left).toEqual([]);
+  });
+
+  it("leaves a bus whose direction is toggled by RTS where it was, its ids reported as left: RTS takes serialport, on the main thread only", () => {
+    const rts: ModbusConfig = { ...config, buses: [{ ...config.buses[0], rs485: "rts" }] };
+    const s = splitModbus(rts, new Set(["a.leak", "b.leak", "b.iso"]));
+    expect(s.taken.devices.map((d) => d.name)).toEqual(["a"]);
+    expect(s.taken.buses).toEqual([]);
+    expect(s.kept.buses).toEqual(rts.buses);
+    expect(s.kept.devices[1]).toBe(rts.devices[1]);
     expect(s.left).toEqual(["b.leak", "b.iso"]);
   });
 });
@@ -159,45 +224,7 @@ describe("the leak thread against a simulator process", () => {
     }
   }
 
-  /**
-   * A leak injected while this (the agent's) main thread is blocked, by a thread that then watches
-   * the simulator for the isolation: the block lasts until that thread has seen the valve's close
-   * command arrive, or has watched for `watchMs` without seeing it. Returns whether it saw it.
-   * `afterMs`: the leak comes that long into the block (past a device's lease, say); `moving`:
-   * what is watched for is the valve leaving its open end at the device, not the command's arrival
-   * (a device whose lease has run out takes a command in and does not act on it); `power`: the
-   * rack's power is also watched for, off or capped at that many kW (coolant and power move together).
-   */
-  function leakWhileBlocked(rack: number, watchMs: number, o: { afterMs?: number; moving?: boolean; power?: "off" | number } = {}): boolean {
-    const flag = new Int32Array(new SharedArrayBuffer(12)); // [done, seen, the device's lease out at the leak]
-    const script = `
-      const { workerData: w } = require("node:worker_threads");
-      const flag = new Int32Array(w.buffer);
-      (async () => {
-        await new Promise((r) => setTimeout(r, w.afterMs));
-        const before = await (await fetch(w.url + "/truth")).json();
-        if (before.devices.find((d) => d.name === w.rack).leaseExpired) Atomics.store(flag, 2, 1);
-        await fetch(w.url + "/fault", { method: "POST", body: JSON.stringify({ leak: w.rack }) });
-        const t0 = Date.now();
-        while (Date.now() - t0 < w.watchMs) {
-          const t = await (await fetch(w.url + "/truth")).json();
-          const r = t.racks[w.index];
-          const power = w.power === null || (w.power === "off" ? r.powerOff : r.powerCapKw === w.power);
-          if (power && (w.moving ? r.supplyIsolationPct < 99 : r.leakToIsolationMs !== null)) { Atomics.store(flag, 1, 1); break; }
-          await new Promise((r) => setTimeout(r, 5));
-        }
-        Atomics.store(flag, 0, 1);
-      })();`;
-    const injector = new Worker(script, { eval: true, workerData: { buffer: flag.buffer, url: sim.controlUrl, rack: `rack-${rack + 1}`, index: rack, watchMs, afterMs: o.afterMs ?? 0, moving: o.moving === true, power: o.power ?? null } });
-    const t0 = performance.now();
-    while (Atomics.load(flag, 0) === 0 && performance.now() - t0 < (o.afterMs ?? 0) + watchMs + 10_000) {
-      // busy: no timer, no socket, no promise of this thread runs until the injector is done
-    }
-    void injector.terminate();
-    expect(Atomics.load(flag, 0), "the injector finished while the main thread was blocked").toBe(1);
-    if (o.afterMs !== undefined) expect(Atomics.load(flag, 2), "the device's lease had run out when the leak came").toBe(1);
-    return Atomics.load(flag, 1) === 1;
-  }
+  const leakWhileBlocked = (rack: number, watchMs: number, o: BlockedLeakOptions = {}): boolean => blockedLeak(sim.controlUrl, rack, watchMs, o);
 
   it("isolates a leaking rack while the main thread is blocked: the close command reaches the valve before the main thread runs again", async () => {
     await withAgent(true, async (agent) => {
@@ -329,4 +356,89 @@ describe("the leak thread against a simulator process", () => {
       await waitFor(async () => (await truth()).racks[2].leakToIsolationMs !== null, "the rack isolated once the main thread ran", 10_000);
     });
   }, 60_000);
+});
+
+describe("the leak thread owning a serial bus (issue #52, the leak path on every transport)", () => {
+  let dir: string;
+  let line: PtyPair;
+  let sim: SimProcess;
+  const truth = async (): Promise<Truth> => (await fetch(`${sim.controlUrl}/truth`)).json() as Promise<Truth>;
+
+  beforeAll(async () => {
+    dir = tempDir("podwarden-leak-serial-");
+    line = await ptyPair();
+    // every device on TCP, and on the serial line too, by unit id; leases outlast the test's holds
+    sim = await startSimProcess(dir, 5000, undefined, undefined, { rtu: { path: line.b, baudRate: 115200 } });
+  }, 30_000);
+  afterAll(async () => {
+    await stopProcess(sim.child);
+    await line.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The demo pod with rack-2's device on an RS-485 bus (8N1: a pty has no parity) instead of TCP. */
+  function serialPod(rs485: "none" | "rts" = "none"): Record<string, unknown> {
+    const data = demoConfigData((name) => sim.ports[name]) as unknown as { modbus: { buses?: unknown[]; groups: { name: string; periodMs: number }[]; devices: Record<string, unknown>[] } };
+    for (const g of data.modbus.groups) if (g.name === "safety") g.periodMs = 5;
+    data.modbus.buses = [{ name: "rs485", path: line.a, baudRate: 115200, parity: "none", rs485, latencyMs: 0 }];
+    data.modbus.devices = data.modbus.devices.map((d) => {
+      if (d.name !== "rack-2") return d;
+      const { tcp: _tcp, ...rest } = d;
+      return { ...rest, bus: "rs485" };
+    });
+    return { ...(data as unknown as Record<string, unknown>), pod: TEST_POD };
+  }
+
+  it("polls the bus on its own thread: a leak on the serial device is isolated and its power cut while the main thread is blocked; the bus's other points and outputs served through it", async () => {
+    const { agent } = testAgent(agentConfig(serialPod()));
+    await agent.start();
+    try {
+      expect(agent.field.leak?.ownsBus("rs485")).toBe(true);
+      expect(agent.field.leakLeft).toEqual([]);
+      await waitFor(async () => (await truth()).devices.every((d) => !d.leaseExpired), "every device's lease held, the serial one's by the leak thread", 20_000);
+      // named as it is: nobody else has a connection to it
+      await waitFor(() => agent.modbusStats().devices.some((d) => d.name === "rack-2" && d.connected && d.stats.ok > 0), "rack-2 polled on the leak thread's bus", 10_000);
+      expect(agent.field.modbus.stats().devices.map((d) => d.name)).not.toContain("rack-2");
+      const r2 = agent.config.racks[1];
+      await waitFor(() => agent.points.get(r2.points.flowLpm)?.quality === "good" && agent.points.get(r2.points.leak[0])?.quality === "good", "rack-2's flow and leak read", 10_000);
+      // its control valve: the control plane's command, written by the leak thread's driver
+      await waitFor(() => typeof agent.field.io.outputState(r2.outputs.valve)?.written === "number", "rack-2's valve command written through the leak thread", 10_000);
+      expect(blockedLeak(sim.controlUrl, 1, 2000, { power: "off" }), "the close command and the power-off reached rack-2 over RS-485 while the main thread was blocked").toBe(true);
+      await waitFor(() => agent.field.io.outputState(r2.outputs.supplyIsolation)?.written === 0, "the close reported to the main thread", 5000);
+      // a scan of the bus goes to its owner, behind its traffic
+      const rows = await agent.field.scanBus("rs485", { from: 11, to: 13, timeoutMs: 100, register: 0 });
+      expect(rows.map((r) => [r.unitId, r.result, r.device])).toEqual([
+        [11, "answered", undefined],
+        [12, "answered", "rack-2"],
+        [13, "answered", undefined],
+      ]);
+    } finally {
+      await agent.stop({ driveSafe: false, reason: "test end" });
+      await fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify({ clear: "all" }) });
+    }
+  }, 60_000);
+
+  it("beats the serial devices' leases only while the control plane says control is healthy", async () => {
+    const { agent } = testAgent(agentConfig(serialPod()));
+    await agent.start();
+    try {
+      await waitFor(async () => (await truth()).devices.every((d) => !d.leaseExpired), "every device's lease held", 20_000);
+      agent.field.leak?.setHealthGate(() => false); // as a control plane that is not healthy says
+      // the sim's leases are 5 s
+      await waitFor(async () => (await truth()).devices.find((d) => d.name === "rack-2")?.leaseExpired === true, "rack-2's lease run out", 15_000);
+      expect((await truth()).devices.filter((d) => d.name !== "rack-2").every((d) => !d.leaseExpired), "the TCP devices' leases, the main driver's, still held").toBe(true);
+      // healthy again: the leak thread beats it, and the device takes its lease back
+      agent.field.leak?.setHealthGate(() => true);
+      await waitFor(async () => (await truth()).devices.find((d) => d.name === "rack-2")?.leaseExpired === false, "rack-2's lease beaten again", 10_000);
+    } finally {
+      await agent.stop({ driveSafe: false, reason: "test end" });
+    }
+  }, 60_000);
+
+  it("leaves a bus whose direction is toggled by RTS to the control plane's thread, and says so", () => {
+    const { agent } = testAgent(agentConfig(serialPod("rts")));
+    expect(agent.field.leak?.ownsBus("rs485")).toBe(false);
+    const r2 = agent.config.racks[1];
+    expect(agent.field.leakLeft).toEqual(expect.arrayContaining([r2.points.leak[0], r2.outputs.supplyIsolation]));
+  });
 });

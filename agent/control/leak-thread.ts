@@ -9,15 +9,18 @@ import type { Point } from "../../lib/points.js";
 import type { PodConfig } from "../../pod/config.js";
 import type { PodDecisions } from "../../pod/wiring.js";
 import type { Frames } from "./frames.js";
-import type { LeakWorkerInput, LeakWorkerMessage } from "./leak-worker.js";
+import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
+import { monoMs } from "../../lib/clock.js";
+import type { LeakWorkerInput, LeakWorkerMessage, LeakWorkerRequest } from "./leak-worker.js";
 import { SharedDecisions } from "./shared-decisions.js";
 import { builtWorker } from "../../lib/worker-path.js";
 
 type DriverStats = ReturnType<ModbusDriver["stats"]>;
 
 /**
- * The suffix of the leak thread's devices and buses in the driver counters: its connections are
- * its own, beside the main driver's to the same device, and each is counted and alarmed apart.
+ * The suffix of the leak thread's TCP devices in the driver counters: its connections are its
+ * own, beside the main driver's to the same device, and each is counted and alarmed apart. The
+ * devices and buses of a serial bus it owns whole are named as they are: nobody else reaches them.
  */
 export const LEAK_CONNECTION_SUFFIX = "#leak";
 
@@ -51,16 +54,28 @@ export class LeakThread {
   private readonly decisions: SharedDecisions;
   /** whether the running thread got SCHED_FIFO */
   sched: "on" | "refused" | "off" = "off";
+  /** the control plane's health as a deadline, µs of monoMs (LeakWorkerInput.health) */
+  private readonly healthyUntilUs = new BigInt64Array(new SharedArrayBuffer(8));
+  /** the outputs the thread writes from the frames and decisions itself: the rest of an owned bus's are sent to it */
+  private readonly decided: ReadonlySet<string>;
+  /** the last command sent for each of the others: a pass sends only what changed */
+  private readonly sent = new Map<string, number>();
+  /** the TCP devices, whose counters carry LEAK_CONNECTION_SUFFIX */
+  private readonly tcp: ReadonlySet<string>;
+  private readonly scans = new Map<number, { resolve: (rows: ScanRow[]) => void; reject: (err: Error) => void }>();
+  private scanRef = 0;
 
   constructor(private readonly o: LeakThreadOptions) {
     this.points = new Set(o.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)));
     for (const id of modbusOutputIds(o.modbus)) this.outputs.set(id, { id, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 });
     this.decisions = new SharedDecisions(o.pod.racks.length, o.decisions);
+    this.decided = new Set(o.pod.racks.flatMap((r) => [r.outputs.supplyIsolation, r.outputs.returnIsolation, r.outputs.powerOff, r.outputs.powerCap].filter((id): id is string => id !== undefined)));
+    this.tcp = new Set(o.modbus.devices.filter((d) => d.tcp !== undefined).map((d) => d.name));
   }
 
   /** Starts the thread on the control worker's frames; resolves when its driver runs. */
   async start(frames: Frames): Promise<void> {
-    const input: LeakWorkerInput = { modbus: this.o.modbus, leases: this.o.leases, pod: this.o.pod, decisions: this.decisions.buffer, writeCaps: this.o.writeCaps, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0 };
+    const input: LeakWorkerInput = { modbus: this.o.modbus, leases: this.o.leases, pod: this.o.pod, decisions: this.decisions.buffer, writeCaps: this.o.writeCaps, sizes: frames.sizes, buffers: frames.buffers, reportMs: this.o.reportMs, passMs: this.o.passMs, health: this.healthyUntilUs.buffer, schedFifo: this.o.fifoPriority !== null, schedPriority: this.o.fifoPriority ?? 0 };
     // A driver and a few connections: its heap holds 8–10 MB (measured under the bench's 1 ms
     // polls), so 32 MB of old generation bounds a leak without ever being reached. The young
     // generation is not set here: the process's --max-semi-space-size/--optimize-for-size flags
@@ -68,6 +83,7 @@ export class LeakThread {
     // of scavenges under those flags), so every isolate gets 1 MB semi-spaces.
     const worker = new Worker(builtWorker(import.meta.url, "leak-worker.js"), { workerData: input, resourceLimits: { maxOldGenerationSizeMb: 32 } });
     this.worker = worker;
+    this.sent.clear(); // a new thread's driver has had no command yet
     let ready!: () => void;
     const started = new Promise<void>((r) => (ready = r));
     worker.on("message", (m: LeakWorkerMessage) => this.onMessage(m, ready));
@@ -80,6 +96,8 @@ export class LeakThread {
       worker.once("exit", (code) => {
         if (this.worker === worker) this.o.onDied(failure === "" ? `exit code ${code}` : failure);
         this.worker = null;
+        for (const s of this.scans.values()) s.reject(new Error("the leak thread stopped during the scan"));
+        this.scans.clear();
         resolve();
       }),
     );
@@ -101,9 +119,55 @@ export class LeakThread {
         this.last = m.stats;
         for (const p of m.points) this.o.onPoint(p);
         return;
+      case "scanned": {
+        const s = this.scans.get(m.ref);
+        this.scans.delete(m.ref);
+        if (m.rows !== undefined) s?.resolve(m.rows);
+        else s?.reject(new Error(m.error ?? "scan failed"));
+        return;
+      }
       case "stopped":
         return;
     }
+  }
+
+  private post(m: LeakWorkerRequest): void {
+    this.worker?.postMessage(m);
+  }
+
+  /**
+   * The control plane's command for an output of a bus the thread owns: false for the outputs the
+   * thread decides itself (isolation, power), which it writes from the frames and decisions.
+   */
+  write(id: string, value: number): boolean {
+    if (this.decided.has(id) || !this.outputs.has(id)) return false;
+    if (this.worker === null) return false;
+    if (this.sent.get(id) !== value) this.post({ kind: "set", id, value });
+    this.sent.set(id, value);
+    return true;
+  }
+
+  /**
+   * The control plane is healthy now (or not): the thread beats its owned devices' leases for
+   * `forMs` more, and not past it unless told again, so a stalled control plane loses them.
+   */
+  setHealthy(healthy: boolean, forMs: number): void {
+    Atomics.store(this.healthyUntilUs, 0, healthy ? BigInt(Math.round((monoMs() + forMs) * 1000)) : 0n);
+  }
+
+  /** Scans a serial bus the thread owns (drivers/modbus/bus-scan.ts), behind its traffic. */
+  scan(bus: string, o: ScanOptions): Promise<ScanRow[]> {
+    if (this.worker === null) return Promise.reject(new Error("the leak thread is not running"));
+    const ref = ++this.scanRef;
+    return new Promise((resolve, reject) => {
+      this.scans.set(ref, { resolve, reject });
+      this.post({ kind: "scan", ref, bus, o });
+    });
+  }
+
+  /** Whether the thread owns serial bus `name`. */
+  ownsBus(name: string): boolean {
+    return this.o.modbus.buses.some((b) => b.name === name);
   }
 
   /** Stops the thread: its driver closes its connections first. */
@@ -111,7 +175,7 @@ export class LeakThread {
     const w = this.worker;
     this.worker = null;
     if (w === null) return;
-    w.postMessage({ kind: "stop" });
+    w.postMessage({ kind: "stop" } satisfies LeakWorkerRequest);
     const timer = setTimeout(() => void w.terminate(), 2000);
     await this.exited;
     clearTimeout(timer);
@@ -122,7 +186,7 @@ export class LeakThread {
    * writes the power outputs it owns from them, at once when one changed.
    */
   setDecisions(d: PodDecisions): void {
-    if (this.decisions.write(d)) this.worker?.postMessage({ kind: "decisions" });
+    if (this.decisions.write(d)) this.post({ kind: "decisions" });
   }
 
   /**
@@ -132,7 +196,7 @@ export class LeakThread {
    */
   setStroke(rack: number, bits: number, maxMs: number): void {
     // a thread restarted during a test starts with every hold released: the safe side
-    this.worker?.postMessage({ kind: "stroke", rack, bits, maxMs });
+    this.post({ kind: "stroke", rack, bits, maxMs });
   }
 
   get running(): boolean {
@@ -151,10 +215,10 @@ export class LeakThread {
     return this.outputs.get(id);
   }
 
-  /** The thread's driver counters as last reported, its devices and buses named with LEAK_CONNECTION_SUFFIX. */
+  /** The thread's driver counters as last reported, its TCP devices and their buses named with LEAK_CONNECTION_SUFFIX. */
   stats(): DriverStats {
     const s = this.last;
-    const suffix = (name: string): string => `${name}${LEAK_CONNECTION_SUFFIX}`;
+    const suffix = (name: string): string => (this.tcp.has(name.replace(/^tcp:/, "")) ? `${name}${LEAK_CONNECTION_SUFFIX}` : name);
     return {
       devices: s.devices.map((d) => ({ ...d, name: suffix(d.name) })),
       buses: s.buses.map((b): BusStats => ({ ...b, name: suffix(b.name) })),

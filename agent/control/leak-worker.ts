@@ -1,6 +1,9 @@
 // The leak thread: polls the leak sensors and writes the isolation valves and the racks' power
-// outputs, on Modbus TCP connections of its own, beside the control worker and away from the
-// main thread.
+// outputs, on Modbus TCP connections of its own and on the serial buses it owns whole, beside the
+// control worker and away from the control plane's thread. On an owned bus it also serves the
+// other devices' points and outputs: their samples go into the frames as its leak inputs do, and
+// the control plane's commands for their outputs come as messages, behind the safety frames in
+// the bus's queue (the safety group's priority).
 //
 // On the main thread a leak waited behind whatever else ran there: a 100 MB MQTT message being
 // cut, a flood of forged commands being counted and dropped, telemetry, garbage collection
@@ -12,6 +15,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import type { ModbusConfig } from "../../drivers/modbus/config.js";
 import type { LeaseConfig } from "../../drivers/modbus/lease.js";
+import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
 import { ModbusDriver, modbusOutputIds, type OutputState } from "../../drivers/modbus/driver.js";
 import { monoMs } from "../../lib/clock.js";
 import { PointStore, type Point } from "../../lib/points.js";
@@ -37,6 +41,12 @@ export interface LeakWorkerInput {
   reportMs: number;
   /** isolation and power commands are checked this often besides at every interlock change, ms */
   passMs: number;
+  /**
+   * the control plane's health, as a deadline (BigInt64, µs of lib/clock's monoMs) it puts forward
+   * while control is healthy: the leases of the owned buses' devices are beaten only before it
+   * (LeakThread.setHealthy), so a stalled control plane loses them as a stalled agent would
+   */
+  health: SharedArrayBuffer;
   /** raise this thread to SCHED_FIFO at schedPriority (control.schedFifo) */
   schedFifo: boolean;
   schedPriority: number;
@@ -47,7 +57,17 @@ export type LeakWorkerMessage =
   | { kind: "ready"; sched: "on" | "refused" | "off" }
   | { kind: "report"; points: Point[]; outputs: OutputState[]; stats: ReturnType<ModbusDriver["stats"]> }
   | { kind: "warn"; message: string }
+  | { kind: "scanned"; ref: number; rows?: ScanRow[]; error?: string }
   | { kind: "stopped" };
+
+/** What the main side asks of the leak thread. */
+export type LeakWorkerRequest =
+  | { kind: "stop" }
+  | { kind: "decisions" }
+  | { kind: "stroke"; rack: number; bits: number; maxMs: number }
+  /** the control plane's command for an output of an owned bus that the thread does not decide itself */
+  | { kind: "set"; id: string; value: number }
+  | { kind: "scan"; ref: number; bus: string; o: ScanOptions };
 
 function send(m: LeakWorkerMessage): void {
   parentPort?.postMessage(m);
@@ -70,6 +90,8 @@ function run(input: LeakWorkerInput): void {
   const safeSide = wiring.safeSides();
   const points = new PointStore();
   const driver = new ModbusDriver(input.modbus, { points });
+  const healthyUntilUs = new BigInt64Array(input.health);
+  driver.setHealthGate(() => BigInt(Math.round(monoMs() * 1000)) < Atomics.load(healthyUntilUs, 0));
   const outputIds = modbusOutputIds(input.modbus);
   const changed = new Map<string, Point>();
   let running = true;
@@ -149,9 +171,20 @@ function run(input: LeakWorkerInput): void {
     wiring.setStroke(rack, bits);
     if (running) pass();
   };
-  parentPort?.on("message", (m: { kind: "stop" } | { kind: "decisions" } | { kind: "stroke"; rack: number; bits: number; maxMs: number }) => {
+  parentPort?.on("message", (m: LeakWorkerRequest) => {
     if (m.kind === "decisions") {
       if (running) pass();
+      return;
+    }
+    if (m.kind === "set") {
+      if (running) sink.setOutput(m.id, m.value);
+      return;
+    }
+    if (m.kind === "scan") {
+      driver.scan(m.bus, m.o).then(
+        (rows) => send({ kind: "scanned", ref: m.ref, rows }),
+        (err: Error) => send({ kind: "scanned", ref: m.ref, error: err.message }),
+      );
       return;
     }
     if (m.kind === "stroke") {

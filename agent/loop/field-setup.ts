@@ -1,8 +1,10 @@
-// The pod's field drivers built from its config: the leak path's devices split off to the leak
-// thread where they are on Modbus TCP, the rest to the main Modbus driver, MQTT ingest and the
-// Redfish client, all publishing into one point store. What the leak thread cannot take (serial
-// buses, BMCs) is said, because the control plane's thread then serves it.
+// The pod's field drivers built from its config: the leak path's points and outputs split off to
+// the leak thread (those of Modbus TCP devices, and every serial bus that carries any of them,
+// whole), the rest to the main Modbus driver, MQTT ingest and the Redfish client, all publishing
+// into one point store. What the leak thread cannot take (a bus with RTS direction control,
+// BMCs) is said, because the control plane's thread then serves it.
 import { ModbusDriver } from "../../drivers/modbus/driver.js";
+import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
 import { splitModbus } from "../../drivers/modbus/split.js";
 import { MqttIngest } from "../../drivers/mqtt-ingest.js";
 import { RedfishDriver } from "../../drivers/redfish/driver.js";
@@ -29,8 +31,12 @@ export interface PodField {
   redfish: RedfishDriver | null;
   /** the leak thread (null: off, or no TCP device on the leak path) */
   leak: LeakPath | null;
-  /** leak inputs and isolation outputs the leak thread could not take (serial devices, BMCs) */
+  /** leak inputs and isolation outputs the leak thread could not take (a bus with RTS direction control, BMCs) */
   leakLeft: string[];
+  /** scans a serial bus, on whichever driver owns it (`podwarden scan --bus`) */
+  scanBus(bus: string, o: ScanOptions): Promise<ScanRow[]>;
+  /** the gate for every device lease: the main driver's, and the leak thread's buses' */
+  setHealthGate(gate: () => boolean): void;
 }
 
 export function podField(c: AgentConfig, wiring: PodWiring, points: PointStore, logs: Logs, problems: ProblemReporter, frames: () => Frames): PodField {
@@ -74,5 +80,10 @@ export function podField(c: AgentConfig, wiring: PodWiring, points: PointStore, 
   const redfish = c.redfishClient.devices.length === 0 ? null : new RedfishDriver(c.redfishClient, { points, onLog: (level, message) => logs.module("redfish-client")[level](message) });
   // the leak path first: its thread is serving isolation before anything else polls
   const drivers: FieldDriver[] = [...(leak === null ? [] : [leak]), modbusField(modbus), ...(ingest === null ? [] : [ingestField(ingest)]), ...(redfish === null ? [] : [redfishField(redfish, c.redfishClient)])];
-  return { io: new FieldIo(drivers, problems), modbus, ingest, redfish, leak, leakLeft };
+  const scanBus = (bus: string, o: ScanOptions): Promise<ScanRow[]> => (leak?.ownsBus(bus) === true ? leak.scan(bus, o) : modbus.scan(bus, o));
+  const setHealthGate = (gate: () => boolean): void => {
+    modbus.setHealthGate(gate);
+    leak?.setHealthGate(gate);
+  };
+  return { io: new FieldIo(drivers, problems), modbus, ingest, redfish, leak, leakLeft, scanBus, setHealthGate };
 }

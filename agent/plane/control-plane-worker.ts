@@ -151,7 +151,7 @@ async function carryOut(req: Request): Promise<unknown> {
     case "record":
       return hosted.agent.commander.recordNow(req.by);
     case "scan":
-      return await hosted.agent.field.modbus.scan(req.bus, req.o);
+      return await hosted.agent.field.scanBus(req.bus, req.o);
     case "reload":
       return await reloadAgent(hosted, req.loaded, logs, log, follow);
     case "stop":

@@ -133,7 +133,7 @@ export class InProcessPlane implements PodPlane {
     return this.agent.commander.recordNow(by);
   }
   scanBus(bus: string, o: ScanOptions): Promise<ScanRow[]> {
-    return this.agent.field.modbus.scan(bus, o);
+    return this.agent.field.scanBus(bus, o);
   }
 
   reportProblem(id: string, p: ProblemReport): void {

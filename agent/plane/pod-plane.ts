@@ -1,6 +1,6 @@
 // What the daemon's service plane holds of the pod, wherever its control plane runs: on a thread
-// of its own (ControlPlane, control-plane.ts) or, on a pod with RS-485 buses, on the main thread
-// (InProcessPlane, in-process-plane.ts).
+// of its own (ControlPlane, control-plane.ts) or, on a pod with an RS-485 bus whose direction
+// podwarden toggles by RTS, on the main thread (InProcessPlane, in-process-plane.ts).
 import type { AgentConfig, LoadedConfig } from "../config/load.js";
 import type { PodCommands, PodDiagnostics, PodReader, ProblemReporter } from "../pod-api.js";
 import type { AdminPod } from "../ops/admin-socket.js";
@@ -19,10 +19,13 @@ export interface PodPlane extends PodReader, PodDiagnostics, PodCommands, Proble
 }
 
 /**
- * Whether the config's pod can run its control plane on a thread of its own: not with RS-485
- * buses, whose serialport binding works on the main thread's event loop only.
+ * Whether the config's pod can run its control plane on a thread of its own: not with an RS-485
+ * bus whose direction podwarden toggles by RTS, which takes serialport's binding, and that
+ * delivers a port's bytes on the main thread's event loop only (drivers/modbus/serial-link.ts).
+ * Every other serial bus is read on the loop of the thread that owns it.
  */
 export function ownThreadPossible(c: AgentConfig): { ok: true } | { ok: false; why: string } {
-  if (c.modbus.buses.length === 0) return { ok: true };
-  return { ok: false, why: `RS-485 buses (${c.modbus.buses.map((b) => b.name).join(", ")}): serialport's binding delivers a port's data on the main thread only` };
+  const rts = c.modbus.buses.filter((b) => b.rs485 === "rts");
+  if (rts.length === 0) return { ok: true };
+  return { ok: false, why: `RS-485 buses with RTS direction control (${rts.map((b) => b.name).join(", ")}): RTS is toggled through serialport's binding, which delivers a port's bytes on the main thread only` };
 }

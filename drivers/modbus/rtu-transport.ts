@@ -11,14 +11,16 @@
 // the request, comes from the addressed unit, answers the function code sent, has exactly the
 // expected length and a good CRC. modbus-serial's buffered RTU port scans its buffer for any
 // matching unit and function code instead, which can pick up a stale or misaligned frame; that
-// is why this transport is our own.
-import { SerialPort } from "serialport";
+// is why this transport is our own. The port itself is a serial link (serial-link.ts): read on
+// the loop of whichever thread runs the transport, but for RTS direction control.
+import { isMainThread } from "node:worker_threads";
 import { monoMs } from "../../lib/clock.js";
 import { Backoff } from "../../lib/backoff.js";
 import { ConnectionState } from "./connection-state.js";
 import { encodeRequest, parseResponse, responseLength } from "./master-pdu.js";
 import { crcOk, withCrc } from "./protocol.js";
 import { framingName, type SerialFraming } from "./serial-line.js";
+import { serialportLink, ttyLink, type SerialLink } from "./serial-link.js";
 import type { ModbusOutcome, ModbusRequest, ModbusTransport, TransportStats } from "./types.js";
 
 export interface RtuTransportOptions {
@@ -43,7 +45,9 @@ interface Exchange {
 
 export class RtuTransport extends ConnectionState implements ModbusTransport {
   readonly maxInFlight = 1;
-  private port: SerialPort | null = null;
+  private port: SerialLink | null = null;
+  /** an open in progress: its link is closed at once if the transport stopped or moved on meanwhile */
+  private opening: object | null = null;
   private stopped = true;
   private buf: Buffer = Buffer.alloc(0);
   private current: Exchange | null = null;
@@ -60,6 +64,8 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   private damagedRun = 0;
   /** RTS could not be set on this port (rs485: rts): said in each timeout's message */
   private rtsProblem: string | null = null;
+  /** the port did not open, or did not take all of its framing (serial-link.ts): said with each failure */
+  private lineProblem: string | null = null;
 
   constructor(private readonly o: RtuTransportOptions) {
     super();
@@ -73,31 +79,50 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   }
 
   private open(): void {
-    const { dataBits, parity, stopBits } = this.o.framing;
-    const port = new SerialPort({ path: this.o.path, baudRate: this.o.baudRate, dataBits, parity, stopBits, autoOpen: false });
+    const o = this.o;
+    if (o.rs485 === "rts" && !isMainThread) {
+      // the config loader keeps such a bus on the main thread (serial-link.ts); never reached
+      this.rtsProblem = `RTS direction control on ${o.path} needs the main thread`;
+      this.lost();
+      return;
+    }
     this.answeredSinceOpen = false;
     this.damagedRun = 0;
-    this.port = port;
-    port.on("data", (chunk: Buffer) => this.onData(chunk));
-    port.on("error", () => undefined);
-    port.on("close", () => {
-      if (this.port === port) this.lost();
-    });
-    port.open((err) => {
-      if (this.port !== port) return;
-      if (err) {
+    const attempt = {};
+    this.opening = attempt;
+    const events = {
+      data: (chunk: Buffer) => {
+        if (this.port === link) this.onData(chunk);
+      },
+      lost: () => {
+        if (this.port === link) this.lost();
+      },
+    };
+    let link: SerialLink | null = null;
+    const opened = (o.rs485 === "rts" ? serialportLink : ttyLink)({ path: o.path, baudRate: o.baudRate, framing: o.framing }, events);
+    opened.then(
+      (l) => {
+        if (this.opening !== attempt || this.stopped) return void l.close();
+        this.opening = null;
+        link = l;
+        this.port = l;
+        this.lineProblem = l.problem;
+        this.backoff.reset();
+        this.setConnected(true);
+      },
+      (e: Error) => {
+        if (this.opening !== attempt) return;
+        this.opening = null;
+        this.lineProblem = `cannot open ${o.path}: ${e.message}`;
         this.lost();
-        return;
-      }
-      this.backoff.reset();
-      this.setConnected(true);
-    });
+      },
+    );
   }
 
   private lost(): void {
     const port = this.port;
     this.port = null;
-    if (port?.isOpen === true) port.close(() => undefined);
+    if (port !== null) void port.close();
     this.setConnected(false);
     this.finish({ ok: false, kind: "disconnected", message: "serial port closed" });
     if (this.stopped || this.reopenTimer !== null) return;
@@ -162,7 +187,12 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
   private framingHint(): string {
     if (this.answeredSinceOpen || this.damagedRun < 3) return "";
     // short: the device's health keeps 200 characters of a message
-    return `; ${this.damagedRun} damaged, none good since the port opened: framing mismatch? (bus ${this.o.baudRate} ${framingName(this.o.framing)}; check the devices' baud, parity, stop bits)`;
+    return `; ${this.damagedRun} damaged, none good since the port opened: framing mismatch? (bus ${this.o.baudRate} ${framingName(this.o.framing)}; check the devices' baud, parity, stop bits)${this.portProblems()}`;
+  }
+
+  /** What is wrong with the port itself, after a failure's own words: RTS, its framing, its opening. */
+  private portProblems(): string {
+    return [this.rtsProblem, this.lineProblem].map((p) => (p === null ? "" : `; ${p}`)).join("");
   }
 
   private finish(o: ModbusOutcome): void {
@@ -190,12 +220,12 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
       await new Promise((r) => setTimeout(r, wait));
     }
     const port = this.port;
-    if (port === null || !this.connected) return { ok: false, kind: "disconnected", message: "serial port not open" };
+    if (port === null || !this.connected) return { ok: false, kind: "disconnected", message: `serial port not open${this.portProblems()}` };
     return new Promise<ModbusOutcome>((resolve) => {
       const timer = setTimeout(() => {
         if (this.current?.settle !== settle) return;
         this.quietUntil = monoMs() + this.o.guardMs;
-        this.finish({ ok: false, kind: "timeout", message: this.rtsProblem === null ? "timed out" : `timed out; ${this.rtsProblem}` });
+        this.finish({ ok: false, kind: "timeout", message: `timed out${this.portProblems()}` });
       }, timeoutMs);
       const settle = (o: ModbusOutcome): void => {
         clearTimeout(timer);
@@ -204,22 +234,8 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
       this.buf = Buffer.alloc(0);
       this.current = { unit, req, settle };
       const frame = withCrc(Buffer.concat([Buffer.from([unit]), encodeRequest(req)]));
-      if (this.o.rs485 === "rts") this.sendWithRts(port, frame);
-      else port.write(frame);
-    });
-  }
-
-  /**
-   * RS-485 direction by RTS: raised, the frame written, and dropped once the kernel says the
-   * frame is out (tcdrain). The timing is the event loop's, so a device that answers within a
-   * millisecond may lose its first bytes: the kernel's RS-485 mode or an auto-direction adapter
-   * switches in hardware (docs/drivers.md).
-   */
-  private sendWithRts(port: SerialPort, frame: Buffer): void {
-    port.set({ rts: true }, (err) => {
-      if (err !== null && err !== undefined) this.rtsProblem ??= `RTS cannot be set on ${this.o.path} (${err.message})`;
-      port.write(frame);
-      port.drain(() => port.set({ rts: false }, () => undefined));
+      if (port.writeWithRts !== undefined) port.writeWithRts(frame, (why) => (this.rtsProblem ??= why));
+      else if (!port.write(frame)) this.finish({ ok: false, kind: "disconnected", message: "the serial port did not take the frame" });
     });
   }
 
@@ -232,9 +248,10 @@ export class RtuTransport extends ConnectionState implements ModbusTransport {
     if (this.reopenTimer !== null) clearTimeout(this.reopenTimer);
     this.reopenTimer = null;
     this.finish({ ok: false, kind: "disconnected", message: "stopped" });
+    this.opening = null;
     const port = this.port;
     this.port = null;
     this.setConnected(false);
-    if (port?.isOpen === true) await new Promise<void>((r) => port.close(() => r()));
+    if (port !== null) await port.close();
   }
 }
