@@ -144,7 +144,7 @@ export function demoConfigWithPorts(ports: Record<string, number>, safetyPeriodM
  *   fail it (a well-formed body for this pod and a configured key, a forged signature);
  * - telemetry-10hz: the uplink publishing its full snapshot every 100 ms, with a subscriber.
  */
-async function startLoad(load: LeakLoad, url: string, privatePem: string): Promise<() => Promise<string>> {
+export async function startLoad(load: LeakLoad, url: string, privatePem: string): Promise<() => Promise<string>> {
   const client = await mqtt.connectAsync(url, { protocolVersion: 5, clientId: `bench-load-${process.pid}` });
   let stopped = false;
   let sent = 0;
@@ -272,24 +272,25 @@ export interface LeakTrial {
 }
 
 /**
- * `trials` leaks, one rack after another (rack k % 8), each at a random phase against the polls,
- * read at the simulated device: after each the simulator dries the rack and the latch is reset
- * through the daemon's admin socket (the path of `podwarden reset-leak`). A trial with no
- * isolation within 150 ms has null figures.
+ * `trials` leaks, one rack after another (by default rack k % 8; else `racks`, in turn), each at
+ * a random phase against the polls, read at the simulated device: after each the simulator dries
+ * the rack and the latch is reset through the daemon's admin socket (the path of `podwarden
+ * reset-leak`). A trial with no isolation within `waitMs` (150) has null figures.
  */
-export async function leakTrials(controlUrl: string, adminSock: string, trials: number, beforeTrial: (k: number) => void = () => undefined): Promise<LeakTrial[]> {
+export async function leakTrials(controlUrl: string, adminSock: string, trials: number, beforeTrial: (k: number) => void = () => undefined, racks: readonly number[] = [0, 1, 2, 3, 4, 5, 6, 7], waitMs = 150): Promise<LeakTrial[]> {
   const post = (body: object): Promise<Response> => fetch(`${controlUrl}/fault`, { method: "POST", body: JSON.stringify(body) });
   const truth = async (): Promise<{ racks: { leakToIsolationMs: number | null; leakToReadMs: number | null }[] }> => (await fetch(`${controlUrl}/truth`)).json() as never;
   const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
   const out: LeakTrial[] = [];
   for (let k = 0; k < trials; k++) {
     beforeTrial(k);
-    const rack = `rack-${(k % 8) + 1}`;
+    const index = racks[k % racks.length];
+    const rack = `rack-${index + 1}`;
     await sleep(50 + Math.random() * 20); // random phase against the polls
     await post({ leak: rack });
-    await sleep(150);
-    const x = (await truth()).racks[k % 8];
-    out.push({ rack: k % 8, leakToIsolationMs: x.leakToIsolationMs, leakToReadMs: x.leakToReadMs });
+    await sleep(waitMs);
+    const x = (await truth()).racks[index];
+    out.push({ rack: index, leakToIsolationMs: x.leakToIsolationMs, leakToReadMs: x.leakToReadMs });
     await post({ clear: "all" });
     for (let attempt = 0; ; attempt++) {
       await sleep(20);

@@ -1,6 +1,7 @@
 // `npm run bench`: prints every benchmark figure as Markdown, ready for BENCHMARKS.md.
 //   --only <name>   run one group (hotpath, control, sim, drivers, agent, uplink, hmi, sparkplug, redfish, recorder, hil, hil-campaign, hil-realtime, faults, fleet, attacks, modbus), or
 //                   leak: the agent group's leak-to-isolation alone, unloaded and under each load
+//                   leak-rtu: leak-to-isolation on an RS-485 line at 19,200 baud, unloaded and under each load
 //   --quick         fewer rounds, for a smoke run
 //   --leak-poll-ms <ms>  the leak sensors' poll period in the agent group's leak-to-isolation
 //                   trials (default 1): the latency and the daemon's CPU at that rate
@@ -22,6 +23,7 @@ import { printRecorder, runRecorderBench } from "./recorder.js";
 import { printFleet, runFleetBench } from "./fleet.js";
 import { printAttacks, runAttackBench } from "./attacks.js";
 import { printModbusCost, runModbusCostBench } from "./modbus-cost.js";
+import { printRtuLeak, runRtuLeakBench } from "./leak-rtu.js";
 import { printHilBench, printHilCampaign, printHilRealtimeBench, runHilBench, runHilCampaign, runHilRealtimeBench } from "./hil.js";
 
 const { values } = parseArgs({
@@ -61,6 +63,8 @@ if (wants("agent")) printAgent(await runAgentBench(values.quick, leakPollMs));
 if (wants("modbus")) printModbusCost(await runModbusCostBench(values.quick));
 // the leak-to-isolation measurement alone, unloaded and under each input load
 if (values.only === "leak") printAgent(await runAgentBench(values.quick, leakPollMs, "leak"));
+// the same on an RS-485 line (the leak thread owns the bus)
+if (wants("leak-rtu")) printRtuLeak(await runRtuLeakBench(values.quick));
 // The uplink group's agent runs in this process. Under node's defaults it had four V8 helper
 // threads where the daemon has one, and they woke at every collection and preempted the broker
 // on the other core (`perf sched`, BENCHMARKS.md).

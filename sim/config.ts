@@ -154,13 +154,14 @@ export const SIM_SCHEMA = {
             "a Redfish BMC per rack (loopback): sensors, leak detector, power limit, event stream",
           ),
         ),
-        rtu: optional(typed<{ path: string; baudRate: number }>({
+        rtu: optional(typed<{ path: string; baudRate: number; wireTime?: boolean }>({
           type: "object",
           additionalProperties: false,
           required: ["path"],
           properties: {
             path: { type: "string", description: "serial device the RTU bus front opens" },
             baudRate: int(1200, 921600, 115200, "baud rate"),
+            wireTime: { type: "boolean", default: false, description: "take a request in, and send its answer out, each after its time on a wire at baudRate (11 bits a character), as a real line would: a pty carries bytes at once whatever its rate" },
           },
           description: "optional Modbus RTU front serving every device by unit id",
         })),
@@ -189,7 +190,7 @@ export interface SimConfig {
     failValvePct: number;
     failPumpPct: number;
     failIsolationOpen: boolean;
-    rtu?: { path: string; baudRate: number };
+    rtu?: { path: string; baudRate: number; wireTime?: boolean };
     redfish?: { basePort: number; user: string; password: string; limitRampKwPerS: number; trays: number; tls?: { certFile: string; keyFile: string } };
   };
   control: { host: string; port: number };

@@ -165,7 +165,7 @@ export class PodSim {
     }
     if (d.rtu !== undefined) {
       this.rtu = new ModbusRtuFront(this.devices.all);
-      await this.rtu.open(d.rtu.path, d.rtu.baudRate);
+      await this.rtu.open(d.rtu.path, d.rtu.baudRate, d.rtu.wireTime === true);
     }
     // Plant time follows the monotonic clock in fixed steps, catching up after a stall
     // (at most 10 s of plant time per timer turn, so a long stall cannot freeze the loop).

@@ -83,7 +83,7 @@ describe("splitting a Modbus config for the leak thread", () => {
     breaker: { failures: 3, damagedAnswers: 10, openMs: 1000, maxOpenMs: 30000 },
     lease: { style: "heartbeat-counter", address: 9, periodMs: 500, value: 1, safeValues: [] },
     points: ["leak", "flow"].map((p, i) => ({ name: p, table: "input" as const, address: i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, group: "safety" })),
-    outputs: ["iso", "valve"].map((o, i) => ({ name: o, table: "holding" as const, address: 10 + i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, refreshMs: 0, verify: false, tolerance: 0 })),
+    outputs: ["iso", "valve"].map((o, i) => ({ name: o, table: "holding" as const, address: 10 + i, type: "u16" as const, order: "ABCD" as const, scale: 1, offset: 0, refreshMs: 0, verify: false, tolerance: 0, priority: 1 })),
     ...over,
   });
   const config: ModbusConfig = {

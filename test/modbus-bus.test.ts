@@ -8,6 +8,8 @@ import { monoMs } from "../lib/clock.js";
 import { CircuitBreaker } from "../drivers/breaker.js";
 import { Bus, newDeviceStats, type BusDevice } from "../drivers/modbus/bus.js";
 import { FC } from "../drivers/modbus/protocol.js";
+import { OutputWriter } from "../drivers/modbus/output-writer.js";
+import { PointStore } from "../lib/points.js";
 import { TcpTransport } from "../drivers/modbus/tcp-transport.js";
 import type { ModbusOutcome } from "../drivers/modbus/types.js";
 import { waitFor } from "./helpers/processes.js";
@@ -83,5 +85,43 @@ describe("the Modbus bus's scheduler", () => {
     expect(await job(true)).toMatchObject({ ok: false, message: expect.stringMatching(/over its time budget/) as unknown });
     expect(bus.budgetOverruns).toBe(1);
     expect((await job(false)).ok).toBe(true);
+  });
+
+  it("takes a job that has not gone on the wire back out of its queue, and never ends it; not one on the wire", async () => {
+    const bus = new Bus("test", transport, 1);
+    const d = device();
+    const ended: string[] = [];
+    const job = (label: string) => ({ device: d, request: read, priority: 1, sheddable: false, done: () => ended.push(label) });
+    const onWire = job("on the wire");
+    const queued = job("queued");
+    const after = job("after");
+    bus.submit(onWire);
+    bus.submit(queued);
+    bus.submit(after);
+    expect(bus.withdraw(onWire)).toBe(false);
+    expect(bus.withdraw(queued)).toBe(true);
+    expect(bus.withdraw(queued)).toBe(false); // once
+    await waitFor(() => ended.length === 2, "the other two ended");
+    expect(ended).toEqual(["on the wire", "after"]);
+  });
+
+  it("sends an output's command ahead of the line's queue, in place of a refresh of it still queued behind control traffic", async () => {
+    const bus = new Bus("test", transport, 1);
+    const d = { ...device(), bus, lease: null };
+    // rack-1's supply isolation valve (coil 0 of the simulator's rack device), at the safety priority
+    const writer = new OutputWriter("rack-1.supplyIso", d, { name: "supplyIso", table: "coil", address: 0, type: "bool", order: "ABCD", scale: 1, offset: 0, refreshMs: 0, verify: false, tolerance: 0, priority: 0 }, new PointStore(), () => true);
+    writer.set(1);
+    await waitFor(() => writer.state.written === 1, "opened");
+    const endedAt: number[] = [];
+    const control = (k: number): void => bus.submit({ device: d, request: read, priority: 1, sheddable: false, done: () => (endedAt[k] = monoMs()) });
+    for (let k = 0; k < 4; k++) control(k); // the first on the wire, three queued
+    writer.refresh(); // queued behind them, at 1: a refresh is no command
+    writer.set(0); // the close
+    await waitFor(() => writer.state.written === 0 && endedAt.filter((t) => t !== undefined).length === 4, "closed, and the control traffic done");
+    // after the frame that was on the wire, before the control traffic queued ahead of it
+    expect(writer.state.writtenAtMs).toBeGreaterThan(endedAt[0]);
+    expect(writer.state.writtenAtMs).toBeLessThan(endedAt[1]);
+    expect(writer.state.writes).toBe(2); // the queued refresh was withdrawn, never sent
+    expect(writer.state.written).toBe(0);
   });
 });

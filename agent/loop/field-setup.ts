@@ -5,6 +5,7 @@
 // BMCs) is said, because the control plane's thread then serves it.
 import { ModbusDriver } from "../../drivers/modbus/driver.js";
 import type { ScanOptions, ScanRow } from "../../drivers/modbus/bus-scan.js";
+import type { ModbusConfig } from "../../drivers/modbus/config.js";
 import { splitModbus } from "../../drivers/modbus/split.js";
 import { MqttIngest } from "../../drivers/mqtt-ingest.js";
 import { RedfishDriver } from "../../drivers/redfish/driver.js";
@@ -39,12 +40,24 @@ export interface PodField {
   setHealthGate(gate: () => boolean): void;
 }
 
+/**
+ * The Modbus config with the leak path's outputs (isolation valves, power-off, cap) written first
+ * in their bus's queue, whatever their configured priority: on a serial bus a control valve's
+ * command goes out at every change, and a close queued behind a backlog of them waited 100-300 ms
+ * at 19,200 baud (`npm run bench -- --only leak-rtu`, BENCHMARKS.md).
+ */
+function safetyWritesFirst(modbus: ModbusConfig, outputs: ReadonlySet<string>): ModbusConfig {
+  return { ...modbus, devices: modbus.devices.map((d) => ({ ...d, outputs: d.outputs.map((o) => (outputs.has(`${d.name}.${o.name}`) ? { ...o, priority: 0 } : o)) })) };
+}
+
 export function podField(c: AgentConfig, wiring: PodWiring, points: PointStore, logs: Logs, problems: ProblemReporter, frames: () => Frames): PodField {
-  const leakPathIds = new Set(Object.values(wiring.leakPath()).flat());
-  const split = c.control.isolation.leakThread ? splitModbus(c.modbus, leakPathIds) : null;
+  const path = wiring.leakPath();
+  const leakPathIds = new Set([...path.inputs, ...path.outputs]);
+  const modbusConfig = safetyWritesFirst(c.modbus, new Set(path.outputs));
+  const split = c.control.isolation.leakThread ? splitModbus(modbusConfig, leakPathIds) : null;
   const onModbus = new Set(c.modbus.devices.flatMap((d) => [...d.points, ...d.outputs].map((x) => `${d.name}.${x.name}`)));
   const leakLeft = split === null ? [] : [...split.left, ...[...leakPathIds].filter((id) => !onModbus.has(id))];
-  const modbus = new ModbusDriver(split?.kept ?? c.modbus, { points });
+  const modbus = new ModbusDriver(split?.kept ?? modbusConfig, { points });
   const leak =
     split === null || split.taken.devices.length === 0
       ? null
@@ -80,7 +93,12 @@ export function podField(c: AgentConfig, wiring: PodWiring, points: PointStore, 
   const redfish = c.redfishClient.devices.length === 0 ? null : new RedfishDriver(c.redfishClient, { points, onLog: (level, message) => logs.module("redfish-client")[level](message) });
   // the leak path first: its thread is serving isolation before anything else polls
   const drivers: FieldDriver[] = [...(leak === null ? [] : [leak]), modbusField(modbus), ...(ingest === null ? [] : [ingestField(ingest)]), ...(redfish === null ? [] : [redfishField(redfish, c.redfishClient)])];
-  const scanBus = (bus: string, o: ScanOptions): Promise<ScanRow[]> => (leak?.ownsBus(bus) === true ? leak.scan(bus, o) : modbus.scan(bus, o));
+  const scanBus = (bus: string, o: ScanOptions): Promise<ScanRow[]> => {
+    if (leak?.ownsBus(bus) === true) return leak.scan(bus, o);
+    // named against the whole config: the main driver's own list lacks the leak thread's buses
+    if (!c.modbus.buses.some((b) => b.name === bus)) return Promise.reject(new Error(`no serial bus "${bus}" (modbus.buses: ${c.modbus.buses.map((b) => b.name).join(", ") || "none"})`));
+    return modbus.scan(bus, o);
+  };
   const setHealthGate = (gate: () => boolean): void => {
     modbus.setHealthGate(gate);
     leak?.setHealthGate(gate);

@@ -115,6 +115,19 @@ export class Bus {
     this.pump();
   }
 
+  /**
+   * Takes a job back out of its queue if it has not gone on the wire (a retry waiting on its
+   * timer counts as gone): true when it was withdrawn, and then its `done` is never called.
+   */
+  withdraw(job: Job): boolean {
+    const p = queueOf(job);
+    const i = this.queues[p].indexOf(job);
+    if (i < 0) return false;
+    this.queues[p].splice(i, 1);
+    this.attempts[p].splice(i, 1);
+    return true;
+  }
+
   private firstNonEmptyQueue(): number {
     for (let p = 0; p < this.queues.length; p++) if (this.queues[p].length > 0) return p;
     return -1;

@@ -42,6 +42,11 @@ export interface OutputConfig {
   verify: boolean;
   /** allowed |read-back − written| in engineering units */
   tolerance: number;
+  /**
+   * its writes' and read-backs' place in the bus's queue, 0 first (as a polling group's): the pod
+   * puts its isolation valves and power outputs at 0 whatever is configured (agent/loop/field-setup.ts)
+   */
+  priority: number;
 }
 
 export interface DeviceConfig {
@@ -280,6 +285,7 @@ export const MODBUS_SCHEMA = {
                 refreshMs: { type: "integer", minimum: 0, maximum: 3600000, default: 1000, description: "rewrite period, ms (0 = on change only)" },
                 verify: { type: "boolean", default: true, description: "read back after writing" },
                 tolerance: { type: "number", minimum: 0, default: 0.01, description: "read-back tolerance" },
+                priority: { type: "integer", minimum: 0, maximum: 9, default: 1, description: "its writes' and read-backs' place in the bus's queue, 0 first, as a polling group's priority; a rack's isolation valves and power outputs are always written at 0, ahead of a control valve's commands on a busy serial bus" },
               },
             },
           },

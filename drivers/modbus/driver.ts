@@ -1,8 +1,9 @@
 // The Modbus driver: turns configured devices into points, and actuator commands into writes.
 //
 // Reads: each (device, polling group) is polled every period; a poll whose previous cycle has
-// not finished is skipped and counted (never queued up behind itself). Writes: on change, and
-// refreshed periodically; optionally read back and compared. The device lease heartbeat is
+// not finished is skipped and counted (never queued up behind itself). Writes (output-writer.ts):
+// on change, and refreshed periodically, the refreshes spread over their period; optionally read
+// back and compared. The device lease heartbeat is
 // written only while the caller's health gate says the control loop is healthy: the driver
 // exposes the mechanism, the agent decides.
 import { monoMs } from "../../lib/clock.js";
@@ -12,16 +13,15 @@ export type { OutputState };
 export { WIRE_TRANSPORTS, type TransportFactory } from "./transports.js";
 import { CircuitBreaker } from "../breaker.js";
 import { Bus, newDeviceStats, type BusDevice, type DeviceStats, type Job } from "./bus.js";
-import { decodeValue, registerCount } from "./codec.js";
-import type { DeviceConfig, ModbusConfig, OutputConfig } from "./config.js";
+import type { DeviceConfig, ModbusConfig } from "./config.js";
 import { planReads, type ReadBlock } from "./plan.js";
-import { FC } from "./protocol.js";
 import type { TransportFactory } from "./transports.js";
 import { WIRE_TRANSPORTS } from "./transports.js";
-import { decodePoint, encodeOutput, writeRequest } from "./values.js";
+import { decodePoint } from "./values.js";
+import { OutputWriter, outcomeQuality } from "./output-writer.js";
 import { DeviceLease, type LeaseConfig } from "./lease.js";
 import { scanBus, type ScanOptions, type ScanRow } from "./bus-scan.js";
-import { exceptionPolicy, type ModbusOutcome, type ModbusRequest, type TransportStats } from "./types.js";
+import type { ModbusOutcome, TransportStats } from "./types.js";
 
 /**
  * Every output of a Modbus config by its id (`<device>.<output>`), as the driver names them.
@@ -52,34 +52,6 @@ interface GroupPoll {
 }
 
 
-interface OutputRuntime {
-  device: DeviceRuntime;
-  config: OutputConfig;
-  state: OutputState;
-  raw: number[] | null;
-  lastSentRaw: number[] | null;
-  writing: boolean;
-  dirty: boolean;
-}
-
-function outcomeQuality(o: Extract<ModbusOutcome, { ok: false }>): Quality {
-  switch (o.kind) {
-    case "timeout":
-      return "timeout";
-    case "corrupt":
-    case "collision":
-      return "corrupt";
-    case "exception":
-      return exceptionPolicy(o.code ?? 0).quality;
-    case "disconnected":
-      return "disconnected";
-    case "error":
-      return "disconnected";
-  }
-}
-
-const sameWords = (a: number[] | null, b: number[] | null): boolean => a !== null && b !== null && a.length === b.length && a.every((x, i) => x === b[i]);
-
 export interface DriverIo {
   /** where points are published; one store serves every driver of an agent */
   points?: PointStore;
@@ -91,7 +63,7 @@ export class ModbusDriver {
   private readonly buses = new Map<string, Bus>();
   private readonly devices = new Map<string, DeviceRuntime>();
   private readonly polls: GroupPoll[] = [];
-  private readonly outputs = new Map<string, OutputRuntime>();
+  private readonly outputs = new Map<string, OutputWriter>();
   private readonly timers: NodeJS.Timeout[] = [];
   private healthy: () => boolean = () => false;
   /** renewLease's leases of devices this driver does not keep the lease of (the leak thread's) */
@@ -144,15 +116,7 @@ export class ModbusDriver {
       }
       for (const oc of dc.outputs) {
         const id = `${dc.name}.${oc.name}`;
-        this.outputs.set(id, {
-          device,
-          config: oc,
-          raw: null,
-          lastSentRaw: null,
-          writing: false,
-          dirty: false,
-          state: { id, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 },
-        });
+        this.outputs.set(id, new OutputWriter(id, device, oc, this.points, () => this.running));
       }
     }
   }
@@ -184,9 +148,16 @@ export class ModbusDriver {
       this.timers.push(setInterval(() => this.poll(poll), poll.periodMs));
       queueMicrotask(() => this.poll(poll));
     }
-    for (const out of this.outputs.values()) {
-      if (out.config.refreshMs > 0) this.timers.push(setInterval(() => this.refresh(out), out.config.refreshMs));
-    }
+    // the refreshes spread over their period, not all on one tick: on a serial line a burst of
+    // them holds the queue's head for a while (write(), on refreshes)
+    const refreshed = [...this.outputs.values()].filter((out) => out.config.refreshMs > 0);
+    refreshed.forEach((out, k) => {
+      const phase = (k * out.config.refreshMs) / refreshed.length;
+      const begin = (): void => {
+        if (this.running) this.timers.push(setInterval(() => out.refresh(), out.config.refreshMs));
+      };
+      this.timers.push(setTimeout(begin, phase));
+    });
     for (const d of this.devices.values()) {
       const lease = d.lease;
       if (lease !== null) this.timers.push(setInterval(() => this.heartbeat(lease), lease.config.periodMs));
@@ -266,84 +237,11 @@ export class ModbusDriver {
   setOutput(id: string, value: number): void {
     const out = this.outputs.get(id);
     if (out === undefined) throw new Error(`no output "${id}"`);
-    if (!Number.isFinite(value)) throw new RangeError(`${id}: ${value} is not a finite number`);
-    const raw = encodeOutput(out.config, value);
-    out.state.value = value;
-    // an unchanged value keeps the words it has: the new array then dies young, where replacing
-    // it at every actuator pass (20 a second per output) made each one old-generation garbage
-    if (!sameWords(raw, out.raw)) out.raw = raw;
-    if (!sameWords(raw, out.lastSentRaw)) this.write(out);
+    out.set(value);
   }
 
   outputState(id: string): OutputState | undefined {
     return this.outputs.get(id)?.state;
-  }
-
-  private refresh(out: OutputRuntime): void {
-    if (this.running && out.raw !== null) this.write(out);
-  }
-
-  private write(out: OutputRuntime): void {
-    // held back, not lost: the value stays unsent (lastSentRaw), so the next pass or refresh sends it
-    if (!this.running || out.raw === null || out.device.lease?.silent() === true) return;
-    if (out.writing) {
-      out.dirty = true; // one write in flight per output; the newest value follows it
-      return;
-    }
-    out.writing = true;
-    const raw = out.raw;
-    const value = out.state.value;
-    const c = out.config;
-    const req = writeRequest(c, raw);
-    const d = out.device;
-    d.bus.submit({
-      device: d,
-      request: req,
-      priority: 0,
-      sheddable: false,
-      done: (o) => {
-        out.writing = false;
-        out.state.writes++;
-        if (!o.ok) {
-          out.state.failures++;
-          out.state.quality = outcomeQuality(o);
-        } else {
-          out.lastSentRaw = raw;
-          out.state.written = value;
-          out.state.writtenAtMs = monoMs();
-          if (c.verify) this.verify(out, raw);
-          else out.state.quality = "good";
-        }
-        if (out.dirty) {
-          out.dirty = false;
-          if (!sameWords(out.raw, out.lastSentRaw)) this.write(out);
-        }
-      },
-    });
-  }
-
-  private verify(out: OutputRuntime, raw: number[]): void {
-    const c = out.config;
-    const d = out.device;
-    const req: ModbusRequest =
-      c.table === "coil" ? { fc: FC.READ_COILS, address: c.address, count: 1 } : { fc: FC.READ_HOLDING_REGISTERS, address: c.address, count: registerCount(c.type) };
-    d.bus.submit({
-      device: d,
-      request: req,
-      priority: 0,
-      sheddable: false,
-      done: (o) => {
-        if (!o.ok) {
-          out.state.quality = outcomeQuality(o);
-          return;
-        }
-        const decode = (words: number[]): number => (c.table === "coil" ? words[0] : decodeValue(words, 0, c.type, c.order) * c.scale + c.offset);
-        const read = decode(o.data);
-        const sent = decode(raw);
-        out.state.quality = Math.abs(read - sent) <= c.tolerance ? "good" : "mismatch";
-        this.points.publish({ id: out.state.id, value: read, sourceTimeMs: monoMs(), quality: out.state.quality, unit: c.unit });
-      },
-    });
   }
 
   private heartbeat(lease: DeviceLease): void {

@@ -23,7 +23,16 @@ export class ModbusRtuFront {
     for (const d of devices) this.byUnit.set(d.unitId, d);
   }
 
-  async open(path: string, baudRate: number): Promise<void> {
+  /** a character's time on the wire, ms (11 bits: start, 8 data, parity or a second stop, stop); 0: none */
+  private charMs = 0;
+
+  /**
+   * `wireTime`: a request is taken in once its last byte would have crossed a wire at `baudRate`,
+   * and its answer's last byte reaches the master that much later again, as on a real line
+   * (a pty carries bytes at once, whatever its rate): what the RTU leak bench measures against.
+   */
+  async open(path: string, baudRate: number, wireTime = false): Promise<void> {
+    this.charMs = wireTime ? (11 * 1000) / baudRate : 0;
     const port = new SerialPort({ path, baudRate, autoOpen: false });
     await new Promise<void>((resolve, reject) => port.open((err) => (err ? reject(err) : resolve())));
     this.port = port;
@@ -55,7 +64,7 @@ export class ModbusRtuFront {
       }
       this.buf = this.buf.subarray(len);
       this.frames++;
-      this.handle(Buffer.from(frame));
+      this.later(len * this.charMs, () => this.handle(Buffer.from(frame)));
     }
   }
 
@@ -77,15 +86,17 @@ export class ModbusRtuFront {
     const send = (): void => {
       if (this.port?.isOpen === true) this.port.write(out);
     };
-    if (device.faults.slowMs > 0) {
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        send();
-      }, device.faults.slowMs);
-      this.timers.add(t);
-    } else {
-      send();
-    }
+    this.later(device.faults.slowMs + out.length * this.charMs, send);
+  }
+
+  /** Runs `f` after `ms`, or now for 0. */
+  private later(ms: number, f: () => void): void {
+    if (ms <= 0) return f();
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      f();
+    }, ms);
+    this.timers.add(t);
   }
 
   async close(): Promise<void> {
