@@ -11,6 +11,9 @@ import type { SafeAction } from "../hotpath-as/bank-config.js";
 import { num, obj, optional } from "../lib/schema-builders.js";
 import { ConfigError } from "../lib/config-file.js";
 import { generateCommandKey } from "../agent/commands/signing.js";
+import { splitModbus } from "../drivers/modbus/split.js";
+import { podLayout } from "../pod/layout.js";
+import { PodWiring } from "../pod/wiring.js";
 import { run } from "./helpers/processes.js";
 import { tempDir } from "./helpers/temp-dirs.js";
 
@@ -34,6 +37,22 @@ describe("agent config", () => {
     const rf = loadAgentConfig("configs/pod-redfish-template.yaml").config;
     expect(rf.redfishClient.devices.map((d) => d.name)).toEqual(["r01-bmc", "r02-bmc"]);
     expect(rf.racks[0].outputs.powerCap).toBe("r01-bmc.powerLimit");
+  });
+
+  it("the hardware template is written with device profiles, and its serial bus keeps the leak guarantee: the leak thread takes it whole", () => {
+    const text = readFileSync("configs/pod-template.yaml", "utf8");
+    expect(text).not.toMatch(/table: (discrete|input|holding|coil)/); // no register written by hand
+    const t = loadAgentConfig("configs/pod-template.yaml", { MQTT_PASSWORD: "x" }).config;
+    const serial = t.modbus.devices.filter((d) => d.bus === "rs485-1");
+    expect(serial.length).toBeGreaterThan(0);
+    const path = new PodWiring(t, podLayout(t), { writeCaps: false }).leakPath();
+    expect(path.inputs.length + path.outputs.length).toBeGreaterThan(0);
+    for (const id of [...path.inputs, ...path.outputs]) expect(serial.map((d) => d.name), id).toContain(id.slice(0, id.indexOf(".")));
+    expect(t.control.isolation.leakThread).toBe(true);
+    const split = splitModbus(t.modbus, new Set([...path.inputs, ...path.outputs]));
+    expect(split.buses).toEqual(["rs485-1"]);
+    expect(split.left).toEqual([]);
+    expect(split.kept.buses).toEqual([]); // and the control plane runs on its own thread (no RTS bus)
   });
 
   it.each([

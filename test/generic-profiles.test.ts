@@ -15,7 +15,7 @@ import { freePort } from "../tooling/free-port.js";
 import { modbusConfig } from "./helpers/driver.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
 
-const GENERIC = ["generic-ai-4-20ma-8", "generic-dio-watchdog-8", "generic-leak-controller-4", "generic-energy-meter"];
+const GENERIC = ["generic-ai-4-20ma-8", "generic-ao-4-20ma-4", "generic-cdu-controller", "generic-dio-watchdog-8", "generic-leak-controller-4", "generic-energy-meter"];
 const dirs = profileDirs("configs/demo-pod.yaml");
 
 describe("generic device profiles", () => {
@@ -67,8 +67,11 @@ describe("generic device profiles", () => {
             // (the config says 0: a module set up otherwise than the config says)
             { name: "dio", profile: "generic-dio-watchdog-8", unitId: 1, tcp, lease: { safeValues: [{ output: "do1", table: "coil", address: 20, value: 0 }, { output: "do2", table: "holding", address: u16At, value: 0 }] } },
             { name: "leak", profile: "generic-leak-controller-4", unitId: 1, tcp },
+            // a valve's 0–100 % over 4–20 mA, at a holding register past pymodbus's vectors
+            { name: "ao", profile: "generic-ao-4-20ma-4", unitId: 1, tcp, outputs: [{ name: "ao1", address: 190, scale: 0.00625, offset: -25, unit: "%" }], points: [{ name: "ao1Raw", table: "holding", address: 190, type: "u16" }] },
             // pymodbus keeps its floats in holding registers: the meter's power moved there by name
             { name: "meter", profile: "generic-energy-meter", unitId: 1, tcp, points: [{ name: "powerKw", table: "holding", address: f32At }] },
+            { name: "cdu", profile: "generic-cdu-controller", unitId: 1, tcp, lease: { address: 195 }, points: [{ name: "dpKpa", table: "holding", address: f32At }] }, // its heartbeat clear of the vectors
           ],
         },
       },
@@ -107,9 +110,18 @@ describe("generic device profiles", () => {
     expect(ai()).toBeGreaterThan(aiHeld); // the other modules polled on
     healthy = true;
     await waitFor(() => dio() > held + 2, "the module fed again", 10_000);
+    // the current-output module: 50 % of the valve's span sent as 12 mA (12,000 µA), and read back
+    d.setOutput("ao.ao1", 50);
+    await waitFor(() => d.outputState("ao.ao1")?.written === 50 && d.outputState("ao.ao1")?.quality === "good", "ao1 written and read back", 10_000);
+    await waitFor(() => pt("ao.ao1Raw")?.value === 12_000, "12,000 µA in the module's register", 10_000);
     // the leak controller's zones in the leak encoding (pymodbus: 0, 1, 2 at input registers 0-2)
     expect([pt("leak.zone1")?.value, pt("leak.zone2")?.value, pt("leak.zone3")?.value]).toEqual([0, 1, 2]);
     // the meter's power, overridden to where this server keeps it
     expect(pt("meter.powerKw")).toMatchObject({ value: -123.25, quality: "good" });
+    // the CDU controller's pressure, overridden the same way, and its pump's run enable written
+    await waitFor(() => pt("cdu.dpKpa")?.quality === "good", "the CDU's pressure read", 10_000);
+    expect(pt("cdu.dpKpa")?.value).toBe(-123.25);
+    d.setOutput("cdu.pumpRun", 1);
+    await waitFor(() => d.outputState("cdu.pumpRun")?.written === 1 && d.outputState("cdu.pumpRun")?.quality === "good", "the pump's run enable written and read back", 10_000);
   }, 30_000);
 });

@@ -37,12 +37,13 @@ const BINDING = { type: "object", additionalProperties: { anyOf: [{ type: "strin
 const PROFILE_SCHEMA = {
   type: "object",
   additionalProperties: false,
-  required: ["profile", "description", "source", "points"],
+  // an output module (a current-output module for valves) has no points of its own
+  required: ["profile", "description", "source"],
   properties: {
     profile: { type: "string", pattern: "^[a-z0-9][a-z0-9-]*$", maxLength: 64 },
     description: { type: "string", minLength: 1 },
     source: { type: "string", minLength: 10 },
-    points: { type: "array", items: NAMED, maxItems: 2000 },
+    points: { type: "array", items: NAMED, maxItems: 2000, default: [] },
     outputs: { type: "array", items: NAMED, maxItems: 2000, default: [] },
     lease: { type: "object" },
     rack: { type: "object", additionalProperties: false, properties: { points: BINDING, outputs: BINDING } },
