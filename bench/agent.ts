@@ -251,18 +251,21 @@ async function leakToIsolation(trials: number, warmupS: number, pollMs: number, 
     cpuPct = cpu();
     loadDone = await stopLoad();
   } finally {
-    await stopLoad().catch(() => undefined);
-    if (daemon !== null) {
-      const d = daemon;
-      d.kill("SIGTERM");
-      await new Promise((r) => d.once("exit", r));
-    }
-    sim.child.kill("SIGTERM");
-    await new Promise((r) => sim.child.once("exit", r));
-    await broker?.stop();
+    await stopLeakRun(stopLoad, daemon, sim.child, broker);
   }
   if (latencies.length === 0) return null;
   return { load, loadDone, trials: latencies.length, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: Math.max(...latencies), pollP50Ms: quantile(toRead, 0.5), pollP99Ms: quantile(toRead, 0.99), pollMs, daemonCpuPct: cpuPct, daemonRssMb: Math.max(...rss) };
+}
+
+/** Ends a leak run's load, then its daemon, simulator and broker, each waited for. */
+export async function stopLeakRun(stopLoad: () => Promise<string>, daemon: ChildProcess | null, sim: ChildProcess, broker: Mosquitto | null): Promise<void> {
+  await stopLoad().catch(() => undefined);
+  for (const p of [daemon, sim]) {
+    if (p === null || p.exitCode !== null || p.signalCode !== null) continue; // gone already: no exit event to wait for
+    p.kill("SIGTERM");
+    await new Promise((r) => p.once("exit", r));
+  }
+  await broker?.stop();
 }
 
 export interface LeakTrial {

@@ -26,7 +26,7 @@ import { metricValue } from "../tooling/prometheus-text.js";
 import { freePort } from "../tooling/free-port.js";
 import { ptyPair } from "../test/helpers/processes.js";
 import { devicesTaken, podwardenProcess, startSimProcess } from "../tooling/sim-process.js";
-import { cpuMeter, demoConfigWithPorts, leakTrials, processRssMb, SIM_FIFO, simPriority, startLoad, type LeakLoad } from "./agent.js";
+import { cpuMeter, demoConfigWithPorts, leakTrials, stopLeakRun, processRssMb, SIM_FIFO, simPriority, startLoad, type LeakLoad } from "./agent.js";
 import { fmt, quantile } from "./stats.js";
 
 const BAUD = 19_200;
@@ -149,15 +149,7 @@ async function run(load: LeakLoad, trials: number, warmupS: number): Promise<{ r
       row: { load, loadDone, trials: xs.length, missed, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: Math.max(...latencies), readP50Ms: quantile(toRead, 0.5), readP99Ms: quantile(toRead, 0.99), busUtilization: utilization.length === 0 ? NaN : quantile(utilization, 0.5), lineErrors, daemonCpuPct: cpuPct, daemonRssMb: Math.max(...rss) },
     };
   } finally {
-    await stopLoad().catch(() => undefined);
-    if (daemon !== null) {
-      const d = daemon;
-      d.kill("SIGTERM");
-      await new Promise((r) => d.once("exit", r));
-    }
-    sim.child.kill("SIGTERM");
-    await new Promise((r) => sim.child.once("exit", r));
-    await broker?.stop();
+    await stopLeakRun(stopLoad, daemon, sim.child, broker);
     await line.stop();
   }
 }
