@@ -435,6 +435,25 @@ describe("the leak thread owning a serial bus (issue #52, the leak path on every
     }
   }, 60_000);
 
+  it("sends an owned device's output again until the device confirms it: a command lost while the device was silent arrives once it answers", async () => {
+    const data = serialPod() as { modbus: { devices: Record<string, unknown>[] } };
+    // the device's own fail position, written from the config at every actuator pass and never refreshed
+    data.modbus.devices = data.modbus.devices.map((d) => (d.name === "rack-2" ? { ...d, outputs: (d.outputs as { name: string }[]).map((o) => (o.name === "failValvePct" ? { ...o, refreshMs: 0 } : o)) } : d));
+    await fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify({ device: "rack-2", offline: true }) });
+    const { agent } = testAgent(agentConfig(data));
+    await agent.start();
+    try {
+      const id = "rack-2.failValvePct";
+      await waitFor(() => (agent.field.io.outputState(id)?.failures ?? 0) > 0, "its first write lost to the silent device", 10_000);
+      expect(agent.field.io.outputState(id)?.written).toBeNull();
+      await fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify({ device: "rack-2", offline: false }) });
+      await waitFor(() => agent.field.io.outputState(id)?.written !== null && agent.field.io.outputState(id)?.quality === "good", "the fail position written once the device answers", 15_000);
+    } finally {
+      await agent.stop({ driveSafe: false, reason: "test end" });
+      await fetch(`${sim.controlUrl}/fault`, { method: "POST", body: JSON.stringify({ clear: "all" }) });
+    }
+  }, 60_000);
+
   it("leaves a bus whose direction is toggled by RTS to the control plane's thread, and says so", () => {
     const { agent } = testAgent(agentConfig(serialPod("rts")));
     expect(agent.field.leak?.ownsBus("rs485")).toBe(false);

@@ -58,7 +58,7 @@ export class LeakThread {
   private readonly healthyUntilUs = new BigInt64Array(new SharedArrayBuffer(8));
   /** the outputs the thread writes from the frames and decisions itself: the rest of an owned bus's are sent to it */
   private readonly decided: ReadonlySet<string>;
-  /** the last command sent for each of the others: a pass sends only what changed */
+  /** the last command sent for each of the others: a pass sends only what changed or is not yet confirmed */
   private readonly sent = new Map<string, number>();
   /** the TCP devices, whose counters carry LEAK_CONNECTION_SUFFIX */
   private readonly tcp: ReadonlySet<string>;
@@ -142,7 +142,9 @@ export class LeakThread {
   write(id: string, value: number): boolean {
     if (this.decided.has(id) || !this.outputs.has(id)) return false;
     if (this.worker === null) return false;
-    if (this.sent.get(id) !== value) this.post({ kind: "set", id, value });
+    // sent again until the device has confirmed it, as the control plane's own driver retries a
+    // write that failed at every pass: an output with no refresh would keep a lost command lost
+    if (this.sent.get(id) !== value || this.outputs.get(id)?.written !== value) this.post({ kind: "set", id, value });
     this.sent.set(id, value);
     return true;
   }
