@@ -174,7 +174,7 @@ describe("a leak thread that dies", () => {
     const bad: ModbusConfig = { ...data.modbus, buses: [], devices: [{ ...data.modbus.devices[0], tcp: undefined, bus: "none" }] };
     const config = agentConfig({ ...data, pod: TEST_POD });
     const died: string[] = [];
-    const t = new LeakThread({ modbus: bad, leases: {}, pod: { racks: config.racks, cdu: config.cdu }, decisions: { pumpEnable: true, pumpRun: [], rackPowerOff: config.racks.map(() => false), powerCapsKw: config.racks.map((r) => r.ratedKw), coolantPending: config.racks.map(() => false) }, writeCaps: false, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
+    const t = new LeakThread({ modbus: bad, leases: {}, pod: { racks: config.racks, cdu: config.cdu }, decides: [], decisions: { pumpEnable: true, pumpRun: [], rackPowerOff: config.racks.map(() => false), powerCapsKw: config.racks.map((r) => r.ratedKw), coolantPending: config.racks.map(() => false) }, writeCaps: false, reportMs: 50, passMs: 50, fifoPriority: null, onPoint: () => undefined, onLog: () => undefined, onDied: (why) => died.push(why) });
     const frames = new Frames({ points: 4, loops: 2, racks: 1 });
     await expect(t.start(frames)).rejects.toThrow(/leak thread did not start/);
     expect(died.join()).toMatch(/no bus none/);

@@ -29,6 +29,8 @@ export interface LeakThreadOptions {
   /** the taken devices' leases (ModbusSplit.leases) */
   leases: Record<string, LeaseConfig>;
   pod: Pick<PodConfig, "racks" | "cdu">;
+  /** the leak path's outputs (PodWiring.leakPath): the thread writes them from the frames and decisions itself */
+  decides: readonly string[];
   /** the supervisor's power decisions before its first pass (PodWiring.initialDecisions) */
   decisions: PodDecisions;
   /** supervisor.powerBudget.writeCaps: the budget's caps are written, not only the no-coolant one */
@@ -69,7 +71,7 @@ export class LeakThread {
     this.points = new Set(o.modbus.devices.flatMap((d) => d.points.map((p) => `${d.name}.${p.name}`)));
     for (const id of modbusOutputIds(o.modbus)) this.outputs.set(id, { id, value: null, written: null, writtenAtMs: null, quality: "disconnected", writes: 0, failures: 0 });
     this.decisions = new SharedDecisions(o.pod.racks.length, o.decisions);
-    this.decided = new Set(o.pod.racks.flatMap((r) => [r.outputs.supplyIsolation, r.outputs.returnIsolation, r.outputs.powerOff, r.outputs.powerCap].filter((id): id is string => id !== undefined)));
+    this.decided = new Set(o.decides);
     this.tcp = new Set(o.modbus.devices.filter((d) => d.tcp !== undefined).map((d) => d.name));
   }
 

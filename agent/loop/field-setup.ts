@@ -64,6 +64,7 @@ export function podField(c: AgentConfig, wiring: PodWiring, points: PointStore, 
       : new LeakPath(
           {
             modbus: split.taken,
+            decides: path.outputs,
             leases: split.leases,
             pod: { racks: c.racks, cdu: c.cdu },
             decisions: wiring.initialDecisions(),
