@@ -23,13 +23,17 @@ import { join } from "node:path";
 import { topicBase } from "../agent/uplink/uplink.js";
 import { setUser } from "../agent/hmi/users.js";
 import { randomBytes } from "node:crypto";
+import { checkSetPorts, portsLine, type DemoPorts } from "./demo-ports.js";
 
 export interface DemoOptions {
   simConfig: string;
   agentConfig: string;
   /** external broker URL instead of the embedded one */
   broker?: string;
+  /** the embedded broker's port when no flag sets one: a free one where it is taken */
   brokerPort: number;
+  /** ports set by flags (0: a free one): never moved, and one taken stops the demo at once (cli/demo-ports.ts) */
+  ports?: DemoPorts;
   /** render the board this often, ms; 0 = never (tests read the board through renderBoard) */
   boardMs: number;
   out: NodeJS.WritableStream;
@@ -55,6 +59,8 @@ export interface RunningDemo {
   hmiLogin: { name: string; password: string };
   /** where metrics and health, the HMI and Redfish answer (each on a free port where its configured one was taken) */
   urls: { metrics?: string; hmi?: string; redfish?: string };
+  /** every port the demo listens on, as it got them, on one line (printed at the start and under the board) */
+  portsLine: string;
   board(): string;
   /** the lines the board prints under itself: how to watch and command the pod */
   help(): string;
@@ -93,14 +99,14 @@ export function renderBoard(pod: Pick<PodReader, "identity" | "status" | "active
 }
 
 /** The simulator on its configured ports, or on free ones where one is taken. */
-async function startSim(config: ReturnType<typeof loadSimConfig>, out: NodeJS.WritableStream): Promise<PodSim> {
+async function startSim(config: ReturnType<typeof loadSimConfig>, out: NodeJS.WritableStream, set: DemoPorts): Promise<PodSim> {
   const sim = new PodSim(config);
   try {
     await sim.start();
     return sim;
   } catch (err) {
     await sim.stop();
-    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || config.devices.basePort === 0) throw err;
+    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || config.devices.basePort === 0 || set.devices !== undefined || set.bmcs !== undefined) throw err;
     out.write(`demo: a simulated device's port is taken (${(err as Error).message}): the simulator's devices on free ports instead\n`);
     const free = new PodSim({ ...config, devices: { ...config.devices, basePort: 0 } });
     await free.start();
@@ -109,14 +115,26 @@ async function startSim(config: ReturnType<typeof loadSimConfig>, out: NodeJS.Wr
 }
 
 export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
+  const set = o.ports ?? {};
   const simConfig = loadSimConfig(o.simConfig);
   if (o.redfishRacks === true) simConfig.devices.redfish ??= { basePort: 0, user: "admin", password: "podwarden-sim", limitRampKwPerS: 50, trays: 4 };
+  if (set.devices !== undefined) simConfig.devices.basePort = set.devices;
+  if (set.bmcs !== undefined && simConfig.devices.redfish !== undefined) simConfig.devices.redfish.basePort = set.bmcs;
+  if (set.faults !== undefined) simConfig.control.port = set.faults;
+  // a port set by a flag and taken: one line, before anything has started
+  const racks = simConfig.plant.racks;
+  await checkSetPorts([
+    { key: "broker", port: o.broker === undefined ? set.broker : undefined, host: "127.0.0.1" },
+    { key: "devices", port: set.devices, count: racks + 1, host: simConfig.devices.host },
+    { key: "bmcs", port: simConfig.devices.redfish === undefined ? undefined : set.bmcs, count: racks, host: simConfig.devices.host },
+    { key: "faults", port: set.faults, host: simConfig.control.host },
+  ]);
   // a broker already on the port (a local mosquitto, say): take a free port instead; the board
   // prints the actual one in its mosquitto_sub lines
   const broker =
     o.broker === undefined
-      ? await startEmbeddedBroker(o.brokerPort).catch((err: NodeJS.ErrnoException) => {
-          if (err.code === "EADDRINUSE") return startEmbeddedBroker(0);
+      ? await startEmbeddedBroker(set.broker ?? o.brokerPort).catch((err: NodeJS.ErrnoException) => {
+          if (err.code === "EADDRINUSE" && set.broker === undefined) return startEmbeddedBroker(0);
           throw err;
         })
       : null;
@@ -124,14 +142,14 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
   // the simulator's devices and its fault API on their configured ports, or, where one is taken
   // (a second demo, another program), on free ones, said on the output: it ended in a raw
   // EADDRINUSE stack trace (issue #51). The agent is pointed at whichever the devices got.
-  const sim = await startSim(simConfig, o.out);
+  const sim = await startSim(simConfig, o.out, set);
   const api = new SimControlApi(sim);
   let agent: PodPlane | null = null;
   let services: ServicePlane | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), "podwarden-demo-"));
   try {
     const controlPort = await api.listen(simConfig.control.port, simConfig.control.host).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== "EADDRINUSE") throw err;
+      if (err.code !== "EADDRINUSE" || set.faults !== undefined) throw err;
       o.out.write(`demo: the simulator's fault API port ${simConfig.control.port} is taken: on a free port instead (below)\n`);
       return api.listen(0, simConfig.control.host);
     });
@@ -160,23 +178,37 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
     const hmiPassword = randomBytes(9).toString("base64url");
     const usersFile = join(stateDir, "hmi-users.yaml");
     await setUser(usersFile, "demo", ["engineer"], hmiPassword);
-    data.hmi = { ...(data.hmi ?? {}), usersFile };
-    // the pod as a Redfish cooling unit, read-only, on a port of its own choosing
-    data.redfish = { ...(data.redfish ?? {}), enabled: true, port: 0 };
+    data.hmi = { ...(data.hmi ?? {}), usersFile, ...(set.hmi === undefined ? {} : { port: set.hmi }) };
+    if (set.metrics !== undefined) data.metrics = { ...(data.metrics ?? {}), port: set.metrics };
+    // the pod as a Redfish cooling unit, read-only, on a port of its own choosing (or the flag's)
+    data.redfish = { ...(data.redfish ?? {}), enabled: true, port: set.redfish ?? 0 };
     const config = validateAgentConfig(data, o.agentConfig);
+    await checkSetPorts([
+      { key: "hmi", port: config.hmi.enabled ? set.hmi : undefined, host: config.hmi.host },
+      { key: "metrics", port: config.metrics.enabled ? set.metrics : undefined, host: config.metrics.host },
+      { key: "redfish", port: set.redfish, host: config.redfish.host },
+    ]);
     // the demo logs to a file-less sink: the board is the interface
     const logs = new Logs(config.log, { site: config.site, pod: config.pod }, { write: () => true });
     // the agent on a thread of its own, the services here: the daemon's two planes (agent/plane/),
     // and the daemon's own service setup (cli/service-plane.ts), on free ports where the
     // configured ones are taken (a daemon or another demo on this host)
     agent = await ControlPlane.start({ config, hash: "demo", path: o.agentConfig }, logs);
-    services = await ServicePlane.start(agent, config, { logs, freePortIfTaken: true });
+    services = await ServicePlane.start(agent, config, { logs, freePortIfTaken: (service) => set[service] === undefined });
     const a = agent;
     const sv = services;
     const hmiUrl = sv.urls.hmi ?? null;
     const redfishUrl = sv.urls.redfish ?? "";
     let timer: NodeJS.Timeout | null = null;
-    const helpText = help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, sv.sparkplug !== null, `${redfishUrl}/ThermalEquipment/CDUs/${config.pod}`, stateDir);
+    const ports = portsLine({
+      broker: broker === null ? null : Number(new URL(broker.url).port),
+      devices: ["cdu", ...config.racks.map((r) => r.name)].map((d) => sim.portOf(d)).filter((p): p is number => p !== undefined),
+      bmcs: config.racks.map((r) => sim.portOf(`${r.name}.bmc`)).filter((p): p is number => p !== undefined),
+      faults: controlPort,
+      ...sv.urls,
+    });
+    o.out.write(`${ports}\n`);
+    const helpText = `${ports}\n` + help(brokerUrl, config.site, config.pod, controlPort, keyFile, config.uplink?.protocolVersion ?? 5, hmiUrl === null ? null : { url: hmiUrl, password: hmiPassword }, sv.sparkplug !== null, `${redfishUrl}/ThermalEquipment/CDUs/${config.pod}`, stateDir);
     if (o.boardMs > 0) {
       timer = setInterval(() => o.out.write(`\x1b[H\x1b[2J${renderBoard(a, sim)}\n\n${helpText}\n`), o.boardMs);
     }
@@ -190,6 +222,7 @@ export async function startDemo(o: DemoOptions): Promise<RunningDemo> {
       hmiUrl,
       hmiLogin: { name: "demo", password: hmiPassword },
       urls: sv.urls,
+      portsLine: ports,
       board: () => renderBoard(a, sim),
       help: () => helpText,
       stop: async () => {

@@ -4,7 +4,7 @@ import { packageVersion } from "../agent/version.js";
 export const HELP = `podwarden ${packageVersion()}: per-pod agent for liquid-cooled GPU racks
 
 usage:
-  podwarden demo [--broker <url>] [--broker-port <n>] [--sparkplug] [--redfish-racks]
+  podwarden demo [--broker <url>] [--<what>-port <n> | --free-ports] [--sparkplug] [--redfish-racks]
                                                          the demo pod: embedded broker + simulator + agent, live board
                                                          (--sparkplug: also a Sparkplug B edge node)
   podwarden run -c <config.yaml> [--first-start]        run the pod controller (the daemon);
@@ -84,6 +84,15 @@ options:
                           $STATE_DIRECTORY, or /var/lib/podwarden)
       --broker <url>      demo: use this MQTT broker instead of the embedded one
       --broker-port <n>   demo: port of the embedded broker (default 1883)
+      --device-port <n>   demo: the simulated Modbus devices' first port: the CDU on it, rack N on it + N (default 15020)
+      --bmc-port <n>      demo: the simulated rack BMCs' first port, with --redfish-racks: rack N on it + N - 1 (default: free ones)
+      --fault-port <n>    demo: the simulator's fault API (default 8502)
+      --hmi-port <n>      demo: the HMI (default 8470)
+      --metrics-port <n>  demo: metrics and health (default 9464)
+      --redfish-port <n>  demo: the pod's Redfish service (default: a free one)
+      --free-ports        demo: every port not set by a flag on a free one. A port set by a flag (0: a free one) that is
+                          in use stops the demo with one line; one left to its default moves to a free one, said. The
+                          ports the demo got are printed on one line at the start and under the board
       --sparkplug         demo: publish the pod as a Sparkplug B edge node too (docs/sparkplug.md)
       --redfish-racks     demo: read each rack's power and leak detector, and write its cap, through its simulated BMC over Redfish (docs/redfish.md)
       --group <g>         sparkplug-watch: the Sparkplug group id (default podwarden)

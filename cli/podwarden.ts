@@ -45,6 +45,13 @@ async function main(argv: string[]): Promise<number> {
         rack: { type: "string" },
         "state-dir": { type: "string" },
         "broker-port": { type: "string" },
+        "device-port": { type: "string" },
+        "bmc-port": { type: "string" },
+        "fault-port": { type: "string" },
+        "hmi-port": { type: "string" },
+        "metrics-port": { type: "string" },
+        "redfish-port": { type: "string" },
+        "free-ports": { type: "boolean" },
         "key-id": { type: "string" },
         out: { type: "string" },
         url: { type: "string" },
@@ -126,14 +133,14 @@ async function main(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case "demo": {
-        const port = Number(values["broker-port"] ?? "1883");
-        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--broker-port: ${values["broker-port"]} is not a port`);
+        const { demoPortsFromFlags } = await import("./demo-ports.js");
         const { demoCommand } = await import("./demo.js");
         return await demoCommand({
           simConfig: "configs/sim-pod.yaml",
           agentConfig: "configs/demo-pod.yaml",
           broker: values.broker,
-          brokerPort: port,
+          brokerPort: 1883,
+          ports: demoPortsFromFlags(values),
           boardMs: process.stdout.isTTY ? 1000 : 5000,
           out: process.stdout,
           interactive: true,

@@ -19,8 +19,9 @@ export interface ServicePlaneOptions {
   /**
    * A port that is taken (metrics, the HMI, Redfish): serve on a free one instead. The demo's, so
    * that it runs beside a daemon; a daemon's ports are the operator's, and a taken one is an error.
+   * A function says it per service: the demo's ports set by a flag are never moved.
    */
-  freePortIfTaken?: boolean;
+  freePortIfTaken?: boolean | ((service: "metrics" | "hmi" | "redfish") => boolean);
 }
 
 type UplinkConfig = AgentConfig["uplink"];
@@ -67,9 +68,10 @@ export class ServicePlane {
   }
 
   /** Listens on the configured port, or on a free one if it is taken and the options allow. */
-  private async listen(listen: (port: number | undefined) => Promise<number>, port: number): Promise<number> {
+  private async listen(what: "metrics" | "hmi" | "redfish", listen: (port: number | undefined) => Promise<number>, port: number): Promise<number> {
+    const free = this.o.freePortIfTaken;
     return await listen(undefined).catch((err: NodeJS.ErrnoException) => {
-      if (this.o.freePortIfTaken === true && err.code === "EADDRINUSE" && port !== 0) return listen(0);
+      if ((free === true || (typeof free === "function" && free(what))) && err.code === "EADDRINUSE" && port !== 0) return listen(0);
       throw err;
     });
   }
@@ -83,7 +85,7 @@ export class ServicePlane {
       () => this.sparkplug?.stats() ?? null,
     );
     try {
-      const port = await this.listen((p) => m.listen(p === undefined ? c.metrics : { ...c.metrics, port: p }), c.metrics.port);
+      const port = await this.listen("metrics", (p) => m.listen(p === undefined ? c.metrics : { ...c.metrics, port: p }), c.metrics.port);
       this.metrics = m;
       this.urls.metrics = url("http", c.metrics.host, port, "/metrics");
       this.log.info({ host: c.metrics.host, port }, "metrics and health on /metrics, /healthz, /readyz");
@@ -102,7 +104,7 @@ export class ServicePlane {
    * events included, is closed.
    */
   private async serve<S extends { listen(): Promise<number>; close(): Promise<void> }>(
-    what: string,
+    what: "hmi" | "redfish",
     e: { host: string; port: number; tls?: unknown },
     path: string,
     make: (port: number | undefined) => S,
@@ -110,7 +112,7 @@ export class ServicePlane {
     // the one being tried: a taken port closes it and makes the next
     const held: { server: S | null } = { server: null };
     try {
-      const port = await this.listen(async (p) => {
+      const port = await this.listen(what, async (p) => {
         await held.server?.close();
         held.server = make(p);
         return await held.server.listen();

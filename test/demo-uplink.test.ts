@@ -80,7 +80,7 @@ describe("the demo pod (npm start)", () => {
   });
 
   it("serves the pod as a Redfish cooling unit, at the URL its board prints", async () => {
-    const line = demo.help().split("\n").find((l) => l.includes("Redfish"));
+    const line = demo.help().split("\n").find((l) => l.includes("as a Redfish cooling unit"));
     const url = /curl -s (\S+)/.exec(line ?? "")?.[1];
     expect(url).toMatch(/\/redfish\/v1\/ThermalEquipment\/CDUs\/pod-a$/);
     const cdu = (await (await fetch(url!)).json()) as { EquipmentType: string; Status: { State: string } };
@@ -231,4 +231,58 @@ describe("the demo beside programs that have its ports", () => {
       for (const s of held) await new Promise<void>((r) => s.close(() => r()));
     }
   }, 60_000);
+});
+
+describe("the demo's ports set by flags (issue #51 item 5)", () => {
+  /** a port free now: bound on 0 by the system and let go */
+  const freePort = async (): Promise<number> => {
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
+    const port = (s.address() as AddressInfo).port;
+    await new Promise<void>((r) => s.close(() => r()));
+    return port;
+  };
+
+  it("listens on the ports the flags set and prints every port it got on one line", async () => {
+    const [hmi, faults, metrics] = [await freePort(), await freePort(), await freePort()];
+    const demo = await startDemo({ simConfig: "configs/sim-pod.yaml", agentConfig: "configs/demo-pod.yaml", brokerPort: 0, boardMs: 0, out: process.stdout, interactive: false, ports: { hmi, faults, metrics, devices: 0, redfish: 0 } });
+    try {
+      expect(new URL(demo.hmiUrl!).port).toBe(String(hmi));
+      expect(new URL(demo.controlUrl).port).toBe(String(faults));
+      expect(new URL(demo.urls.metrics!).port).toBe(String(metrics));
+      expect((await fetch(demo.hmiUrl!)).status).toBe(200);
+      const line = demo.portsLine;
+      expect(line).toMatch(/^ports: broker \d+, devices [\d,-]+, (BMCs [\d,-]+, )?fault API \d+, HMI \d+, metrics \d+, Redfish \d+$/);
+      expect(line).toContain(`HMI ${hmi}`);
+      expect(line).toContain(`fault API ${faults}`);
+      expect(line).toContain(`devices `);
+      // devices: 0 took free ones, not the config's 15020-15028, and the line names the ones it got
+      for (const d of ["cdu", "rack-1", "rack-8"]) expect(line).toContain(String(demo.sim.portOf(d)));
+      expect(demo.help().split("\n")[0]).toBe(line);
+    } finally {
+      await demo.stop();
+    }
+  }, 60_000);
+
+  it("a port set by a flag that another program holds stops the demo with one line naming it and its flag, and leaves nothing running", async () => {
+    const held = createServer();
+    await new Promise<void>((r) => held.listen(0, "127.0.0.1", () => r()));
+    const port = (held.address() as AddressInfo).port;
+    try {
+      for (const flag of ["--hmi-port", "--fault-port", "--device-port"]) {
+        const r = await run("node", ["dist/cli/podwarden.js", "demo", "--free-ports", flag, String(port)], 30_000);
+        expect(r.code, r.stderr).toBe(2);
+        const lines = r.stderr.trim().split("\n");
+        expect(lines, r.stderr).toHaveLength(1);
+        expect(lines[0]).toContain(`port ${port}`);
+        expect(lines[0]).toContain(`set by ${flag} is in use`);
+        expect(lines[0]).not.toMatch(/EADDRINUSE|at .*\.js/);
+      }
+      const bad = await run("node", ["dist/cli/podwarden.js", "demo", "--hmi-port", "70000"], 30_000);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr.trim()).toBe("podwarden: --hmi-port: 70000 is not a port (0-65535; 0 takes a free one)");
+    } finally {
+      await new Promise<void>((r) => held.close(() => r()));
+    }
+  }, 90_000);
 });
