@@ -14,6 +14,10 @@ usage:
   podwarden check-config -c <config.yaml> [--fail-safe]  validate a config and exit (0 valid, 2 invalid);
                                                          --fail-safe also prints every actuator's
                                                          behaviour per fault class (docs/safety.md)
+  podwarden check-config -c <config.yaml> --migrate [--out <new.yaml>]
+                                                         a config written for an earlier podwarden, migrated:
+                                                         the new file on stdout (or --out), each change and
+                                                         why on stderr; 0 if the result is valid, else 2
   podwarden reset-leak --rack <name> [-c <config.yaml>]  authorised reset of a rack's leak latch (refused while wet)
   podwarden io [--json] [-c <config.yaml>]              every field point live: value, quality, age, its device's
                                                          health (commissioning: docs/commissioning.md)
@@ -101,7 +105,7 @@ options:
       --users <file>      hmi-user: the HMI's users file (hmi.usersFile; created if missing)
       --name <n>          hmi-user: the login name
       --role <r>          hmi-user: observer, operator or engineer (several: comma-separated)
-      --out <dir>         keygen: where to write <id>.key and <id>.pub (default .);
+      --out <dir>         keygen: where to write <id>.key and <id>.pub (default .); check-config --migrate: the migrated file;
                           recording export: the CSV file (default stdout)
       --csv               recording export: as CSV
       --with-config <f>   recording replay: replay with this config's tuning instead of the recorded one

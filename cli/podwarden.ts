@@ -52,6 +52,7 @@ async function main(argv: string[]): Promise<number> {
         "metrics-port": { type: "string" },
         "redfish-port": { type: "string" },
         "free-ports": { type: "boolean" },
+        migrate: { type: "boolean" },
         "key-id": { type: "string" },
         out: { type: "string" },
         url: { type: "string" },
@@ -159,6 +160,10 @@ async function main(argv: string[]): Promise<number> {
         return await (await import("./daemon.js")).runDaemon(values.config, {}, { firstStart: values["first-start"] === true });
       case "check-config": {
         if (values.config === undefined) throw new UsageError("check-config needs -c <config.yaml>");
+        if (values.migrate === true) {
+          const { migrateCommand } = await import("./migrate-command.js");
+          return migrateCommand({ config: values.config, out: values.out, stdout: (t) => void process.stdout.write(t), stderr: (l) => void process.stderr.write(`${l}\n`) });
+        }
         const l = loadAgentConfig(values.config);
         for (const w of configWarnings(l.config)) log(`warning: ${w}`);
         log(`${values.config}: valid (site ${l.config.site}, pod ${l.config.pod}, ${l.config.racks.length} racks, ${l.config.modbus.devices.length} Modbus devices, sha256 ${l.hash.slice(0, 12)})`);

@@ -29,12 +29,17 @@ function keyPath(pointer: string): string {
     .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc === "" ? p : `${acc}.${p}`), "");
 }
 
-/** One ajv error as "key.path: reason". */
-export function describe(e: ErrorObject): string {
+/**
+ * One ajv error as "key.path: reason". `removed` names what took the place of a key the schema
+ * no longer has (issue #51: "unknown key" alone left the operator to guess it was removed).
+ */
+export function describe(e: ErrorObject, removed?: (path: string) => string | undefined): string {
   const at = keyPath(e.instancePath);
   switch (e.keyword) {
-    case "additionalProperties":
-      return `${at === "(top level)" ? "" : `${at}.`}${String(e.params.additionalProperty)}: unknown key`;
+    case "additionalProperties": {
+      const key = `${at === "(top level)" ? "" : `${at}.`}${String(e.params.additionalProperty)}`;
+      return `${key}: ${removed?.(key) ?? "unknown key"}`;
+    }
     case "required":
       return `${at === "(top level)" ? "" : `${at}.`}${String(e.params.missingProperty)}: required key is missing`;
     case "type":
@@ -47,6 +52,41 @@ export function describe(e: ErrorObject): string {
   }
 }
 
+/**
+ * Every ajv error described, where a value may take one of several forms (oneOf, anyOf) as one
+ * line listing each: `must be one of "open", "closed", "hold", or an object`, rather than one
+ * line per form that failed and a third saying it matched none (issue #51: the allowed values).
+ */
+export function problemsOf(errors: readonly ErrorObject[], removed?: (path: string) => string | undefined): string[] {
+  const consumed = new Set<ErrorObject>();
+  const out: string[] = [];
+  for (const e of errors) {
+    if (e.keyword !== "oneOf" && e.keyword !== "anyOf") continue;
+    const forms: string[] = [];
+    for (const sub of errors) {
+      if (sub === e || !sub.schemaPath.startsWith(`${e.schemaPath}/`)) continue;
+      // a form the value has, wrong inside: said on its own line, and named here
+      if (sub.instancePath.startsWith(`${e.instancePath}/`)) {
+        forms.push("an object (its problem below)");
+        continue;
+      }
+      if (sub.instancePath !== e.instancePath) continue;
+      if (sub.keyword === "enum") forms.push(...(sub.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)));
+      else if (sub.keyword === "const") forms.push(JSON.stringify(sub.params.allowedValue));
+      else if (sub.keyword === "type") forms.push(`${/^[aeiou]/.test(String(sub.params.type)) ? "an" : "a"} ${String(sub.params.type)}`);
+      else continue;
+      consumed.add(sub);
+    }
+    if (forms.length === 0) continue;
+    consumed.add(e);
+    const unique = [...new Set(forms)];
+    const list = unique.length === 1 ? unique[0] : `${unique.slice(0, -1).join(", ")}, or ${unique[unique.length - 1]}`;
+    out.push(`${keyPath(e.instancePath)}: must be ${unique.length === 1 ? "" : "one of "}${list}`);
+  }
+  for (const e of errors) if (!consumed.has(e) && e.keyword !== "if") out.push(describe(e, removed));
+  return out;
+}
+
 export interface Validator<T> {
   (data: unknown, file?: string): T;
   readonly schema: object;
@@ -55,13 +95,14 @@ export interface Validator<T> {
 /**
  * Compiles a schema into a function that validates (applying defaults) and returns typed data,
  * or throws a ConfigError listing every problem. `check` adds cross-field rules (min < max,
- * references that must resolve) and returns problems in the same "path: reason" form.
+ * references that must resolve) and returns problems in the same "path: reason" form; `removed`
+ * names a removed key's replacement (describe).
  */
-export function validator<T>(schema: object, check?: (data: T) => string[]): Validator<T> {
+export function validator<T>(schema: object, check?: (data: T) => string[], removed?: (path: string) => string | undefined): Validator<T> {
   const fn: ValidateFunction = ajv.compile(schema);
   const validate = (data: unknown, file = "config"): T => {
     if (!fn(data)) {
-      const problems = [...new Set((fn.errors ?? []).filter((e) => e.keyword !== "if").map(describe))];
+      const problems = [...new Set(problemsOf(fn.errors ?? [], removed))];
       throw new ConfigError(file, problems);
     }
     const extra = check?.(data as T) ?? [];

@@ -25,10 +25,10 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs a command to completion (killed after timeoutMs). */
-export function run(cmd: string, args: string[], timeoutMs = 20_000): Promise<RunResult> {
+/** Runs a command to completion (killed after timeoutMs), in `env` if given (else this process's). */
+export function run(cmd: string, args: string[], timeoutMs = 20_000, env?: NodeJS.ProcessEnv): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -18,6 +18,7 @@ import { podLayout } from "../../pod/layout.js";
 import { brokerUrls, type UplinkConfig } from "../uplink/schema.js";
 import { AGENT_SCHEMA, type AgentConfigData } from "./schema.js";
 import { expandProfiles, profileDirs, type ProfileSeen } from "./device-profiles.js";
+import { migrateConfigText, removedKeyHint } from "./migrations.js";
 
 /** The whole config, derived from the schema: each section's type comes from its owner's schema. */
 export type AgentConfig = AgentConfigData;
@@ -200,7 +201,7 @@ function uplinkProblems(u: UplinkConfig): string[] {
   return out;
 }
 
-export const validateAgentConfig = validator<AgentConfig>(AGENT_SCHEMA, crossChecks);
+export const validateAgentConfig = validator<AgentConfig>(AGENT_SCHEMA, crossChecks, removedKeyHint);
 
 export interface LoadedConfig {
   config: AgentConfig;
@@ -235,7 +236,18 @@ export function loadAgentConfig(path: string, env: NodeJS.ProcessEnv = process.e
   // an edited profile is a changed config (a reload takes it, mission control sees a new hash);
   // a config without profiles hashes as its text alone, as before profiles
   const profiles = new Map<string, string>();
-  const config = parseAgentConfig(text, path, env, (file, t) => profiles.set(file, t));
+  let config: AgentConfig;
+  try {
+    config = parseAgentConfig(text, path, env, (file, t) => profiles.set(file, t));
+  } catch (err) {
+    // a config an earlier podwarden accepted: say which command rewrites it (issue #51 item 3)
+    const m = err instanceof ConfigError ? migrateConfigText(text, path) : null;
+    if (m === null || (m.changes.length === 0 && m.cannot.length === 0)) throw err;
+    throw new ConfigError(path, [
+      ...(err as ConfigError).problems,
+      `this config was written for an earlier podwarden: \`podwarden check-config -c ${path} --migrate\` prints it migrated (${m.changes.length} change${m.changes.length === 1 ? "" : "s"}${m.cannot.length > 0 ? `, ${m.cannot.length} for you to decide` : ""}), each with its reason (docs/operations.md, Upgrading)`,
+    ]);
+  }
   const hash = createHash("sha256").update(text);
   for (const [file, t] of [...profiles].sort(([a], [b]) => (a < b ? -1 : 1))) hash.update(`\0profile ${basename(file)}\0${t}`);
   return { config, hash: hash.digest("hex"), path };
