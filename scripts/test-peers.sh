@@ -12,9 +12,9 @@
 # systemd for systemd-analyze verify and systemd-notify; openssl the test TLS certificates;
 # faketime to jump the wall clock under the daemon; util-linux for unshare (a tmpfs that fills
 # up); strace to see the spool's fsyncs; chromium the HMI's browser tests (driven headless by
-# playwright-core).
+# playwright-core); lintian and fakeroot to build and check the Debian package (npm run package).
 set -euo pipefail
-packages=(mosquitto mosquitto-clients nats-server python3-pymodbus python3-serial python3-serial-asyncio mbpoll socat systemd openssl faketime util-linux strace chromium)
+packages=(mosquitto mosquitto-clients nats-server python3-pymodbus python3-serial python3-serial-asyncio mbpoll socat systemd openssl faketime util-linux strace chromium lintian fakeroot)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

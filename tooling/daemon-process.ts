@@ -10,8 +10,9 @@ export interface Daemon {
 }
 
 /** `nodeFlags`: node's own flags before the script (a benchmark gives the daemon's shebang flags, DAEMON_NODE_FLAGS). */
-export function startDaemon(configFile: string, o: { wrap?: string[]; env?: NodeJS.ProcessEnv; nodeFlags?: string[]; args?: string[] } = {}): Daemon {
-  const cmd = [...(o.wrap ?? []), "node", ...(o.nodeFlags ?? []), "dist/cli/podwarden.js", "run", "-c", configFile, ...(o.args ?? [])];
+export function startDaemon(configFile: string, o: { wrap?: string[]; env?: NodeJS.ProcessEnv; nodeFlags?: string[]; args?: string[]; command?: string[] } = {}): Daemon {
+  // `command`: another podwarden than this checkout's build (the installed package's /usr/bin/podwarden)
+  const cmd = [...(o.wrap ?? []), ...(o.command ?? ["node", ...(o.nodeFlags ?? []), "dist/cli/podwarden.js"]), "run", "-c", configFile, ...(o.args ?? [])];
   const child = spawn(cmd[0], cmd.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...o.env } });
   const lines: Record<string, unknown>[] = [];
   let buf = "";
