@@ -24,10 +24,10 @@ import { podCommander } from "./pod-commander.js";
 import type { PodContext, PodFeature } from "./pod-context.js";
 import { ProblemRegistry } from "./problems.js";
 import { RecorderFeature } from "./recorder/recorder-feature.js";
+import { ReleaseFeature } from "./release/release-feature.js";
 import type { Alarm } from "./supervisor/alarms.js";
 import { Supervisor, type PodMode } from "./supervisor/supervisor.js";
 import { TuningFeature } from "./tuning/tuning-feature.js";
-
 export type { AgentEvent, PodStatus, ProblemReport } from "./pod-api.js";
 export { identityChange, sameStructure, stateDirOf, type CarriedState } from "./lifecycle.js";
 
@@ -102,7 +102,7 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
     this.valves = new ValveWatch(ctx);
     this.strokes = new StrokeFeature(ctx);
     this.recorder = new RecorderFeature(ctx);
-    this.features = [this.operator, this.tuning, this.valves, this.strokes, this.recorder];
+    this.features = [this.operator, this.tuning, this.valves, this.strokes, this.recorder, new ReleaseFeature(ctx)];
     this.loop = new PodLoop({ config: c, layout: this.layout, wiring: this.wiring, points: this.points, supervisor: this.supervisor, field: this.field.io, leak: this.field.leak, control: () => this.control, features: this.features, problems: this.problems, log: this.log });
     this.field.setHealthGate(() => this.loop.healthy()); // device leases are renewed only while it is
     this.commander = podCommander({ core: this, operator: this.operator, tuning: this.tuning, strokes: this.strokes, recorder: this.recorder });

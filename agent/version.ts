@@ -4,21 +4,28 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { findPackage } from "../lib/package-root.js";
 
+/** The version: the Debian package's where it was packaged (its build-info.json), else package.json's. */
 export function packageVersion(): string {
+  const packaged = buildInfo()?.version;
+  if (typeof packaged === "string") return packaged;
   const v = findPackage(import.meta.url)?.pkg.version;
   return typeof v === "string" ? v : "unknown";
 }
 
-/** The build's commit, with "-dirty" if the tree had changes then; null when unknown. */
-export function buildCommit(): string | null {
+function buildInfo(): { commit?: unknown; dirty?: unknown; version?: unknown } | null {
   const dir = findPackage(import.meta.url)?.dir;
   if (dir === undefined) return null;
   try {
-    const info = JSON.parse(readFileSync(join(dir, "dist", "build-info.json"), "utf8")) as { commit?: unknown; dirty?: unknown };
-    return typeof info.commit === "string" ? `${info.commit}${info.dirty === true ? "-dirty" : ""}` : null;
+    return JSON.parse(readFileSync(join(dir, "dist", "build-info.json"), "utf8")) as { commit?: unknown; dirty?: unknown; version?: unknown };
   } catch {
     return null;
   }
+}
+
+/** The build's commit, with "-dirty" if the tree had changes then; null when unknown. */
+export function buildCommit(): string | null {
+  const info = buildInfo();
+  return typeof info?.commit === "string" ? `${info.commit}${info.dirty === true ? "-dirty" : ""}` : null;
 }
 
 /** What --version prints: the version and the commit. */

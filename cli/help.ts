@@ -18,6 +18,10 @@ usage:
                                                          a config written for an earlier podwarden, migrated:
                                                          the new file on stdout (or --out), each change and
                                                          why on stderr; 0 if the result is valid, else 2
+  podwarden rollback [--status] [--state-dir <dir>] [-c <config.yaml>]
+                                                         back to the last good build (the health window's record)
+                                                         and the config it ran with, from the package kept aside
+                                                         at the upgrade; --status: the record, and what it would do
   podwarden reset-leak --rack <name> [-c <config.yaml>]  authorised reset of a rack's leak latch (refused while wet)
   podwarden io [--json] [-c <config.yaml>]              every field point live: value, quality, age, its device's
                                                          health (commissioning: docs/commissioning.md)

@@ -158,6 +158,11 @@ async function main(argv: string[]): Promise<number> {
       case "run":
         if (values.config === undefined) throw new UsageError("run needs -c <config.yaml>");
         return await (await import("./daemon.js")).runDaemon(values.config, {}, { firstStart: values["first-start"] === true });
+      case "rollback": {
+        const { rollbackCommand } = await import("./rollback-command.js");
+        // the state directory is not read from the config: the config in place may be the one that fails
+        return rollbackCommand({ stateDir: values["state-dir"] ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden", statusOnly: values.status === true, configFile: values.config, log });
+      }
       case "check-config": {
         if (values.config === undefined) throw new UsageError("check-config needs -c <config.yaml>");
         if (values.migrate === true) {

@@ -57,6 +57,9 @@ cp -r dist build package.json package-lock.json profiles "$lib/"
 # what runs on a controller: not the benchmarks, the test helpers, the repository's scripts
 # (test lanes, doc generation) or the source maps and text formats
 rm -rf "$lib/dist/bench" "$lib/dist/test" "$lib/dist/scripts"
+# the package's version in the build's record: what --version prints, and the health window's
+# name for this build (agent/version.ts)
+node -e 'const f=process.argv[1]; const i=JSON.parse(require("fs").readFileSync(f,"utf8")); i.version=process.argv[2]; require("fs").writeFileSync(f, JSON.stringify(i)+"\n")' "$lib/dist/build-info.json" "$version"
 find "$lib/dist" -name '*.js.map' -delete
 rm -f "$lib"/build/*.wat "$lib"/build/*.map
 install -d -m 0755 "$lib/agent/hmi"
@@ -113,7 +116,7 @@ commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 } > "$doc/copyright"
 chmod 0644 "$doc/copyright" "$doc/changelog.gz"
 
-for s in postinst prerm postrm; do install -m 0755 "deploy/deb/$s" "$root/DEBIAN/$s"; done
+for s in preinst postinst prerm postrm; do install -m 0755 "deploy/deb/$s" "$root/DEBIAN/$s"; done
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
 cat > "$root/DEBIAN/control" <<EOF
 Package: podwarden

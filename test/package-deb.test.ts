@@ -2,21 +2,25 @@
 // lintian with no errors; `apt-get install ./…deb` on this machine installs it offline, with its
 // user, directories and the config template; the installed podwarden prints its version and
 // commit, checks the template, runs a pod against the simulator as the service's user; its unit
-// passes systemd-analyze verify; an upgrade over itself keeps the config and the state; a
-// removal keeps both, a purge deletes both. The offline bundle's signature checks with the
+// passes systemd-analyze verify; its health window records it good. An upgrade to a deliberately
+// broken build (its Modbus driver dials the wrong port) keeps the config and the state and the
+// version it replaced, fails its health window saying why, and `podwarden rollback` returns to
+// the last good version with the config it ran with (issue #51 item 2). A removal keeps the
+// config and the state, a purge deletes both. The offline bundle's signature checks with the
 // fleet's public key and openssl alone, and fails for a changed package.
 //
 // It installs on this machine (as CI does, as root): a podwarden package already installed here
 // is someone's, and the test refuses to touch it.
 import { execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keygen } from "../agent/commands/send-command.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
-import { startDaemon, untilRunning } from "./helpers/daemon.js";
-import { run, stopProcess } from "./helpers/processes.js";
+import { startDaemon, untilRunning, type Daemon } from "./helpers/daemon.js";
+import { run, stopProcess, waitFor } from "./helpers/processes.js";
+import type { ReleaseRecord } from "../agent/release/release-feature.js";
 import { startTestSim } from "./helpers/sim.js";
 import { tempDir } from "./helpers/temp-dirs.js";
 
@@ -66,12 +70,18 @@ describe("the Debian package", () => {
     const r = await run("bash", ["scripts/package-deb.sh", "--version", V1, "--out", out, "--sign", join(dir, "fleet.key")], 300_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim().split("\n")).toEqual([deb1, join(out, "bundle", "SHA256SUMS.sig")]);
-    // the upgrade: the same package as a later version (repacked: a second build would only
-    // measure the packaging again)
+    // the upgrade: a later version, deliberately broken: repacked from the first with its version
+    // raised and its Modbus TCP transport dialling port 9, where no device answers
     const x = join(dir, "repack");
     execFileSync("dpkg-deb", ["-R", deb1, x]);
-    const control = join(x, "DEBIAN", "control");
-    writeFileSync(control, readFileSync(control, "utf8").replace(`Version: ${V1}`, `Version: ${V2}`));
+    const edit = (f: string, from: string, to: string): void => {
+      const text = readFileSync(join(x, f), "utf8");
+      expect(text).toContain(from);
+      writeFileSync(join(x, f), text.replace(from, to));
+    };
+    edit("DEBIAN/control", `Version: ${V1}`, `Version: ${V2}`);
+    edit("usr/lib/podwarden/dist/build-info.json", `"version":"${V1}"`, `"version":"${V2}"`);
+    edit("usr/lib/podwarden/dist/drivers/modbus/transports.js", "port: dc.tcp.port,", "port: 9,");
     execFileSync("fakeroot", ["dpkg-deb", "-Zgzip", "-z1", "--build", x, deb2], { stdio: "ignore" });
   }, 400_000);
 
@@ -112,13 +122,13 @@ describe("the Debian package", () => {
     expect(await verify()).toBe(0);
   });
 
-  it("installs offline with apt-get, runs as its user, verifies its unit, upgrades over itself and is removed, the config and the state kept", async () => {
+  it("installs offline with apt-get, runs as its user, verifies its unit; a broken upgrade fails its health window and rolls back; removed, the config and the state kept", async () => {
     await apt("install", deb1);
     expect(installed()).toBe(V1);
     // its version and the commit it was built from
     const built = (JSON.parse(readFileSync("dist/build-info.json", "utf8")) as { commit: string }).commit;
     const v = await run("/usr/bin/podwarden", ["--version"]);
-    expect(v.stdout.trim()).toMatch(new RegExp(`^podwarden 0\\.1\\.0 \\(commit ${built}(-dirty)?\\)$`));
+    expect(v.stdout.trim()).toMatch(new RegExp(`^podwarden ${V1.replace(/[.~]/g, "\\$&")} \\(commit ${built}(-dirty)?\\)$`));
     // the user, its directories, and the template as the config
     expect(hasUser()).toBe(true);
     expect(readFileSync("/etc/podwarden/pod.yaml", "utf8")).toBe(readFileSync("configs/pod-template.yaml", "utf8"));
@@ -133,55 +143,102 @@ describe("the Debian package", () => {
     expect(unit.code).toBe(0);
     expect(readFileSync("/lib/systemd/system/podwarden.service", "utf8")).toMatch(/^ExecStart=\/usr\/bin\/env node .* \/usr\/lib\/podwarden\/dist\/cli\/podwarden\.js run -c \/etc\/podwarden\/pod\.yaml$/m);
 
-    // the installed podwarden runs a pod, as the service's user, against the simulator
+    // the installed podwarden runs a pod, as the service's user, against the simulator, with the
+    // service's state directory; its first run here is recorded good after its health window
     const t = await startTestSim();
     const run1 = join(dir, "run");
-    mkdirSync(join(run1, "state"), { recursive: true });
+    mkdirSync(run1, { recursive: true });
     const data = demoConfigFor(t.sim, (c) => {
       c.pod = `${TEST_POD}-deb`;
-      c.stateDir = join(run1, "state");
+      c.stateDir = "/var/lib/podwarden";
       c.hmi = { ...(c.hmi as object | undefined), port: 0 };
       c.metrics = { ...(c.metrics as object | undefined), port: 0 };
+      c.release = { healthWindowS: 1 };
     });
     writeFileSync(join(run1, "agent.yaml"), stringify(data));
-    for (const p of [dir, run1, join(run1, "state"), join(run1, "agent.yaml")]) chownSync(p, podwardenUid, podwardenUid);
-    const d = startDaemon(join(run1, "agent.yaml"), { command: ["runuser", "-u", "podwarden", "--", "/usr/bin/podwarden"] });
+    for (const p of [dir, run1, join(run1, "agent.yaml")]) chownSync(p, podwardenUid, podwardenUid);
+    const installedPod = async (until: string, check?: (d: Daemon) => Promise<void>): Promise<Daemon> => {
+      const d = startDaemon(join(run1, "agent.yaml"), { command: ["runuser", "-u", "podwarden", "--", "/usr/bin/podwarden"] });
+      try {
+        await untilRunning(d, 60_000);
+        const said = (): string => JSON.stringify(d.lines.filter((l) => /window|trial|release/.test(String(l.msg)) || l.stderr !== undefined));
+        await waitFor(() => d.lines.some((l) => l.msg === until), until, 60_000).catch((err: Error) => {
+          throw new Error(`${err.message}: ${said()}`);
+        });
+        await check?.(d);
+      } finally {
+        await stopProcess(d.child);
+      }
+      return d;
+    };
+    const release = (): ReleaseRecord => JSON.parse(readFileSync("/var/lib/podwarden/release.json", "utf8")) as ReleaseRecord;
     try {
-      await untilRunning(d, 60_000);
-      // its HMI with the page's chart library (from the package's node_modules) and its health
-      const hmi = d.lines.find((l) => l.msg === "hmi served")?.url as string | undefined;
-      expect(hmi, JSON.stringify(d.lines.slice(-20))).toBeDefined();
-      expect((await fetch(hmi!)).status).toBe(200);
-      expect((await fetch(new URL("/uplot.js", hmi)).then((r) => r.text())).length).toBeGreaterThan(10_000);
-      const metrics = d.lines.find((l) => l.msg === "metrics and health on /metrics, /healthz, /readyz") as { port: number } | undefined;
-      expect([200, 503]).toContain((await fetch(`http://127.0.0.1:${metrics!.port}/healthz`)).status);
-      expect(d.lines.filter((l) => /could not start/.test(String(l.msg)))).toEqual([]);
+      await installedPod("health window passed: this build is recorded good", async (d) => {
+        // its HMI with the page's chart library (from the package's node_modules) and its health
+        const hmi = d.lines.find((l) => l.msg === "hmi served")?.url as string | undefined;
+        expect(hmi, JSON.stringify(d.lines.slice(-20))).toBeDefined();
+        expect((await fetch(hmi!)).status).toBe(200);
+        expect((await fetch(new URL("/uplot.js", hmi)).then((r) => r.text())).length).toBeGreaterThan(10_000);
+        const metrics = d.lines.find((l) => l.msg === "metrics and health on /metrics, /healthz, /readyz") as { port: number } | undefined;
+        expect([200, 503]).toContain((await fetch(`http://127.0.0.1:${metrics!.port}/healthz`)).status);
+        expect(d.lines.filter((l) => /could not start/.test(String(l.msg)))).toEqual([]);
+      });
+      expect(release().good?.version).toBe(V1);
+
+      // the operator's config and the pod's state, then the upgrade to the broken build
+      const edited = `${readFileSync("/etc/podwarden/pod.yaml", "utf8")}# edited at the pod\n`;
+      writeFileSync("/etc/podwarden/pod.yaml", edited);
+      writeFileSync("/var/lib/podwarden/marker", "kept\n");
+      await apt("install", deb2);
+      expect(installed()).toBe(V2);
+      expect(readFileSync("/etc/podwarden/pod.yaml", "utf8")).toBe(edited);
+      expect(readFileSync("/var/lib/podwarden/marker", "utf8")).toBe("kept\n");
+      // the version it replaced, kept aside whole with the config it ran with
+      expect(readFileSync("/var/lib/podwarden/releases/previous/pod.yaml", "utf8")).toBe(edited);
+      expect(readFileSync("/var/lib/podwarden/releases/previous/root/DEBIAN/control", "utf8")).toContain(`Version: ${V1}`);
+      // its window fails: no device answers as under V1
+      await installedPod("health window failed");
+      expect(release().good?.version).toBe(V1);
+      expect(release().failed?.version).toBe(V2);
+      expect(release().failed?.why.join("; ")).toMatch(new RegExp(`devices cdu, rack-1, .*rack-8(#leak)? answered under ${V1.replace(/[.~]/g, "\\$&")} \\(commit [0-9a-f]{12}\\) and do not now`));
+
+      // the operator changed the config for the new version; rollback: the status first, then back
+      const forV2 = `${edited}# changed for ${V2}\n`;
+      writeFileSync("/etc/podwarden/pod.yaml", forV2);
+      const status = await run("/usr/bin/podwarden", ["rollback", "--status", "--state-dir", "/var/lib/podwarden"]);
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toContain(`failed:      ${V2}`);
+      expect(status.stdout).toContain(`rollback would install ${V1}, with the config it ran with`);
+      expect(installed()).toBe(V2);
+      const back = await run("/usr/bin/podwarden", ["rollback", "--state-dir", "/var/lib/podwarden"], 180_000);
+      expect(back.code, back.stdout + back.stderr).toBe(0);
+      expect(installed()).toBe(V1);
+      expect(readFileSync("/etc/podwarden/pod.yaml", "utf8")).toBe(edited);
+      const kept = readdirSync("/etc/podwarden").filter((f) => f.startsWith("pod.yaml.rolled-back-"));
+      expect(kept).toHaveLength(1);
+      expect(readFileSync(join("/etc/podwarden", kept[0]), "utf8")).toBe(forV2);
+      // V1 again: the last good build, no window; and a second rollback has nothing to do
+      const again = await installedPod("podwarden running");
+      expect(again.lines.some((l) => typeof l.msg === "string" && l.msg.startsWith("on trial"))).toBe(false);
+      const none = await run("/usr/bin/podwarden", ["rollback", "--state-dir", "/var/lib/podwarden"]);
+      expect(none.code).toBe(1);
+      expect(none.stdout).toContain(`rollback: the last good build, ${V1}`);
     } finally {
-      await stopProcess(d.child);
       await t.stop();
     }
-    expect(d.lines.some((l) => l.msg === "podwarden running")).toBe(true);
-
-    // the operator's config and the pod's state, then an upgrade over itself
-    const edited = `${readFileSync("/etc/podwarden/pod.yaml", "utf8")}# edited at the pod\n`;
-    writeFileSync("/etc/podwarden/pod.yaml", edited);
-    writeFileSync("/var/lib/podwarden/latches.json", '{"kept":true}\n');
-    await apt("install", deb2);
-    expect(installed()).toBe(V2);
-    expect(readFileSync("/etc/podwarden/pod.yaml", "utf8")).toBe(edited);
-    expect(readFileSync("/var/lib/podwarden/latches.json", "utf8")).toBe('{"kept":true}\n');
-    expect((await run("/usr/bin/podwarden", ["--version"])).code).toBe(0);
 
     // removed: the program goes, the config and the state stay
+    const config = readFileSync("/etc/podwarden/pod.yaml", "utf8");
     await apt("remove", "podwarden");
     expect(installed()).toBe("config-files");
     expect(existsSync("/usr/lib/podwarden")).toBe(false);
     expect(existsSync("/usr/bin/podwarden")).toBe(false);
-    expect(readFileSync("/etc/podwarden/pod.yaml", "utf8")).toBe(edited);
-    expect(readFileSync("/var/lib/podwarden/latches.json", "utf8")).toBe('{"kept":true}\n');
+    expect(readFileSync("/etc/podwarden/pod.yaml", "utf8")).toBe(config);
+    expect(readFileSync("/var/lib/podwarden/marker", "utf8")).toBe("kept\n");
+    expect(release().good?.version).toBe(V1);
     // reinstalled, it takes them up again; purged, both go
-    await apt("install", deb2);
-    expect(readFileSync("/etc/podwarden/pod.yaml", "utf8")).toBe(edited);
+    await apt("install", deb1);
+    expect(readFileSync("/etc/podwarden/pod.yaml", "utf8")).toBe(config);
     await apt("purge", "podwarden");
     expect(installed()).toBeNull();
     expect(existsSync("/etc/podwarden")).toBe(false);

@@ -13,6 +13,7 @@ import { REDFISH_SCHEMA } from "../redfish/schema.js";
 import { LOG_SCHEMA } from "../log-schema.js";
 import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
 import { RECORDER_SCHEMA } from "../recorder/schema.js";
+import { RELEASE_SCHEMA } from "../release/schema.js";
 import { PARTIAL_STROKE_SCHEMA, VALVE_HEALTH_SCHEMA } from "../health/schema.js";
 import { SUPERVISOR_SCHEMA } from "../supervisor/schema.js";
 import { UPLINK_SCHEMA, type UplinkConfig } from "../uplink/schema.js";
@@ -42,6 +43,7 @@ export const AGENT_SCHEMA = {
       mqttIngest: optional(typed<IngestConfig>(MQTT_INGEST_SCHEMA)),
       redfishClient: REDFISH_CLIENT_SCHEMA,
       recorder: RECORDER_SCHEMA,
+      release: RELEASE_SCHEMA,
       valveHealth: VALVE_HEALTH_SCHEMA,
       partialStroke: PARTIAL_STROKE_SCHEMA,
       log: LOG_SCHEMA,

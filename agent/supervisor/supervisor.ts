@@ -144,6 +144,12 @@ export class Supervisor {
     return this.maintenance_;
   }
 
+  /** Each device's health at the last pass (its breaker: answering or not), alarms' delays aside. */
+  get devices(): SupervisorInputs["devices"] {
+    return this.devices_;
+  }
+  private devices_: SupervisorInputs["devices"] = [];
+
   /** The pod power budget in force: mission control's, if it set one, else the configured one. */
   get powerBudgetKw(): number {
     return this.budgetOverrideKw ?? this.s.powerBudget.podKw;
@@ -187,6 +193,7 @@ export class Supervisor {
     const starting = this.mode_ === "Starting";
 
     // ---- devices ---------------------------------------------------------------------------
+    this.devices_ = i.devices;
     for (const d of i.devices) a.update(`device:${d.name}`, !d.ok && !starting, { severity: "Warning", source: d.name, message: `device ${d.name} ${d.why}` });
 
     // ---- loops -----------------------------------------------------------------------------
