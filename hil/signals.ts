@@ -82,6 +82,8 @@ export const ALARM_IDS = {
     "state:strokes",
     "state:strokes-write",
     "recorder",
+    "release:health-window",
+    "state:release",
     "config:rejected",
     "service:metrics",
     "service:hmi",
