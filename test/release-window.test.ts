@@ -65,21 +65,20 @@ describe("the health window in the daemon", () => {
   const record = (): ReleaseRecord => JSON.parse(readFileSync(join(stateDir, "release.json"), "utf8")) as ReleaseRecord;
   const config = join(dir, "agent.yaml");
 
+  let data: Record<string, unknown>;
+  const writeConfig = (patch: Record<string, unknown> = {}): void => writeFileSync(config, stringify({ ...data, ...patch }));
+
   beforeAll(async () => {
     t = await startTestSim();
     mkdirSync(stateDir, { recursive: true });
-    writeFileSync(
-      config,
-      stringify(
-        demoConfigFor(t.sim, (c) => {
-          c.pod = `${TEST_POD}-release`;
-          c.stateDir = stateDir;
-          c.hmi = { ...(c.hmi as object | undefined), enabled: false };
-          c.metrics = { ...(c.metrics as object | undefined), enabled: false };
-          c.release = { healthWindowS: 2 };
-        }),
-      ),
-    );
+    data = demoConfigFor(t.sim, (c) => {
+      c.pod = `${TEST_POD}-release`;
+      c.stateDir = stateDir;
+      c.hmi = { ...(c.hmi as object | undefined), enabled: false };
+      c.metrics = { ...(c.metrics as object | undefined), enabled: false };
+      c.release = { healthWindowS: 2 };
+    }) as Record<string, unknown>;
+    writeConfig();
   });
   afterAll(async () => {
     await t?.stop();
@@ -141,4 +140,34 @@ describe("the health window in the daemon", () => {
     expect(record().failed?.why).toEqual([`the daemon started ${TRIAL_STARTS_MAX} times on this build without reaching its health window's end (a crash loop?)`]);
     expect(record().trial).toBeNull();
   }, 120_000);
+
+  it("does not count a reload that builds the pod anew as another start of the build on trial", async () => {
+    // another build was the last good one, and this one's window is long enough for a reload in it
+    const r = record();
+    writeFileSync(join(stateDir, "release.json"), JSON.stringify({ good: { ...r.good!, version: "0.0.9", commit: "0123456789abcdef" }, trial: null, failed: null }));
+    writeConfig({ release: { healthWindowS: 600 } });
+    const d = startDaemon(config);
+    const trials = (): number => d.lines.filter((l) => typeof l.msg === "string" && l.msg.startsWith("on trial")).length;
+    try {
+      await untilRunning(d, 60_000);
+      await waitFor(() => trials() === 1, "on trial", 30_000);
+      expect(record().trial?.starts).toBe(1);
+      // a recorder change rebuilds the pod's internals (agent/lifecycle.ts sameStructure)
+      writeConfig({ release: { healthWindowS: 600 }, recorder: { maxFiles: 7 } });
+      d.child.kill("SIGHUP");
+      await waitFor(() => trials() === 2, "the rebuilt pod on trial again", 60_000);
+      expect(record().trial?.starts).toBe(1);
+    } finally {
+      await stopProcess(d.child);
+    }
+    // a new process is another start
+    const next = startDaemon(config);
+    try {
+      await untilRunning(next, 60_000);
+      expect(record().trial?.starts).toBe(2);
+    } finally {
+      await stopProcess(next.child);
+      writeConfig();
+    }
+  }, 180_000);
 });

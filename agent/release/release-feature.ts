@@ -45,6 +45,9 @@ export function currentRelease(): ReleaseId {
   return { version: packageVersion(), commit: buildCommit() };
 }
 
+/** Whether this process has counted its start of the build on trial. */
+let trialCounted = false;
+
 export class ReleaseFeature implements PodFeature {
   readonly name = "release";
   private readonly store: JsonStateFile<ReleaseRecord> | null;
@@ -75,7 +78,11 @@ export class ReleaseFeature implements PodFeature {
     const r = this.record;
     if (r.good !== null && sameRelease(r.good, this.running)) return;
     if (r.failed !== null && sameRelease(r.failed, this.running)) this.raise(r.failed.why);
-    const starts = r.trial !== null && sameRelease(r.trial, this.running) ? r.trial.starts + 1 : 1;
+    // a reload that builds the pod anew starts this feature again in the same process: that is
+    // not another start of the build, and must not count toward a crash loop
+    const again = r.trial !== null && sameRelease(r.trial, this.running);
+    const starts = again ? r.trial!.starts + (trialCounted ? 0 : 1) : 1;
+    trialCounted = true;
     if (starts > TRIAL_STARTS_MAX) {
       this.conclude({ ok: false, why: [`the daemon started ${starts - 1} times on this build without reaching its health window's end (a crash loop?)`] });
       return;
