@@ -115,6 +115,21 @@ commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   done | sort -u)
 } > "$doc/copyright"
 chmod 0644 "$doc/copyright" "$doc/changelog.gz"
+# a manual page: the usage text, as `podwarden --help` prints it
+man="$root/usr/share/man/man1"
+install -d -m 0755 "$man"
+{
+  echo ".TH PODWARDEN 1 \"$(git log -1 --format=%cs 2>/dev/null || date +%F)\" \"podwarden $version\" \"User Commands\""
+  echo ".SH NAME"
+  echo "podwarden \\- per-pod agent for liquid-cooled GPU racks"
+  echo ".SH DESCRIPTION"
+  echo ".nf"
+  node dist/cli/podwarden.js --help | sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"
+  echo ".fi"
+  echo ".SH SEE ALSO"
+  echo "The operator's guide and the rest of the documentation: docs/ in the source, operations.md first."
+} | gzip -9n > "$man/podwarden.1.gz"
+chmod 0644 "$man/podwarden.1.gz"
 
 for s in preinst postinst prerm postrm; do install -m 0755 "deploy/deb/$s" "$root/DEBIAN/$s"; done
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"

@@ -99,7 +99,7 @@ describe("the Debian package", () => {
     expect(l.code, l.stdout + l.stderr).toBe(0);
     const files = execFileSync("dpkg-deb", ["-c", deb1], { encoding: "utf8", maxBuffer: 64 << 20 });
     for (const dev of ["vitest", "typescript", "assemblyscript", "playwright-core", "eslint"]) expect(files).not.toContain(`/node_modules/${dev}/`);
-    for (const need of ["./usr/lib/podwarden/dist/cli/podwarden.js", "./usr/lib/podwarden/build/hotpath.release.wasm", "./usr/lib/podwarden/node_modules/modbus-serial/", "./usr/lib/podwarden/agent/hmi/static/", "./lib/systemd/system/podwarden.service", "./usr/share/podwarden/pod-template.yaml", "./usr/bin/podwarden -> ../lib/podwarden/dist/cli/podwarden.js"]) expect(files).toContain(need);
+    for (const need of ["./usr/lib/podwarden/dist/cli/podwarden.js", "./usr/lib/podwarden/build/hotpath.release.wasm", "./usr/lib/podwarden/node_modules/modbus-serial/", "./usr/lib/podwarden/agent/hmi/static/", "./lib/systemd/system/podwarden.service", "./usr/share/podwarden/pod-template.yaml", "./usr/share/man/man1/podwarden.1.gz", "./usr/bin/podwarden -> ../lib/podwarden/dist/cli/podwarden.js"]) expect(files).toContain(need);
     const bindings = files.split("\n").filter((f) => f.endsWith(".node")).map((f) => f.split(/\s+/).pop());
     const prebuild = { amd64: "linux-x64", arm64: "linux-arm64", armhf: "linux-arm" }[arch];
     expect(bindings.length).toBeGreaterThan(0);
