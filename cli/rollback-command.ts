@@ -8,7 +8,7 @@
 // when the version kept aside is not the last good one, or the last good one already runs.
 // `--status` prints the record and what rollback would do, and changes nothing.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, readFileSync, statSync, chownSync, chmodSync } from "node:fs";
+import { copyFileSync, existsSync, statSync, chownSync, chmodSync } from "node:fs";
 import { join } from "node:path";
 import { checkReleaseRecord, currentRelease, RELEASE_FILE, type ReleaseRecord } from "../agent/release/release-feature.js";
 import { releaseName, sameRelease, type ReleaseId } from "../agent/release/health-window.js";
@@ -40,7 +40,14 @@ export function rollbackCommand(o: RollbackOptions): number {
   const configFile = o.configFile ?? "/etc/podwarden/pod.yaml";
   const recordFile = join(o.stateDir, RELEASE_FILE);
   let record: ReleaseRecord | null = null;
-  if (existsSync(recordFile)) record = checkReleaseRecord(JSON.parse(readTextBounded(recordFile)));
+  if (existsSync(recordFile)) {
+    try {
+      record = checkReleaseRecord(JSON.parse(readTextBounded(recordFile)));
+    } catch (err) {
+      o.log(`rollback: ${recordFile} cannot be read (${(err as Error).message}): which build was good is unknown`);
+      return 1;
+    }
+  }
   const running = currentRelease();
   const previous = join(o.stateDir, "releases", "previous");
   const aside = kept(previous);
@@ -59,7 +66,7 @@ export function rollbackCommand(o: RollbackOptions): number {
   if (aside === null) return refuse(`no earlier version is kept aside in ${previous} (the package keeps the one it replaces at each upgrade)`);
   if (!sameRelease(aside.id, record.good)) return refuse(`the version kept aside, ${releaseName(aside.id)}, is not the last good one, ${releaseName(record.good)}`);
   const savedConfig = join(previous, "pod.yaml");
-  const configBack = existsSync(savedConfig) && existsSync(configFile) && readFileSync(savedConfig, "utf8") !== readFileSync(configFile, "utf8");
+  const configBack = existsSync(savedConfig) && existsSync(configFile) && readTextBounded(savedConfig) !== readTextBounded(configFile);
   o.log(`rollback ${o.statusOnly ? "would install" : "installs"} ${aside.deb}${configBack ? `, with the config it ran with (${configFile} kept as ${configFile}.rolled-back-<time>)` : ""}`);
   if (o.statusOnly) return 0;
   if (process.getuid?.() !== 0) return refuse("run it as root: it installs a package");
@@ -68,8 +75,9 @@ export function rollbackCommand(o: RollbackOptions): number {
   const deb = join(o.stateDir, "releases", `podwarden_${aside.deb}_${aside.arch}.deb`);
   const build = spawnSync("dpkg-deb", ["--root-owner-group", "-Zgzip", "-z1", "--build", join(previous, "root"), deb], { encoding: "utf8" });
   if (build.status !== 0) return refuse(`the kept version's package could not be built: ${build.stderr.trim()}`);
+  let was: string | null = null;
   if (configBack) {
-    const was = `${configFile}.rolled-back-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    was = `${configFile}.rolled-back-${new Date().toISOString().replace(/[:.]/g, "-")}`;
     copyFileSync(configFile, was);
     const st = statSync(configFile);
     copyFileSync(savedConfig, configFile);
@@ -78,7 +86,11 @@ export function rollbackCommand(o: RollbackOptions): number {
     o.log(`config: ${configFile} is the one ${releaseName(aside.id)} ran with; the one in place was kept as ${was}`);
   }
   const install = spawnSync("apt-get", ["install", "-y", "-q", "--allow-downgrades", "--no-install-recommends", deb], { encoding: "utf8", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
-  if (install.status !== 0) return refuse(`apt-get could not install ${deb}: ${install.stderr.trim() || install.stdout.trim()}`);
+  if (install.status !== 0) {
+    // the config goes back to the one in place: the program did not change
+    if (was !== null) copyFileSync(was, configFile);
+    return refuse(`apt-get could not install ${deb}: ${install.stderr.trim() || install.stdout.trim()}${was === null ? "" : `; ${configFile} is the one in place again`}`);
+  }
   o.log(`rolled back to ${releaseName(aside.id)} (package ${aside.deb}); the service restarted on it if it was running`);
   return 0;
 }

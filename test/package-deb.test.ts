@@ -109,6 +109,27 @@ describe("the Debian package", () => {
     expect(info).toContain(`Architecture: ${arch}`);
   }, 300_000);
 
+  it("rollback puts the config in place back when the kept version cannot be installed", async () => {
+    // a state directory with a good build kept aside whose package apt-get refuses (a dependency
+    // no repository has): nothing on the machine changes, and the config is the one it found
+    const state = join(dir, "rollback-state");
+    const root = join(state, "releases", "previous", "root");
+    mkdirSync(join(root, "DEBIAN"), { recursive: true });
+    mkdirSync(join(root, "usr/lib/podwarden/dist"), { recursive: true });
+    writeFileSync(join(root, "usr/lib/podwarden/dist/build-info.json"), JSON.stringify({ commit: "0123456789abcdef", dirty: false, version: "0.0.9~kept" }));
+    writeFileSync(join(root, "DEBIAN/control"), `Package: podwarden\nVersion: 0.0.9~kept\nArchitecture: ${arch}\nMaintainer: test <test@podwarden.invalid>\nDepends: podwarden-test-no-such-package\nDescription: kept aside\n a rollback test\n`);
+    writeFileSync(join(state, "releases", "previous", "pod.yaml"), "site: kept\n");
+    writeFileSync(join(state, "release.json"), JSON.stringify({ good: { version: "0.0.9~kept", commit: "0123456789abcdef", at: "2026-12-01T00:00:00Z", devices: [], criticals: [] }, trial: null, failed: null }));
+    const config = join(dir, "rollback-pod.yaml");
+    writeFileSync(config, "site: in-place\n");
+    const r = await run("node", ["dist/cli/podwarden.js", "rollback", "--state-dir", state, "-c", config], 180_000);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toContain("rollback: apt-get could not install");
+    expect(r.stdout).toContain(`${config} is the one in place again`);
+    expect(readFileSync(config, "utf8")).toBe("site: in-place\n");
+    expect(installed()).toBeNull();
+  }, 200_000);
+
   it("signs the offline bundle: its SHA256SUMS checks with the fleet's public key and openssl, and a changed package does not", async () => {
     const b = join(out, "bundle");
     const verify = async (): Promise<number | null> => (await run("openssl", ["pkeyutl", "-verify", "-pubin", "-inkey", join(dir, "fleet.pub"), "-rawin", "-in", join(b, "SHA256SUMS"), "-sigfile", join(b, "SHA256SUMS.sig")])).code;

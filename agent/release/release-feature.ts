@@ -61,11 +61,6 @@ export class ReleaseFeature implements PodFeature {
     this.store = ctx.stateDir === undefined ? null : new JsonStateFile(join(ctx.stateDir, RELEASE_FILE), checkReleaseRecord);
   }
 
-  /** The record as it stands (the status and the tests read it). */
-  state(): ReleaseRecord & { running: ReleaseId; onTrial: boolean } {
-    return { ...structuredClone(this.record), running: this.running, onTrial: this.window !== null };
-  }
-
   start(): void {
     const log = this.ctx.log("release");
     if (this.store === null) {
