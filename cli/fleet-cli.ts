@@ -1,4 +1,4 @@
-// `podwarden fleet watch | command | record | emulate`: the fleet subcommands' arguments checked
+// `podwarden fleet watch | command | config push | record | emulate`: the fleet subcommands' arguments checked
 // and handed to their code (fleet-command.ts, fleet-emulate.ts, fleet/session.ts), each imported
 // when it runs.
 import { writeFileSync } from "node:fs";
@@ -28,9 +28,13 @@ export interface FleetArgs {
   "alarm-every"?: string;
   keepalive?: string;
   "public-key"?: string;
+  canary?: string;
+  batch?: string;
+  window?: string;
+  vars?: string;
 }
 
-export async function fleetCli(sub: string | undefined, name: string | undefined, values: FleetArgs, log: (line: string) => void): Promise<number> {
+export async function fleetCli(sub: string | undefined, name: string | undefined, values: FleetArgs, log: (line: string) => void, file?: string): Promise<number> {
   if (values.url === undefined) throw new UsageError("fleet needs --url <broker>[,<broker>...]");
   const whole = (v: string | undefined, what: string, def: number, min = 1): number => {
     if (v === undefined) return def;
@@ -56,6 +60,28 @@ export async function fleetCli(sub: string | undefined, name: string | undefined
     if (name === undefined || pods === undefined || values.key === undefined || values["key-id"] === undefined) throw new UsageError("fleet command needs <name> --pods <site/pod>[,...] --key <file> --key-id <id>");
     const ok = await fleetCommand({ ...common, pods, command: name, params: values.params ?? "{}", keyFile: values.key, keyId: values["key-id"], timeoutMs: whole(values.timeout, "--timeout", 10) * 1000 });
     return ok === pods.length ? 0 : 1;
+  }
+  if (sub === "config") {
+    const selectors = list(values.pods);
+    if (name !== "push" || file === undefined || selectors === undefined || values.key === undefined || values["key-id"] === undefined) {
+      throw new UsageError("fleet config push <file> --pods <site/pod or pattern>[,...] --key <file> --key-id <id> [--canary <site/pod>] [--batch <n>] [--window <s>] [--vars <file.json>]");
+    }
+    const { fleetConfigPush } = await import("./fleet-command.js");
+    const outcomes = await fleetConfigPush({
+      ...common,
+      file,
+      selectors,
+      varsFile: values.vars,
+      keyFile: values.key,
+      keyId: values["key-id"],
+      canary: values.canary,
+      batchSize: whole(values.batch, "--batch", 5),
+      windowS: values.window === undefined ? undefined : whole(values.window, "--window", 1),
+      timeoutMs: whole(values.timeout, "--timeout", 10) * 1000,
+    });
+    const kept = outcomes.filter((o) => o.result === "applied" || o.result === "unchanged").length;
+    log(`${kept} of ${outcomes.length} pods run the pushed config; ${outcomes.filter((o) => o.result === "reverted").length} put it back, ${outcomes.filter((o) => o.result === "refused").length} refused it, ${outcomes.filter((o) => o.result === "no answer").length} silent, ${outcomes.filter((o) => o.result === "not pushed").length} not pushed`);
+    return kept === outcomes.length ? 0 : 1;
   }
   if (sub === "record") {
     const pod = values.pods;
@@ -90,5 +116,5 @@ export async function fleetCli(sub: string | undefined, name: string | undefined
     });
     return 0;
   }
-  throw new UsageError("fleet watch | fleet command <name> | fleet record | fleet emulate");
+  throw new UsageError("fleet watch | fleet command <name> | fleet config push <file> | fleet record | fleet emulate");
 }

@@ -71,6 +71,11 @@ usage:
                                                          events and telemetry counted by seq (gaps, losses)
   podwarden fleet command <name> --url <broker> --pods <site/pod>[,...] --key <file> --key-id <id> [--params <json>]
                                                          sign and send a command to each pod, print each answer
+  podwarden fleet config push <file> --url <broker> --pods <site/pod or pattern>[,...] --key <file> --key-id <id>
+                        [--canary <site/pod>] [--batch <n>] [--window <s>] [--vars <file.json>]
+                                                         push a config: a canary pod, then batches, each pod
+                                                         keeping it only after its health window; stops at the
+                                                         first pod that does not keep it
   podwarden fleet record --url <broker> --pods <site/pod> --out <file> [--seconds <n>]
                                                          record a pod's session (retained state, telemetry, events)
                                                          for the pod emulator (default 60 s)
@@ -138,8 +143,14 @@ options:
       --consumers <n>     fleet watch: connections opened in the group (default 1)
       --every <s>         fleet watch, fleet emulate: seconds between summary lines (default 5)
       --json              io, scan: JSON; fleet watch, fleet emulate: a JSON object per line instead of words
-      --pods <list>       fleet command: the pods addressed, site/pod, comma-separated
-      --timeout <s>       fleet command: how long to wait for the answers (default 10)
+      --pods <list>       fleet command: the pods addressed, site/pod, comma-separated; fleet config push: also
+                          patterns (site-a/*, */pod-1) matched against the pods that have said their state
+      --canary <site/pod> fleet config push: the pod pushed to first, alone (default the first chosen)
+      --batch <n>         fleet config push: pods pushed to at once after the canary (default 5)
+      --window <s>        fleet config push: each pod's health window (default its configPush.healthWindowS)
+      --vars <file>       fleet config push: each pod's values for its {{name}} placeholders, JSON
+                          {"<site/pod>" or "*": {"<name>": value}}; {{site}} and {{pod}} are always given
+      --timeout <s>       fleet command, fleet config push: how long to wait for an answer (default 10)
       --count <n>         fleet emulate: pods emulated (default 100), named <site>/emu-<k>
       --first <k>         fleet emulate: the first pod's number (default 0: several processes, one fleet)
       --session <file>    fleet emulate: the recorded session played (default configs/fleet/demo-pod-session.json)

@@ -109,6 +109,10 @@ async function main(argv: string[]): Promise<number> {
         "telemetry-every": { type: "string" },
         keepalive: { type: "string" },
         "public-key": { type: "string" },
+        canary: { type: "string" },
+        batch: { type: "string" },
+        window: { type: "string" },
+        vars: { type: "string" },
         html: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -321,7 +325,7 @@ async function main(argv: string[]): Promise<number> {
         return r.status === "ok" ? 0 : 1;
       }
       case "fleet":
-        return await (await import("./fleet-cli.js")).fleetCli(positionals[1], positionals[2], values, log);
+        return await (await import("./fleet-cli.js")).fleetCli(positionals[1], positionals[2], values, log, positionals[3]);
       case "sim":
         if (values.config === undefined) throw new UsageError("sim needs -c <sim.yaml>");
         await (await import("./sim-command.js")).simCommand(values.config, values.scenario, log, values.rtu);

@@ -12,6 +12,7 @@ import type { PodPlane } from "../agent/plane/pod-plane.js";
 import type { RedfishServer } from "../agent/redfish/server.js";
 import type { SparkplugEdgeNode } from "../agent/uplink/sparkplug/edge-node.js";
 import type { Uplink } from "../agent/uplink/uplink.js";
+import type { LocalCommands } from "../agent/uplink/command-service.js";
 import { packageVersion } from "../agent/version.js";
 
 export interface ServicePlaneOptions {
@@ -22,6 +23,8 @@ export interface ServicePlaneOptions {
    * A function says it per service: the demo's ports set by a flag are never moved.
    */
   freePortIfTaken?: boolean | ((service: "metrics" | "hmi" | "redfish") => boolean);
+  /** commands the daemon carries out on this plane (a pushed config: agent/config-push/) */
+  localCommands?: LocalCommands;
 }
 
 type UplinkConfig = AgentConfig["uplink"];
@@ -188,7 +191,7 @@ export class ServicePlane {
     const { logs } = this.o;
     if (!c.sparkplug.enabled || c.sparkplug.jsonTopics) {
       const { Uplink } = await import("../agent/uplink/uplink.js");
-      this.uplink = new Uplink(this.plane, c, logs.module("uplink"));
+      this.uplink = new Uplink(this.plane, c, logs.module("uplink"), this.o.localCommands);
       await this.uplink.start();
     }
     // Sparkplug B on a connection of its own (docs/sparkplug.md)

@@ -56,6 +56,15 @@ export interface PodState {
   wills: number;
 }
 
+/** The last config pushed to a pod, as its `command.audit` events tell it (agent/config-push/). */
+export interface PodPush {
+  transaction: string | null;
+  state: "trial" | "applied" | "reverted" | "refused";
+  reason: string | null;
+  /** when it was told here, ms (wall clock) */
+  at: number;
+}
+
 export interface CommandAnswer {
   pod: string;
   transaction: string;
@@ -87,6 +96,8 @@ export interface FleetStats {
    * is gone with it, and gaps that open across such a reconnect are the broker's loss
    */
   sessionsLost: number;
+  /** the pods by the state of the last config pushed to them */
+  configPushes: Record<PodPush["state"], number>;
 }
 
 const POD_ID = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
@@ -94,6 +105,8 @@ const POD_ID = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 export class FleetWatch {
   readonly ledger: SeqLedger;
   readonly states = new Map<string, PodState>();
+  /** each pod's last config push, by its events */
+  readonly pushes = new Map<string, PodPush>();
   private readonly clients: MqttClient[] = [];
   private readonly messages: number[] = [];
   private readonly waiting = new Map<string, (r: Record<string, unknown>) => void>();
@@ -212,7 +225,19 @@ export class FleetWatch {
     } else if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1) return void this.malformed++;
     else if (this.ledger.record(id, kind, seq, Date.now()) === "duplicate") return;
     if (kind === "events" && typeof b.type === "string" && b.type.startsWith("alarm.")) this.alarmEvents++;
+    if (kind === "events" && b.type === "command.audit" && b.action === "config") this.onPush(id, b);
     for (const f of this.listeners) f(id, kind, b);
+  }
+
+  /**
+   * A pushed config's news: on trial, kept, put back, or refused at once (any rejection code).
+   * "accepted" is every `config` command's answer, a status query's too: it says nothing here.
+   */
+  private onPush(id: string, b: Record<string, unknown>): void {
+    const r = b.result;
+    if (typeof r !== "string" || r === "accepted" || r === "duplicate") return;
+    const state = r === "trial" || r === "applied" || r === "reverted" ? r : "refused";
+    this.pushes.set(id, { transaction: typeof b.transaction === "string" ? b.transaction : null, state, reason: typeof b.reason === "string" ? b.reason.slice(0, 500) : null, at: Date.now() });
   }
 
   private onState(id: string, b: Record<string, unknown>): void {
@@ -271,6 +296,12 @@ export class FleetWatch {
     return answers;
   }
 
+  private pushCounts(): FleetStats["configPushes"] {
+    const n = { trial: 0, applied: 0, reverted: 0, refused: 0 };
+    for (const p of this.pushes.values()) n[p.state]++;
+    return n;
+  }
+
   stats(): FleetStats {
     const pods = { online: 0, offline: 0, unknown: 0 };
     for (const s of this.states.values()) pods[s.state]++;
@@ -284,6 +315,7 @@ export class FleetWatch {
       malformed: this.malformed,
       oversize: this.oversize,
       sessionsLost: this.sessionsLost,
+      configPushes: this.pushCounts(),
     };
   }
 

@@ -84,6 +84,8 @@ export const ALARM_IDS = {
     "recorder",
     "release:health-window",
     "state:release",
+    "config:push-reverted",
+    "state:config-push",
     "config:rejected",
     "service:metrics",
     "service:hmi",

@@ -6,12 +6,12 @@
 // an alarm. In a state directory with a manifest (state-manifest.ts), a file that is missing but
 // listed there is lost, and reported as a damaged one is.
 import { Ajv } from "ajv";
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
+import { existsSync, renameSync } from "node:fs";
 import { open, rename } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { readTextBounded } from "./bounded-read.js";
 import { inStateDirectory, onceWritten, recordWritten, recordWrittenInBackground, STATE_FILES } from "./state-manifest.js";
-import { syncDirectory, syncDirectoryInBackground } from "./sync-directory.js";
+import { replaceFile, syncDirectory, syncDirectoryInBackground } from "./sync-directory.js";
 
 export interface StateLoad<T> {
   /** undefined when there was no file (or it was quarantined) */
@@ -92,15 +92,7 @@ export class JsonStateFile<T> {
 
   /** Writes atomically and durably: the data and the rename are on disk (fsync) before this returns. */
   save(value: T): void {
-    const tmp = `${this.file}.tmp`;
-    const fd = openSync(tmp, "w", 0o600);
-    try {
-      writeSync(fd, JSON.stringify(value));
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, this.file);
+    replaceFile(this.file, JSON.stringify(value));
     syncDirectory(dirname(this.file));
     this.list();
   }

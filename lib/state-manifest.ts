@@ -27,7 +27,7 @@ import { syncDirectory, syncDirectoryInBackground } from "./sync-directory.js";
  * Every state file the daemon keeps in its state directory. A JsonStateFile of another name in
  * a state directory is refused (it throws): a file the manifest cannot know would vanish unseen.
  */
-export const STATE_FILES = ["latches.json", "operator.json", "command-seq.json", "power-budget.json", "gains.json", "strokes.json", "sparkplug-bdseq.json", "release.json"] as const;
+export const STATE_FILES = ["latches.json", "operator.json", "command-seq.json", "power-budget.json", "gains.json", "strokes.json", "sparkplug-bdseq.json", "release.json", "config-push.json"] as const;
 
 const MANIFEST = ".manifest";
 

@@ -55,6 +55,7 @@ const VALID_PARAMS: Record<CommandName, Record<string, unknown>> = {
   gains: { loop: "rack-4.valve" },
   stroke: { action: "status" },
   force: { output: "rack-2.valveCommandPct", value: 40, leaseS: 30 },
+  config: { action: "status" },
 };
 
 /** Independent statement of what an accepted command may contain (not the ajv schemas). */
@@ -75,8 +76,9 @@ const PARAM_RULES: Record<CommandName, Record<string, (x: unknown) => boolean>> 
   gains: { loop: isName, rule: (x) => ["simc", "tyreus-luyben", "ziegler-nichols"].includes(x as string), kp: (x) => finiteIn(x, 0, 1e6), ki: (x) => finiteIn(x, 0, 1e6), kd: (x) => finiteIn(x, 0, 1e6), revert: (x) => x === true },
   stroke: { rack: isName, valve: (x) => x === "supply" || x === "return", action: (x) => ["start", "abort", "status"].includes(x as string) },
   force: { output: isName, value: (x) => finiteIn(x, -1e6, 1e6), leaseS: (x) => Number.isInteger(x) && finiteIn(x, 1, 604_800), release: (x) => x === true },
+  config: { action: (x) => x === "apply" || x === "status", yaml: (x) => typeof x === "string" && x.length >= 1 && x.length <= 128 * 1024, windowS: (x) => Number.isInteger(x) && finiteIn(x, 1, 3600) },
 };
-const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [], tune: ["loop", "action"], gains: ["loop"], stroke: ["action"], force: ["output"] };
+const REQUIRED: Record<CommandName, string[]> = { setpoint: ["loop", "value", "leaseS"], mode: [], "ack-alarm": ["id"], "reset-leak": ["rack"], "isolate-rack": ["rack"], "return-rack": ["rack"], "power-budget": ["podKw"], snapshot: [], record: [], tune: ["loop", "action"], gains: ["loop"], stroke: ["action"], force: ["output"], config: ["action"] };
 
 function invariantViolations(topic: CommandName, body: Record<string, unknown>, now: number, lastSeq: Map<string, number>, keyId: string): string[] {
   const bad: string[] = [];
@@ -98,7 +100,7 @@ function invariantViolations(topic: CommandName, body: Record<string, unknown>, 
     for (const [k, v] of Object.entries(params)) if (!(k in rules) || !rules[k](v)) bad.push(`param ${k}=${JSON.stringify(v)}`);
     for (const k of REQUIRED[topic]) if (!(k in params)) bad.push(`missing ${k}`);
   }
-  if (keyId === "ops" && ["reset-leak", "power-budget", "tune", "gains"].includes(topic)) bad.push("role");
+  if (keyId === "ops" && ["reset-leak", "power-budget", "tune", "gains", "config"].includes(topic)) bad.push("role");
   return bad;
 }
 

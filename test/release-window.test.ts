@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HealthWindow, type GoodRun, type WindowSample } from "../agent/release/health-window.js";
+import { HealthWindow, releaseName, type GoodRun, type WindowSample } from "../agent/release/health-window.js";
 import { currentRelease, TRIAL_STARTS_MAX, type ReleaseRecord } from "../agent/release/release-feature.js";
 import { demoConfigFor, TEST_POD } from "./helpers/agent.js";
 import { raisedAlarms, startDaemon, untilRunning, type Daemon } from "./helpers/daemon.js";
@@ -19,14 +19,14 @@ const sample = (s: Partial<WindowSample> = {}): WindowSample => ({ mode: "Runnin
 
 describe("the health window, pure", () => {
   it("gives no verdict before its end, and passes a build as healthy as the last good one", () => {
-    const w = new HealthWindow(good, 1000, 5000);
+    const w = new HealthWindow(good, 1000, 5000, `under ${releaseName(good)}`);
     w.sample(sample());
     expect(w.verdict(5999)).toBeNull();
     expect(w.verdict(6000)).toEqual({ ok: true, devices: ["cdu", "rack-1", "rack-2"], criticals: [] });
   });
 
   it("fails on a device the last good build had, a new Critical alarm at any time in it, or control unhealthy at its end", () => {
-    const w = new HealthWindow(good, 0, 1000);
+    const w = new HealthWindow(good, 0, 1000, `under ${releaseName(good)}`);
     w.sample(sample({ criticals: ["leak:rack-2", "isolation-failed:rack-1"] }));
     w.sample(sample({ answering: ["cdu", "rack-2"], mode: "Failsafe", controlHealthy: false }));
     const v = w.verdict(1000);
@@ -41,7 +41,7 @@ describe("the health window, pure", () => {
   });
 
   it("holds its verdict while the pod is still Starting (waiting for valid inputs)", () => {
-    const w = new HealthWindow(good, 0, 10);
+    const w = new HealthWindow(good, 0, 10, `under ${releaseName(good)}`);
     w.sample(sample({ mode: "Starting", answering: [] }));
     expect(w.verdict(20_000)).toBeNull();
     w.sample(sample({ mode: "Degraded", answering: ["cdu"] }));
@@ -49,10 +49,10 @@ describe("the health window, pure", () => {
   });
 
   it("does not miss a device taken out of the config, and with no good run judges control alone", () => {
-    const w = new HealthWindow(good, 0, 10);
+    const w = new HealthWindow(good, 0, 10, `under ${releaseName(good)}`);
     w.sample(sample({ configured: ["cdu", "rack-2"], answering: ["cdu", "rack-2"] }));
     expect(w.verdict(10)?.ok).toBe(true);
-    const first = new HealthWindow(null, 0, 10);
+    const first = new HealthWindow(null, 0, 10, "");
     first.sample(sample({ answering: [], criticals: ["state:manifest"] }));
     expect(first.verdict(10)).toEqual({ ok: true, devices: [], criticals: ["state:manifest"] });
   });

@@ -6,7 +6,7 @@ import type { KeyObject } from "node:crypto";
 import { parsePublicKey, verifyEnvelope } from "./signing.js";
 import { duplicateKeyProblem } from "../../lib/json-unique-keys.js";
 import { ReplayGuard } from "./replay-guard.js";
-import { ROLE_COMMANDS, validateBody, validateEnvelope, validateParams, type CommandBody, type CommandName, type Role } from "./schema.js";
+import { MAX_CONFIG_COMMAND_BYTES, ROLE_COMMANDS, validateBody, validateEnvelope, validateParams, type CommandBody, type CommandName, type Role } from "./schema.js";
 
 export const MAX_COMMAND_BYTES = 16 * 1024;
 
@@ -84,14 +84,15 @@ export class CommandAuthorizer {
    * accepted command's verdict comes once its seq is on disk.
    */
   async check(topicCommand: CommandName, payload: Buffer, nowMs: number): Promise<Authorised | Rejected> {
-    if (payload.length > MAX_COMMAND_BYTES) return { ok: false, code: "malformed", check: "size", reason: `payload of ${payload.length} bytes exceeds ${MAX_COMMAND_BYTES}` };
+    const max = topicCommand === "config" ? MAX_CONFIG_COMMAND_BYTES : MAX_COMMAND_BYTES;
+    if (payload.length > max) return { ok: false, code: "malformed", check: "size", reason: `payload of ${payload.length} bytes exceeds ${max}` };
     let raw: unknown;
     try {
       raw = JSON.parse(payload.toString("utf8"));
     } catch {
       return { ok: false, code: "malformed", check: "json", reason: "payload is not JSON" };
     }
-    const env = validateEnvelope(raw);
+    const env = validateEnvelope(raw, topicCommand);
     if (!env.ok) return { ok: false, code: "malformed", check: "envelope", reason: env.reason };
     const keyId = env.value.keyId;
     let bodyRaw: unknown;

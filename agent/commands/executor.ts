@@ -56,6 +56,10 @@ export async function executeCommand(agent: PodCommander, body: CommandRequest, 
   const envelopeOf = (loop: number): ReturnType<typeof loopEnvelope> => loopEnvelope(limits, agent.layout.loopKind(loop));
 
   switch (body.command) {
+    case "config":
+      // a pushed config is the daemon's to take (agent/config-push/), through the uplink alone
+      return { status: "rejected", code: "refused", reason: "a config is pushed through the uplink to a daemon (podwarden fleet config push), not from here" };
+
     case "snapshot":
       return { status: "ok", data: agent.snapshot() };
 

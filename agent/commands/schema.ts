@@ -3,7 +3,7 @@
 import { Ajv } from "ajv";
 import { describe } from "../../lib/config-file.js";
 
-export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record", "tune", "gains", "stroke", "force"] as const;
+export const COMMANDS = ["setpoint", "mode", "ack-alarm", "reset-leak", "isolate-rack", "return-rack", "power-budget", "snapshot", "record", "tune", "gains", "stroke", "force", "config"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export const ROLES = ["observer", "operator", "engineer"] as const;
@@ -14,7 +14,8 @@ export type Role = (typeof ROLES)[number];
  * changing its gains and stroking an isolation valve are the engineer's: a relay autotune moves
  * an actuator on its own for minutes, gains decide how every later move is made, and a
  * partial-stroke test closes part of a rack's coolant path. Forcing an output for a loop check
- * is the engineer's too, and only in maintenance.
+ * is the engineer's too, and only in maintenance; so is a whole config pushed from mission control
+ * (`config`), which the pod takes only with configPush.enabled and keeps only after a health window.
  */
 export const ROLE_COMMANDS: Record<Role, readonly CommandName[]> = {
   observer: ["snapshot"],
@@ -23,6 +24,15 @@ export const ROLE_COMMANDS: Record<Role, readonly CommandName[]> = {
 };
 
 export const LOOP_MODES = ["Automatic", "Manual", "Override", "Disabled"] as const;
+
+/**
+ * The largest config a push carries, characters: the shipped template is 7 kB, a 10-rack pod's
+ * config with profiles inlined ~30 kB. The command's payload bound follows from it, and both are
+ * checked before the payload is parsed (agent/commands/authorizer.ts).
+ */
+export const MAX_PUSHED_CONFIG_CHARS = 128 * 1024;
+/** The payload bound of a `config` command: its config JSON-escaped twice over, at most. */
+export const MAX_CONFIG_COMMAND_BYTES = 4 * MAX_PUSHED_CONFIG_CHARS;
 
 const name = { type: "string", minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]*$" };
 const finite = (min: number, max: number): object => ({ type: "number", minimum: min, maximum: max });
@@ -69,6 +79,18 @@ export const PARAM_SCHEMAS: Record<CommandName, object> = {
     // {output, value, leaseS}: force it for the lease; {output, release: true}: end the force.
     // Checked by the executor.
   },
+  config: {
+    type: "object",
+    additionalProperties: false,
+    required: ["action"],
+    properties: {
+      action: { enum: ["apply", "status"] },
+      yaml: { type: "string", minLength: 1, maxLength: MAX_PUSHED_CONFIG_CHARS },
+      windowS: { type: "integer", minimum: 1, maximum: 3600 },
+    },
+    // {action: "apply", yaml[, windowS]}, or {action: "status"}: checked by the daemon
+    // (agent/config-push/config-push.ts)
+  },
   gains: {
     type: "object",
     additionalProperties: false,
@@ -86,7 +108,7 @@ export const PARAM_SCHEMAS: Record<CommandName, object> = {
   },
 };
 
-export const ENVELOPE_SCHEMA = {
+const envelopeSchema = (maxBody: number): object => ({
   type: "object",
   additionalProperties: false,
   required: ["keyId", "signature", "body"],
@@ -95,9 +117,12 @@ export const ENVELOPE_SCHEMA = {
     // exactly the canonical base64 of 64 bytes: Buffer.from(x, "base64") skips stray characters,
     // so without this one signature would have many spellings (found by the command fuzzer)
     signature: { type: "string", pattern: "^[A-Za-z0-9+/]{86}==$" },
-    body: { type: "string", minLength: 2, maxLength: 8192 },
+    body: { type: "string", minLength: 2, maxLength: maxBody },
   },
-};
+});
+export const ENVELOPE_SCHEMA = envelopeSchema(8192);
+/** A pushed config's envelope: its body carries the whole file (JSON-escaped: a few % longer). */
+const CONFIG_ENVELOPE_SCHEMA = envelopeSchema(MAX_CONFIG_COMMAND_BYTES);
 
 export const BODY_SCHEMA = {
   type: "object",
@@ -150,7 +175,8 @@ function run<T>(fn: Compiled, data: unknown, what: string): Checked<T> {
   return { ok: false, reason: `${what}: ${e === undefined ? "invalid" : describe(e)}` };
 }
 
-export const validateEnvelope = (data: unknown): Checked<{ keyId: string; signature: string; body: string }> => run(compiled(ENVELOPE_SCHEMA), data, "envelope");
+export const validateEnvelope = (data: unknown, command?: CommandName): Checked<{ keyId: string; signature: string; body: string }> =>
+  run(compiled(command === "config" ? CONFIG_ENVELOPE_SCHEMA : ENVELOPE_SCHEMA), data, "envelope");
 export const validateBody = (data: unknown): Checked<CommandBody> => run(compiled(BODY_SCHEMA), data, "body");
 export const validateParams = (command: CommandName, data: unknown): Checked<Record<string, unknown>> => run(compiled(PARAM_SCHEMAS[command]), data, "params");
 

@@ -14,6 +14,7 @@ import { LOG_SCHEMA } from "../log-schema.js";
 import { METRICS_SCHEMA } from "../ops/metrics-schema.js";
 import { RECORDER_SCHEMA } from "../recorder/schema.js";
 import { RELEASE_SCHEMA } from "../release/schema.js";
+import { CONFIG_PUSH_SCHEMA } from "../config-push/schema.js";
 import { PARTIAL_STROKE_SCHEMA, VALVE_HEALTH_SCHEMA } from "../health/schema.js";
 import { SUPERVISOR_SCHEMA } from "../supervisor/schema.js";
 import { UPLINK_SCHEMA, type UplinkConfig } from "../uplink/schema.js";
@@ -44,6 +45,7 @@ export const AGENT_SCHEMA = {
       redfishClient: REDFISH_CLIENT_SCHEMA,
       recorder: RECORDER_SCHEMA,
       release: RELEASE_SCHEMA,
+      configPush: CONFIG_PUSH_SCHEMA,
       valveHealth: VALVE_HEALTH_SCHEMA,
       partialStroke: PARTIAL_STROKE_SCHEMA,
       log: LOG_SCHEMA,

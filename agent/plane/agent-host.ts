@@ -35,6 +35,7 @@ export async function startAgent(agent: Agent): Promise<void> {
 export async function reloadAgent(h: Hosted, next: LoadedConfig, logs: Logs, log: Logger, follow: (a: Agent) => void): Promise<"tuning" | "restarted"> {
   if (sameStructure(h.agent.config, next.config)) {
     h.agent.applyTuning(next.config);
+    h.running = next;
     return "tuning";
   }
   log.warn({ hash: next.hash }, "reload: devices or wiring changed, restarting the agent's internals");

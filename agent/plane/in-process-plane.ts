@@ -50,8 +50,9 @@ export class InProcessPlane implements PodPlane {
   get config(): Agent["config"] {
     return this.agent.config;
   }
+  /** the config taken last, a tuning reload's too (the agent keeps the hash it was built with) */
   get configHash(): string {
-    return this.agent.configHash;
+    return this.hosted.running.hash;
   }
   get identity(): Agent["identity"] {
     return this.agent.identity;

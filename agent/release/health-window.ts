@@ -1,7 +1,7 @@
-// The health window after an upgrade, pure: a new version is judged against the last good run
-// (issue #51 item 2). It passes when, at its end, the control loop is healthy, every device that
-// answered under the last good version answers, and no Critical alarm was raised in it that the
-// last good run did not also have. What failed is said in words, for the record and the alarm.
+// The health window, pure: a new version (issue #51 item 2), or a pushed config (item 4), is
+// judged against the run before it. It passes when, at its end, the control loop is healthy,
+// every device that answered before answers, and no Critical alarm was raised in it that the run
+// before did not also have. What failed is said in words, for the record and the alarm.
 import type { PodMode } from "../supervisor/supervisor.js";
 
 /** A build: the version and the commit it was made from (dist/build-info.json). */
@@ -10,13 +10,15 @@ export interface ReleaseId {
   commit: string | null;
 }
 
-/** The last run judged good: what the next version's window is held to. */
-export interface GoodRun extends ReleaseId {
-  at: string;
-  /** the devices that answered */
+/** What a window is held to: the devices that answered and the Critical alarms that stood. */
+export interface Baseline {
   devices: string[];
-  /** the Critical alarms that stood */
   criticals: string[];
+}
+
+/** The last run judged good: what the next version's window is held to. */
+export interface GoodRun extends ReleaseId, Baseline {
+  at: string;
 }
 
 /** What the window samples at each supervisor pass. */
@@ -44,9 +46,11 @@ export class HealthWindow {
 
   constructor(
     /** null: no good run recorded (a first start here): control alone is judged */
-    private readonly baseline: GoodRun | null,
+    private readonly baseline: Baseline | null,
     readonly startMs: number,
     readonly windowMs: number,
+    /** the run before, as the verdict names it ("under 0.4.1 (commit ...)", "before the push") */
+    private readonly was: string,
   ) {}
 
   sample(s: WindowSample): void {
@@ -64,12 +68,12 @@ export class HealthWindow {
     const why: string[] = [];
     if (!s.controlHealthy || s.mode === "Failsafe") why.push(`control not healthy at the window's end (mode ${s.mode}${s.controlHealthy ? "" : ", control:stalled standing"})`);
     if (this.baseline !== null) {
-      const was = releaseName(this.baseline);
+      const was = this.was;
       // a device taken out of the config since is not missed
       const missing = this.baseline.devices.filter((d) => s.configured.includes(d) && !s.answering.includes(d));
-      if (missing.length > 0) why.push(`${missing.length === 1 ? "device" : "devices"} ${missing.join(", ")} answered under ${was} and ${missing.length === 1 ? "does" : "do"} not now`);
+      if (missing.length > 0) why.push(`${missing.length === 1 ? "device" : "devices"} ${missing.join(", ")} answered ${was} and ${missing.length === 1 ? "does" : "do"} not now`);
       const fresh = [...this.seen].filter((c) => !this.baseline!.criticals.includes(c)).sort();
-      if (fresh.length > 0) why.push(`Critical ${fresh.length === 1 ? "alarm" : "alarms"} ${fresh.join(", ")} raised in the window, not standing under ${was}`);
+      if (fresh.length > 0) why.push(`Critical ${fresh.length === 1 ? "alarm" : "alarms"} ${fresh.join(", ")} raised in the window, not standing ${was}`);
     }
     return why.length > 0 ? { ok: false, why } : { ok: true, devices: [...s.answering].sort(), criticals: [...s.criticals].sort() };
   }

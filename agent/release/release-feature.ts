@@ -85,7 +85,7 @@ export class ReleaseFeature implements PodFeature {
     this.record = { ...r, trial: { ...this.running, since: new Date().toISOString(), starts } };
     this.save();
     const s = this.ctx.config.release.healthWindowS;
-    this.window = new HealthWindow(r.good, monoMs(), s * 1000);
+    this.window = new HealthWindow(r.good, monoMs(), s * 1000, r.good === null ? "" : `under ${releaseName(r.good)}`);
     log.warn({ running: releaseName(this.running), good: r.good === null ? null : releaseName(r.good), windowS: s }, `on trial: a health window of ${s} s before ${releaseName(this.running)} is recorded good`);
   }
 

@@ -19,12 +19,15 @@
 import type { IClientPublishOptions, IPublishPacket } from "mqtt";
 import { CommandAuthorizer, type Rejected } from "../commands/authorizer.js";
 import type { Outcome } from "../commands/executor.js";
-import { COMMANDS, isCommandName, type CommandName } from "../commands/schema.js";
+import { COMMANDS, isCommandName, type CommandBody, type CommandName } from "../commands/schema.js";
 import type { PodCommands, PodIdentity } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import type { UplinkConfig } from "./schema.js";
 
 type Publish = (topic: string, body: string, opts: IClientPublishOptions) => void;
+
+/** Commands the daemon's service plane carries out itself, not the pod's executor (a pushed config). */
+export type LocalCommands = Partial<Record<CommandName, (body: CommandBody, by: string) => Promise<Outcome>>>;
 
 interface ReplyTo {
   topic: string;
@@ -50,6 +53,7 @@ export class CommandService {
     private readonly c: UplinkConfig["commands"],
     private readonly log: Logger,
     private readonly publish: Publish,
+    private readonly local: LocalCommands = {},
   ) {
     this.tokens = c.rejectionAuditPerS;
     this.intake = c.maxPerS;
@@ -123,7 +127,9 @@ export class CommandService {
         if (!verdict.ok) return this.reject(verdict, name, replyTo);
         const { body, keyId } = verdict;
         const key = answerKey(keyId, body.seq, body.transaction);
-        this.agent().execute(body, `key ${keyId}`).then(
+        const by = `key ${keyId}`;
+        const local = this.local[body.command];
+        (local === undefined ? this.agent().execute(body, by) : local(body, by)).then(
           (outcome) => this.answer(name, body.transaction, keyId, outcome, replyTo, key),
           (err: Error) => this.answer(name, body.transaction, keyId, { status: "rejected", code: "unavailable", reason: `failed: ${err.message}` }, replyTo, key),
         );

@@ -2,9 +2,9 @@
 // the payload a record's JSON; its encoding, and the reading of a whole segment back at start,
 // past damage, and the rewrite of a damaged one (spool-queue.ts says what the queue does with what
 // is found).
-import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, writeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { crc32 } from "node:zlib";
-import { syncDirectory } from "../../lib/sync-directory.js";
+import { replaceFile, syncDirectory } from "../../lib/sync-directory.js";
 
 export const HEADER = 8;
 export const MAX_RECORD = 1 << 20;
@@ -115,19 +115,6 @@ export function decodeAt(buf: Buffer, off: number): Decoded {
   }
   if (!Number.isSafeInteger(r.id) || typeof r.topic !== "string" || typeof r.body !== "string" || !Number.isFinite(r.ts)) return { corrupt: `record without id, topic or body at offset ${off}` };
   return { record: r, next: off + HEADER + len };
-}
-
-/** Puts `bytes` in place of `file`: written to a temporary file (0600), synced, renamed over it. */
-function replaceFile(file: string, bytes: Buffer): void {
-  const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, bytes);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
 }
 
 /** Replaces a damaged segment with its intact records, synced with its directory; returns its new length. */

@@ -30,7 +30,7 @@ import { disableNagle, endOnProtocolError, guardPacketSize, HARD_PACKET_FACTOR, 
 import type { AgentEvent, PodCommands, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import { packageVersion } from "../version.js";
-import { CommandService } from "./command-service.js";
+import { CommandService, type LocalCommands } from "./command-service.js";
 import { brokerUrls, type UplinkConfig } from "./schema.js";
 import { Spool, type SpoolClass } from "./spool.js";
 import { subscribeUntilGranted } from "./subscribe-until-granted.js";
@@ -83,6 +83,7 @@ export class Uplink {
     private agent: UplinkPod,
     private readonly c: UplinkConfig,
     private readonly log: Logger,
+    local: LocalCommands = {},
   ) {
     const id = agent.identity;
     this.base = topicBase(id.site, id.pod);
@@ -91,7 +92,7 @@ export class Uplink {
     this.backoff = new Backoff({ baseMs: c.reconnect.baseMs, maxMs: c.reconnect.maxMs });
     this.brokers = new BrokerList(brokerUrls(c));
     this.exceptions = new ExceptionReporter(c.exception);
-    this.commands = new CommandService(() => this.agent, c.commands, this.log, (topic, body, opts) => this.publishNow(topic, body, opts));
+    this.commands = new CommandService(() => this.agent, c.commands, this.log, (topic, body, opts) => this.publishNow(topic, body, opts), local);
   }
 
   topic(name: string): string {
