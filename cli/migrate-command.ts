@@ -3,8 +3,7 @@
 // reason, and whether the result is valid. The migrated file goes to stdout (or --out), the
 // changes to stderr, so `> new.yaml` keeps a clean file. The operator's file itself is never
 // written: they read the changes, then put the new file in place.
-import { readTextBounded } from "../lib/bounded-read.js";
-import { ConfigError, parseYaml } from "../lib/config-file.js";
+import { ConfigError, parseYaml, readConfigText } from "../lib/config-file.js";
 import { agentConfigFromData } from "../agent/config/load.js";
 import { migrateConfigText } from "../agent/config/migrations.js";
 import { resolve } from "node:path";
@@ -21,12 +20,7 @@ export interface MigrateOptions {
 /** 0: the migrated config is valid; 2: it still is not (its problems listed, each migration's undecided ones first). */
 export function migrateCommand(o: MigrateOptions): number {
   if (o.out !== undefined && resolve(o.out) === resolve(o.config)) throw new UsageError("--out: not the config itself; write the migrated file beside it, read the changes, then put it in place");
-  let text: string;
-  try {
-    text = readTextBounded(o.config);
-  } catch (err) {
-    throw new ConfigError(o.config, [`cannot read: ${(err as Error).message}`]);
-  }
+  const text = readConfigText(o.config);
   const m = migrateConfigText(text, o.config);
   if (m.changes.length === 0) o.stderr(`${o.config}: no migration applies`);
   for (const c of m.changes) o.stderr(`migrated ${c.path} [${c.migration}]: ${c.what}`);

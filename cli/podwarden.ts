@@ -134,7 +134,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
   /** the daemon's state directory: --state-dir, the config's stateDir, $STATE_DIRECTORY, or the systemd unit's */
-  const stateDir = (): string => values["state-dir"] ?? (values.config !== undefined ? loadAgentConfig(values.config).config.stateDir : undefined) ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden";
+  // --state-dir, else the config's (unless told not to read it), else systemd's, else the package's
+  const stateDir = (fromConfig = true): string =>
+    values["state-dir"] ?? (fromConfig && values.config !== undefined ? loadAgentConfig(values.config).config.stateDir : undefined) ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden";
   try {
     switch (command) {
       case "demo": {
@@ -165,7 +167,8 @@ async function main(argv: string[]): Promise<number> {
       case "rollback": {
         const { rollbackCommand } = await import("./rollback-command.js");
         // the state directory is not read from the config: the config in place may be the one that fails
-        return rollbackCommand({ stateDir: values["state-dir"] ?? process.env.STATE_DIRECTORY ?? "/var/lib/podwarden", statusOnly: values.status === true, configFile: values.config, log });
+        // not from the config: a rollback must work when the config in place no longer loads
+        return rollbackCommand({ stateDir: stateDir(false), statusOnly: values.status === true, configFile: values.config, log });
       }
       case "check-config": {
         if (values.config === undefined) throw new UsageError("check-config needs -c <config.yaml>");

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { checkReleaseRecord, currentRelease, RELEASE_FILE, type ReleaseRecord } from "../agent/release/release-feature.js";
 import { releaseName, sameRelease, type ReleaseId } from "../agent/release/health-window.js";
 import { readTextBounded } from "../lib/bounded-read.js";
+import { readBuildInfo } from "../agent/version.js";
 
 export interface RollbackOptions {
   stateDir: string;
@@ -25,15 +26,14 @@ export interface RollbackOptions {
 /** The build kept aside: its identity (build-info.json) and its Debian version (control). */
 function kept(dir: string): { id: ReleaseId; deb: string; arch: string } | null {
   const root = join(dir, "root");
-  const info = join(root, "usr/lib/podwarden/dist/build-info.json");
   const control = join(root, "DEBIAN/control");
-  if (!existsSync(info) || !existsSync(control)) return null;
-  const b = JSON.parse(readTextBounded(info)) as { version?: unknown; commit?: unknown; dirty?: unknown };
+  const b = readBuildInfo(join(root, "usr/lib/podwarden"));
+  if (b === null || !existsSync(control)) return null;
   const fields = readTextBounded(control);
   const deb = /^Version: (\S+)$/m.exec(fields)?.[1];
   const arch = /^Architecture: (\S+)$/m.exec(fields)?.[1];
-  if (typeof b.version !== "string" || deb === undefined || arch === undefined) return null;
-  return { id: { version: b.version, commit: typeof b.commit === "string" ? `${b.commit}${b.dirty === true ? "-dirty" : ""}` : null }, deb, arch };
+  if (b.version === null || deb === undefined || arch === undefined) return null;
+  return { id: { version: b.version, commit: b.commit }, deb, arch };
 }
 
 export function rollbackCommand(o: RollbackOptions): number {

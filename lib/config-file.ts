@@ -119,12 +119,15 @@ export function parseYaml(text: string, file: string): unknown {
   return doc.toJS() as unknown;
 }
 
-export function loadYamlFile<T>(path: string, validate: Validator<T>): T {
-  let text: string;
+/** A config file's text, bounded before it is read whole (1 MiB); one that cannot be read is a ConfigError. */
+export function readConfigText(path: string): string {
   try {
-    text = readTextBounded(path);
+    return readTextBounded(path);
   } catch (err) {
     throw new ConfigError(path, [`cannot read: ${(err as Error).message}`]);
   }
-  return validate(parseYaml(text, path) ?? {}, path);
+}
+
+export function loadYamlFile<T>(path: string, validate: Validator<T>): T {
+  return validate(parseYaml(readConfigText(path), path) ?? {}, path);
 }

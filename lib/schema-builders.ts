@@ -50,6 +50,9 @@ export const str = (description: string, extra: object = {}): Schema<string> => 
 export const oneOf = <const E extends readonly (string | number)[]>(values: E, def: E[number] | undefined, description: string): Schema<E[number]> =>
   typed<E[number]>({ enum: values, ...(def !== undefined ? { default: def } : {}), description });
 
+/** `s`, or null (a state file's field that is there with nothing in it). */
+export const nullable = <T>(s: Schema<T>): Schema<T | null> => typed<T | null>({ anyOf: [{ type: "null" }, s] });
+
 /** An array of `items`; `extra` adds keywords (minItems, maxItems, default, ...). */
 export const arr = <T>(items: Schema<T>, description: string, extra: object = {}): Schema<T[]> => typed<T[]>({ type: "array", items, ...extra, description });
 

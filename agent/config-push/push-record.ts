@@ -10,7 +10,7 @@ import { existsSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { readTextBounded } from "../../lib/bounded-read.js";
 import { JsonStateFile, stateFileCheck } from "../../lib/json-state-file.js";
-import { arr, int, obj, oneOf, str, typed, type Infer, type Schema } from "../../lib/schema-builders.js";
+import { arr, int, nullable, obj, oneOf, str, type Infer } from "../../lib/schema-builders.js";
 import { replaceFile, syncDirectory } from "../../lib/sync-directory.js";
 
 export const PUSH_RECORD_FILE = "config-push.json";
@@ -19,7 +19,6 @@ export const PREVIOUS_FILE = "config-previous.yaml";
 /** where a pushed config is written to be read and checked before anything else is decided */
 export const CANDIDATE_FILE = "config-candidate.yaml";
 
-const nullable = <T>(s: Schema<T>): Schema<T | null> => typed<T | null>({ anyOf: [{ type: "null" }, s] });
 const hash = str("sha256 of a config as loaded (docs/agent.md)", { pattern: "^[0-9a-f]{64}$" });
 const source = oneOf(["local", "pushed"] as const, undefined, "the file given with -c, or config-pushed.yaml");
 

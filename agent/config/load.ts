@@ -3,9 +3,8 @@
 // The operator's file is only ever read.
 import { createHash } from "node:crypto";
 import { basename } from "node:path";
-import { readTextBounded } from "../../lib/bounded-read.js";
 import { parsePublicKey } from "../commands/signing.js";
-import { ConfigError, parseYaml, validator } from "../../lib/config-file.js";
+import { ConfigError, parseYaml, readConfigText, validator } from "../../lib/config-file.js";
 import { modbusProblems } from "../../drivers/modbus/config.js";
 import { redfishClientProblems } from "../../drivers/redfish/config.js";
 import { mqttConnectionProblems } from "../../lib/mqtt-connection.js";
@@ -226,12 +225,7 @@ export function agentConfigFromData(data: unknown, file: string, env: NodeJS.Pro
 }
 
 export function loadAgentConfig(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
-  let text: string;
-  try {
-    text = readTextBounded(path);
-  } catch (err) {
-    throw new ConfigError(path, [`cannot read: ${(err as Error).message}`]);
-  }
+  const text = readConfigText(path);
   // the hash is of what the config is made of: its own text and each device profile it used, so
   // an edited profile is a changed config (a reload takes it, mission control sees a new hash);
   // a config without profiles hashes as its text alone, as before profiles

@@ -10,33 +10,31 @@
 import { join } from "node:path";
 import { monoMs } from "../../lib/clock.js";
 import { JsonStateFile, stateFileCheck } from "../../lib/json-state-file.js";
+import { arr, int, nullable, obj, str, type Infer, type Schema } from "../../lib/schema-builders.js";
 import { buildCommit, packageVersion } from "../version.js";
 import type { PodContext, PodFeature } from "../pod-context.js";
-import { HealthWindow, releaseName, sameRelease, type GoodRun, type ReleaseId, type WindowVerdict } from "./health-window.js";
-
-export interface ReleaseRecord {
-  good: GoodRun | null;
-  /** the build whose window started and has not ended: `starts` times in a row */
-  trial: (ReleaseId & { since: string; starts: number }) | null;
-  /** the last window that failed */
-  failed: (ReleaseId & { at: string; why: string[] }) | null;
-}
+import { HealthWindow, releaseName, sameRelease, type ReleaseId, type WindowVerdict } from "./health-window.js";
 
 /** Starts in a row without a window's end that fail the build (a crash loop). */
 export const TRIAL_STARTS_MAX = 3;
 export const RELEASE_ALARM = "release:health-window";
 export const RELEASE_FILE = "release.json";
 
-const id = { type: "object", required: ["version", "commit"], properties: { version: { type: "string" }, commit: { type: ["string", "null"] } } };
-const RECORD_SCHEMA = {
-  type: "object",
-  required: ["good", "trial", "failed"],
-  properties: {
-    good: { anyOf: [{ type: "null" }, { ...id, required: [...id.required, "at", "devices", "criticals"], properties: { ...id.properties, at: { type: "string" }, devices: { type: "array", items: { type: "string" } }, criticals: { type: "array", items: { type: "string" } } } }] },
-    trial: { anyOf: [{ type: "null" }, { ...id, required: [...id.required, "since", "starts"], properties: { ...id.properties, since: { type: "string" }, starts: { type: "integer", minimum: 1 } } }] },
-    failed: { anyOf: [{ type: "null" }, { ...id, required: [...id.required, "at", "why"], properties: { ...id.properties, at: { type: "string" }, why: { type: "array", items: { type: "string" } } } }] },
+const build = { version: str("the version", { maxLength: 100 }), commit: nullable(str("the commit, -dirty if the tree had changes", { maxLength: 100 })) };
+const names = (what: string): Schema<string[]> => arr(str(what, { maxLength: 200 }), what, { maxItems: 1000 });
+const RECORD_SCHEMA = obj(
+  {
+    good: nullable(obj({ ...build, at: str("when its window passed", { maxLength: 40 }), devices: names("the devices that answered"), criticals: names("the Critical alarms that stood") }, "the last build judged good", ["version", "commit", "at", "devices", "criticals"])),
+    /** the build whose window started and has not ended: `starts` times in a row */
+    trial: nullable(obj({ ...build, since: str("when its window started", { maxLength: 40 }), starts: int(1, 1_000_000, undefined, "starts in a row without the window's end") }, "the build on trial", ["version", "commit", "since", "starts"])),
+    /** the last window that failed */
+    failed: nullable(obj({ ...build, at: str("when its window failed", { maxLength: 40 }), why: arr(str("a reason", { maxLength: 2000 }), "why it failed", { maxItems: 20 }) }, "the last build that failed its window", ["version", "commit", "at", "why"])),
   },
-};
+  "release.json",
+  ["good", "trial", "failed"],
+);
+
+export type ReleaseRecord = Infer<typeof RECORD_SCHEMA>;
 
 export const checkReleaseRecord = stateFileCheck<ReleaseRecord>(RECORD_SCHEMA);
 
