@@ -191,6 +191,8 @@ describe("operator decisions across a restart and a reload", () => {
         ],
         maintenance: false,
         setpoints: [{ loop: "rack-6.valve", value: 40, expiresAtMs: Date.now() - 1000, by: "earlier" }],
+        // a loop check's force kept past maintenance's end (as a version before 2026-12-07 could)
+        overrides: [{ loop: "rack-5.valve", outputPct: 30, expiresAtMs: Date.now() + 600_000, by: "local admin socket (io force rack-5.valveCommandPct)" }],
         savedAt: new Date().toISOString(),
       }),
     );
@@ -198,6 +200,8 @@ describe("operator decisions across a restart and a reload", () => {
     expect(a.status().racks[0].isolatedByOperator).toBe(true);
     await waitFor(() => a.supervisor.alarms.get("state:operator-dropped") !== undefined, "alarm");
     expect(a.supervisor.alarms.get("state:operator-dropped")?.message).toMatch(/rack-9: no such rack now.*rack-3.valve: 1000 % is outside.*Override on rack-4.valve: an Override holds only for a lease/);
+    expect(a.supervisor.alarms.get("state:operator-dropped")?.message).toContain("Override on rack-5.valve by local admin socket (io force rack-5.valveCommandPct): a loop check's force, and the pod is not in maintenance");
+    expect(a.snapshot().overrides).toEqual([]);
     expect(a.snapshot().setpointLeases).toEqual([]); // ran out while the agent was down
     expect(a.status().racks[4].setpointC).not.toBe(40);
     await stop(a);

@@ -136,7 +136,13 @@ describe("podwarden io", () => {
     // a lease that runs out: the loop goes back to its own mode by itself
     expect((await cli("io", "force", "rack-3.valveCommandPct", "11", "--lease", "1")).code).toBe(0);
     await waitFor(() => events("override.expired").some((e) => e.loop === "rack-3.valve" && e.mode === "Automatic"), "the force's lease ran out", 10_000);
+    // the end of maintenance ends a force still held, however long its lease: a loop check
+    // needs maintenance, and normal operation must not keep a loop held by hand
+    expect((await cli("io", "force", "rack-4.valveCommandPct", "17", "--lease", "600")).code).toBe(0);
+    await waitFor(() => Math.abs(valveCommand(3) - 17) < 0.05, "the real valve commanded to 17 %", 10_000);
     expect((await cli("maintenance", "off")).code).toBe(0);
+    await waitFor(() => events("override.expired").some((e) => e.loop === "rack-4.valve" && e.mode === "Automatic"), "the force ended with maintenance", 10_000);
+    expect((await cli("io", "force", "rack-4.valveCommandPct", "--release")).stderr).toMatch(/not forced/);
   });
 
   it("refuses to force what a loop check must not move: an isolation valve (naming a leak latch), a rack's power, an unknown output", async () => {

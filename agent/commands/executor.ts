@@ -2,6 +2,7 @@
 // envelope. Every path here goes through the same agent operations the local tools use, and
 // none of them reaches past the hot path's interlock priority: leak isolation and fail-safe
 // outrank any mode, setpoint or output a command sets.
+import { forceBy } from "../operator/loop-leases.js";
 import type { IsoValve } from "../health/isolation-stroke.js";
 import type { LoopMode } from "../../hotpath-as/bank-config.js";
 import type { PodConfig } from "../../pod/config.js";
@@ -232,7 +233,7 @@ export async function executeCommand(agent: PodCommander, body: CommandRequest, 
       if (tooLong !== null) return tooLong;
       // a loop check is commissioning work: the pod says so to everyone watching it first
       if (!agent.maintenance()) return { status: "rejected", code: "refused", reason: `a force is a loop check: put the pod in maintenance first (${output} not moved)` };
-      await agent.overrideLoop(target.loop, value, leaseS * 1000, `${by} (io force ${output})`);
+      await agent.overrideLoop(target.loop, value, leaseS * 1000, forceBy(by, output));
       return { status: "ok", data: { output, loop: loopName, value, leaseS, what: target.what } };
     }
 

@@ -3,6 +3,13 @@
 // operator at the pod left it in). A mission control that goes quiet cannot leave a pod on a
 // value nobody is watching.
 
+/**
+ * Who holds an Override that `io force` made (a loop check, docs/commissioning.md): the requester,
+ * marked, so that the end of the maintenance the force needed can end it too.
+ */
+export const forceBy = (by: string, output: string): string => `${by} (io force ${output})`;
+export const isForce = (by: string): boolean => / \(io force [^()]+\)$/.test(by);
+
 export interface LeasedValue {
   loop: number;
   value: number;

@@ -12,7 +12,7 @@ import { noCoolantLimitKw } from "../../pod/config.js";
 import type { CommandLimits, RackLoad } from "../pod-api.js";
 import type { AgentConfig, CarriedState, ControlOutputs, PodContext, PodFeature } from "../pod-context.js";
 import { LatchStore } from "./latch-store.js";
-import { LoopLeases } from "./loop-leases.js";
+import { isForce, LoopLeases } from "./loop-leases.js";
 import { EMPTY_OPERATOR_STATE, OperatorStore, type OperatorState } from "./operator-state.js";
 import { restoreOperatorState } from "./restore-operator.js";
 
@@ -128,9 +128,7 @@ export class OperatorDecisions implements PodFeature {
     for (const l of this.overrides.expire(now)) {
       const name = ctx.layout.loopName(l.loop);
       this.operator = { ...this.operator, overrides: this.operator.overrides.filter((o) => o.loop !== name) };
-      const under = this.persistentMode(name);
-      control.setMode(l.loop, under.mode, under.outputPct);
-      ctx.emit({ type: "override.expired", loop: name, mode: under.mode, ...(under.outputPct === undefined ? {} : { outputPct: under.outputPct }) });
+      this.backToOwnMode(l.loop, true);
     }
     // the outputs the pod loop read and wrote just before this pass: not read again here
     const o = ctx.commanded();
@@ -276,11 +274,18 @@ export class OperatorDecisions implements PodFeature {
       (s) => ({ ...s, overrides: s.overrides.filter((o) => o.loop !== name) }),
       () => {
         this.overrides.delete(loop);
-        const under = this.persistentMode(name);
-        this.ctx.control().setMode(loop, under.mode, under.outputPct);
+        this.backToOwnMode(loop, false);
       },
     );
     return true;
+  }
+
+  /** A loop back in its own mode after its Override; `told`: said as `override.expired` (an end the engineer did not ask for). */
+  private backToOwnMode(loop: number, told: boolean): void {
+    const name = this.ctx.layout.loopName(loop);
+    const under = this.persistentMode(name);
+    this.ctx.control().setMode(loop, under.mode, under.outputPct);
+    if (told) this.ctx.emit({ type: "override.expired", loop: name, mode: under.mode, ...(under.outputPct === undefined ? {} : { outputPct: under.outputPct }) });
   }
 
   /** The mode a loop returns to when its Override ends: what the operator state holds for it. */
@@ -303,11 +308,22 @@ export class OperatorDecisions implements PodFeature {
     return this.ctx.supervisor.maintenance;
   }
 
-  /** Maintenance on or off; saved before it applies. */
+  /**
+   * Maintenance on or off; saved before it applies. Its end ends every `io force` still held: a
+   * loop check needs maintenance, and an output left forced after it would be a pod in normal
+   * operation with a loop held by hand (the loop goes back to its own mode, as at a lease's end).
+   */
   setMaintenance(on: boolean): Promise<void> {
+    const forced = on ? [] : this.overrides.all().filter((l) => isForce(l.by));
     return this.decide(
-      (s) => ({ ...s, maintenance: on }),
-      () => this.ctx.supervisor.setMaintenance(on),
+      (s) => ({ ...s, maintenance: on, overrides: on ? s.overrides : s.overrides.filter((o) => !isForce(o.by)) }),
+      () => {
+        this.ctx.supervisor.setMaintenance(on);
+        for (const l of forced) {
+          this.overrides.delete(l.loop);
+          this.backToOwnMode(l.loop, true);
+        }
+      },
     );
   }
 

@@ -1,6 +1,7 @@
 // The operator's decisions from before a restart or a reload, put back before the first tick.
 // One that no longer fits the config (a rack or loop gone, a value outside the envelope, a lease
 // run out) is dropped and said: an alarm for what was lost, never a silent change.
+import { isForce } from "./loop-leases.js";
 import type { LoopMode } from "../../hotpath-as/bank-config.js";
 import type { LoopKind, PodLayout } from "../../pod/layout.js";
 import { loopEnvelope, type CommandLimits, type ProblemReport, type Range } from "../pod-api.js";
@@ -56,7 +57,10 @@ export function restoreOperatorState(s: OperatorState, h: RestoreHost): Operator
       control.setSetpoint(loop, p.value);
     },
   });
-  kept.overrides = restoreLeased(h, s.overrides, (kind) => loopEnvelope(lim, kind).output, (o) => o.outputPct, dropped, {
+  // a loop check's force outside maintenance (saved by a version that kept it past maintenance's end)
+  const checks = s.overrides.filter((o) => s.maintenance || !isForce(o.by));
+  for (const o of s.overrides) if (!checks.includes(o)) dropped.push(`Override on ${o.loop} by ${o.by}: a loop check's force, and the pod is not in maintenance`);
+  kept.overrides = restoreLeased(h, checks, (kind) => loopEnvelope(lim, kind).output, (o) => o.outputPct, dropped, {
     noLoop: (o) => `Override on ${o.loop}: no such loop now`,
     outside: (o, env) => `Override on ${o.loop}: ${o.outputPct} % is outside [${env.min}, ${env.max}] now`,
     apply: (loop, o, leftMs) => {
