@@ -102,7 +102,7 @@ describe("the Redfish client driver", () => {
     };
     await badFor({ unhealthy: true }, "invalid", /Status\.Health "Critical"/);
     expect(Number.isNaN(point("gpuTemp")!.value) || point("gpuTemp")!.quality === "good").toBe(true);
-    await badFor({ stale: true }, "stale", /ReadingTime .* has not moved/);
+    await badFor({ stale: true }, "stale", /ReadingTime .* and the value have not moved/);
     await badFor({ error500: true }, "exception", /HTTP 500/);
     t.sim.inject({ bmc: "rack-2", error500: true });
     await waitFor(() => d.stats()[0].breaker !== "closed" && point("power")?.quality === "offline", "d.stats()[0].breaker !== 'closed' && point('power')?.quality === 'offl", 5000);
@@ -167,6 +167,86 @@ describe("the Redfish client driver", () => {
     }
     expect(bmc.limitW).toBe(25_000);
     expect(d.unverified(monoMs(), 0)).toEqual([]);
+  });
+
+  it("meets a BMC as it is: a session answered 204, a ReadingTime that never moves, a limit outside AllowableMin/AllowableMax", async () => {
+    const bmc = t.sim.bmcs[1];
+    const logs: string[] = [];
+    // no limit left by an earlier test: the load alone moves the rack's power
+    const lifted = await fetch(`http://127.0.0.1:${t.port("rack-2.bmc")}${ch}/Controls/PowerLimit`, {
+      method: "PATCH",
+      headers: { authorization: `Basic ${Buffer.from("admin:podwarden-sim").toString("base64")}`, "if-match": "*" },
+      body: JSON.stringify({ SetPoint: null }),
+    });
+    expect(lifted.status).toBe(200);
+    Object.assign(bmc.variant, { sessionStatus: 204, readingTimeFrozen: true, allowableW: { min: 20_000, max: 50_000 } });
+    try {
+      seen.length = 0;
+      drv = new RedfishDriver(device(`http://127.0.0.1:${t.port("rack-2.bmc")}`), { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
+      const d = drv;
+      d.start();
+      // a 204 with a token is a session, as 201 is
+      await waitFor(() => d.stats()[0].connected && d.stats()[0].polls >= 2, "polls through a 204 session", 5000);
+      expect(d.stats()[0]).toMatchObject({ connected: true, logins: 1 });
+      expect(point("power")!.quality).toBe("good");
+      // the reading moves (the load steps) under a ReadingTime that never does: live, well past staleMs (600 ms)
+      for (const pct of [40, 80, 50, 90]) {
+        t.sim.inject({ load: "rack-2", pct });
+        const was = point("power")!.value;
+        await waitFor(() => Math.abs(point("power")!.value - was) > 0.5, `the reading following a load of ${pct} %`, 5000);
+        expect(point("power")!.quality).toBe("good");
+      }
+      // a limit above AllowableMax goes out as AllowableMax (the BMC would answer 400 to it),
+      // said once however often it is asked for, and is held there
+      for (let i = 0; i < 10; i++) {
+        d.setOutput("bmc2.limit", 120);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await waitFor(() => d.outputState("bmc2.limit")?.quality === "good", "the clamped limit held", 5000);
+      expect(bmc.limitW).toBe(50_000);
+      expect(logs.filter((l) => l.includes("outside the BMC's"))).toEqual(["bmc2.limit: 120000 is outside the BMC's AllowableMax 50000 for SetPoint: 50000 sent"]);
+      expect(d.unverified(monoMs(), 0)).toEqual([]);
+      expect(point("limit")?.value).toBe(50);
+      // below AllowableMin: the limit
+      d.setOutput("bmc2.limit", 5);
+      await waitFor(() => bmc.limitW === 20_000 && d.outputState("bmc2.limit")?.quality === "good", "clamped up to AllowableMin", 5000);
+      // a frozen ReadingTime and a reading that stopped moving: stale, as ever
+      t.sim.bmcs[1].setStale(true);
+      await waitFor(() => point("power")?.quality === "stale", "stale once neither moves", 5000);
+      expect(point("power")!.detail).toMatch(/ReadingTime .* and the value have not moved/);
+    } finally {
+      Object.assign(bmc.variant, { sessionStatus: 201, readingTimeFrozen: false, allowableW: { min: 0, max: 1e6 } });
+      t.sim.inject({ load: "rack-2", pct: 80 });
+    }
+  });
+
+  it("falls back to HTTP Basic for a BMC with no session service, only when the config allows it", async () => {
+    // the simulator's BMC answers a session POST at another path with 404: a BMC without SessionService
+    const url = `http://127.0.0.1:${t.port("rack-2.bmc")}`;
+    const logs: string[] = [];
+    const noSessions = (fallback: boolean): RedfishClientConfig => {
+      const c = device(url);
+      c.devices[0].auth = { ...c.devices[0].auth, basicFallback: fallback };
+      return c;
+    };
+    t.sim.bmcs[1].variant.sessionService = false;
+    try {
+      drv = new RedfishDriver(noSessions(false), { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
+      drv.start();
+      const without = drv;
+      await waitFor(() => /login refused: HTTP 404/.test(without.stats()[0].why), "not connected without the fallback", 5000);
+      expect(without.stats()[0].connected).toBe(false);
+      await drv.stop();
+      drv = new RedfishDriver(noSessions(true), { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
+      drv.start();
+      const withFallback = drv;
+      await waitFor(() => withFallback.stats()[0].connected && withFallback.stats()[0].polls >= 2, "polls through Basic", 5000);
+      expect(point("power")!.quality).toBe("good");
+      expect(logs.filter((l) => l.includes("HTTP Basic from now on"))).toHaveLength(1);
+      expect(drv.stats()[0].logins).toBe(0);
+    } finally {
+      t.sim.bmcs[1].variant.sessionService = true;
+    }
   });
 
   it("refuses a config that would send credentials in clear, or an https BMC without a pinned certificate", () => {

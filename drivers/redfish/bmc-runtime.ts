@@ -28,8 +28,9 @@ export const LEAK_VALUE: Record<string, number> = { OK: 0, Critical: 1, Warning:
 export interface PointRuntime {
   id: string;
   c: RedfishPointConfig;
-  /** the ReadingTime last seen, and when (monotonic) it last changed */
+  /** the ReadingTime and the raw value last seen, and when (monotonic) either last changed */
   readingTime: string | null;
+  lastRaw: number | null;
   readingTimeSinceMs: number;
   /** monotonic ms of the last pushed sample from an event: a poll that began before it is older news */
   eventAtMs: number;
@@ -51,6 +52,10 @@ export interface OutputRuntime {
   /** since when the value asked for has not been verified (null: it is) */
   unverifiedSinceMs: number | null;
   why: string;
+  /** the control's AllowableMin/AllowableMax, as last read */
+  allowable: { min: number | null; max: number | null } | null;
+  /** the value asked for that went out clamped to those limits (engineering units) */
+  clampedFrom: number | null;
 }
 
 export interface RedfishDriverOptions {

@@ -7,13 +7,14 @@
 // changed Modbus leak sample does; a dropped stream is reopened with backoff and every leak
 // detector re-read when it is back (in between they are polled, as they always are).
 import { createParser } from "eventsource-parser";
-import { readFileSync } from "node:fs";
 import { Backoff } from "../../lib/backoff.js";
 import { monoMs } from "../../lib/clock.js";
 import type { Point, Quality } from "../../lib/points.js";
 import { CircuitBreaker } from "../breaker.js";
 import type { RedfishDeviceConfig } from "./config.js";
 import { BmcHttp, HttpFailure, type HttpAnswer } from "./http.js";
+import { BmcSession } from "./bmc-session.js";
+import { allowableOf, BmcControls } from "./bmc-controls.js";
 import { errorCode, isObject, LEAK_VALUE, property, type OutputRuntime, type PointRuntime, type RedfishDeviceStats, type RedfishDriverOptions } from "./bmc-runtime.js";
 
 /** One BMC: its pool, its session, its poll loop, its event stream and its outputs. */
@@ -27,9 +28,8 @@ export class Bmc {
   private running = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private readonly abort = new AbortController();
-  private token: string | null = null;
-  private sessionUri: string | null = null;
-  private login_: Promise<void> | null = null;
+  private readonly session: BmcSession;
+  private readonly controls: BmcControls;
   private connected = false;
   private why = "not yet polled";
   private polls = 0;
@@ -38,7 +38,6 @@ export class Bmc {
   private events = 0;
   private eventsShed = 0;
   private streamReconnects = 0;
-  private logins = 0;
   private eventWindowStartMs = 0;
   private eventWindowCount = 0;
   private rereadQueued = false;
@@ -48,7 +47,7 @@ export class Bmc {
     private readonly o: RedfishDriverOptions,
   ) {
     this.name = c.name;
-    this.points = c.points.map((p) => ({ id: `${c.name}.${p.name}`, c: p, readingTime: null, readingTimeSinceMs: 0, eventAtMs: -Infinity }));
+    this.points = c.points.map((p) => ({ id: `${c.name}.${p.name}`, c: p, readingTime: null, lastRaw: null, readingTimeSinceMs: 0, eventAtMs: -Infinity }));
     for (const p of c.outputs) {
       const id = `${c.name}.${p.name}`;
       this.outputs.set(id, {
@@ -63,9 +62,13 @@ export class Bmc {
         retry: new Backoff({ baseMs: Math.min(1000, c.pollMs), maxMs: 30_000 }),
         unverifiedSinceMs: null,
         why: "",
+        allowable: null,
+        clampedFrom: null,
       });
     }
     this.http = new BmcHttp(c);
+    this.session = new BmcSession(c, this.http, o.env ?? process.env, (level, line) => this.o.onLog?.(level, line));
+    this.controls = new BmcControls(this.session, (id, value, t, q, detail, unit) => this.publish(id, value, t, q, detail, unit), (line) => this.o.onLog?.("warn", line), () => this.running);
     this.breaker = new CircuitBreaker(c.breaker.failures, { baseMs: c.breaker.openMs, maxMs: c.breaker.maxOpenMs }, monoMs);
     this.streamBackoff = new Backoff(c.events.reconnect);
   }
@@ -80,8 +83,7 @@ export class Bmc {
     this.running = false;
     clearTimeout(this.pollTimer);
     this.abort.abort();
-    // a session left open counts against the BMC's session limit until it times out
-    if (this.sessionUri !== null && this.token !== null) await this.http.request("DELETE", this.sessionUri, { "x-auth-token": this.token }).catch(() => undefined);
+    await this.session.end();
     await this.http.close();
   }
 
@@ -97,59 +99,8 @@ export class Bmc {
       events: this.events,
       eventsShed: this.eventsShed,
       streamReconnects: this.streamReconnects,
-      logins: this.logins,
+      logins: this.session.logins,
     };
-  }
-
-  // ---- authentication ----
-
-  private password(): string {
-    const a = this.c.auth;
-    if (a.passwordEnv !== undefined) {
-      const v = (this.o.env ?? process.env)[a.passwordEnv];
-      if (v === undefined || v === "") throw new HttpFailure("disconnected", `no password: environment variable ${a.passwordEnv} is not set`);
-      return v;
-    }
-    if (a.passwordFile !== undefined) {
-      try {
-        return readFileSync(a.passwordFile, "utf8").slice(0, 1024).split("\n")[0].trim();
-      } catch (err) {
-        throw new HttpFailure("disconnected", `no password: ${(err as Error).message}`);
-      }
-    }
-    throw new HttpFailure("disconnected", "no password source configured");
-  }
-
-  private async authHeaders(): Promise<Record<string, string>> {
-    const a = this.c.auth;
-    if (a.mode === "basic") return { authorization: `Basic ${Buffer.from(`${a.user}:${this.password()}`).toString("base64")}` };
-    if (this.token === null) {
-      // one login at a time, however many requests are waiting for it
-      this.login_ ??= this.login().finally(() => (this.login_ = null));
-      await this.login_;
-    }
-    return this.token === null ? {} : { "x-auth-token": this.token };
-  }
-
-  private async login(): Promise<void> {
-    const r = await this.http.request("POST", "/redfish/v1/SessionService/Sessions", {}, { UserName: this.c.auth.user, Password: this.password() });
-    const token = r.headers["x-auth-token"];
-    if (r.status !== 201 && r.status !== 200) throw new HttpFailure("disconnected", `login refused: HTTP ${r.status}${errorCode(r)}`);
-    if (typeof token !== "string" || token.length === 0 || token.length > 512) throw new HttpFailure("corrupt", "login answered without an X-Auth-Token");
-    this.token = token;
-    const loc = r.headers.location;
-    this.sessionUri = typeof loc === "string" && loc.startsWith("/redfish/v1/") ? loc : null;
-    this.logins++;
-  }
-
-  /** A request with our credentials; a session the BMC forgot (401) is renewed once. */
-  private async request(method: "GET" | "PATCH", path: string, headers: Record<string, string> = {}, body?: unknown): Promise<HttpAnswer> {
-    let r = await this.http.request(method, path, { ...(await this.authHeaders()), ...headers }, body);
-    if (r.status === 401 && this.c.auth.mode === "session" && this.token !== null) {
-      this.token = null;
-      r = await this.http.request(method, path, { ...(await this.authHeaders()), ...headers }, body);
-    }
-    return r;
   }
 
   // ---- polling ----
@@ -184,7 +135,7 @@ export class Bmc {
     const startedMs = monoMs();
     let answer: HttpAnswer;
     try {
-      answer = await this.request("GET", path);
+      answer = await this.session.request("GET", path);
     } catch (err) {
       const f = err instanceof HttpFailure ? err : new HttpFailure("disconnected", (err as Error).message);
       this.connected = false;
@@ -217,7 +168,8 @@ export class Bmc {
       if (o.c.path !== path || body === null || o.writing || startedMs <= o.writeEndedMs) continue;
       const etag = answer.headers.etag;
       o.etag = typeof etag === "string" ? etag : typeof body["@odata.etag"] === "string" ? body["@odata.etag"] : null;
-      this.checkHeld(o, body[o.c.property]);
+      o.allowable = allowableOf(body, o.c.property);
+      this.controls.checkHeld(o, body[o.c.property]);
     }
     return { failure: null };
   }
@@ -236,13 +188,16 @@ export class Bmc {
     const raw = property(body, p.c.property);
     if (typeof raw !== "number" || !Number.isFinite(raw)) return this.publish(p.id, NaN, nowMs, "invalid", `${p.c.property} is ${raw === undefined ? "absent" : JSON.stringify(raw)}`, p.c.unit);
     // a reading whose ReadingTime stopped moving is stale, whatever its Health says: compared
-    // with itself, so the BMC's clock offset cannot fail a good reading
+    // with itself, so the BMC's clock offset cannot fail a good reading. A value that moves is
+    // live all the same: some BMCs never update a sensor's ReadingTime (found on DMTF's mockup
+    // server), and a reading that changes was read
     const rt = typeof body.ReadingTime === "string" ? body.ReadingTime : null;
-    if (rt !== p.readingTime) {
+    if (rt !== p.readingTime || raw !== p.lastRaw) {
       p.readingTime = rt;
+      p.lastRaw = raw;
       p.readingTimeSinceMs = nowMs;
     } else if (rt !== null && nowMs - p.readingTimeSinceMs >= this.c.staleMs) {
-      return this.publish(p.id, raw * p.c.scale + p.c.offset, nowMs, "stale", `ReadingTime ${rt} has not moved for ${Math.round((nowMs - p.readingTimeSinceMs) / 1000)} s`, p.c.unit);
+      return this.publish(p.id, raw * p.c.scale + p.c.offset, nowMs, "stale", `ReadingTime ${rt} and the value have not moved for ${Math.round((nowMs - p.readingTimeSinceMs) / 1000)} s`, p.c.unit);
     }
     this.publish(p.id, raw * p.c.scale + p.c.offset, nowMs, "good", undefined, p.c.unit);
   }
@@ -283,8 +238,8 @@ export class Bmc {
 
   private async streamOnce(): Promise<void> {
     const ev = this.c.events;
-    const res = await this.http.stream(ev.path, await this.authHeaders(), this.abort.signal);
-    if (res.statusCode === 401 && this.c.auth.mode === "session") this.token = null;
+    const res = await this.http.stream(ev.path, await this.session.headers(), this.abort.signal);
+    if (res.statusCode === 401) this.session.forget();
     if (res.statusCode !== 200) {
       res.body.destroy();
       throw new Error(`HTTP ${res.statusCode}`);
@@ -369,109 +324,7 @@ export class Bmc {
     });
   }
 
-  // ---- outputs ----
-
   setOutput(o: OutputRuntime, value: number): void {
-    if (!Number.isFinite(value)) return;
-    const changed = o.state.value !== value;
-    o.state.value = value;
-    if (changed) {
-      o.retry.reset();
-      o.retryAtMs = 0;
-    }
-    if (o.verified !== null && Math.abs(o.verified - value) * o.c.scale <= o.c.tolerance) {
-      o.unverifiedSinceMs = null;
-      return;
-    }
-    o.unverifiedSinceMs ??= monoMs();
-    if (o.writing || monoMs() < o.retryAtMs || !this.running) return;
-    void this.write(o);
-  }
-
-  /** PATCH with If-Match on the ETag last seen (fetched if none, again once on 412), then read back. */
-  private async write(o: OutputRuntime): Promise<void> {
-    const value = o.state.value;
-    if (value === null) return;
-    o.writing = true;
-    const sent = value * o.c.scale;
-    try {
-      let r: HttpAnswer | null = null;
-      for (let attempt = 0; attempt < 2; attempt++) {
-        if (o.etag === null || attempt > 0) {
-          const g = await this.request("GET", o.c.path);
-          const etag = g.headers.etag;
-          o.etag = typeof etag === "string" ? etag : isObject(g.json) && typeof g.json["@odata.etag"] === "string" ? g.json["@odata.etag"] : null;
-        }
-        r = await this.request("PATCH", o.c.path, o.etag === null ? {} : { "if-match": o.etag }, { [o.c.property]: sent });
-        if (r.status !== 412) break;
-      }
-      o.state.writes++;
-      if (r === null || (r.status !== 200 && r.status !== 204)) {
-        this.refused(o, `PATCH ${o.c.property}=${sent} refused: HTTP ${r?.status ?? "?"}${r === null ? "" : errorCode(r)}`, "exception");
-        return;
-      }
-      o.state.written = value;
-      o.state.writtenAtMs = monoMs();
-      const etag = r.headers.etag;
-      if (typeof etag === "string") o.etag = etag;
-      // read back: what the BMC holds, not what it said it took
-      const back = await this.request("GET", o.c.path);
-      if (back.status !== 200 || !isObject(back.json)) {
-        this.refused(o, `read-back failed: HTTP ${back.status}`, "exception");
-        return;
-      }
-      if (typeof back.headers.etag === "string") o.etag = back.headers.etag;
-      this.checkHeld(o, back.json[o.c.property], true);
-    } catch (err) {
-      const f = err instanceof HttpFailure ? err : new HttpFailure("disconnected", (err as Error).message);
-      this.refused(o, `write of ${o.c.property}=${sent}: ${f.message}`, f.kind);
-    } finally {
-      o.writing = false;
-      o.writeEndedMs = monoMs();
-    }
-    // a newer value asked for while this one was on its way goes now
-    if (this.running && o.state.value !== null && o.state.value !== value && monoMs() >= o.retryAtMs) void this.write(o);
-  }
-
-  /**
-   * Compares what the BMC holds with what it should hold. On our own read-back that is the value
-   * just sent; a miss waits its backoff before the next try (a BMC that clamps our value must not
-   * be hammered). On a poll it is the value last written: a different one there means someone
-   * else changed it, and ours goes back at once; a newer value not yet sent is the write's business.
-   */
-  private checkHeld(o: OutputRuntime, held: unknown, afterWrite = false): void {
-    // o.state.written is the value just sent, on a read-back, and the one last sent, on a poll
-    const want = o.state.written;
-    if (want === null) return;
-    const sent = want * o.c.scale;
-    const nowMs = monoMs();
-    if (typeof held === "number" && Math.abs(held - sent) <= o.c.tolerance) {
-      if (want !== o.state.value) return; // the last value is held; the newer one is on its way
-      o.verified = want;
-      o.state.quality = "good";
-      o.unverifiedSinceMs = null;
-      o.why = "";
-      o.retry.reset();
-      o.retryAtMs = 0;
-      this.publish(o.id, held / o.c.scale, nowMs, "good", undefined, o.c.unit);
-      return;
-    }
-    const known = o.state.quality === "mismatch";
-    this.refused(o, `the BMC holds ${o.c.property}=${JSON.stringify(held)}, not ${sent}`, "mismatch", afterWrite || !known);
-    if (!afterWrite && !known) o.retryAtMs = 0;
-    if (typeof held === "number") this.publish(o.id, held / o.c.scale, nowMs, "mismatch", o.why, o.c.unit);
-  }
-
-  /** The output is not what we asked for: its quality, why, and (`counted`) a failure logged and a retry scheduled. */
-  private refused(o: OutputRuntime, why: string, quality: Quality, counted = true): void {
-    o.state.quality = quality;
-    o.why = why;
-    o.verified = null;
-    o.unverifiedSinceMs ??= monoMs();
-    if (quality !== "mismatch") this.publish(o.id, NaN, monoMs(), quality, why, o.c.unit);
-    if (!counted) return;
-    o.state.failures++;
-    o.retryAtMs = monoMs() + o.retry.next();
-    this.o.onLog?.("warn", `${o.id}: ${why}`);
+    this.controls.setOutput(o, value);
   }
 }

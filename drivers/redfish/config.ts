@@ -58,13 +58,14 @@ export const REDFISH_DEVICE_SCHEMA = obj(
         user: str("user name", { minLength: 1, maxLength: 64 }),
         passwordEnv: optional(str("environment variable holding the password", { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" })),
         passwordFile: optional(str("file holding the password (its first line; systemd's LoadCredential= fits)", { minLength: 1 })),
+        basicFallback: bool(false, "session mode, with a BMC that has no session service (404, 405 or 501 to the session POST): send HTTP Basic instead, said once in the log; off, such a BMC is not connected"),
       },
       "credentials; the password comes from the environment or a file, never from this config",
       ["user"],
     ),
     timeoutMs: int(50, 60_000, 2000, "per request, headers and body, ms"),
     pollMs: int(100, 600_000, 1000, "every configured resource is read this often, ms"),
-    staleMs: int(100, 3_600_000, 5000, "a reading whose ReadingTime has not moved for this long is stale, whatever its Health says (ReadingTime is compared with itself, not with this controller's clock, so a BMC's clock offset does not matter); a resource that does not answer is bad at once"),
+    staleMs: int(100, 3_600_000, 5000, "a reading whose ReadingTime and value have both not moved for this long is stale, whatever its Health says (ReadingTime is compared with itself, not with this controller's clock, so a BMC's clock offset does not matter; a value that changes under a ReadingTime that does not is live: some BMCs never move it); a resource that does not answer is bad at once"),
     maxBodyBytes: int(1024, 1_048_576, 65_536, "a larger response is refused unread, bytes"),
     breaker: obj(
       {

@@ -39,6 +39,20 @@ export interface BmcOptions {
   trays: number;
 }
 
+/**
+ * How this BMC differs from the specification's letter, as real ones do (issue #50): the status
+ * a session POST answers with (201 is the specification's; 200 and 204 are met), a ReadingTime
+ * that never moves while the readings do, and the power limit's AllowableMin/AllowableMax (a
+ * PATCH outside them answers 400, as a real BMC's does).
+ */
+export interface BmcVariant {
+  sessionStatus: 200 | 201 | 204;
+  readingTimeFrozen: boolean;
+  allowableW: { min: number; max: number };
+  /** false: no SessionService (a session POST answers 404), Basic only */
+  sessionService: boolean;
+}
+
 const ROOT = "/redfish/v1";
 const MAX_BODY = 4096;
 
@@ -49,6 +63,9 @@ interface Reading {
 
 export class RedfishBmc {
   readonly faults: BmcFaults = { slowMs: 0, error500: false, unauthorized: false, stale: false, unhealthy: false };
+  readonly variant: BmcVariant = { sessionStatus: 201, readingTimeFrozen: false, allowableW: { min: 0, max: 1e6 }, sessionService: true };
+  /** the ReadingTime every sensor shows while readingTimeFrozen */
+  private readonly bootTime = new Date().toISOString();
   /** the limit last PATCHed, W (null: none) */
   limitW: number | null = null;
   /** the limit was withdrawn: the next step lifts the cap it applied */
@@ -141,7 +158,7 @@ export class RedfishBmc {
   }
 
   private readings(): Map<string, Reading> {
-    const time = this.now().toISOString();
+    const time = this.variant.readingTimeFrozen ? this.bootTime : this.now().toISOString();
     const r = this.rack;
     const m = new Map<string, Reading>([
       ["RackPower", { value: r.powerKw * 1000, time }],
@@ -206,7 +223,7 @@ export class RedfishBmc {
     const path = (req.url ?? "/").split("?")[0].replace(/\/$/, "");
     const method = req.method ?? "GET";
     if (path === ROOT && method === "GET") return send(res, 200, this.serviceRoot());
-    if (path === `${ROOT}/SessionService/Sessions` && method === "POST") return this.login(req, res);
+    if (path === `${ROOT}/SessionService/Sessions` && method === "POST") return this.variant.sessionService ? this.login(req, res) : send(res, 404, { error: { code: "Base.1.19.ResourceMissingAtURI", message: "no session service" } });
     if (!this.authorized(req)) return send(res, 401, { error: { code: "Base.1.19.NoValidSession", message: "authentication required" } }, { "www-authenticate": 'Basic realm="bmc"' });
     if (path.startsWith(`${ROOT}/SessionService/Sessions/`) && method === "DELETE") {
       this.sessions.delete(path.slice(`${ROOT}/SessionService/Sessions/`.length));
@@ -227,7 +244,13 @@ export class RedfishBmc {
     if (!ok) return send(res, 401, { error: { code: "Base.1.19.NoValidSession", message: "bad credentials" } });
     const token = randomBytes(16).toString("hex");
     this.sessions.add(token);
-    send(res, 201, { "@odata.id": `${ROOT}/SessionService/Sessions/${token}`, "@odata.type": "#Session.v1_7_0.Session", Id: token, Name: "Session", UserName: body.UserName }, { "x-auth-token": token, location: `${ROOT}/SessionService/Sessions/${token}` });
+    const headers = { "x-auth-token": token, location: `${ROOT}/SessionService/Sessions/${token}` };
+    if (this.variant.sessionStatus === 204) {
+      res.writeHead(204, { "odata-version": "4.0", ...headers });
+      res.end();
+      return;
+    }
+    send(res, this.variant.sessionStatus, { "@odata.id": `${ROOT}/SessionService/Sessions/${token}`, "@odata.type": "#Session.v1_7_0.Session", Id: token, Name: "Session", UserName: body.UserName }, headers);
   }
 
   private stream(res: ServerResponse): void {
@@ -243,7 +266,9 @@ export class RedfishBmc {
     if (match !== `"${this.etag}"` && match !== "*") return send(res, 412, { error: { code: "Base.1.19.PreconditionFailed", message: "the ETag has changed" } });
     const body = await readJson(req);
     const sp = body?.SetPoint;
-    if (!(sp === null || (typeof sp === "number" && Number.isFinite(sp) && sp >= 0 && sp <= 1e6))) return send(res, 400, { error: { code: "Base.1.19.PropertyValueFormatError", message: "SetPoint: watts, or null for none" } });
+    if (!(sp === null || (typeof sp === "number" && Number.isFinite(sp)))) return send(res, 400, { error: { code: "Base.1.19.PropertyValueFormatError", message: "SetPoint: watts, or null for none" } });
+    const { min, max } = this.variant.allowableW;
+    if (sp !== null && (sp < min || sp > max)) return send(res, 400, { error: { code: "Base.1.19.PropertyValueOutOfRange", message: `SetPoint ${sp} is outside ${min}..${max}` } });
     // a limit withdrawn lifts the cap it applied, once
     if (sp === null && this.limitW !== null) this.lifting = true;
     this.limitW = sp;
@@ -284,8 +309,8 @@ export class RedfishBmc {
           ControlMode: this.limitW === null ? "Disabled" : "Automatic",
           SetPoint: this.limitW,
           SetPointUnits: "W",
-          AllowableMin: 0,
-          AllowableMax: 1e6,
+          AllowableMin: this.variant.allowableW.min,
+          AllowableMax: this.variant.allowableW.max,
           Sensor: { Reading: Math.round(this.rack.powerKw * 1000), DataSourceUri: `${ch}/Sensors/RackPower` },
           Status: { State: "Enabled", Health: "OK" },
         };
