@@ -220,6 +220,45 @@ describe("the Redfish client driver", () => {
     }
   });
 
+  it("finds the event stream at the EventService's ServerSentEventUri, and polls a BMC without one, said once", async () => {
+    const bmc = t.sim.bmcs[1];
+    const url = `http://127.0.0.1:${t.port("rack-2.bmc")}`;
+    const logs: string[] = [];
+    const make = (pollMs: number): RedfishDriver => {
+      drv = new RedfishDriver(device(url, { pollMs, staleMs: 120_000, events: { reconnect: { baseMs: 50, maxMs: 200 }, recheckS: 1 } }), { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
+      drv.start();
+      return drv;
+    };
+    bmc.variant.ssePath = "/redfish/v1/EventService/Stream";
+    try {
+      // no path configured: the stream is where the EventService says, and a leak event arrives
+      // on it with polls a minute apart
+      let d = make(60_000);
+      await waitFor(() => d.stats()[0].streamOpen, "the stream open at ServerSentEventUri", 5000);
+      t.sim.inject({ leak: "rack-2", state: "wet" });
+      await waitFor(() => point("leak")?.value === 1, "the leak pushed on the stream", 5000);
+      expect(d.stats()[0].polls).toBe(1);
+      await d.stop();
+      // a BMC without Server-Sent Events: its detectors polled, one Warning however many looks
+      bmc.variant.ssePath = null;
+      bmc.dropStreams();
+      d = make(100);
+      await waitFor(() => d.stats()[0].noStream !== null, "the stream found missing", 5000);
+      expect(d.stats()[0].noStream).toBe("the EventService has no ServerSentEventUri");
+      t.sim.inject({ leak: "rack-2", state: "dry" });
+      await waitFor(() => point("leak")?.value === 0, "the leak polled", 5000);
+      await new Promise((r) => setTimeout(r, 3500)); // three looks more (recheckS: 1)
+      expect(logs.filter((l) => l.includes("no Server-Sent Events"))).toEqual(["bmc2: no Server-Sent Events (the EventService has no ServerSentEventUri): its leak detectors are polled every 100 ms; asked again every 1 s"]);
+      expect(logs.filter((l) => l.includes("event stream"))).toEqual([]);
+      // and when the BMC serves them again, the stream opens by itself
+      bmc.variant.ssePath = "/redfish/v1/EventService/SSE";
+      await waitFor(() => d.stats()[0].streamOpen && d.stats()[0].noStream === null, "the stream back", 5000);
+    } finally {
+      bmc.variant.ssePath = "/redfish/v1/EventService/SSE";
+      t.sim.inject({ leak: "rack-2", state: "dry" });
+    }
+  });
+
   it("falls back to HTTP Basic for a BMC with no session service, only when the config allows it", async () => {
     // the simulator's BMC answers a session POST at another path with 404: a BMC without SessionService
     const url = `http://127.0.0.1:${t.port("rack-2.bmc")}`;

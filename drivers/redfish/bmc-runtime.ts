@@ -20,6 +20,8 @@ export interface RedfishDeviceStats {
   /** events not parsed (over maxEventsPerS): each time every detector was re-read instead */
   eventsShed: number;
   streamReconnects: number;
+  /** why the BMC has no event stream (its detectors are polled); null: it has one, or it is not yet known */
+  noStream: string | null;
   logins: number;
 }
 

@@ -7,6 +7,7 @@
 // changed Modbus leak sample does; a dropped stream is reopened with backoff and every leak
 // detector re-read when it is back (in between they are polled, as they always are).
 import { createParser } from "eventsource-parser";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Backoff } from "../../lib/backoff.js";
 import { monoMs } from "../../lib/clock.js";
 import type { Point, Quality } from "../../lib/points.js";
@@ -41,6 +42,8 @@ export class Bmc {
   private eventWindowStartMs = 0;
   private eventWindowCount = 0;
   private rereadQueued = false;
+  /** why the BMC has no event stream, once found so (its detectors polled); null: it has one, or not yet known */
+  private noStream: string | null = null;
 
   constructor(
     private readonly c: RedfishDeviceConfig,
@@ -99,6 +102,7 @@ export class Bmc {
       events: this.events,
       eventsShed: this.eventsShed,
       streamReconnects: this.streamReconnects,
+      noStream: this.noStream,
       logins: this.session.logins,
     };
   }
@@ -223,27 +227,49 @@ export class Bmc {
 
   private async streamLoop(): Promise<void> {
     while (this.running) {
+      let wait = 0;
       try {
         await this.streamOnce();
       } catch (err) {
         if (!this.running) return;
-        this.o.onLog?.("warn", `${this.name}: event stream ${this.streamOpen ? "dropped" : "not opened"}: ${(err as Error).message}`);
+        if (err instanceof NoEventStream) {
+          // polled instead: said once, not at every look (a BMC without SSE stays without it)
+          if (this.noStream === null) this.o.onLog?.("warn", `${this.name}: no Server-Sent Events (${err.message}): its leak detectors are polled every ${this.c.pollMs} ms; asked again every ${this.c.events.recheckS} s`);
+          this.noStream = err.message;
+          wait = this.c.events.recheckS * 1000;
+        } else this.o.onLog?.("warn", `${this.name}: event stream ${this.streamOpen ? "dropped" : "not opened"}: ${(err as Error).message}`);
       }
       if (this.streamOpen) this.streamReconnects++;
       this.streamOpen = false;
       if (!this.running) return;
-      await new Promise((r) => setTimeout(r, this.streamBackoff.next()));
+      await sleep(wait || this.streamBackoff.next(), undefined, { signal: this.abort.signal }).catch(() => undefined);
     }
+  }
+
+  /** The stream's URI: the configured one, else the EventService's ServerSentEventUri. */
+  private async streamPath(): Promise<string> {
+    const configured = this.c.events.path;
+    if (configured !== undefined) return configured;
+    const r = await this.session.request("GET", "/redfish/v1/EventService");
+    if (r.status === 404) throw new NoEventStream("no EventService");
+    if (r.status !== 200 || !isObject(r.json)) throw new Error(`EventService: HTTP ${r.status}${errorCode(r)}`);
+    const uri = r.json.ServerSentEventUri;
+    if (typeof uri !== "string" || !uri.startsWith("/redfish/v1/") || uri.length > 512) throw new NoEventStream(uri === undefined ? "the EventService has no ServerSentEventUri" : "its ServerSentEventUri is not a path under /redfish/v1/");
+    return uri;
   }
 
   private async streamOnce(): Promise<void> {
     const ev = this.c.events;
-    const res = await this.http.stream(ev.path, await this.session.headers(), this.abort.signal);
+    const path = await this.streamPath();
+    const res = await this.http.stream(path, await this.session.headers(), this.abort.signal);
     if (res.statusCode === 401) this.session.forget();
     if (res.statusCode !== 200) {
       res.body.destroy();
+      if (res.statusCode === 404 || res.statusCode === 405 || res.statusCode === 501) throw new NoEventStream(`HTTP ${res.statusCode} at ${path}`);
       throw new Error(`HTTP ${res.statusCode}`);
     }
+    if (this.noStream !== null) this.o.onLog?.("info", `${this.name}: Server-Sent Events found at ${path}: leak events are pushed again`);
+    this.noStream = null;
     this.streamOpen = true;
     this.streamBackoff.reset();
     // anything that changed while the stream was down is read now, not at the next poll
@@ -328,3 +354,6 @@ export class Bmc {
     this.controls.setOutput(o, value);
   }
 }
+
+/** The BMC serves no event stream: not a fault to retry at once, a way of working to poll around. */
+class NoEventStream extends Error {}

@@ -78,7 +78,8 @@ export const REDFISH_DEVICE_SCHEMA = obj(
     events: obj(
       {
         enabled: bool(true, "hold the EventService's SSE stream open: a leak detector's event is a pushed sample that wakes the control tick at once"),
-        path: str("the stream's URI", { ...PATH, default: "/redfish/v1/EventService/SSE" }),
+        path: optional(str("the stream's URI; absent: the EventService's ServerSentEventUri, read each time the stream opens (a BMC without one is polled, said once)", PATH)),
+        recheckS: int(1, 86_400, 600, "a BMC found without Server-Sent Events is asked again this often (quietly): its detectors are polled meanwhile, s"),
         maxEventBytes: int(256, 1_048_576, 16_384, "an event larger than this ends the stream (it is reopened and every detector re-read), bytes"),
         maxEventsPerS: int(1, 10_000, 50, "events parsed a second; beyond it they are not parsed, and every leak detector is re-read instead"),
         reconnect: obj({ baseMs: int(10, 600_000, 500, "first wait, ms"), maxMs: int(10, 3_600_000, 30_000, "longest wait, ms") }, "reopening a dropped stream (every detector is re-read when it is back; until then they are polled)"),

@@ -51,6 +51,8 @@ export interface BmcVariant {
   allowableW: { min: number; max: number };
   /** false: no SessionService (a session POST answers 404), Basic only */
   sessionService: boolean;
+  /** where the EventService serves Server-Sent Events (its ServerSentEventUri); null: it serves none */
+  ssePath: string | null;
 }
 
 const ROOT = "/redfish/v1";
@@ -63,7 +65,7 @@ interface Reading {
 
 export class RedfishBmc {
   readonly faults: BmcFaults = { slowMs: 0, error500: false, unauthorized: false, stale: false, unhealthy: false };
-  readonly variant: BmcVariant = { sessionStatus: 201, readingTimeFrozen: false, allowableW: { min: 0, max: 1e6 }, sessionService: true };
+  readonly variant: BmcVariant = { sessionStatus: 201, readingTimeFrozen: false, allowableW: { min: 0, max: 1e6 }, sessionService: true, ssePath: `${ROOT}/EventService/SSE` };
   /** the ReadingTime every sensor shows while readingTimeFrozen */
   private readonly bootTime = new Date().toISOString();
   /** the limit last PATCHed, W (null: none) */
@@ -230,7 +232,7 @@ export class RedfishBmc {
       res.writeHead(204).end();
       return;
     }
-    if (path === `${ROOT}/EventService/SSE` && method === "GET") return this.stream(res);
+    if (path === this.variant.ssePath && method === "GET") return this.stream(res);
     if (path === `${ROOT}/Chassis/${this.name}/Controls/PowerLimit` && method === "PATCH") return this.patchLimit(req, res);
     if (method !== "GET") return send(res, 405, { error: { code: "Base.1.19.OperationNotAllowed", message: `${method} not allowed here` } }, { allow: "GET" });
     const r = this.resource(path);
@@ -292,7 +294,7 @@ export class RedfishBmc {
       case `${ROOT}/SessionService/Sessions`:
         return coll("SessionCollection", [...this.sessions].map((t) => `${path}/${t}`));
       case `${ROOT}/EventService`:
-        return { ...head("EventService.v1_10_0.EventService", "EventService", "Event Service"), ServiceEnabled: true, ServerSentEventUri: `${ROOT}/EventService/SSE`, Status: { State: "Enabled", Health: "OK" } };
+        return { ...head("EventService.v1_10_0.EventService", "EventService", "Event Service"), ServiceEnabled: true, ...(this.variant.ssePath === null ? {} : { ServerSentEventUri: this.variant.ssePath }), Status: { State: "Enabled", Health: "OK" } };
       case `${ROOT}/Chassis`:
         return coll("ChassisCollection", [ch]);
       case ch:
