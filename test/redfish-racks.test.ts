@@ -66,13 +66,16 @@ describe("racks read and capped through their BMCs over Redfish", () => {
     expect(before).toBeGreaterThan(budget + 100);
     await agent.commander.setPowerBudget(budget);
     await waitFor(() => plantKw() <= budget, `the plant's total power under the ${budget} kW budget`, 30_000);
-    // every BMC holds the cap the supervisor decided, verified on read-back
-    for (const [i, b] of t.sim.bmcs.entries()) {
+    // every BMC holds the cap the supervisor decided, verified on read-back. The caps follow the
+    // racks' power, so one may be on its way when looked at (the BMC took the PATCH, its answer
+    // not yet read: a loaded CI run saw 111.7 held against 101.5 written): each must come to
+    // hold what was written, verified
+    const held = (i: number): boolean => {
       const s = agent.field.io.outputState(`rack-${i + 1}-bmc.powerLimit`)!;
-      expect(s.quality).toBe("good");
-      expect(b.limitW).not.toBeNull();
-      expect(b.limitW! / 1000).toBeCloseTo(s.written!, 0);
-    }
+      const b = t.sim.bmcs[i];
+      return s.quality === "good" && b.limitW !== null && s.written !== null && Math.abs(b.limitW / 1000 - s.written) < 0.5;
+    };
+    await waitFor(() => t.sim.bmcs.every((_, i) => held(i)), "every BMC holding the cap written to it, verified", 10_000);
     expect(agent.activeAlarms().filter((a) => a.id.startsWith("output:"))).toEqual([]);
     await agent.commander.setPowerBudget(null);
   });
