@@ -241,7 +241,7 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
   }
   redfishStats = (): ReturnType<PodDiagnostics["redfishStats"]> => this.field.redfish?.stats() ?? [];
   strokeStatus = (): ReturnType<PodDiagnostics["strokeStatus"]> => this.strokes.strokeStatus();
-
+  deviceHealth = (): ReturnType<PodDiagnostics["deviceHealth"]> => this.supervisor.devices;
   modbusStats(): ReturnType<PodDiagnostics["modbusStats"]> {
     const main = this.field.modbus.stats();
     const leak = this.field.leak?.thread.stats();

@@ -92,6 +92,11 @@ export interface PodDiagnostics {
   redfishStats(): RedfishDeviceStats[];
   /** the isolation valves' partial-stroke tests: the running one, and each valve's last */
   strokeStatus(): StrokeStatus;
+  /**
+   * every field device (Modbus, the leak thread's, BMCs, the ingest) answering or not, as the
+   * supervisor judged it at its last pass: the one list that health windows are held to
+   */
+  deviceHealth(): readonly { name: string; ok: boolean; why: string }[];
 }
 
 export interface Range {

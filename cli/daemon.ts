@@ -7,7 +7,7 @@
 //                   the agent's internals (device leases hold the actuators meanwhile)
 // A config pushed by mission control (the signed command `config`, agent/config-push/) is taken
 // the same way, one reload at a time with SIGHUP's, and runs over the -c file while it rides on it.
-import { ConfigError } from "../lib/config-file.js";
+import { ConfigError, problemsInBrief } from "../lib/config-file.js";
 import { identityChange, sameStructure, stateDirOf } from "../agent/lifecycle.js";
 import { ControlPlane } from "../agent/plane/control-plane.js";
 import { InProcessPlane } from "../agent/plane/in-process-plane.js";
@@ -142,9 +142,7 @@ export async function runDaemon(configPath: string, hooks: DaemonHooks = {}, o: 
   // next reload that is taken (or finds the file unchanged, back to what runs) clears it.
   const rejected = (problems: readonly string[], why: string): void => {
     log.error({ problems }, `reload rejected: ${why}; the running config stays`);
-    const shown = problems.slice(0, 3).map((p) => (p.length > 200 ? `${p.slice(0, 200)}…` : p));
-    const more = problems.length > shown.length ? ` (and ${problems.length - shown.length} more)` : "";
-    plane.reportProblem(CONFIG_REJECTED, { severity: "Warning", source: "daemon", message: `the config file's reload was rejected (${why}): ${shown.join("; ")}${more}; the running config stays` });
+    plane.reportProblem(CONFIG_REJECTED, { severity: "Warning", source: "daemon", message: `the config file's reload was rejected (${why}): ${problemsInBrief(problems, 200)}; the running config stays` });
   };
   const reload = async (): Promise<void> => {
     let next: LoadedConfig;

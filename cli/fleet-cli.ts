@@ -79,8 +79,10 @@ export async function fleetCli(sub: string | undefined, name: string | undefined
       windowS: values.window === undefined ? undefined : whole(values.window, "--window", 1),
       timeoutMs: whole(values.timeout, "--timeout", 10) * 1000,
     });
-    const kept = outcomes.filter((o) => o.result === "applied" || o.result === "unchanged").length;
-    log(`${kept} of ${outcomes.length} pods run the pushed config; ${outcomes.filter((o) => o.result === "reverted").length} put it back, ${outcomes.filter((o) => o.result === "refused").length} refused it, ${outcomes.filter((o) => o.result === "no answer").length} silent, ${outcomes.filter((o) => o.result === "not pushed").length} not pushed`);
+    const n = { applied: 0, unchanged: 0, reverted: 0, refused: 0, "no answer": 0, "not pushed": 0 };
+    for (const o of outcomes) n[o.result]++;
+    const kept = n.applied + n.unchanged;
+    log(`${kept} of ${outcomes.length} pods run the pushed config; ${n.reverted} put it back, ${n.refused} refused it, ${n["no answer"]} silent, ${n["not pushed"]} not pushed`);
     return kept === outcomes.length ? 0 : 1;
   }
   if (sub === "record") {

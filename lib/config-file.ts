@@ -17,6 +17,16 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * A config's problems for one alarm or answer line: the first three, each cut at `each`
+ * characters, and how many more. A reload's alarm and a pushed config's refusal say it alike,
+ * and neither may grow with the file that was sent.
+ */
+export function problemsInBrief(problems: readonly string[], each: number): string {
+  const shown = problems.slice(0, 3).map((p) => (p.length > each ? `${p.slice(0, each)}…` : p));
+  return `${shown.join("; ")}${problems.length > shown.length ? ` (and ${problems.length - shown.length} more)` : ""}`;
+}
+
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true, discriminator: true });
 
 /** `a.b[2].c` from ajv's `/a/b/2/c`. */

@@ -8,7 +8,7 @@
 // taken, the warning config:push-reverted says why, and a `command.audit` event tells mission
 // control either way. The file given with -c is never written (/etc is read-only to the daemon).
 import { monoMs } from "../../lib/clock.js";
-import { ConfigError } from "../../lib/config-file.js";
+import { ConfigError, problemsInBrief } from "../../lib/config-file.js";
 import type { CommandBody } from "../commands/schema.js";
 import type { LoadedConfig } from "../config/load.js";
 import { identityChange } from "../lifecycle.js";
@@ -84,7 +84,7 @@ export class ConfigPush {
       this.host.log.warn({ pushed: this.record.pushedHash, local: local.hash }, "the config file given with -c changed since the pushed config was taken over it: the file runs");
       this.endTrial();
       const cut = this.record.last?.state === "trial";
-      this.record = { ...this.record, running: "local", localHash: null, pushedHash: null, previous: null, ...(cut ? { last: { ...this.record.last!, state: "reverted", at: new Date().toISOString(), why: ["the config file given with -c was changed at the pod during the trial"] } } : {}) };
+      this.record = { running: "local", localHash: null, pushedHash: null, previous: null, last: cut ? reverted(this.record.last, ["the config file given with -c was changed at the pod during the trial"]) : this.record.last };
       this.save();
       if (cut) this.toTell = this.record.last;
       return local;
@@ -146,7 +146,7 @@ export class ConfigPush {
       next = await this.host.load(files.path(CANDIDATE_FILE));
     } catch (err) {
       files.remove(CANDIDATE_FILE);
-      if (err instanceof ConfigError) return { status: "rejected", code: "invalid-params", reason: `the pushed config is invalid: ${clipped(err.problems)}` };
+      if (err instanceof ConfigError) return { status: "rejected", code: "invalid-params", reason: `the pushed config is invalid: ${problemsInBrief(err.problems, 300)}` };
       return { status: "rejected", code: "unavailable", reason: `the pushed config could not be kept or read: ${(err as Error).message}` };
     }
     const fixed = identityChange(plane.config, next.config);
@@ -237,17 +237,15 @@ export class ConfigPush {
   /** The record says what ran before runs again (and its file is back in place). */
   private revertRecord(why: string[]): void {
     const r = this.record;
-    const back = r.previous ?? { source: "local" as const, hash: r.localHash ?? "" };
+    let back = r.previous ?? { source: "local" as const, hash: r.localHash ?? "" };
     try {
       if (back.source === "pushed") this.files?.move(PREVIOUS_FILE, PUSHED_FILE);
     } catch (err) {
       why.push(`the earlier pushed config could not be put back (${(err as Error).message}): the config file given with -c runs`);
-      this.record = { ...r, running: "local", localHash: null, pushedHash: null, previous: null, last: r.last === null ? null : { ...r.last, state: "reverted", at: new Date().toISOString(), why } };
-      this.save();
-      return;
+      back = { source: "local", hash: "" };
     }
     const pushed = back.source === "pushed";
-    this.record = { running: back.source, localHash: pushed ? r.localHash : null, pushedHash: pushed ? back.hash : null, previous: null, last: r.last === null ? null : { ...r.last, state: "reverted", at: new Date().toISOString(), why } };
+    this.record = { running: back.source, localHash: pushed ? r.localHash : null, pushedHash: pushed ? back.hash : null, previous: null, last: reverted(r.last, why) };
     this.save();
   }
 
@@ -289,11 +287,9 @@ export class ConfigPush {
     };
   }
 
-  /** The Modbus devices and the BMCs, each answering or not. */
-  private devices(): { name: string; ok: boolean }[] {
-    const p = this.host.plane();
-    const up = (d: { connected: boolean; breaker: string }): boolean => d.connected && d.breaker === "closed";
-    return [...p.modbusStats().devices.map((d) => ({ name: d.name, ok: up(d) })), ...p.redfishStats().map((d) => ({ name: d.name, ok: up(d) }))];
+  /** The field devices, each answering or not, as the supervisor judged them (the release window's list too). */
+  private devices(): readonly { name: string; ok: boolean }[] {
+    return this.host.plane().deviceHealth();
   }
 
   private save(): void {
@@ -310,7 +306,5 @@ export class ConfigPush {
   }
 }
 
-const clipped = (problems: readonly string[]): string => {
-  const shown = problems.slice(0, 3).map((p) => (p.length > 300 ? `${p.slice(0, 300)}…` : p));
-  return `${shown.join("; ")}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ""}`;
-};
+/** The last push, marked put back now, and why. */
+const reverted = (last: PushRecord["last"], why: string[]): PushRecord["last"] => (last === null ? null : { ...last, state: "reverted", at: new Date().toISOString(), why });

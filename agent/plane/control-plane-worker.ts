@@ -94,6 +94,7 @@ function view(): PodView {
     ingest: hosted.agent.ingestStats(),
     redfish: hosted.agent.redfishStats(),
     stroke: hosted.agent.strokeStatus(),
+    devices: hosted.agent.deviceHealth(),
     ...(hosted.agent.recorder.dir === undefined ? {} : { recordingsDir: hosted.agent.recorder.dir }),
     dropped: { ...dropped },
   };

@@ -324,6 +324,10 @@ export class ControlPlane implements PodReader, PodDiagnostics, PodCommands, Pro
     return this.view_.stroke;
   }
 
+  deviceHealth(): ReturnType<PodDiagnostics["deviceHealth"]> {
+    return this.view_.devices;
+  }
+
   // ---- PodCommands and the admin socket's own two -----------------------------------------
 
   get limits(): CommandLimits {

@@ -117,6 +117,9 @@ export class InProcessPlane implements PodPlane {
   strokeStatus(): StrokeStatus {
     return this.agent.strokeStatus();
   }
+  deviceHealth(): ReturnType<PodDiagnostics["deviceHealth"]> {
+    return this.agent.deviceHealth();
+  }
 
   execute(body: CommandRequest, by: string): Promise<Outcome> {
     return this.agent.execute(body, by);

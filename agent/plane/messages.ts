@@ -61,6 +61,7 @@ export interface PodView {
   ingest: ReturnType<PodDiagnostics["ingestStats"]>;
   redfish: ReturnType<PodDiagnostics["redfishStats"]>;
   stroke: StrokeStatus;
+  devices: ReturnType<PodDiagnostics["deviceHealth"]>;
   recordingsDir?: string;
   /** what the control plane dropped or skipped on its way out, since the start */
   dropped: { events: number; logLines: number; views: number };
