@@ -43,7 +43,7 @@ export default tseslint.config(
     files: ["agent/hmi/static/**/*.js"],
     languageOptions: {
       sourceType: "module",
-      globals: { document: "readonly", EventSource: "readonly", fetch: "readonly", URLSearchParams: "readonly", performance: "readonly", setInterval: "readonly", setTimeout: "readonly", clearTimeout: "readonly", uPlot: "readonly" },
+      globals: { document: "readonly", getComputedStyle: "readonly", ResizeObserver: "readonly", EventSource: "readonly", fetch: "readonly", URLSearchParams: "readonly", performance: "readonly", setInterval: "readonly", setTimeout: "readonly", clearTimeout: "readonly", uPlot: "readonly" },
     },
   },
 );

@@ -3,7 +3,7 @@
 // place. The pipeline is the pod loop's (loop/pod-loop.ts); each feature is a folder given the
 // pod context (pod-context.ts), registered in `features` below. Services take the narrow faces
 // of pod-api.ts, never this class.
-import { measuredValue, PointStore, type Point } from "../lib/points.js";
+import { PointStore, type Point } from "../lib/points.js";
 import { monoMs } from "../lib/clock.js";
 import { Listeners } from "../lib/listeners.js";
 import { podBankSpec } from "../pod/bank.js";
@@ -226,7 +226,7 @@ export class Agent implements PodReader, PodCommands, PodDiagnostics, ProblemRep
   healthy = (): boolean => this.loop.healthy();
   /** Every field point the agent reads: Modbus, MQTT ingest and Redfish alike. */
   fieldPoints = (): Point[] => [...this.points.all()];
-  status = (): PodStatus => this.loop.status(this.operator.setpoints, (rack) => this.valves.view(rack), (id) => measuredValue(this.points.get(id)));
+  status = (): PodStatus => this.loop.status(this.operator.setpoints, (rack) => this.valves.view(rack), (id) => this.points.get(id));
   recentRecordings = (n: number): RecordingSummary[] => this.recorder.recentRecordings(n);
 
   snapshot(): Record<string, unknown> {

@@ -12,7 +12,7 @@ import type { LoopKind, PodLayout } from "../pod/layout.js";
 import type { RelayAnalysis } from "./tuning/relay-analysis.js";
 import type { IsoValve, StrokeResult, StrokeStatus } from "./health/isolation-stroke.js";
 import type { ForceTarget } from "./commissioning/force-target.js";
-import type { PumpStatus, RackStatus, SupplyStatus } from "../pod/status-view.js";
+import type { CduStatus, PumpStatus, RackStatus, SupplyStatus } from "../pod/status-view.js";
 import type { Alarm, AlarmStats } from "./supervisor/alarms.js";
 import type { PodMode, SupervisorEvent } from "./supervisor/supervisor.js";
 import type { RejectCode } from "./commands/authorizer.js";
@@ -38,6 +38,8 @@ export interface PodStatus {
   maintenance: boolean;
   racks: RackStatus[];
   pump: PumpStatus;
+  /** the CDU's own temperatures, flow and reservoir level (cdu.points) */
+  cdu: CduStatus;
   /** the CDU's supply-temperature loop; absent without cdu.supplyControl (so a pod without one says what it said before) */
   supply?: SupplyStatus;
   /** alarms raised since the start, and those chattering now (supervisor.alarmChatter) */

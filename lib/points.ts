@@ -15,6 +15,13 @@ export const QUALITIES = [
 ] as const;
 export type Quality = (typeof QUALITIES)[number];
 
+/**
+ * The qualities that say the reading did not arrive (the link, the device's answer, or the
+ * source's silence), as against a reading that arrived and is not usable: what an operator
+ * is told as a comms fault rather than a sensor's.
+ */
+export const COMMS_FAULTS: ReadonlySet<Quality> = new Set(["timeout", "disconnected", "offline", "exception", "corrupt", "stale"]);
+
 export interface Point {
   id: string;
   value: number;

@@ -11,6 +11,10 @@ export const CDU_SCHEMA = obj(
         // many CDUs have no supply sensor of their own: without it the heat-balance check runs
         // but cannot compare a rack's supply sensor with the CDU's
         supplyTempC: optional(pointRef("CDU supply temperature (optional: the heat-balance check uses it to tell a bad rack supply sensor, and without it compares the racks' supply readings with each other; the power budget figures coolant limits at the warmer of it and the rack's)")),
+        // watched and shown (the HMI's CDU box, the pod's status): no loop or interlock acts on them
+        returnTempC: optional(pointRef("CDU return temperature (optional: shown, no loop acts on it)")),
+        totalFlowLpm: optional(pointRef("the secondary loop's total flow through the CDU, L/min (optional: shown, no loop acts on it)")),
+        reservoirPct: optional(pointRef("the CDU's reservoir (expansion tank) level, % (optional: shown, no loop acts on it)")),
       },
       "CDU inputs",
       ["dpKpa"],

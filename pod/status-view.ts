@@ -1,6 +1,7 @@
 // The pod as people and dashboards see it: each rack's readings, valve, isolation and leak
 // state, and the pump, from the hot path's outputs, the supervisor's decisions and the points.
 import * as L from "../hotpath-as/assembly/layout.js";
+import { COMMS_FAULTS, type Quality } from "../lib/points.js";
 import type { PodConfig } from "./config.js";
 import { cduPumps } from "./pumps.js";
 import type { PodLayout } from "./layout.js";
@@ -49,6 +50,12 @@ export interface RackStatus {
   /** an operator isolated the rack (isolate-rack); kept until return-rack, across restarts */
   isolatedByOperator: boolean;
   leak: LeakState;
+  /**
+   * its leak sensors: every one reading; one whose reading did not arrive (`comms fault`: its
+   * device silent or erring, or the sample stale); one that arrived unusable (`no reading`); or
+   * one reporting a cable fault. A fault of the sensor or its link, never a leak.
+   */
+  leakSensor: "ok" | "comms fault" | "no reading" | "cable fault";
   /** the hot path's rack status bits (RS_*: a leak input wet, a leak sensor fault, …) */
   rackStatus: number;
   loopStatus: number;
@@ -92,6 +99,20 @@ export interface PumpStatus {
   setpointKpa: number;
 }
 
+/** The CDU's own readings, each null unless configured (cdu.points) and good. */
+export interface CduStatus {
+  supplyTempC: number | null;
+  returnTempC: number | null;
+  totalFlowLpm: number | null;
+  reservoirPct: number | null;
+}
+
+export function cduStatus(pod: Pick<PodConfig, "cdu">, v: Pick<ViewInputs, "value">): CduStatus {
+  const p = pod.cdu.points;
+  const read = (id: string | undefined): number | null => (id === undefined ? null : v.value(id));
+  return { supplyTempC: read(p.supplyTempC), returnTempC: read(p.returnTempC), totalFlowLpm: read(p.totalFlowLpm), reservoirPct: read(p.reservoirPct) };
+}
+
 /** The CDU's supply-temperature loop (cdu.supplyControl). */
 export interface SupplyStatus {
   /** the primary valve's command, % */
@@ -119,6 +140,8 @@ export interface ViewInputs {
   power(rack: number): { powerOff: boolean; capKw: number; writeCap: boolean };
   /** a field point's value when it is good, else null */
   value(pointId: string): number | null;
+  /** a field point's quality (undefined: no such point read yet) */
+  quality?(pointId: string): Quality | undefined;
   /** each loop's setpoint in force */
   setpoints: readonly number[];
   /** 1 where an operator isolated the rack */
@@ -151,12 +174,21 @@ export function rackStatuses(pod: Pick<PodConfig, "racks">, lay: PodLayout, v: V
       isolation: isolationState(o?.rackState[i] ?? L.RACK_NORMAL),
       isolatedByOperator: v.manualIsolate[i] === 1,
       leak: leakState(o?.rackState[i] ?? L.RACK_NORMAL, o?.rackStatus[i] ?? 0),
+      leakSensor: leakSensor(r.points.leak, v),
       rackStatus: o?.rackStatus[i] ?? 0,
       loopStatus: o?.loopStatus[loop] ?? 0,
       setpointC: v.setpoints[loop],
       valveHealth: v.valveHealth?.(i) ?? null,
     };
   });
+}
+
+/** A rack's leak sensors in one word: a sensor unread outranks a cable fault (it may hide one). */
+function leakSensor(ids: readonly string[], v: Pick<ViewInputs, "value" | "quality">): RackStatus["leakSensor"] {
+  const unread = ids.filter((id) => v.value(id) === null);
+  if (unread.some((id) => COMMS_FAULTS.has(v.quality?.(id) ?? "disconnected"))) return "comms fault";
+  if (unread.length > 0) return "no reading";
+  return ids.some((id) => v.value(id) === L.LEAK_CABLE_FAULT) ? "cable fault" : "ok";
 }
 
 /** The racks' power drawn, kW: the sum of their good readings (a rack without one adds nothing). */

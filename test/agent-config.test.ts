@@ -109,7 +109,7 @@ describe("agent config", () => {
   });
 
   it("accepts a CDU with no supply temperature sensor", () => {
-    const text = demo.replace("points: { dpKpa: cdu.dpKpa, supplyTempC: cdu.supplyTempC }", "points: { dpKpa: cdu.dpKpa }");
+    const text = demo.replace("points: { dpKpa: cdu.dpKpa, supplyTempC: cdu.supplyTempC, returnTempC: cdu.returnTempC, totalFlowLpm: cdu.totalFlowLpm, reservoirPct: cdu.reservoirPct }", "points: { dpKpa: cdu.dpKpa }");
     expect(text).not.toBe(demo);
     expect(parseAgentConfig(text, "agent.yaml").cdu.points.supplyTempC).toBeUndefined();
   });

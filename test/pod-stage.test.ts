@@ -8,7 +8,7 @@ import type { Point } from "../lib/points.js";
 import { defaultSetpoints, podBankSpec } from "../pod/bank.js";
 import { defaultControl } from "../pod/config.js";
 import { bankPointIds, podLayout } from "../pod/layout.js";
-import { rackStatuses, valveSeen } from "../pod/status-view.js";
+import { cduStatus, rackStatuses, valveSeen } from "../pod/status-view.js";
 import { failsafeReasons, isolationState, leakState, qualityWords } from "../pod/status-words.js";
 import { PodWiring, type PodOutputs } from "../pod/wiring.js";
 import { failSafeMatrix, failSafeProblems, leaseFailWrites, safeValue } from "../pod/fail-safe.js";
@@ -220,6 +220,34 @@ describe("pod wiring", () => {
     expect(view(true)[1].powerCapKw).toBe(120);
     expect(view(true)[2].powerCapKw).toBeNull();
     expect(view(false)[1].powerCapKw).toBeNull();
+  });
+
+  it("words a rack's leak sensors as their fault is (not read, read unusable, cable), and reads the CDU's own points where configured", () => {
+    const w = new PodWiring(DEMO, lay, { writeCaps: true });
+    const d = w.initialDecisions();
+    const o = { ...outputs(), loopStatus: new Array<number>(9).fill(0), rackState: new Array<number>(8).fill(0), rackStatus: new Array<number>(8).fill(0) };
+    const points = new Map<string, Pick<Point, "value" | "quality">>();
+    const inputs = { outputs: o, decisions: d, power: (i: number) => w.powerCommand(o, d, i), setpoints: defaultSetpoints(DEMO.control, lay), manualIsolate: new Array<number>(8).fill(0) };
+    const value = (id: string): number | null => (points.get(id)?.quality === "good" ? points.get(id)!.value : null);
+    const sensorOf = (rack: number): string => rackStatuses(DEMO, lay, { ...inputs, value, quality: (id) => points.get(id)?.quality }).at(rack)!.leakSensor;
+    const [leak, ...others] = DEMO.racks[1].points.leak;
+    expect(sensorOf(1)).toBe("comms fault"); // never read: not arrived
+    for (const id of others) points.set(id, { value: 0, quality: "good" });
+    points.set(leak, { value: 0, quality: "good" });
+    expect(sensorOf(1)).toBe("ok");
+    points.set(leak, { value: L.LEAK_CABLE_FAULT, quality: "good" });
+    expect(sensorOf(1)).toBe("cable fault");
+    for (const q of ["timeout", "offline", "stale", "disconnected"] as const) {
+      points.set(leak, { value: 0, quality: q });
+      expect(sensorOf(1)).toBe("comms fault");
+    }
+    points.set(leak, { value: 7, quality: "invalid" });
+    expect(sensorOf(1)).toBe("no reading");
+    // the CDU: null where no point is configured (the demo config names none of the three)
+    const cdu = { ...DEMO.cdu, points: { ...DEMO.cdu.points, returnTempC: "cdu.returnTempC", reservoirPct: "cdu.reservoirPct" } };
+    points.set("cdu.returnTempC", { value: 41.5, quality: "good" });
+    points.set("cdu.reservoirPct", { value: 80, quality: "stale" });
+    expect(cduStatus({ cdu }, { value })).toEqual({ supplyTempC: null, returnTempC: 41.5, totalFlowLpm: null, reservoirPct: null });
   });
 
   it("drives each control actuator to its declared shutdown value for a shutdown, and leaves isolation valves alone", () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { coolantLimitKw, limitSupplyC } from "../agent/supervisor/coolant-limit.js";
 import { heatBalance } from "../agent/supervisor/heat-balance.js";
 import { allocatePower, type RackPowerDemand } from "../agent/supervisor/power-budget.js";
+import { leakSensorWords } from "../agent/supervisor/supervisor.js";
 import { COOLANT_KJ_PER_L_K } from "../pod/coolant.js";
 import { Prng } from "../sim/prng.js";
 
@@ -127,3 +128,16 @@ describe("heat-balance cross-check", () => {
   });
 });
 
+describe("the leak-sensor alarm's words", () => {
+  it("says which fault: not read (a comms fault) before a cable fault, before a value out of range; never a leak", () => {
+    const dry = { value: 0, good: true };
+    const unread = { value: 0, good: false, why: "rack-6.leakState: stale, offline", comms: true };
+    const cable = { value: 2, good: false, why: "rack-6.leakState: cable fault", comms: false };
+    const range = { value: 9, good: false, why: "rack-6.leakState: out of range", comms: false };
+    expect(leakSensorWords("rack-6", [dry, unread])).toBe("leak sensor at rack-6 not read, a comms fault (rack-6.leakState: stale, offline): leak detection impaired");
+    expect(leakSensorWords("rack-6", [cable, unread])).toMatch(/^leak sensor at rack-6 not read, a comms fault/);
+    expect(leakSensorWords("rack-6", [dry, cable])).toBe("leak sensor cable fault at rack-6: leak detection impaired");
+    expect(leakSensorWords("rack-6", [range])).toBe("leak sensor at rack-6 has no valid reading (rack-6.leakState: out of range): leak detection impaired");
+    for (const l of [[dry, unread], [cable], [range]]) expect(leakSensorWords("rack-6", l)).not.toMatch(/\bleak at\b|LEAK/);
+  });
+});

@@ -28,6 +28,8 @@ export interface HmiRack {
   isolation: string;
   isolatedByOperator: boolean;
   leak: string;
+  /** its leak sensors: "ok", "comms fault", "no reading" or "cable fault" (pod/status-view.ts) */
+  leakSensor: string;
   /** what holds the loop: LEAK, FAILSAFE, Tuning, Manual, Override, Auto */
   loopMode: string;
   /** why, in words, when an interlock holds it ("" otherwise) */
@@ -68,6 +70,8 @@ export interface HmiView {
   power: { drawKw: number; budgetKw: number | null };
   /** duty: each pump's role with redundant pumps ("pump-1 lead · pump-2 standby"), "" with one */
   pump: { speedPct: number | null; dpKpa: number | null; setpointKpa: number; running: boolean; loopMode: string; hold: string; duty: string };
+  /** the CDU's own readings (cdu.points), each null where none is configured or not good */
+  cdu: { supplyTempC: number | null; returnTempC: number | null; totalFlowLpm: number | null; reservoirPct: number | null };
   racks: HmiRack[];
   loops: HmiLoop[];
   alarms: Pick<Alarm, "id" | "severity" | "message" | "source" | "raisedAt" | "acknowledged" | "latched" | "suppressed" | "conditionActive">[];
@@ -145,6 +149,7 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
     healthy: pod.healthy(),
     power: { drawKw: podDrawKw(s.racks), budgetKw: pod.powerBudgetKw() },
     pump: { speedPct: finite(s.pump.speedCmdPct), dpKpa: s.pump.dpKpa, setpointKpa: s.pump.setpointKpa, running: s.pump.enabled, loopMode: loopModeWord(s.pump.loopStatus), hold: holdWords(s.pump.loopStatus), duty: s.pump.pumps.length > 1 ? s.pump.pumps.map((p) => `${p.name} ${p.role}`).join(" · ") : "" },
+    cdu: s.cdu,
     racks: s.racks.map((r) => ({
       name: r.name,
       supplyTempC: r.supplyTempC,
@@ -163,6 +168,7 @@ export function hmiView(pod: Pick<PodReader, "identity" | "status" | "activeAlar
       isolation: r.isolation,
       isolatedByOperator: r.isolatedByOperator,
       leak: r.leak,
+      leakSensor: r.leakSensor,
       loopMode: loopModeWord(r.loopStatus),
       hold: holdWords(r.loopStatus),
     })),

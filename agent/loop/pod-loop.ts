@@ -3,10 +3,11 @@
 // features hook into its supervisor pass and its interlock changes (PodFeature), and every byte
 // to the field goes through FieldIo.
 import { monoMs } from "../../lib/clock.js";
-import type { Point, PointStore } from "../../lib/points.js";
+import { COMMS_FAULTS, measuredValue, type Point, type PointStore } from "../../lib/points.js";
 import { leaseFailWrites } from "../../pod/fail-safe.js";
 import type { PodLayout } from "../../pod/layout.js";
-import { pumpStatus, supplyStatus, rackStatuses, type SupplyStatus, type ValveHealthView } from "../../pod/status-view.js";
+import * as L from "../../hotpath-as/assembly/layout.js";
+import { cduStatus, pumpStatus, supplyStatus, rackStatuses, type SupplyStatus, type ValveHealthView } from "../../pod/status-view.js";
 import { qualityWords } from "../../pod/status-words.js";
 import { ACTUATOR_PASS_MS, PodWiring, type OutputSink, type PodDecisions } from "../../pod/wiring.js";
 import type { AgentConfig } from "../config/load.js";
@@ -173,7 +174,9 @@ export class PodLoop {
     const words = [o === undefined ? "no control output yet" : qualityWords(o.pointQuality[bankIndex])];
     if (pt === undefined) words.push("never reported by its driver");
     else if (pt.quality !== "good") words.push(`${pt.quality}${pt.detail === undefined ? "" : ` (${pt.detail})`}`);
-    return { value: pt?.value ?? NaN, good, why: `${pointId}: ${words.filter((w) => w !== "").join(", ")}` };
+    // not arrived: no sample, or none fresh (the hot path's verdict), or the driver's link fault
+    const comms = pt === undefined || COMMS_FAULTS.has(pt.quality) || (o !== undefined && (o.pointQuality[bankIndex] & (L.Q_STALE | L.Q_NEVER)) !== 0);
+    return { value: pt?.value ?? NaN, good, why: `${pointId}: ${words.filter((w) => w !== "").join(", ")}`, comms };
   }
 
   /** The supervisor pass: the actuators written, each feature's pass, then the supervisor's verdict. */
@@ -241,7 +244,7 @@ export class PodLoop {
   }
 
   /** The pod's status: racks, pump and the control worker's timing. */
-  status(setpoints: readonly number[], valveHealth: (rack: number) => ValveHealthView | null, measured: (id: string) => number | null): PodStatus {
+  status(setpoints: readonly number[], valveHealth: (rack: number) => ValveHealthView | null, point: (id: string) => Point | undefined): PodStatus {
     const { config: c, layout, wiring, supervisor } = this.p;
     const ct = this.p.control();
     const outputs = this.last ?? ct.outputs();
@@ -250,7 +253,8 @@ export class PodLoop {
       outputs,
       decisions: d,
       power: (i: number) => (outputs === undefined ? { powerOff: d.rackPowerOff[i], capKw: d.powerCapsKw[i], writeCap: c.supervisor.powerBudget.writeCaps } : wiring.powerCommand(outputs, d, i)),
-      value: measured,
+      value: (id: string) => measuredValue(point(id)),
+      quality: (id: string) => point(id)?.quality,
       setpoints,
       manualIsolate: ct.frames.rackManualIsolate,
       valveHealth,
@@ -260,6 +264,7 @@ export class PodLoop {
       maintenance: supervisor.maintenance,
       racks: rackStatuses(c, layout, view),
       pump: pumpStatus(c, layout, view),
+      cdu: cduStatus(c, view),
       ...optionalSupply(supplyStatus(c, layout, view)),
       alarms: supervisor.alarms.stats(),
       control: {

@@ -30,6 +30,7 @@ export function supervisorInputs(c: Pick<PodConfig, "racks" | "cdu">, lay: PodLa
       supplyTempC: src.reading(lay.racks[i].supplyTempC, r.points.supplyTempC),
       flowLpm: src.reading(lay.racks[i].flowLpm, r.points.flowLpm),
       powerKw: src.reading(lay.racks[i].powerKw, r.points.powerKw),
+      leak: lay.racks[i].leaks.map((slot, k) => src.reading(slot, r.points.leak[k])),
       manualIsolate: src.manualIsolate(i),
       noCoolant: src.noCoolant(i),
     })),

@@ -6,4 +6,6 @@ export interface Reading {
   good: boolean;
   /** when not good: which point, and why, in words (the alarms name it) */
   why?: string;
+  /** when not good: it did not arrive (its driver's quality a comms fault, or never reported), as against arriving unusable */
+  comms?: boolean;
 }

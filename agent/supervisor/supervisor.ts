@@ -47,6 +47,8 @@ export interface SupervisorInputs {
     supplyTempC: Reading;
     flowLpm: Reading;
     powerKw: Reading;
+    /** its leak inputs (the alarm for a faulty one says which fault) */
+    leak?: readonly Reading[];
     manualIsolate: boolean;
     /** an isolation valve is commanded closed: the rack's power must follow to its no-coolant limit */
     noCoolant?: boolean;
@@ -229,7 +231,7 @@ export class Supervisor {
       // the alarm says it is latched, and that reset is what lets it clear
       if (state === L.RACK_NORMAL) a.reset(`leak:${rack.name}`);
       a.update(`leak:${rack.name}`, state !== L.RACK_NORMAL, { severity: "Critical", source: rack.name, latch: true, message: `leak at ${rack.name}: rack isolated, latched until an authorised reset` });
-      a.update(`leak-sensor:${rack.name}`, leakSensorFault(status) && !starting, { severity: "Warning", source: rack.name, message: `leak sensor fault at ${rack.name} (cable fault or no valid reading): leak detection impaired` });
+      a.update(`leak-sensor:${rack.name}`, leakSensorFault(status) && !starting, { severity: "Warning", source: rack.name, message: leakSensorWords(rack.name, x.leak ?? []) });
       const isProven = state === L.RACK_ISOLATED;
       if (isProven && !this.proven[r]) this.emit({ type: "isolation.proven", rack: rack.name });
       this.proven[r] = isProven;
@@ -380,4 +382,17 @@ export class Supervisor {
     if (this.mode_ === "Running" || this.mode_ === "Degraded") this.everRunning = true;
     return decisions;
   }
+}
+
+/**
+ * A rack's leak sensor fault in words that say which: not read (a comms fault: an unplugged
+ * rack read as a leak warning, issue #50), read and unusable, or a cable fault the sensor reports.
+ */
+export function leakSensorWords(rack: string, leaks: readonly Reading[]): string {
+  const unread = leaks.filter((l) => !l.good);
+  const which = `(${unread.map((l) => l.why ?? "no reading").join("; ")})`;
+  if (unread.some((l) => l.comms === true)) return `leak sensor at ${rack} not read, a comms fault ${which}: leak detection impaired`;
+  if (leaks.some((l) => l.value === L.LEAK_CABLE_FAULT)) return `leak sensor cable fault at ${rack}: leak detection impaired`;
+  if (unread.length > 0) return `leak sensor at ${rack} has no valid reading ${which}: leak detection impaired`;
+  return `leak sensor fault at ${rack}: leak detection impaired`;
 }

@@ -4,11 +4,17 @@
 // and greys out: a technician must never read old values as live.
 const STALE_MS = 2000;
 const SVG_NS = "http://www.w3.org/2000/svg";
-const COL = 170; // width of a rack's column in the overview
-const X0 = 200; // where the first rack's column starts (the CDU sits left of it)
+// The overview is drawn at one SVG unit to one CSS pixel, so its 12 px text is 12 px on the
+// screen at any width: the racks wrap into rows instead of shrinking (it was about 9 px at
+// 1280 px wide when the whole pod was scaled to fit, issue #50).
+const X0 = 220; // where the first rack's column starts (the CDU and its trunks sit left of it)
+const MIN_COL = 160; // narrowest rack column: its box's longest line at 12 px, and the gaps
+const MAX_COL = 200;
+const ROW_H = 500; // one row of racks: supply header, riser, box, control and return valves, return header
+const LINE = 17;
 
 let lastViewAt = -Infinity;
-let rackNames = "";
+let overviewKey = "";
 /** the logged-in session (user, roles, csrf, actions, racks, loops, limits), or null */
 let session = null;
 let lastView = null;
@@ -34,64 +40,114 @@ function svg(tag, attrs, parent, text) {
   return el;
 }
 
-/** A two-triangle valve symbol on a vertical pipe at (x, y), with its state written beside it. */
-function valve(parent, x, y, kind, label) {
+/**
+ * A two-triangle valve symbol on a vertical pipe at (x, y), with its state written beside it:
+ * to its right, or (side "left") to its left, so that a column's two pipes keep their words
+ * inside the column.
+ */
+function valve(parent, x, y, kind, label, side) {
   const g = svg("g", { class: `valve-group ${kind}` }, parent);
   svg("polygon", { class: `valve ${kind === "control" ? "control" : ""}`, points: `${x - 9},${y - 11} ${x + 9},${y - 11} ${x - 9},${y + 11} ${x + 9},${y + 11}` }, g);
-  svg("text", { x: x + 14, y: y - 8 }, g, label);
-  const state = svg("text", { x: x + 14, y: y + 5, class: "state" }, g, "—");
-  const seen = svg("text", { x: x + 14, y: y + 18, class: "seen" }, g, "");
+  const tx = side === "left" ? x - 14 : x + 14;
+  const anchor = side === "left" ? "end" : "start";
+  svg("text", { x: tx, y: y - 8, "text-anchor": anchor }, g, label);
+  const state = svg("text", { x: tx, y: y + 6, class: "state", "text-anchor": anchor }, g, "—");
+  const seen = svg("text", { x: tx, y: y + 20, class: "seen", "text-anchor": anchor }, g, "");
   return { g, symbol: g.firstChild, state, seen };
 }
 
-function buildOverview(view) {
+/** How the racks fit the width: as many per row as keep a column at MIN_COL, the rows balanced. */
+function overviewGrid(width, n) {
+  const room = Math.max(MIN_COL, width - X0 - 10);
+  const rows = Math.ceil(n / Math.max(1, Math.floor(room / MIN_COL)));
+  const perRow = Math.ceil(n / rows);
+  return { rows, perRow, col: Math.min(MAX_COL, Math.floor(room / perRow)) };
+}
+
+function buildOverview(view, width) {
   const root = $("#overview");
   root.replaceChildren();
   const n = view.racks.length;
-  const width = X0 + n * COL;
-  // the last column's valve labels reach past its pipes
-  root.setAttribute("viewBox", `0 0 ${width + 40} 500`);
-  // CDU and its headers
-  svg("path", { class: "pipe supply", d: `M150,170 V40 H${width - COL + 40}` }, root);
-  svg("path", { class: "pipe return", d: `M${width - COL + 100},470 H30 V330` }, root);
-  svg("text", { x: 160, y: 32, class: "title" }, root, "supply header");
-  svg("text", { x: 160, y: 492, class: "title" }, root, "return header");
+  const { rows, perRow, col } = overviewGrid(width, n);
+  const height = rows * ROW_H + 10;
+  root.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  root.setAttribute("width", String(width));
+  root.setAttribute("height", String(height));
+  const supplyX = (x) => x + 30;
+  const returnX = (x) => x + col - 40;
+  // the CDU: its supply riser and trunk on the right of its box, its return trunk on the left
   const cdu = svg("g", { id: "cdu" }, root);
-  svg("rect", { class: "box", x: 10, y: 170, width: 160, height: 160, rx: 6 }, cdu);
-  svg("text", { x: 20, y: 192, class: "title" }, cdu, "CDU · pump");
-  const cduLines = ["pump", "speed", "dp", "loop"].map((field, i) => svg("text", { x: 20, y: 216 + i * 22, "data-field": field }, cdu, "—"));
+  const pumps = view.pump.duty === "" ? [] : view.pump.duty.split(" · ");
+  const fields = ["pump", ...pumps.map((_, i) => `duty-${i}`), "speed", "dp", "supply", "return", "flow", "level", "loop"];
+  const boxH = 30 + fields.length * LINE;
+  const boxY = Math.max(60, 250 - boxH / 2);
+  svg("path", { class: "pipe supply", d: `M${X0 - 30},${boxY} V40 H${X0 - 10} V${40 + (rows - 1) * ROW_H}` }, root);
+  svg("path", { class: "pipe return", d: `M30,${boxY + boxH} V${470 + (rows - 1) * ROW_H}` }, root);
+  svg("text", { x: X0, y: 24, class: "title" }, root, "supply header");
+  svg("text", { x: 40, y: 492 + (rows - 1) * ROW_H, class: "title" }, root, "return header");
+  svg("rect", { class: "box", x: 10, y: boxY, width: X0 - 30, height: boxH, rx: 6 }, cdu);
+  svg("text", { x: 20, y: boxY + 20, class: "title" }, cdu, "CDU");
+  const cduLines = Object.fromEntries(fields.map((f, i) => [f, svg("text", { x: 20, y: boxY + 40 + i * LINE, "data-field": f }, cdu, "—")]));
   const racks = view.racks.map((r, i) => {
-    const x = X0 + i * COL;
+    const row = Math.floor(i / perRow);
+    const x = X0 + (i % perRow) * col;
+    const y0 = row * ROW_H;
+    const lastInRow = Math.min(n, (row + 1) * perRow) - 1 === i;
     const g = svg("g", { "data-rack": r.name }, root);
-    svg("path", { class: "pipe supply", d: `M${x + 40},40 V170`, "data-pipe": "supply" }, g);
-    svg("path", { class: "pipe return", d: `M${x + 100},330 V470`, "data-pipe": "return" }, g);
-    const supplyIso = valve(g, x + 40, 100, "iso-supply", "supply iso");
-    const ctrl = valve(g, x + 100, 365, "control", "valve");
-    const returnIso = valve(g, x + 100, 425, "iso-return", "return iso");
-    const box = svg("rect", { class: "box", x: x + 10, y: 170, width: 140, height: 160, rx: 6 }, g);
-    svg("text", { x: x + 18, y: 190, class: "title" }, g, r.name);
-    const fields = ["leak", "flow", "supply", "return", "power", "cap", "loop"];
-    const lines = Object.fromEntries(fields.map((f, j) => [f, svg("text", { x: x + 18, y: 210 + j * 17, "data-field": f }, g, "—")]));
-    return { g, box, supplyIso, ctrl, returnIso, lines };
+    // this rack's length of the two headers (the row's headers end at its last rack)
+    svg("path", { class: "pipe supply", d: `M${x - 10},${y0 + 40} H${supplyX(x)} V${y0 + 170}`, "data-pipe": "supply" }, g);
+    svg("path", { class: "pipe return", d: `M${returnX(x)},${y0 + 330} V${y0 + 470} H${i % perRow === 0 ? 30 : x - 10}`, "data-pipe": "return" }, g);
+    if (!lastInRow) svg("path", { class: "pipe supply", d: `M${supplyX(x)},${y0 + 40} H${x + col - 10}` }, g);
+    const supplyIso = valve(g, supplyX(x), y0 + 100, "iso-supply", "supply iso", "right");
+    const ctrl = valve(g, returnX(x), y0 + 365, "control", "valve", "left");
+    const returnIso = valve(g, returnX(x), y0 + 425, "iso-return", "return iso", "left");
+    const box = svg("rect", { class: "box", x: x + 5, y: y0 + 170, width: col - 10, height: 160, rx: 6 }, g);
+    svg("text", { x: x + 13, y: y0 + 190, class: "title" }, g, r.name);
+    const lines = Object.fromEntries(["leak", "flow", "supply", "return", "power", "cap", "loop"].map((f, j) => [f, svg("text", { x: x + 13, y: y0 + 210 + j * LINE, "data-field": f }, g, "—")]));
+    const tip = svg("title", {}, g, r.name);
+    return { g, box, supplyIso, ctrl, returnIso, lines, tip };
   });
-  return { cduLines, racks };
+  return { cduLines, cduTip: svg("title", {}, cdu, "CDU"), racks };
 }
 
 let overview = null;
 
+/** The racks' leak state in words that fit their box: a sensor's fault is never worded as a leak. */
+const LEAK_SENSOR_WORDS = { "comms fault": "leak: COMMS FAULT", "no reading": "leak: NO READING", "cable fault": "leak: CABLE FAULT", ok: "leak: sensor fault" };
+const LEAK_SENSOR_TIPS = {
+  "comms fault": "its leak sensor is not being read (the device is silent or erring, or the sample is stale): a comms fault, not a leak",
+  "no reading": "its leak sensor's reading arrived unusable: a sensor fault, not a leak",
+  "cable fault": "its leak sensor reports a broken sensing cable: a sensor fault, not a leak",
+  ok: "a leak sensor fault",
+};
+
 function drawOverview(view) {
-  const names = view.racks.map((r) => r.name).join(",");
-  if (overview === null || names !== rackNames) {
-    overview = buildOverview(view);
-    rackNames = names;
+  const sec = $("#overview-section");
+  const cs = getComputedStyle(sec);
+  const width = Math.floor(sec.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight));
+  const key = `${view.racks.map((r) => r.name).join(",")}|${view.pump.duty.split(" · ").length}|${width}`;
+  if (overview === null || key !== overviewKey) {
+    overview = buildOverview(view, width);
+    overviewKey = key;
   }
-  const [pump, speed, dp, loop] = overview.cduLines;
-  setText(pump, `${view.pump.running ? "pump RUNNING" : "pump STOPPED"}${view.pump.duty ? ` · ${view.pump.duty}` : ""}`);
-  pump.setAttribute("class", view.pump.running ? "" : "state closed");
-  setText(speed, fmt(view.pump.speedPct, 0, " % speed"));
+  const L0 = overview.cduLines;
+  setText(L0.pump, view.pump.running ? "pump RUNNING" : "pump STOPPED");
+  L0.pump.setAttribute("class", view.pump.running ? "" : "state closed");
+  (view.pump.duty === "" ? [] : view.pump.duty.split(" · ")).forEach((d, i) => L0[`duty-${i}`] !== undefined && setText(L0[`duty-${i}`], d));
+  setText(L0.speed, fmt(view.pump.speedPct, 0, " % speed"));
   const dpText = fmt(view.pump.dpKpa, 0, " kPa");
-  setText(dp, dpText === null ? `dP no reading (sp ${view.pump.setpointKpa})` : `dP ${dpText} (sp ${view.pump.setpointKpa})`);
-  setText(loop, `loop ${view.pump.loopMode}${view.pump.hold ? ` · ${view.pump.hold}` : ""}`);
+  setText(L0.dp, dpText === null ? `dP no reading (sp ${view.pump.setpointKpa})` : `dP ${dpText} (sp ${view.pump.setpointKpa})`);
+  const c = view.cdu;
+  const put = (el, label, text) => {
+    el.textContent = `${label} ${text ?? "no reading"}`;
+    el.setAttribute("class", text === null ? "missing" : "");
+  };
+  put(L0.supply, "supply", fmt(c.supplyTempC, 1, " °C"));
+  put(L0.return, "return", fmt(c.returnTempC, 1, " °C"));
+  put(L0.flow, "flow", fmt(c.totalFlowLpm, 0, " L/min"));
+  put(L0.level, "level", fmt(c.reservoirPct, 0, " %"));
+  setText(L0.loop, `loop ${view.pump.loopMode}`);
+  overview.cduTip.textContent = `CDU: pump loop ${view.pump.loopMode}${view.pump.hold ? ` (${view.pump.hold})` : ""}`;
   view.racks.forEach((r, i) => {
     const o = overview.racks[i];
     for (const [v, state, seen] of [
@@ -112,24 +168,25 @@ function drawOverview(view) {
     o.ctrl.seen.textContent = r.valvePositionPct === null ? "" : `at ${r.valvePositionPct.toFixed(0)} %`;
     o.box.setAttribute("class", `box leak-${r.leak}`);
     const L = o.lines;
-    // Warning is the leak sensor's fault (its cable, or no reading from its device), not a leak:
-    // it read "LEAK WARNING" on a comms loss (issue #53)
-    L.leak.textContent = r.leak === "OK" ? "leak: none" : r.leak === "Warning" ? "leak sensor: fault, no leak reading" : "LEAK";
+    // Warning is the leak sensor's fault (its link, its reading, its cable), not a leak: an
+    // unplugged rack read "LEAK WARNING" (issues #50, #53); the sensor's own word says which
+    L.leak.textContent = r.leak === "OK" ? "leak: none" : r.leak === "Warning" ? LEAK_SENSOR_WORDS[r.leakSensor] ?? "leak: sensor fault" : "LEAK";
     L.leak.setAttribute("class", `state ${r.leak}`);
-    const put = (el, label, text) => {
-      el.textContent = `${label} ${text ?? "no reading"}`;
-      el.setAttribute("class", text === null ? "missing" : "");
-    };
+    o.tip.textContent = `${r.name}: ${r.leak === "Warning" ? LEAK_SENSOR_TIPS[r.leakSensor] ?? "a leak sensor fault" : r.leak === "OK" ? "no leak" : "LEAK"}${r.hold ? `; ${r.hold}` : ""}`;
     put(L.flow, "flow", fmt(r.flowLpm, 1, " L/min"));
     put(L.supply, "supply", fmt(r.supplyTempC, 1, " °C"));
     put(L.return, "return", fmt(r.returnTempC, 1, " °C"));
     put(L.power, "power", fmt(r.powerKw, 1, " kW"));
-    L.cap.textContent = r.powerOffRequested ? "POWER OFF requested" : `cap ${fmt(r.powerCapKw, 0, " kW") ?? "none"}`;
+    L.cap.textContent = r.powerOffRequested ? "POWER OFF sent" : `cap ${fmt(r.powerCapKw, 0, " kW") ?? "none"}`;
     L.cap.setAttribute("class", r.powerOffRequested ? "state closed" : "");
     L.loop.textContent = r.isolation === "Normal" ? `loop ${r.loopMode}` : `${r.isolation.toUpperCase()}${r.isolatedByOperator ? " (operator)" : ""}`;
     L.loop.setAttribute("class", r.isolation === "Normal" ? "" : "state closed");
   });
 }
+// a width the page is resized to redraws the overview in as many rows as it needs
+new ResizeObserver(() => {
+  if (lastView !== null) drawOverview(lastView);
+}).observe(document.getElementById("overview-section"));
 
 function cell(tr, text, cls) {
   const td = document.createElement("td");
@@ -418,18 +475,46 @@ async function drawTrend() {
   }
   chart?.destroy();
   chartIds = ids.join();
-  const units = Object.fromEntries([...$("#trend-select").options].map((o) => [o.value, o.dataset.unit]));
+  const unitOf = Object.fromEntries([...$("#trend-select").options].map((o) => [o.value, o.dataset.unit ?? ""]));
+  // one axis per unit, each labelled with it: °C and % on one unitless axis read as one scale
+  // (issue #50); the first on the left, the next on the right, and so on
+  const units = [...new Set(ids.map((id) => unitOf[id]))];
+  const yAxes = units.map((u, i) => ({ scale: u, label: u === "" ? "(no unit)" : u, side: i % 2 === 0 ? 3 : 1, size: 60, gap: 4, font: AXIS_FONT, labelFont: AXIS_FONT, labelSize: 20, grid: { show: i === 0 } }));
+  el.dataset.axes = units.map((u) => (u === "" ? "(no unit)" : u)).join(" | ");
   chart = new uPlot(
     {
       width: Math.max(320, el.clientWidth),
       height: 300,
-      series: [{}, ...ids.map((id, i) => ({ label: `${id}${units[id] ? ` (${units[id]})` : ""}`, stroke: COLOURS[i], width: 1.5, spanGaps: false }))],
-      axes: [{}, { size: 60 }],
+      scales: Object.fromEntries(units.map((u) => [u, { auto: true }])),
+      series: [{}, ...ids.map((id, i) => ({ label: `${id}${unitOf[id] ? ` (${unitOf[id]})` : ""}`, scale: unitOf[id], stroke: COLOURS[i], width: 1.5, spanGaps: false }))],
+      axes: [{ space: X_LABEL_SPACE, font: AXIS_FONT, values: timeLabels }, ...yAxes],
     },
     data,
     el,
   );
 }
+
+// The time axis: 24-hour HH:MM:SS, never less than X_LABEL_SPACE px apart (uPlot's default 50 px
+// let its wider labels run into each other, issue #50). The gap it chose is on the chart's
+// element for the browser test to hold against the labels' width.
+const AXIS_FONT = "12px system-ui, sans-serif";
+const X_LABEL_SPACE = 90;
+const two = (x) => String(x).padStart(2, "0");
+function timeLabels(u, splits) {
+  const xs = splits.map((v) => u.valToPos(v, "x"));
+  let gap = Infinity;
+  for (let i = 1; i < xs.length; i++) gap = Math.min(gap, xs[i] - xs[i - 1]);
+  u.root.parentElement.dataset.xLabelGapPx = String(Math.round(gap));
+  return splits.map((v) => {
+    const d = new Date(v * 1000);
+    return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  });
+}
+
+new ResizeObserver(() => {
+  const el = $("#trend-chart");
+  if (chart !== null && Math.abs(chart.width - Math.max(320, el.clientWidth)) > 1) chart.setSize({ width: Math.max(320, el.clientWidth), height: 300 });
+}).observe(document.getElementById("trends-section"));
 
 void fetch("api/trends")
   .then((r) => r.json())
