@@ -164,7 +164,7 @@ export class ServicePlane {
     if (!c.redfish.enabled) return;
     // loaded only when enabled, like the HMI
     const { RedfishServer } = await import("../agent/redfish/server.js");
-    const served = await this.serve("redfish", c.redfish, "/redfish/v1", (port) => new RedfishServer({ pod: this.plane, racks: c.racks, cdu: c.cdu, version: packageVersion() }, port === undefined ? c.redfish : { ...c.redfish, port }));
+    const served = await this.serve("redfish", c.redfish, "/redfish/v1", (port) => new RedfishServer({ pod: this.plane, racks: c.racks, cdu: c.cdu, version: packageVersion(), nameplate: c.redfish.nameplate }, port === undefined ? c.redfish : { ...c.redfish, port }));
     this.redfish = served?.server ?? null;
     if (served !== null) this.urls.redfish = served.url;
   }
@@ -215,7 +215,7 @@ export class ServicePlane {
   /** The control plane replaced its agent (a structural reload): Redfish serves the new racks. */
   replaced(plane: PodPlane): void {
     this.plane = plane;
-    this.redfish?.attach({ pod: plane, racks: plane.config.racks, cdu: plane.config.cdu, version: packageVersion() });
+    this.redfish?.attach({ pod: plane, racks: plane.config.racks, cdu: plane.config.cdu, version: packageVersion(), nameplate: plane.config.redfish.nameplate });
   }
 
   /**

@@ -15,6 +15,7 @@ export const CDU_SCHEMA = obj(
         returnTempC: optional(pointRef("CDU return temperature (optional: shown, no loop acts on it)")),
         totalFlowLpm: optional(pointRef("the secondary loop's total flow through the CDU, L/min (optional: shown, no loop acts on it)")),
         reservoirPct: optional(pointRef("the CDU's reservoir (expansion tank) level, % (optional: shown, no loop acts on it)")),
+        pumpSpeedPct: optional(pointRef("a CDU with one pump: its speed feedback, % (optional: shown, no loop acts on it; with cdu.pumps, each pump's points.speedPct)")),
       },
       "CDU inputs",
       ["dpKpa"],
@@ -46,6 +47,7 @@ export const CDU_SCHEMA = obj(
               {
                 fault: optional(pointRef("1 while its drive reports a trip or fault: the lead fails over at once")),
                 running: optional(pointRef("1 while it turns (its proof of running): a lead commanded to run that has not proven it within cdu.pumpDuty.failoverMs fails over")),
+                speedPct: optional(pointRef("its speed feedback, % (optional: shown, no loop acts on it)")),
               },
               "its status inputs (control.points.pumpStatus checks them); without either, a failure of this pump cannot be seen and check-config warns",
             ),

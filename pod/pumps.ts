@@ -12,9 +12,11 @@ export interface PumpSpec {
   /** status point ids: 1 on a trip or fault; 1 while it turns */
   fault?: string;
   running?: string;
+  /** its speed feedback point id, where one is configured (shown only) */
+  speedFeedback?: string;
 }
 
-type PumpSource = Pick<CduConfig, "outputs" | "pumps">;
+type PumpSource = Pick<CduConfig, "outputs" | "pumps"> & { points?: Pick<CduConfig["points"], "pumpSpeedPct"> };
 
 /** The name of the one pump of a CDU configured on cdu.outputs. */
 export const SINGLE_PUMP = "pump";
@@ -22,10 +24,10 @@ export const SINGLE_PUMP = "pump";
 /** The CDU's pumps, in config order (the lead/lag order). */
 export function cduPumps(cdu: PumpSource): PumpSpec[] {
   if (cdu.pumps !== undefined) {
-    return cdu.pumps.map((p) => ({ name: p.name, speed: p.outputs.speed, enable: p.outputs.enable, failSpeed: p.outputs.failSpeed, fault: p.points.fault, running: p.points.running }));
+    return cdu.pumps.map((p) => ({ name: p.name, speed: p.outputs.speed, enable: p.outputs.enable, failSpeed: p.outputs.failSpeed, fault: p.points.fault, running: p.points.running, speedFeedback: p.points.speedPct }));
   }
   const o = cdu.outputs;
-  return o.pumpSpeed === undefined ? [] : [{ name: SINGLE_PUMP, speed: o.pumpSpeed, enable: o.pumpEnable, failSpeed: o.failPumpSpeed }];
+  return o.pumpSpeed === undefined ? [] : [{ name: SINGLE_PUMP, speed: o.pumpSpeed, enable: o.pumpEnable, failSpeed: o.failPumpSpeed, speedFeedback: cdu.points?.pumpSpeedPct }];
 }
 
 /** Every pump has a run enable: what an escalation's pump stop needs. */

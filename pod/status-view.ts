@@ -86,6 +86,8 @@ export interface PumpUnitStatus {
   /** its status inputs' values when good, else null; undefined where it has none */
   fault?: number | null;
   running?: number | null;
+  /** its speed feedback, % (null unless good); undefined where it has none configured */
+  speedPct?: number | null;
 }
 
 export interface PumpStatus {
@@ -209,6 +211,7 @@ export function pumpStatus(pod: Pick<PodConfig, "cdu">, lay: PodLayout, v: ViewI
       role: i === lead ? "lead" : (d.pumpRun[i] ?? false) ? "handover" : "standby",
       ...(p.fault === undefined ? {} : { fault: v.value(p.fault) }),
       ...(p.running === undefined ? {} : { running: v.value(p.running) }),
+      ...(p.speedFeedback === undefined ? {} : { speedPct: v.value(p.speedFeedback) }),
     })),
     loopStatus: o?.loopStatus[lay.pumpLoop] ?? 0,
     setpointKpa: v.setpoints[lay.pumpLoop],

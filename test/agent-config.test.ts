@@ -199,7 +199,7 @@ describe("agent config", () => {
   });
 
   it("warns of a pump in lead/lag duty whose failure cannot be seen", () => {
-    const c = parseAgentConfig(demo.replace("      points: { fault: cdu.pump2Tripped, running: cdu.pump2Running }\n", ""), "demo.yaml");
+    const c = parseAgentConfig(demo.replace("      points: { fault: cdu.pump2Tripped, running: cdu.pump2Running, speedPct: cdu.pump2SpeedPct }\n", ""), "demo.yaml");
     expect(configWarnings(c)).toEqual([
       "cdu.pumps[1] (pump-2): neither a fault nor a running point, so its failure cannot be seen and it never fails over; give its drive's trip bit or its proof of running",
     ]);

@@ -3,7 +3,7 @@
 // profile's mandatory resources are there, the state is the pod's real state, and the service is
 // read-only, authenticated when configured, and bounded. An agent against the simulator over real
 // Modbus TCP, and one `podwarden run` for the daemon's wiring.
-import { rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,6 +41,39 @@ const ENUMS: Record<string, string[]> = {
 
 type Json = Record<string, unknown>;
 
+/** A property's requirement in a Redfish interoperability profile (DSP0272). */
+interface Requirement {
+  ReadRequirement?: "Mandatory" | "Recommended" | "IfImplemented" | "Conditional" | "None";
+  Comparison?: string;
+  Values?: unknown[];
+  PropertyRequirements?: Record<string, Requirement>;
+}
+// What a served CDU must carry: the OCP CDU profile and its Liquid Cooling baseline, merged per
+// resource (the file says where from), read as DMTF's Interop Validator reads a profile
+const PROFILE = JSON.parse(readFileSync("test/fixtures/redfish/ocp-cdu-profile.json", "utf8")) as { Resources: Record<string, { PropertyRequirements?: Record<string, Requirement> }> };
+
+/** The profile's Mandatory properties missing from `r` (a null is present: a reading not known now), or with a value it does not allow. */
+function unmet(r: unknown, reqs: Record<string, Requirement>, at: string): string[] {
+  const out: string[] = [];
+  for (const [k, req] of Object.entries(reqs)) {
+    const v = (r as Json | null)?.[k];
+    if (v === undefined) {
+      if ((req.ReadRequirement ?? "Mandatory") === "Mandatory") out.push(`${at}.${k}`);
+      continue;
+    }
+    if (req.Comparison === "Equal" && req.Values !== undefined && !req.Values.includes(v)) out.push(`${at}.${k} = ${JSON.stringify(v)}`);
+    if (req.PropertyRequirements !== undefined && v !== null) for (const x of Array.isArray(v) ? v : [v]) out.push(...unmet(x, req.PropertyRequirements, `${at}.${k}`));
+  }
+  return out;
+}
+
+/** docs/redfish.md's profile table: each property the profile asks for that is absent, with why. */
+function documentedAbsent(): Set<string> {
+  const rows = readFileSync("docs/redfish.md", "utf8").split("\n").map((l) => /^\| `([A-Za-z.]+)` \| absent \| (.+) \|$/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+  for (const m of rows) expect(m[2].trim().length, `docs/redfish.md: why is ${m[1]} absent?`).toBeGreaterThan(20);
+  return new Set(rows.map((m) => m[1]));
+}
+
 
 /** Enumerated values anywhere in the resource that are not DMTF's words. */
 function badEnums(r: unknown, at = ""): string[] {
@@ -48,7 +81,7 @@ function badEnums(r: unknown, at = ""): string[] {
   if (Array.isArray(r)) r.forEach((x, i) => out.push(...badEnums(x, `${at}[${i}]`)));
   else if (r !== null && typeof r === "object") {
     for (const [k, v] of Object.entries(r)) {
-      if (ENUMS[k] !== undefined && v !== null && !ENUMS[k].includes(String(v))) out.push(`${at}.${k} = ${String(v)}`);
+      if (ENUMS[k] !== undefined && v !== null && !ENUMS[k].includes(String(v))) out.push(`${at}.${k} = ${JSON.stringify(v)}`);
       else out.push(...badEnums(v, `${at}.${k}`));
     }
   }
@@ -70,10 +103,12 @@ describe("the pod as a Redfish cooling unit", () => {
     t = await startTestSim({ devices: { leaseMs: 3000 } });
     ({ agent } = testAgent(agentConfig(demoConfigFor(t.sim))));
     await agent.start();
-    server = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: "test" }, { enabled: true, host: "127.0.0.1", port: 0, maxRequestsPerS: 10_000, maxConnections: 64, maxConnectionsPerAddress: 16 });
+    server = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: { ...agent.config.cdu, ratedHeatKw: 1200 }, version: "test", nameplate: { manufacturer: "Example Cooling", model: "XC-1200", partNumber: "XC-1200-A", serialNumber: "CDU-0001", productionDate: "2026-03-01", version: "A" } }, { enabled: true, host: "127.0.0.1", port: 0, maxRequestsPerS: 10_000, maxConnections: 64, maxConnectionsPerAddress: 16 });
     base = `http://127.0.0.1:${await server.listen()}`;
     dir = tempDir("pw-redfish-");
     await waitFor(() => agent.status().racks.every((r) => r.flowLpm !== null), "every rack's flow read", 20_000);
+    // and the CDU's telemetry group (1 s): its return temperature and the pumps' speed feedback
+    await waitFor(() => agent.status().cdu.returnTempC !== null && agent.status().pump.pumps.every((p) => typeof p.speedPct === "number"), "the CDU's telemetry read", 20_000);
   }, 60_000);
   afterAll(async () => {
     await server?.close();
@@ -120,6 +155,24 @@ describe("the pod as a Redfish cooling unit", () => {
     expect((seen.get("/redfish/v1") as { Links: { Sessions: unknown } }).Links.Sessions).toBeDefined();
     expect(seen.get(cdu)?.EquipmentType).toBe("CDU");
     expect((seen.get(`${cdu}/SecondaryCoolantConnectors`)?.Members as unknown[]).length).toBe(8);
+
+    // the OCP CDU profile: each Mandatory property of each served resource is there, or absent
+    // for a reason docs/redfish.md gives; and nothing the docs call absent is served
+    const missing = new Set<string>();
+    for (const [path, r] of seen) {
+      const type = /\.([A-Za-z]+)$/.exec(String(r["@odata.type"]))![1];
+      const reqs = PROFILE.Resources[type]?.PropertyRequirements;
+      // a connector's side is named: the primary (facility) side is unread, the secondary read
+      const label = type === "CoolantConnector" ? `${/\/(Primary|Secondary)CoolantConnectors\//.exec(path)![1]}${type}` : type;
+      if (reqs !== undefined) for (const m of unmet(r, reqs, label)) missing.add(m);
+    }
+    expect([...missing].sort()).toEqual([...documentedAbsent()].sort());
+    // what podwarden knows is served: the nameplate given, the rated capacity, the pumps' speed feedback, the manager
+    expect(seen.get(cdu)).toMatchObject({ Manufacturer: "Example Cooling", SerialNumber: "CDU-0001", CoolingCapacityWatts: 1_200_000, Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/podwarden" }] } });
+    const number: unknown = expect.any(Number);
+    expect(seen.get(`${cdu}/Pumps/1`)).toMatchObject({ PumpSpeedPercent: { Reading: number }, Location: { PartLocation: { ServiceLabel: "pump-1" } } });
+    expect(seen.get(`/redfish/v1/Chassis/${pod}`)?.UUID).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(seen.get(`/redfish/v1/Chassis/${pod}/Sensors/CDUReturnTemperature`)).toMatchObject({ ReadingType: "Temperature", ReadingUnits: "Cel", Reading: number });
   });
 
   it("says the pod's real state: readings from good points only, a leak's detector Critical and its rack's connector shut off", async () => {

@@ -11,6 +11,19 @@ export const REDFISH_SCHEMA = obj(
     usersFile: optional(str("who may read beyond the service root: HTTP Basic auth against a users file written by `podwarden hmi-user` (any role reads); without it, every resource is readable by whoever reaches the bound address", { minLength: 1 })),
     maxRequestsPerS: int(1, 10_000, 100, "requests taken a second, counted before the request is looked at; beyond it 503 with Retry-After"),
     tls: serverTls("serve over HTTPS with this certificate (Redfish clients expect HTTPS; plain HTTP is for loopback)"),
+    nameplate: optional(
+      obj(
+        {
+          manufacturer: optional(str("the CDU's maker, as on its nameplate", { minLength: 1, maxLength: 128 })),
+          model: optional(str("its model", { minLength: 1, maxLength: 128 })),
+          partNumber: optional(str("its part number", { minLength: 1, maxLength: 128 })),
+          serialNumber: optional(str("its serial number", { minLength: 1, maxLength: 128 })),
+          productionDate: optional(str("when it was made, an ISO 8601 date (2026-03-01)", { pattern: "^\\d{4}-\\d{2}-\\d{2}(T[0-9:.]+(Z|[+-]\\d{2}:\\d{2}))?$" })),
+          version: optional(str("its hardware revision", { minLength: 1, maxLength: 64 })),
+        },
+        "the CDU's nameplate, from its label and documents: served on the CoolingUnit (the OCP CDU profile asks for each); a key left out is not served, never guessed",
+      ),
+    ),
     ...connectionKeys(),
   },
   "the pod as a Redfish cooling unit (ThermalEquipment/CDUs), served by the daemon",

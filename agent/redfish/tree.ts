@@ -8,18 +8,23 @@ import type { CduConfig, RackConfig } from "../../pod/config.js";
 import { COOLANT_KJ_PER_L_K } from "../../pod/coolant.js";
 import { loopModeWord } from "../../pod/status-words.js";
 import type { PodReader, PodStatus } from "../pod-api.js";
+import { located, nameplate, podSensors, podUuid, type Resource } from "./equipment.js";
+import type { RedfishConfig } from "./schema.js";
 
 export const ROOT = "/redfish/v1";
 
 export interface RedfishSource {
   pod: Pick<PodReader, "identity" | "status" | "fieldPoints">;
-  racks: readonly Pick<RackConfig, "name" | "points">[];
-  cdu: Pick<CduConfig, "points">;
+  racks: readonly Pick<RackConfig, "name" | "points" | "maxFlowLpm">[];
+  cdu: Pick<CduConfig, "points" | "ratedHeatKw">;
   version: string;
+  /** the CDU's nameplate (redfish.nameplate) */
+  nameplate?: RedfishConfig["nameplate"];
 }
 
 type Health = "OK" | "Warning" | "Critical";
-type Resource = Record<string, unknown>;
+/** podwarden, as the pod's rack manager: the manager of the CDU and the pod's chassis (the OCP profile's Links.ManagedBy) */
+const MANAGER = `${ROOT}/Managers/podwarden`;
 
 const link = (path: string): { "@odata.id": string } => ({ "@odata.id": path });
 const sensor = (reading: number | null): { Reading: number | null } => ({ Reading: reading === null ? null : Math.round(reading * 1000) / 1000 });
@@ -78,7 +83,26 @@ export class RedfishTree {
       case `${ROOT}/Chassis`:
         return this.collection(p, "ChassisCollection", "Chassis", [`${p}/${this.cduId}`]);
       case `${ROOT}/Chassis/${this.cduId}`:
-        return { ...this.head(p, "Chassis.v1_28_0.Chassis", this.cduId, `Pod ${this.src.pod.identity.site}/${this.cduId}: ${racks.length} racks on one secondary loop`), ChassisType: "RackGroup", Status: podStatus(status, worst(leakHealth)) };
+        return {
+          ...this.head(p, "Chassis.v1_28_0.Chassis", this.cduId, `Pod ${this.src.pod.identity.site}/${this.cduId}: ${racks.length} racks on one secondary loop`),
+          ChassisType: "RackGroup",
+          UUID: podUuid(this.src.pod.identity.site, this.cduId),
+          Status: podStatus(status, worst(leakHealth)),
+          Sensors: link(`${p}/Sensors`),
+          Links: { CoolingUnits: [link(this.cdu)], ManagedBy: [link(MANAGER)] },
+        };
+      case `${ROOT}/Chassis/${this.cduId}/Sensors`:
+        return this.collection(p, "SensorCollection", "The CDU's sensors", podSensors(this.src.cdu.points).map((x) => `${p}/${x.id}`));
+      case `${ROOT}/Managers`:
+        return this.collection(p, "ManagerCollection", "Managers", [MANAGER]);
+      case MANAGER:
+        return {
+          ...this.head(p, "Manager.v1_17_0.Manager", "podwarden", `podwarden, the rack manager of pod ${this.cduId}`),
+          ManagerType: "RackManager",
+          FirmwareVersion: this.src.version,
+          Status: { State: "Enabled", Health: "OK" },
+          Links: { ManagerForChassis: [link(`${ROOT}/Chassis/${this.cduId}`)] },
+        };
       case `${ROOT}/ThermalEquipment`:
         return { ...this.head(p, "ThermalEquipment.v1_2_0.ThermalEquipment", "ThermalEquipment", "Thermal Equipment"), Status: podStatus(status, worst(leakHealth)), CDUs: link(`${p}/CDUs`), CoolingLoops: link(`${p}/CoolingLoops`) };
       case `${ROOT}/ThermalEquipment/CDUs`:
@@ -101,6 +125,8 @@ export class RedfishTree {
           ...this.head(p, "CoolingUnit.v1_5_0.CoolingUnit", this.cduId, `CDU of pod ${this.cduId}`),
           EquipmentType: "CDU",
           FirmwareVersion: `podwarden ${this.src.version}`,
+          ...nameplate(this.src.nameplate),
+          ...(this.src.cdu.ratedHeatKw === undefined ? {} : { CoolingCapacityWatts: Math.round(this.src.cdu.ratedHeatKw * 1000) }),
           Status: podStatus(status, worst(leakHealth)),
           Coolant: COOLANT,
           PrimaryCoolantConnectors: link(`${p}/PrimaryCoolantConnectors`),
@@ -108,8 +134,12 @@ export class RedfishTree {
           Pumps: link(`${p}/Pumps`),
           LeakDetection: link(`${p}/LeakDetection`),
           EnvironmentMetrics: link(`${p}/EnvironmentMetrics`),
-          Links: { Chassis: [link(`${ROOT}/Chassis/${this.cduId}`)] },
+          Links: { Chassis: [link(`${ROOT}/Chassis/${this.cduId}`)], ManagedBy: [link(MANAGER)] },
         };
+    }
+    const sensorAt = p.startsWith(`${ROOT}/Chassis/${this.cduId}/Sensors/`) ? podSensors(this.src.cdu.points).find((x) => p.endsWith(`/Sensors/${x.id}`)) : undefined;
+    if (sensorAt !== undefined) {
+      return { ...this.head(p, "Sensor.v1_7_0.Sensor", sensorAt.id, sensorAt.name), ReadingType: sensorAt.readingType, ReadingUnits: sensorAt.units, ...sensor(at(sensorAt.point)), Status: { State: "Enabled", Health: at(sensorAt.point) === null ? "Warning" : "OK" }, Description: `podwarden's point ${sensorAt.point}` };
     }
     if (!p.startsWith(cduPrefix)) return null;
     const sub = p.slice(cduPrefix.length);
@@ -134,13 +164,21 @@ export class RedfishTree {
       return {
         ...this.head(p, "Pump.v1_2_0.Pump", pumpAt[1], pump.pumps.length > 1 ? `Secondary loop pump ${unit.name} (${unit.role})` : "Secondary loop pump"),
         PumpType: "Liquid",
+        ...located(unit.name),
+        ...(unit.speedPct === undefined ? {} : { PumpSpeedPercent: sensor(unit.speedPct) }),
         Status: { State: !pump.enabled ? "Disabled" : standby ? "StandbySpare" : "Enabled", Health: health },
         SpeedControlPercent: { SetPoint: standby ? 0 : pump.speedCmdPct, ControlMode: controlMode(pump.loopStatus) },
       };
     }
     switch (sub) {
       case "LeakDetection":
-        return { ...this.head(p, "LeakDetection.v1_2_0.LeakDetection", "LeakDetection", "Leak detection, one detector per rack"), Status: { State: "Enabled", Health: worst(leakHealth) }, LeakDetectors: link(`${p}/LeakDetectors`) };
+        return {
+          ...this.head(p, "LeakDetection.v1_2_0.LeakDetection", "LeakDetection", "Leak detection, one detector per rack"),
+          Status: { State: "Enabled", Health: worst(leakHealth) },
+          LeakDetectors: link(`${p}/LeakDetectors`),
+          // one group per rack (its detector over all its leak inputs); no HumidityPercent: no humidity sensor is read
+          LeakDetectorGroups: racks.map((r, i) => ({ GroupName: r.name, Detectors: [{ DataSourceUri: `${p}/LeakDetectors/${r.name}`, DetectorState: status.racks[i].leak }] })),
+        };
       case "LeakDetection/LeakDetectors":
         return this.collection(p, "LeakDetectorCollection", "Leak detectors", racks.map((r) => `${p}/${r.name}`));
       case "EnvironmentMetrics":
@@ -163,6 +201,7 @@ export class RedfishTree {
         ...this.head(p, "LeakDetector.v1_6_0.LeakDetector", racks[d].name, `${racks[d].name} leak detection`),
         LeakDetectorType: "Moisture",
         DetectorState: leak,
+        ...located(racks[d].name),
         Status: { State: "Enabled", Health: leak },
         Description: `the ${racks[d].points.leak.length} leak input(s) of ${racks[d].name}: Critical when wet or latched, Warning on a sensor fault`,
       };
@@ -170,7 +209,7 @@ export class RedfishTree {
     return null;
   }
 
-  private connector(path: string, rack: Pick<RackConfig, "name" | "points">, r: PodStatus["racks"][number], at: (id: string | undefined) => number | null): Resource {
+  private connector(path: string, rack: Pick<RackConfig, "name" | "points" | "maxFlowLpm">, r: PodStatus["racks"][number], at: (id: string | undefined) => number | null): Resource {
     const dT = r.supplyTempC === null || r.returnTempC === null ? null : r.returnTempC - r.supplyTempC;
     const heat = dT === null || r.flowLpm === null ? null : (r.flowLpm * COOLANT_KJ_PER_L_K * dT) / 60;
     const mode = controlMode(r.loopStatus);
@@ -178,6 +217,8 @@ export class RedfishTree {
       ...this.head(path, "CoolantConnector.v1_3_0.CoolantConnector", rack.name, `${rack.name} supply and return`),
       CoolantConnectorType: "Pair",
       CoolingLoopName: `${this.cduId}-secondary`,
+      // its flow with the valve fully open at the design differential pressure (racks[].maxFlowLpm)
+      ...(rack.maxFlowLpm === undefined ? {} : { RatedFlowLitersPerMinute: rack.maxFlowLpm }),
       Coolant: COOLANT,
       // an isolated rack's connector is shut off from the loop
       Status: { State: r.isolation === "Normal" && !r.isolatedByOperator ? "Enabled" : "Disabled", Health: r.leak },
@@ -202,6 +243,7 @@ export class RedfishTree {
       Vendor: "podwarden",
       ThermalEquipment: link(`${ROOT}/ThermalEquipment`),
       Chassis: link(`${ROOT}/Chassis`),
+      Managers: link(`${ROOT}/Managers`),
       SessionService: link(`${ROOT}/SessionService`),
       Links: { Sessions: link(`${ROOT}/SessionService/Sessions`) },
       // read-only, and no query is carried out: each is answered 501 (server.ts)
