@@ -55,7 +55,7 @@ describe("the Redfish client driver", () => {
   const start = (c: RedfishClientConfig): RedfishDriver => {
     seen.length = 0;
     drv = new RedfishDriver(c, { points: store, env: ENV });
-    drv.start();
+    void drv.start();
     return drv;
   };
 
@@ -184,7 +184,7 @@ describe("the Redfish client driver", () => {
       seen.length = 0;
       drv = new RedfishDriver(device(`http://127.0.0.1:${t.port("rack-2.bmc")}`), { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
       const d = drv;
-      d.start();
+      void d.start();
       // a 204 with a token is a session, as 201 is
       await waitFor(() => d.stats()[0].connected && d.stats()[0].polls >= 2, "polls through a 204 session", 5000);
       expect(d.stats()[0]).toMatchObject({ connected: true, logins: 1 });
@@ -226,7 +226,7 @@ describe("the Redfish client driver", () => {
     const logs: string[] = [];
     const make = (pollMs: number): RedfishDriver => {
       drv = new RedfishDriver(device(url, { pollMs, staleMs: 120_000, events: { reconnect: { baseMs: 50, maxMs: 200 }, recheckS: 1 } }), { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
-      drv.start();
+      void drv.start();
       return drv;
     };
     bmc.variant.ssePath = "/redfish/v1/EventService/Stream";
@@ -259,6 +259,49 @@ describe("the Redfish client driver", () => {
     }
   });
 
+  it("has a BMC without Server-Sent Events push its leak events to the pod's listener: token checked before the body is read, subscribed again when the BMC lost it, deleted at the stop", async () => {
+    const bmc = t.sim.bmcs[1];
+    const logs: string[] = [];
+    bmc.variant.ssePath = null;
+    try {
+      const c = device(`http://127.0.0.1:${t.port("rack-2.bmc")}`, { pollMs: 60_000, staleMs: 120_000, events: { reconnect: { baseMs: 50, maxMs: 200 }, recheckS: 1 } });
+      c.eventListener = { host: "127.0.0.1", port: 0, maxConnections: 16 };
+      const d = new RedfishDriver(c, { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
+      drv = d;
+      await d.start();
+      await waitFor(() => d.stats()[0].subscription !== null, "subscribed", 5000);
+      expect(bmc.eventService.subscriptions.size).toBe(1);
+      const sub = [...bmc.eventService.subscriptions.values()][0];
+      expect(sub.destination).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/podwarden\/events\/bmc2$/);
+      // polls a minute apart: only a pushed event can bring the leak now
+      t.sim.inject({ leak: "rack-2", state: "wet" });
+      await waitFor(() => point("leak")?.value === 1, "the leak pushed to the pod", 5000);
+      expect(d.stats()[0]).toMatchObject({ polls: 1, streamOpen: false });
+      expect(d.stats()[0].pushedEvents).toBeGreaterThan(0);
+      // forged: no token, a wrong one, too big; each refused before a byte of it is parsed
+      const forged = JSON.stringify({ Events: [{ MessageSeverity: "OK", OriginOfCondition: { "@odata.id": `${ch}/ThermalSubsystem/LeakDetection/LeakDetectors/rack-2-leak` } }] });
+      expect((await fetch(sub.destination, { method: "POST", body: forged })).status).toBe(401);
+      expect((await fetch(sub.destination, { method: "POST", headers: { "x-podwarden-token": "a-guess" }, body: forged })).status).toBe(401);
+      expect((await fetch(sub.destination, { method: "POST", headers: sub.headers, body: "x".repeat(20_000) })).status).toBe(413);
+      expect((await fetch(sub.destination.replace("/bmc2", "/bmc9"), { method: "POST", headers: sub.headers, body: forged })).status).toBe(404);
+      expect(point("leak")?.value).toBe(1);
+      expect(d.listener!.counts).toMatchObject({ refused: 3, oversized: 1 });
+      // the BMC restarted and lost its subscriptions: made again at the next look (recheckS)
+      bmc.eventService.subscriptions.clear();
+      await waitFor(() => bmc.eventService.subscriptions.size === 1, "subscribed again", 5000);
+      t.sim.inject({ leak: "rack-2", state: "dry" });
+      await waitFor(() => point("leak")?.value === 0, "the dry pushed through the new subscription", 5000);
+      expect(logs.filter((l) => l.includes("no Server-Sent Events"))).toHaveLength(1);
+      // the stop deletes the subscription: the BMC does not push to a pod that is gone
+      await d.stop();
+      drv = undefined;
+      expect(bmc.eventService.subscriptions.size).toBe(0);
+    } finally {
+      bmc.variant.ssePath = "/redfish/v1/EventService/SSE";
+      t.sim.inject({ leak: "rack-2", state: "dry" });
+    }
+  });
+
   it("falls back to HTTP Basic for a BMC with no session service, only when the config allows it", async () => {
     // the simulator's BMC answers a session POST at another path with 404: a BMC without SessionService
     const url = `http://127.0.0.1:${t.port("rack-2.bmc")}`;
@@ -271,13 +314,13 @@ describe("the Redfish client driver", () => {
     t.sim.bmcs[1].variant.sessionService = false;
     try {
       drv = new RedfishDriver(noSessions(false), { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
-      drv.start();
+      void drv.start();
       const without = drv;
       await waitFor(() => /login refused: HTTP 404/.test(without.stats()[0].why), "not connected without the fallback", 5000);
       expect(without.stats()[0].connected).toBe(false);
       await drv.stop();
       drv = new RedfishDriver(noSessions(true), { points: store, env: ENV, onLog: (_level, line) => logs.push(line) });
-      drv.start();
+      void drv.start();
       const withFallback = drv;
       await waitFor(() => withFallback.stats()[0].connected && withFallback.stats()[0].polls >= 2, "polls through Basic", 5000);
       expect(point("power")!.quality).toBe("good");
@@ -325,7 +368,7 @@ describe("the Redfish client over HTTPS", () => {
   const readsWith = async (tls: object): Promise<Point> => {
     const d = new RedfishDriver(device(`https://127.0.0.1:${t.port("rack-2.bmc")}`, { tls, events: { enabled: false } }), { points: store, env: ENV });
     store.publish({ id: "bmc2.power", value: NaN, sourceTimeMs: 0, quality: "disconnected" });
-    d.start();
+    void d.start();
     try {
       await waitFor(() => d.stats()[0].polls >= 2, "d.stats()[0].polls >= 2", 5000);
       return store.get("bmc2.power")!;

@@ -31,6 +31,7 @@ export function redfishMetrics(r: Registry, bmcs: () => RedfishDeviceStats[]): v
     ["podwarden_redfish_polls_total", "BMC polls: every configured resource read once; failed = none answered", (d) => ({ ok: d.polls - d.failedPolls, failed: d.failedPolls })],
     ["podwarden_redfish_events_total", "events on a BMC's stream: parsed, or shed beyond events.maxEventsPerS (every leak detector re-read instead)", (d) => ({ parsed: d.events - d.eventsShed, shed: d.eventsShed })],
     ["podwarden_redfish_stream_reconnects_total", "a BMC's event stream reopened after it dropped", (d) => ({ total: d.streamReconnects })],
+    ["podwarden_redfish_pushed_events_total", "events a BMC without Server-Sent Events pushed to the pod's listener (its EventDestination subscription); counted in podwarden_redfish_events_total too", (d) => ({ total: d.pushedEvents })],
     ["podwarden_redfish_logins_total", "sessions opened on a BMC (a renewal counts)", (d) => ({ total: d.logins })],
   ];
   for (const [name, help, values] of counters) {

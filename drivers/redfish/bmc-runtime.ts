@@ -22,6 +22,10 @@ export interface RedfishDeviceStats {
   streamReconnects: number;
   /** why the BMC has no event stream (its detectors are polled); null: it has one, or it is not yet known */
   noStream: string | null;
+  /** the BMC's EventDestination subscription pushing to the pod's listener (its URI), or null */
+  subscription: string | null;
+  /** events the BMC pushed through it */
+  pushedEvents: number;
   logins: number;
 }
 

@@ -30,7 +30,7 @@ export class BmcSession {
   }
 
   /** A request with our credentials; a session the BMC forgot (401) is renewed once. */
-  async request(method: "GET" | "PATCH", path: string, headers: Record<string, string> = {}, body?: unknown): Promise<HttpAnswer> {
+  async request(method: "GET" | "PATCH" | "POST" | "DELETE", path: string, headers: Record<string, string> = {}, body?: unknown): Promise<HttpAnswer> {
     let r = await this.http.request(method, path, { ...(await this.headers()), ...headers }, body);
     if (r.status === 401 && !this.basic && this.token !== null) {
       this.token = null;

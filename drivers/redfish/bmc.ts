@@ -6,8 +6,6 @@
 // pushed sample: it is published the moment it is parsed, which wakes the control tick as a
 // changed Modbus leak sample does; a dropped stream is reopened with backoff and every leak
 // detector re-read when it is back (in between they are polled, as they always are).
-import { createParser } from "eventsource-parser";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Backoff } from "../../lib/backoff.js";
 import { monoMs } from "../../lib/clock.js";
 import type { Point, Quality } from "../../lib/points.js";
@@ -16,6 +14,8 @@ import type { RedfishDeviceConfig } from "./config.js";
 import { BmcHttp, HttpFailure, type HttpAnswer } from "./http.js";
 import { BmcSession } from "./bmc-session.js";
 import { allowableOf, BmcControls } from "./bmc-controls.js";
+import { BmcEvents } from "./bmc-events.js";
+import type { EventListener } from "./event-listener.js";
 import { errorCode, isObject, LEAK_VALUE, property, type OutputRuntime, type PointRuntime, type RedfishDeviceStats, type RedfishDriverOptions } from "./bmc-runtime.js";
 
 /** One BMC: its pool, its session, its poll loop, its event stream and its outputs. */
@@ -25,7 +25,7 @@ export class Bmc {
   private readonly points: PointRuntime[];
   private readonly http: BmcHttp;
   private readonly breaker: CircuitBreaker;
-  private readonly streamBackoff: Backoff;
+  private readonly events_: BmcEvents;
   private running = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private readonly abort = new AbortController();
@@ -35,19 +35,16 @@ export class Bmc {
   private why = "not yet polled";
   private polls = 0;
   private failedPolls = 0;
-  private streamOpen = false;
   private events = 0;
   private eventsShed = 0;
-  private streamReconnects = 0;
   private eventWindowStartMs = 0;
   private eventWindowCount = 0;
   private rereadQueued = false;
-  /** why the BMC has no event stream, once found so (its detectors polled); null: it has one, or not yet known */
-  private noStream: string | null = null;
 
   constructor(
     private readonly c: RedfishDeviceConfig,
     private readonly o: RedfishDriverOptions,
+    listener: EventListener | null = null,
   ) {
     this.name = c.name;
     this.points = c.points.map((p) => ({ id: `${c.name}.${p.name}`, c: p, readingTime: null, lastRaw: null, readingTimeSinceMs: 0, eventAtMs: -Infinity }));
@@ -73,19 +70,34 @@ export class Bmc {
     this.session = new BmcSession(c, this.http, o.env ?? process.env, (level, line) => this.o.onLog?.(level, line));
     this.controls = new BmcControls(this.session, (id, value, t, q, detail, unit) => this.publish(id, value, t, q, detail, unit), (line) => this.o.onLog?.("warn", line), () => this.running);
     this.breaker = new CircuitBreaker(c.breaker.failures, { baseMs: c.breaker.openMs, maxMs: c.breaker.maxOpenMs }, monoMs);
-    this.streamBackoff = new Backoff(c.events.reconnect);
+    this.events_ = new BmcEvents(
+      {
+        name: c.name,
+        c,
+        session: this.session,
+        http: this.http,
+        signal: this.abort.signal,
+        running: () => this.running,
+        log: (level, line) => this.o.onLog?.(level, line),
+        onEvent: (data) => this.onEvent(data),
+        rereadLeaks: () => this.rereadLeaks(),
+        leakPaths: () => [...new Set(this.points.filter((p) => p.c.kind === "leak").map((p) => p.c.path))],
+      },
+      listener,
+    );
   }
 
   start(): void {
     this.running = true;
     void this.pollLoop();
-    if (this.c.events.enabled && this.points.some((p) => p.c.kind === "leak")) void this.streamLoop();
+    if (this.c.events.enabled && this.points.some((p) => p.c.kind === "leak")) void this.events_.run();
   }
 
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.pollTimer);
     this.abort.abort();
+    await this.events_.stop();
     await this.session.end();
     await this.http.close();
   }
@@ -98,11 +110,13 @@ export class Bmc {
       why: this.why,
       polls: this.polls,
       failedPolls: this.failedPolls,
-      streamOpen: this.streamOpen,
+      streamOpen: this.events_.streamOpen,
       events: this.events,
       eventsShed: this.eventsShed,
-      streamReconnects: this.streamReconnects,
-      noStream: this.noStream,
+      streamReconnects: this.events_.streamReconnects,
+      noStream: this.events_.noStream,
+      subscription: this.events_.subscription,
+      pushedEvents: this.events_.pushed,
       logins: this.session.logins,
     };
   }
@@ -223,81 +237,6 @@ export class Bmc {
     for (const p of this.points) this.publish(p.id, NaN, nowMs, quality, detail, p.c.unit);
   }
 
-  // ---- the event stream ----
-
-  private async streamLoop(): Promise<void> {
-    while (this.running) {
-      let wait = 0;
-      try {
-        await this.streamOnce();
-      } catch (err) {
-        if (!this.running) return;
-        if (err instanceof NoEventStream) {
-          // polled instead: said once, not at every look (a BMC without SSE stays without it)
-          if (this.noStream === null) this.o.onLog?.("warn", `${this.name}: no Server-Sent Events (${err.message}): its leak detectors are polled every ${this.c.pollMs} ms; asked again every ${this.c.events.recheckS} s`);
-          this.noStream = err.message;
-          wait = this.c.events.recheckS * 1000;
-        } else this.o.onLog?.("warn", `${this.name}: event stream ${this.streamOpen ? "dropped" : "not opened"}: ${(err as Error).message}`);
-      }
-      if (this.streamOpen) this.streamReconnects++;
-      this.streamOpen = false;
-      if (!this.running) return;
-      await sleep(wait || this.streamBackoff.next(), undefined, { signal: this.abort.signal }).catch(() => undefined);
-    }
-  }
-
-  /** The stream's URI: the configured one, else the EventService's ServerSentEventUri. */
-  private async streamPath(): Promise<string> {
-    const configured = this.c.events.path;
-    if (configured !== undefined) return configured;
-    const r = await this.session.request("GET", "/redfish/v1/EventService");
-    if (r.status === 404) throw new NoEventStream("no EventService");
-    if (r.status !== 200 || !isObject(r.json)) throw new Error(`EventService: HTTP ${r.status}${errorCode(r)}`);
-    const uri = r.json.ServerSentEventUri;
-    if (typeof uri !== "string" || !uri.startsWith("/redfish/v1/") || uri.length > 512) throw new NoEventStream(uri === undefined ? "the EventService has no ServerSentEventUri" : "its ServerSentEventUri is not a path under /redfish/v1/");
-    return uri;
-  }
-
-  private async streamOnce(): Promise<void> {
-    const ev = this.c.events;
-    const path = await this.streamPath();
-    const res = await this.http.stream(path, await this.session.headers(), this.abort.signal);
-    if (res.statusCode === 401) this.session.forget();
-    if (res.statusCode !== 200) {
-      res.body.destroy();
-      if (res.statusCode === 404 || res.statusCode === 405 || res.statusCode === 501) throw new NoEventStream(`HTTP ${res.statusCode} at ${path}`);
-      throw new Error(`HTTP ${res.statusCode}`);
-    }
-    if (this.noStream !== null) this.o.onLog?.("info", `${this.name}: Server-Sent Events found at ${path}: leak events are pushed again`);
-    this.noStream = null;
-    this.streamOpen = true;
-    this.streamBackoff.reset();
-    // anything that changed while the stream was down is read now, not at the next poll
-    this.rereadLeaks();
-    let pending = 0;
-    const parser = createParser({
-      onEvent: (e) => {
-        pending = 0;
-        this.onEvent(e.data);
-      },
-      onComment: () => {
-        pending = 0;
-      },
-    });
-    const text = new TextDecoder();
-    try {
-      for await (const chunk of res.body) {
-        // bounded before it is parsed: bytes since the last whole event
-        pending += (chunk as Buffer).length;
-        if (pending > ev.maxEventBytes) throw new Error(`an event over maxEventBytes (${ev.maxEventBytes})`);
-        parser.feed(text.decode(chunk as Buffer, { stream: true }));
-      }
-    } finally {
-      res.body.destroy();
-    }
-    throw new Error("the BMC ended the stream");
-  }
-
   private onEvent(data: string): void {
     this.events++;
     const nowMs = monoMs();
@@ -355,5 +294,3 @@ export class Bmc {
   }
 }
 
-/** The BMC serves no event stream: not a fault to retry at once, a way of working to poll around. */
-class NoEventStream extends Error {}

@@ -79,7 +79,8 @@ export const REDFISH_DEVICE_SCHEMA = obj(
       {
         enabled: bool(true, "hold the EventService's SSE stream open: a leak detector's event is a pushed sample that wakes the control tick at once"),
         path: optional(str("the stream's URI; absent: the EventService's ServerSentEventUri, read each time the stream opens (a BMC without one is polled, said once)", PATH)),
-        recheckS: int(1, 86_400, 600, "a BMC found without Server-Sent Events is asked again this often (quietly): its detectors are polled meanwhile, s"),
+        recheckS: int(1, 86_400, 600, "a BMC found without Server-Sent Events is asked again this often (quietly): its detectors are polled meanwhile, and its push subscription, where it has one, is checked to be still there, s"),
+        push: bool(true, "a BMC without Server-Sent Events is asked to push its leak events to redfishClient.eventListener (an EventDestination subscription, deleted at the stop), where a listener is configured"),
         maxEventBytes: int(256, 1_048_576, 16_384, "an event larger than this ends the stream (it is reopened and every detector re-read), bytes"),
         maxEventsPerS: int(1, 10_000, 50, "events parsed a second; beyond it they are not parsed, and every leak detector is re-read instead"),
         reconnect: obj({ baseMs: int(10, 600_000, 500, "first wait, ms"), maxMs: int(10, 3_600_000, 30_000, "longest wait, ms") }, "reopening a dropped stream (every detector is re-read when it is back; until then they are polled)"),
@@ -94,7 +95,28 @@ export const REDFISH_DEVICE_SCHEMA = obj(
 );
 
 export const REDFISH_CLIENT_SCHEMA = obj(
-  { devices: arr(REDFISH_DEVICE_SCHEMA, "BMCs read (and capped) over Redfish", { default: [], maxItems: 64 }) },
+  {
+    devices: arr(REDFISH_DEVICE_SCHEMA, "BMCs read (and capped) over Redfish", { default: [], maxItems: 64 }),
+    eventListener: optional(
+      obj(
+        {
+          host: str("address to bind, on the network the BMCs reach the controller on", { default: "127.0.0.1" }),
+          port: int(0, 65535, 8091, "port (0 = ephemeral)"),
+          url: optional(str("the base URL the BMCs are told to push to (http://10.0.4.2:8091); absent: http://<host>:<port>", { pattern: "^https?://[^/\\s]+$", maxLength: 256 })),
+          maxConnections: int(1, 1024, 64, "connections open at once; one more is closed as it is accepted"),
+          tls: optional(
+            obj(
+              { certFile: str("PEM certificate (its chain after it)", { minLength: 1 }), keyFile: str("PEM private key", { minLength: 1 }) },
+              "serve over HTTPS with this certificate: on a network others share, so that the subscriptions' tokens, which let an event through, are not read off the wire (and url then starts https://)",
+              ["certFile", "keyFile"],
+            ),
+          ),
+        },
+        "where BMCs without Server-Sent Events push their leak events (Redfish EventDestination subscriptions): each event is bounded in size and rate, and must carry its subscription's token, before it is parsed",
+        ["port"],
+      ),
+    ),
+  },
   "rack BMCs over Redfish: sensors, leak detectors and power limits (docs/redfish.md, The client)",
 );
 
@@ -102,6 +124,7 @@ export type RedfishClientConfig = Infer<typeof REDFISH_CLIENT_SCHEMA>;
 export type RedfishDeviceConfig = RedfishClientConfig["devices"][number];
 export type RedfishPointConfig = RedfishDeviceConfig["points"][number];
 export type RedfishOutputConfig = RedfishDeviceConfig["outputs"][number];
+export type RedfishListenerConfig = NonNullable<RedfishClientConfig["eventListener"]>;
 
 /** What the schema cannot say: names unique, a pinned certificate for https, a password source, files that exist. */
 export function redfishClientProblems(c: RedfishClientConfig): string[] {
@@ -128,5 +151,7 @@ export function redfishClientProblems(c: RedfishClientConfig): string[] {
       });
     }
   });
+  const l = c.eventListener;
+  for (const f of [l?.tls?.certFile, l?.tls?.keyFile]) if (f !== undefined && !existsSync(f)) out.push(`redfishClient.eventListener.tls: no file ${f}`);
   return out;
 }

@@ -3,6 +3,7 @@
 // (PATCH with If-Match, then read back). It knows nothing of racks; docs/redfish.md, The client.
 import type { OutputState } from "../../lib/points.js";
 import { Bmc } from "./bmc.js";
+import { EventListener } from "./event-listener.js";
 import type { RedfishDeviceStats, RedfishDriverOptions } from "./bmc-runtime.js";
 import type { RedfishClientConfig } from "./config.js";
 
@@ -10,17 +11,27 @@ export type { RedfishDeviceStats, RedfishDriverOptions } from "./bmc-runtime.js"
 
 export class RedfishDriver {
   private readonly bmcs: Bmc[];
+  /** where BMCs without Server-Sent Events push their leak events (redfishClient.eventListener), or null */
+  readonly listener: EventListener | null;
 
-  constructor(c: RedfishClientConfig, o: RedfishDriverOptions) {
-    this.bmcs = c.devices.map((d) => new Bmc(d, o));
+  constructor(
+    c: RedfishClientConfig,
+    private readonly o: RedfishDriverOptions,
+  ) {
+    this.listener = c.eventListener === undefined ? null : new EventListener(c.eventListener);
+    this.bmcs = c.devices.map((d) => new Bmc(d, o, this.listener));
   }
 
-  start(): void {
+  /** The listener first (a BMC found without a stream subscribes to it at once), then each BMC. */
+  async start(): Promise<void> {
+    if (this.listener !== null) this.o.onLog?.("info", `BMCs without Server-Sent Events push their leak events to ${await this.listener.listen()}/podwarden/events/<bmc>`);
     for (const b of this.bmcs) b.start();
   }
 
   async stop(): Promise<void> {
+    // the BMCs first: each deletes its subscription while the listener still answers
     await Promise.all(this.bmcs.map((b) => b.stop()));
+    await this.listener?.close();
   }
 
   ownsOutput(id: string): boolean {

@@ -8,6 +8,7 @@
 //   …/ThermalSubsystem/LeakDetection/LeakDetectors/{rack}-leak   DetectorState OK / Warning (cable fault) / Critical
 //   …/Controls/PowerLimit                         Control (Power, W): GET with an ETag; PATCH SetPoint with If-Match
 //   /redfish/v1/EventService, …/SSE               leak-detector events as Server-Sent Events
+//   …/EventService/Subscriptions                 POST an EventDestination: each event POSTed to it (redfish-bmc-events.ts)
 // The power limit is the plant's rack cap (RackModel.powerCapKw): the rack's power is clipped at
 // it, reached at the BMC's own ramp. While it holds a limit the BMC owns the cap (a Modbus cap
 // write is ramped away at the next step); with none it leaves the cap alone, apart from lifting
@@ -17,6 +18,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { RackModel } from "../plant/pod-plant.js";
+import { BmcEventService } from "./redfish-bmc-events.js";
 
 export interface BmcFaults {
   slowMs: number;
@@ -53,9 +55,12 @@ export interface BmcVariant {
   sessionService: boolean;
   /** where the EventService serves Server-Sent Events (its ServerSentEventUri); null: it serves none */
   ssePath: string | null;
+  /** the EventService takes EventDestination subscriptions (and pushes each event to them) */
+  subscriptions: boolean;
 }
 
 const ROOT = "/redfish/v1";
+const SUBSCRIPTIONS = `${ROOT}/EventService/Subscriptions`;
 const MAX_BODY = 4096;
 
 interface Reading {
@@ -65,7 +70,8 @@ interface Reading {
 
 export class RedfishBmc {
   readonly faults: BmcFaults = { slowMs: 0, error500: false, unauthorized: false, stale: false, unhealthy: false };
-  readonly variant: BmcVariant = { sessionStatus: 201, readingTimeFrozen: false, allowableW: { min: 0, max: 1e6 }, sessionService: true, ssePath: `${ROOT}/EventService/SSE` };
+  readonly variant: BmcVariant = { sessionStatus: 201, readingTimeFrozen: false, allowableW: { min: 0, max: 1e6 }, sessionService: true, ssePath: `${ROOT}/EventService/SSE`, subscriptions: true };
+  readonly eventService = new BmcEventService(SUBSCRIPTIONS);
   /** the ReadingTime every sensor shows while readingTimeFrozen */
   private readonly bootTime = new Date().toISOString();
   /** the limit last PATCHed, W (null: none) */
@@ -76,7 +82,6 @@ export class RedfishBmc {
   private etag = 1;
   private server: Server | null = null;
   private readonly sessions = new Set<string>();
-  private readonly streams = new Set<ServerResponse>();
   private frozen: Map<string, Reading> | null = null;
   private lastLeak: RackModel["leak"];
   private eventId = 0;
@@ -104,8 +109,7 @@ export class RedfishBmc {
   }
 
   async close(): Promise<void> {
-    for (const s of this.streams) s.destroy();
-    this.streams.clear();
+    this.eventService.close();
     const s = this.server;
     this.server = null;
     if (s === null) return;
@@ -115,8 +119,7 @@ export class RedfishBmc {
 
   /** Ends every open event stream, as a BMC reboot or a network blip would. */
   dropStreams(): void {
-    for (const s of this.streams) s.destroy();
-    this.streams.clear();
+    this.eventService.dropStreams();
   }
 
   setStale(on: boolean): void {
@@ -130,7 +133,7 @@ export class RedfishBmc {
   }
 
   get streamCount(): number {
-    return this.streams.size;
+    return this.eventService.streamCount;
   }
 
   /** One plant step: the applied cap ramps toward the limit; a leak change becomes an event. */
@@ -201,7 +204,7 @@ export class RedfishBmc {
         },
       ],
     };
-    for (const s of this.streams) s.write(`id: ${this.eventId}\ndata: ${JSON.stringify(body)}\n\n`);
+    this.eventService.publish(this.eventId, body);
   }
 
   private authorized(req: IncomingMessage): boolean {
@@ -232,7 +235,8 @@ export class RedfishBmc {
       res.writeHead(204).end();
       return;
     }
-    if (path === this.variant.ssePath && method === "GET") return this.stream(res);
+    if (path === this.variant.ssePath && method === "GET") return this.eventService.stream(res);
+    if (this.variant.subscriptions && path.startsWith(SUBSCRIPTIONS)) return this.subscriptionRequest(req, res, path, method);
     if (path === `${ROOT}/Chassis/${this.name}/Controls/PowerLimit` && method === "PATCH") return this.patchLimit(req, res);
     if (method !== "GET") return send(res, 405, { error: { code: "Base.1.19.OperationNotAllowed", message: `${method} not allowed here` } }, { allow: "GET" });
     const r = this.resource(path);
@@ -255,11 +259,27 @@ export class RedfishBmc {
     send(res, this.variant.sessionStatus, { "@odata.id": `${ROOT}/SessionService/Sessions/${token}`, "@odata.type": "#Session.v1_7_0.Session", Id: token, Name: "Session", UserName: body.UserName }, headers);
   }
 
-  private stream(res: ServerResponse): void {
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
-    res.write(": podwarden simulated BMC event stream\n\n");
-    this.streams.add(res);
-    res.on("close", () => this.streams.delete(res));
+  private async subscriptionRequest(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
+    const ev = this.eventService;
+    if (path === SUBSCRIPTIONS && method === "POST") {
+      const made = ev.subscribe(await readJson(req));
+      if (typeof made === "string") return send(res, 400, { error: { code: "Base.1.19.PropertyValueFormatError", message: made } });
+      return send(res, 201, ev.resource(made.id, ev.uriOf(made)), { location: ev.uriOf(made) });
+    }
+    if (path === SUBSCRIPTIONS && method === "GET") {
+      const members = [...ev.subscriptions.values()].map((x) => link(ev.uriOf(x)));
+      return send(res, 200, { "@odata.id": path, "@odata.type": "#EventDestinationCollection.EventDestinationCollection", Name: "Subscriptions", Members: members, "Members@odata.count": members.length });
+    }
+    const id = path.slice(SUBSCRIPTIONS.length + 1);
+    const r = ev.resource(id, path);
+    if (r === null) return send(res, 404, { error: { code: "Base.1.19.ResourceNotFound", message: path } });
+    if (method === "DELETE") {
+      ev.subscriptions.delete(id);
+      res.writeHead(204).end();
+      return;
+    }
+    if (method !== "GET") return send(res, 405, { error: { code: "Base.1.19.OperationNotAllowed", message: `${method} not allowed here` } }, { allow: "GET, DELETE" });
+    send(res, 200, r);
   }
 
   private async patchLimit(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -294,7 +314,7 @@ export class RedfishBmc {
       case `${ROOT}/SessionService/Sessions`:
         return coll("SessionCollection", [...this.sessions].map((t) => `${path}/${t}`));
       case `${ROOT}/EventService`:
-        return { ...head("EventService.v1_10_0.EventService", "EventService", "Event Service"), ServiceEnabled: true, ...(this.variant.ssePath === null ? {} : { ServerSentEventUri: this.variant.ssePath }), Status: { State: "Enabled", Health: "OK" } };
+        return { ...head("EventService.v1_10_0.EventService", "EventService", "Event Service"), ServiceEnabled: true, ...(this.variant.ssePath === null ? {} : { ServerSentEventUri: this.variant.ssePath }), ...(this.variant.subscriptions ? { Subscriptions: link(SUBSCRIPTIONS) } : {}), Status: { State: "Enabled", Health: "OK" } };
       case `${ROOT}/Chassis`:
         return coll("ChassisCollection", [ch]);
       case ch:
