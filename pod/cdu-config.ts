@@ -15,6 +15,7 @@ export const CDU_SCHEMA = obj(
         returnTempC: optional(pointRef("CDU return temperature (optional: shown, no loop acts on it)")),
         totalFlowLpm: optional(pointRef("the secondary loop's total flow through the CDU, L/min (optional: shown, no loop acts on it)")),
         reservoirPct: optional(pointRef("the CDU's reservoir (expansion tank) level, % (optional: shown, no loop acts on it)")),
+        powerKw: optional(pointRef("the CDU's own electrical draw, kW, from its meter (optional: shown, as Redfish's PowerWatts; the IT load it cools is each rack's heat, never this)")),
         pumpSpeedPct: optional(pointRef("a CDU with one pump: its speed feedback, % (optional: shown, no loop acts on it; with cdu.pumps, each pump's points.speedPct)")),
       },
       "CDU inputs",

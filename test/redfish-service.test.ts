@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../agent/agent.js";
 import { setUser } from "../agent/hmi/users.js";
 import { RedfishServer } from "../agent/redfish/server.js";
+import { RedfishTree } from "../agent/redfish/tree.js";
 import { agentConfig, demoConfigFor, testAgent, TEST_POD } from "./helpers/agent.js";
 import { startDaemon, untilRunning } from "./helpers/daemon.js";
 import { stopProcess, waitFor } from "./helpers/processes.js";
@@ -25,6 +26,8 @@ const REQUIRED: Record<string, string[]> = {
   Chassis: ["ChassisType", "@odata.id", "@odata.type", "Id", "Name"],
   CoolingUnit: ["EquipmentType", "@odata.id", "@odata.type", "Id", "Name"],
 };
+// the CDU's power meter: any point the pod reads serves to show where a configured meter's reading goes
+const METER = "rack-1.powerKw";
 const ENUMS: Record<string, string[]> = {
   State: ["Enabled", "Disabled", "StandbyOffline", "StandbySpare", "InTest", "Starting", "Absent", "UnavailableOffline", "Deferring", "Quiesced", "Updating", "Qualified", "Degraded"],
   Health: ["OK", "Warning", "Critical"],
@@ -103,7 +106,7 @@ describe("the pod as a Redfish cooling unit", () => {
     t = await startTestSim({ devices: { leaseMs: 3000 } });
     ({ agent } = testAgent(agentConfig(demoConfigFor(t.sim))));
     await agent.start();
-    server = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: { ...agent.config.cdu, ratedHeatKw: 1200 }, version: "test", nameplate: { manufacturer: "Example Cooling", model: "XC-1200", partNumber: "XC-1200-A", serialNumber: "CDU-0001", productionDate: "2026-03-01", version: "A" } }, { enabled: true, host: "127.0.0.1", port: 0, maxRequestsPerS: 10_000, maxConnections: 64, maxConnectionsPerAddress: 16 });
+    server = new RedfishServer({ pod: agent, racks: agent.config.racks, cdu: { ...agent.config.cdu, ratedHeatKw: 1200, points: { ...agent.config.cdu.points, powerKw: METER } }, version: "test", nameplate: { manufacturer: "Example Cooling", model: "XC-1200", partNumber: "XC-1200-A", serialNumber: "CDU-0001", productionDate: "2026-03-01", version: "A" } }, { enabled: true, host: "127.0.0.1", port: 0, maxRequestsPerS: 10_000, maxConnections: 64, maxConnectionsPerAddress: 16 });
     base = `http://127.0.0.1:${await server.listen()}`;
     dir = tempDir("pw-redfish-");
     await waitFor(() => agent.status().racks.every((r) => r.flowLpm !== null), "every rack's flow read", 20_000);
@@ -173,6 +176,10 @@ describe("the pod as a Redfish cooling unit", () => {
     expect(seen.get(`${cdu}/Pumps/1`)).toMatchObject({ PumpSpeedPercent: { Reading: number }, Location: { PartLocation: { ServiceLabel: "pump-1" } } });
     expect(seen.get(`/redfish/v1/Chassis/${pod}`)?.UUID).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(seen.get(`/redfish/v1/Chassis/${pod}/Sensors/CDUReturnTemperature`)).toMatchObject({ ReadingType: "Temperature", ReadingUnits: "Cel", Reading: number });
+    // the CDU's own draw where its meter is configured, in watts: never the IT load it cools
+    const meterW = (seen.get(`${cdu}/EnvironmentMetrics`)?.PowerWatts as { Reading: number }).Reading;
+    expect(meterW).toBeGreaterThan(0);
+    expect(seen.get(`/redfish/v1/Chassis/${pod}/Sensors/CDUPower`)).toMatchObject({ ReadingType: "Power", ReadingUnits: "W" });
   });
 
   it("says the pod's real state: readings from good points only, a leak's detector Critical and its rack's connector shut off", async () => {
@@ -237,9 +244,13 @@ describe("the pod as a Redfish cooling unit", () => {
     }
     expect((await get("/redfish/v1/ThermalEquipment?view=1")).status).toBe(200);
     expect((await get("/redfish/v1")).body.ProtocolFeaturesSupported).toMatchObject({ SelectQuery: false, ExpandQuery: { ExpandAll: false } });
-    // honest semantics: the loop's one chassis link; no PowerWatts for a CDU whose draw nothing meters
+    // honest semantics: the loop's one chassis link; PowerWatts the meter's (this server has one),
+    // and none for a CDU whose draw nothing meters: never the IT load cooled
     expect((await get(`/redfish/v1/ThermalEquipment/CoolingLoops/${pod}-secondary`)).body.Links).toEqual({ Chassis: { "@odata.id": `/redfish/v1/Chassis/${pod}` } });
-    expect((await get(`/redfish/v1/ThermalEquipment/CDUs/${pod}/EnvironmentMetrics`)).body).not.toHaveProperty("PowerWatts");
+    const metered = (await get(`/redfish/v1/ThermalEquipment/CDUs/${pod}/EnvironmentMetrics`)).body.PowerWatts as { Reading: number };
+    expect(metered.Reading).toBeCloseTo((agent.fieldPoints().find((x) => x.id === METER)?.value ?? NaN) * 1000, -3);
+    const unmetered = new RedfishTree({ pod: agent, racks: agent.config.racks, cdu: agent.config.cdu, version: "test" });
+    expect(unmetered.get(`/redfish/v1/ThermalEquipment/CDUs/${pod}/EnvironmentMetrics`)).not.toHaveProperty("PowerWatts");
   });
 
   it("is read-only, bounded, and with a users file asks for Basic authentication beyond the service root", async () => {

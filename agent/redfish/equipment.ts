@@ -43,8 +43,10 @@ export interface PodSensor {
   id: string;
   name: string;
   point: string;
-  readingType: "PressurekPa" | "Temperature" | "LiquidFlowLPM" | "Percent";
-  units: "kPa" | "Cel" | "L/min" | "%";
+  readingType: "PressurekPa" | "Temperature" | "LiquidFlowLPM" | "Percent" | "Power";
+  units: "kPa" | "Cel" | "L/min" | "%" | "W";
+  /** the point's unit to the sensor's (kW to W) */
+  scale?: number;
 }
 
 /** The CDU's configured points as sensors: a point the config does not name is no sensor. */
@@ -55,6 +57,7 @@ export function podSensors(points: CduConfig["points"]): PodSensor[] {
     { id: "CDUReturnTemperature", name: "CDU return temperature", point: points.returnTempC, readingType: "Temperature", units: "Cel" },
     { id: "CDUFlow", name: "Secondary loop total flow", point: points.totalFlowLpm, readingType: "LiquidFlowLPM", units: "L/min" },
     { id: "CDUReservoirLevel", name: "CDU reservoir level", point: points.reservoirPct, readingType: "Percent", units: "%" },
+    { id: "CDUPower", name: "CDU electrical power (its own draw)", point: points.powerKw, readingType: "Power", units: "W", scale: 1000 },
   ];
   return all.filter((s): s is PodSensor => s.point !== undefined);
 }

@@ -28,6 +28,7 @@ const MANAGER = `${ROOT}/Managers/podwarden`;
 
 const link = (path: string): { "@odata.id": string } => ({ "@odata.id": path });
 const sensor = (reading: number | null): { Reading: number | null } => ({ Reading: reading === null ? null : Math.round(reading * 1000) / 1000 });
+const scaled = (x: number | null, k = 1): number | null => (x === null ? null : x * k);
 const worst = (hs: readonly (Health | null)[]): Health => (hs.includes("Critical") ? "Critical" : hs.includes("Warning") ? "Warning" : "OK");
 
 // PG25, as the plant model and the heat-balance check take it (pod/coolant.ts): a glycol mixture
@@ -139,7 +140,7 @@ export class RedfishTree {
     }
     const sensorAt = p.startsWith(`${ROOT}/Chassis/${this.cduId}/Sensors/`) ? podSensors(this.src.cdu.points).find((x) => p.endsWith(`/Sensors/${x.id}`)) : undefined;
     if (sensorAt !== undefined) {
-      return { ...this.head(p, "Sensor.v1_7_0.Sensor", sensorAt.id, sensorAt.name), ReadingType: sensorAt.readingType, ReadingUnits: sensorAt.units, ...sensor(at(sensorAt.point)), Status: { State: "Enabled", Health: at(sensorAt.point) === null ? "Warning" : "OK" }, Description: `podwarden's point ${sensorAt.point}` };
+      return { ...this.head(p, "Sensor.v1_7_0.Sensor", sensorAt.id, sensorAt.name), ReadingType: sensorAt.readingType, ReadingUnits: sensorAt.units, ...sensor(scaled(at(sensorAt.point), sensorAt.scale)), Status: { State: "Enabled", Health: at(sensorAt.point) === null ? "Warning" : "OK" }, Description: `podwarden's point ${sensorAt.point}` };
     }
     if (!p.startsWith(cduPrefix)) return null;
     const sub = p.slice(cduPrefix.length);
@@ -185,10 +186,11 @@ export class RedfishTree {
         return {
           ...this.head(p, "EnvironmentMetrics.v1_5_0.EnvironmentMetrics", "EnvironmentMetrics", `Environment metrics of CDU ${this.cduId}`),
           ...(this.src.cdu.points.supplyTempC === undefined ? {} : { TemperatureCelsius: sensor(at(this.src.cdu.points.supplyTempC)) }),
-          // no PowerWatts: it is the CDU's own electrical draw, which nothing here meters (it once
-          // carried the IT load cooled, which a DCIM tool reads as the CDU's draw); the heat each
-          // rack gives the loop is its secondary connector's HeatRemovedkW
-          Description: "TemperatureCelsius: the CDU's supply temperature. The CDU's own power is not metered; the heat removed is each secondary connector's HeatRemovedkW",
+          // PowerWatts is the CDU's own electrical draw, from its meter where one is configured
+          // (it once carried the IT load cooled, which a DCIM tool reads as the CDU's draw); the
+          // heat each rack gives the loop is its secondary connector's HeatRemovedkW
+          ...(this.src.cdu.points.powerKw === undefined ? {} : { PowerWatts: sensor(scaled(at(this.src.cdu.points.powerKw), 1000)) }),
+          Description: `TemperatureCelsius: the CDU's supply temperature. ${this.src.cdu.points.powerKw === undefined ? "The CDU's own power is not metered" : "PowerWatts: the CDU's own electrical draw, from its meter"}; the heat removed is each secondary connector's HeatRemovedkW`,
         };
     }
     const rackAt = (prefix: string): number => (sub.startsWith(prefix) ? racks.findIndex((r) => r.name === sub.slice(prefix.length)) : -1);
