@@ -94,10 +94,13 @@ function buildOverview(view, width) {
     const y0 = row * ROW_H;
     const lastInRow = Math.min(n, (row + 1) * perRow) - 1 === i;
     const g = svg("g", { "data-rack": r.name }, root);
-    // this rack's length of the two headers (the row's headers end at its last rack)
-    svg("path", { class: "pipe supply", d: `M${x - 10},${y0 + 40} H${supplyX(x)} V${y0 + 170}`, "data-pipe": "supply" }, g);
-    svg("path", { class: "pipe return", d: `M${returnX(x)},${y0 + 330} V${y0 + 470} H${i % perRow === 0 ? 30 : x - 10}`, "data-pipe": "return" }, g);
-    if (!lastInRow) svg("path", { class: "pipe supply", d: `M${supplyX(x)},${y0 + 40} H${x + col - 10}` }, g);
+    // the headers' lengths at this rack (the supply from the trunk or the rack before it, the
+    // return back to the rack before it or to the trunk; a row's headers end at its last rack),
+    // apart from the rack's own branches, which alone are drawn dry when the rack is isolated
+    svg("path", { class: "pipe supply", d: `M${x - 10},${y0 + 40} H${lastInRow ? supplyX(x) : x + col - 10}` }, g);
+    svg("path", { class: "pipe return", d: `M${returnX(x)},${y0 + 470} H${i % perRow === 0 ? 30 : returnX(x - col)}` }, g);
+    svg("path", { class: "pipe supply", d: `M${supplyX(x)},${y0 + 40} V${y0 + 170}`, "data-pipe": "supply" }, g);
+    svg("path", { class: "pipe return", d: `M${returnX(x)},${y0 + 330} V${y0 + 470}`, "data-pipe": "return" }, g);
     const supplyIso = valve(g, supplyX(x), y0 + 100, "iso-supply", "supply iso", "right");
     const ctrl = valve(g, returnX(x), y0 + 365, "control", "valve", "left");
     const returnIso = valve(g, returnX(x), y0 + 425, "iso-return", "return iso", "left");
