@@ -284,8 +284,9 @@ describe("the Redfish client driver", () => {
       expect((await fetch(sub.destination, { method: "POST", headers: { "x-podwarden-token": "a-guess" }, body: forged })).status).toBe(401);
       expect((await fetch(sub.destination, { method: "POST", headers: sub.headers, body: "x".repeat(20_000) })).status).toBe(413);
       expect((await fetch(sub.destination.replace("/bmc2", "/bmc9"), { method: "POST", headers: sub.headers, body: forged })).status).toBe(404);
+      expect((await fetch(sub.destination.replace("/bmc2", "/%E0%A4%A"), { method: "POST", headers: sub.headers, body: forged })).status).toBe(404);
       expect(point("leak")?.value).toBe(1);
-      expect(d.listener!.counts).toMatchObject({ refused: 3, oversized: 1 });
+      expect(d.listener!.counts).toMatchObject({ refused: 4, oversized: 1 });
       // the BMC restarted and lost its subscriptions: made again at the next look (recheckS)
       bmc.eventService.subscriptions.clear();
       await waitFor(() => bmc.eventService.subscriptions.size === 1, "subscribed again", 5000);

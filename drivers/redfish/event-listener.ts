@@ -81,7 +81,7 @@ export class EventListener {
       res.end();
     };
     const url = req.url ?? "";
-    const d = url.startsWith(PATH_PREFIX) && url.length < 256 ? this.destinations.get(decodeURIComponent(url.slice(PATH_PREFIX.length))) : undefined;
+    const d = url.startsWith(PATH_PREFIX) && url.length < 256 ? this.destinations.get(decoded(url.slice(PATH_PREFIX.length))) : undefined;
     if (d === undefined || req.method !== "POST") {
       this.counts.refused++;
       return answer(d === undefined ? 404 : 405);
@@ -131,4 +131,13 @@ function sameToken(got: string, want: string): boolean {
   const a = Buffer.from(got);
   const b = Buffer.from(want);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** A path segment decoded, or "" where it is not valid percent-encoding (a malformed one must not throw in the handler). */
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return "";
+  }
 }
