@@ -1,5 +1,6 @@
 // Starting and stopping the small HTTP servers (metrics, admin socket, simulator control, the
-// HMI, the Redfish service), and bounding what the network may hold open on them.
+// HMI, the Redfish service, the Redfish client's event listener), and bounding what the network
+// may hold open on them and what a request's body may be.
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
@@ -100,4 +101,29 @@ export async function closeHttp(server: Server | null): Promise<void> {
   if (server === null) return;
   server.closeAllConnections();
   await new Promise<void>((r) => server.close(() => r()));
+}
+
+/**
+ * The request's body, at most `maxBytes`: a declared length beyond it is refused before a byte
+ * is read, and a body that grows beyond it is cut off there. null when too large.
+ */
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | null> {
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (!(declared <= maxBytes)) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on("data", (d: Buffer) => {
+      size += d.length;
+      if (size > maxBytes) {
+        req.removeAllListeners("data");
+        req.pause();
+        resolve(null);
+        return;
+      }
+      parts.push(d);
+    });
+    req.once("end", () => resolve(Buffer.concat(parts)));
+    req.once("error", reject);
+  });
 }

@@ -1,6 +1,6 @@
-// The HMI's HTTP plumbing: the headers every answer carries, JSON answers, and request bodies
-// read only up to a limit.
-import type { IncomingMessage, ServerResponse } from "node:http";
+// The HMI's HTTP plumbing: the headers every answer carries, JSON answers and the Host check
+// (request bodies are read up to a limit by lib/http-server.ts's readBody).
+import type { ServerResponse } from "node:http";
 import { isIP } from "node:net";
 
 // The page loads nothing from anywhere but this server, runs no inline script and no eval, and
@@ -27,31 +27,6 @@ export function sendJsonText(res: ServerResponse, status: number, json: string, 
 /** Answers an error and closes the connection: whatever the client still sends is not read. */
 export function refuse(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   sendJson(res, status, { error: message }, { ...headers, connection: "close" });
-}
-
-/**
- * The request's body, at most `maxBytes`: a declared length beyond it is refused before a byte
- * is read, and a body that grows beyond it is cut off there. null when too large.
- */
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | null> {
-  const declared = Number(req.headers["content-length"] ?? "0");
-  if (!(declared <= maxBytes)) return Promise.resolve(null);
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on("data", (d: Buffer) => {
-      size += d.length;
-      if (size > maxBytes) {
-        req.removeAllListeners("data");
-        req.pause();
-        resolve(null);
-        return;
-      }
-      parts.push(d);
-    });
-    req.once("end", () => resolve(Buffer.concat(parts)));
-    req.once("error", reject);
-  });
 }
 
 /**

@@ -8,6 +8,7 @@
 // detector re-read when it is back (in between they are polled, as they always are).
 import { Backoff } from "../../lib/backoff.js";
 import { monoMs } from "../../lib/clock.js";
+import { PerSecond } from "../../lib/per-second.js";
 import type { Point, Quality } from "../../lib/points.js";
 import { CircuitBreaker } from "../breaker.js";
 import type { RedfishDeviceConfig } from "./config.js";
@@ -37,8 +38,7 @@ export class Bmc {
   private failedPolls = 0;
   private events = 0;
   private eventsShed = 0;
-  private eventWindowStartMs = 0;
-  private eventWindowCount = 0;
+  private readonly eventRate: PerSecond;
   private rereadQueued = false;
 
   constructor(
@@ -69,6 +69,7 @@ export class Bmc {
     this.http = new BmcHttp(c);
     this.session = new BmcSession(c, this.http, o.env ?? process.env, (level, line) => this.o.onLog?.(level, line));
     this.controls = new BmcControls(this.session, (id, value, t, q, detail, unit) => this.publish(id, value, t, q, detail, unit), (line) => this.o.onLog?.("warn", line), () => this.running);
+    this.eventRate = new PerSecond(c.events.maxEventsPerS);
     this.breaker = new CircuitBreaker(c.breaker.failures, { baseMs: c.breaker.openMs, maxMs: c.breaker.maxOpenMs }, monoMs);
     this.events_ = new BmcEvents(
       {
@@ -240,11 +241,7 @@ export class Bmc {
   private onEvent(data: string): void {
     this.events++;
     const nowMs = monoMs();
-    if (nowMs - this.eventWindowStartMs >= 1000) {
-      this.eventWindowStartMs = nowMs;
-      this.eventWindowCount = 0;
-    }
-    if (++this.eventWindowCount > this.c.events.maxEventsPerS) {
+    if (!this.eventRate.take()) {
       // a flood is not parsed; what it may have said is read from the detectors instead
       this.eventsShed++;
       this.rereadLeaks();

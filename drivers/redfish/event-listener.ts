@@ -10,7 +10,8 @@
 // event is a pushed sample of a leak detector, which the BMC then confirms on a read.
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { closeHttp, listenHttp, boundedServer, type BoundedServer } from "../../lib/http-server.js";
+import { boundedServer, closeHttp, listenHttp, readBody, type BoundedServer } from "../../lib/http-server.js";
+import { PerSecond } from "../../lib/per-second.js";
 import type { RedfishListenerConfig } from "./config.js";
 
 /** The header the subscription asks the BMC to send with each event (EventDestination.HttpHeaders). */
@@ -38,14 +39,11 @@ export interface ListenerCounts {
 
 export class EventListener {
   private server: BoundedServer | null = null;
-  private readonly destinations = new Map<string, Destination & { windowStartMs: number; inWindow: number }>();
+  private readonly destinations = new Map<string, Destination & { rate: PerSecond }>();
   readonly counts: ListenerCounts = { delivered: 0, refused: 0, oversized: 0 };
   private base = "";
 
-  constructor(
-    private readonly c: RedfishListenerConfig,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(private readonly c: RedfishListenerConfig) {}
 
   /** Listens; resolves with the base URL the BMCs are told (config's url, else http://host:port). */
   async listen(): Promise<string> {
@@ -68,7 +66,7 @@ export class EventListener {
   }
 
   add(name: string, d: Destination): void {
-    this.destinations.set(name, { ...d, windowStartMs: 0, inWindow: 0 });
+    this.destinations.set(name, { ...d, rate: new PerSecond(d.maxPerS) });
   }
 
   remove(name: string): void {
@@ -91,39 +89,23 @@ export class EventListener {
       this.counts.refused++;
       return answer(401);
     }
-    const now = this.now();
-    if (now - d.windowStartMs >= 1000) {
-      d.windowStartMs = now;
-      d.inWindow = 0;
-    }
-    if (++d.inWindow > d.maxPerS) {
+    if (!d.rate.take()) {
       // over the rate: not read; the BMC retries or the detectors' polls carry it
       this.counts.refused++;
       return answer(429);
     }
-    const declared = Number(req.headers["content-length"] ?? NaN);
-    if (declared > d.maxBytes) {
-      this.counts.oversized++;
-      return answer(413);
-    }
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > d.maxBytes) {
-        this.counts.oversized++;
-        answer(413);
-        req.destroy();
-        return;
-      }
-      parts.push(chunk);
-    });
-    req.on("end", () => {
-      if (size > d.maxBytes) return;
-      this.counts.delivered++;
-      answer(204);
-      d.deliver(Buffer.concat(parts).toString("utf8"));
-    });
+    void readBody(req, d.maxBytes).then(
+      (body) => {
+        if (body === null) {
+          this.counts.oversized++;
+          return answer(413);
+        }
+        this.counts.delivered++;
+        answer(204);
+        d.deliver(body.toString("utf8"));
+      },
+      () => req.destroy(),
+    );
   }
 }
 
