@@ -56,6 +56,10 @@ const uplot = (file: string): string => createRequire(import.meta.url).resolve(`
 const ASSETS: Record<string, [path: () => string, type: string]> = {
   "/": [() => join(hmiStaticDir(), "index.html"), "text/html; charset=utf-8"],
   "/hmi.js": [() => join(hmiStaticDir(), "hmi.js"), "text/javascript; charset=utf-8"],
+  // the modules hmi.js imports, each with one job
+  "/common.js": [() => join(hmiStaticDir(), "common.js"), "text/javascript; charset=utf-8"],
+  "/overview.js": [() => join(hmiStaticDir(), "overview.js"), "text/javascript; charset=utf-8"],
+  "/trends.js": [() => join(hmiStaticDir(), "trends.js"), "text/javascript; charset=utf-8"],
   "/hmi.css": [() => join(hmiStaticDir(), "hmi.css"), "text/css; charset=utf-8"],
   "/uplot.js": [() => uplot("uPlot.iife.min.js"), "text/javascript; charset=utf-8"],
   "/uplot.css": [() => uplot("uPlot.min.css"), "text/css; charset=utf-8"],
