@@ -1,6 +1,8 @@
 // `npm test`'s runner: the vitest projects of vitest.config.ts in turn. "compute" first, two
 // files at a time; then "plant" and "plant-io" side by side, each one file at a time; last
-// "solo", the files that judge the machine's own timing, with nothing beside them. Vitest
+// "solo", the files that judge the machine's own timing, with nothing beside them. The real-time
+// HIL library ("hil-library", its scenarios mostly waiting on real time) runs beside "plant" and
+// "plant-io" in a third vitest. Vitest
 // gives every project of one group the same worker count, so two serial lanes at once take two
 // vitest processes. The files of "plant-io" mostly wait on brokers and daemons: beside "plant"
 // they took `npm test` from 15m45s to 12m53s on the 2-core machine (the "plant" files ran
@@ -52,9 +54,9 @@ function vitest(project: string, hold: boolean): Promise<Lane> {
 }
 
 const compute = await vitest("compute", false);
-const [plant, io] = await Promise.all([vitest("plant", false), vitest("plant-io", true)]);
+const [plant, io, hil] = await Promise.all([vitest("plant", false), vitest("plant-io", true), vitest("hil-library", true)]);
 const solo = await vitest("solo", false);
-const lanes = [compute, plant, io, solo];
+const lanes = [compute, plant, io, hil, solo];
 process.stdout.write("\n── npm test: lanes ──\n");
 for (const lane of lanes) {
   process.stdout.write(`${lane.project}: exit ${lane.code}\n`);
