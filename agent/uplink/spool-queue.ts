@@ -16,29 +16,14 @@
 //
 // Reading follows the log from the oldest unacknowledged record to the tail, through the page
 // cache, so the same path serves live sending and replay after an outage.
-import { chmodSync, closeSync, copyFileSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { JsonStateFile } from "../../lib/json-state-file.js";
 import { syncDirectory, syncDirectoryInBackground } from "../../lib/sync-directory.js";
-import { decodeAt, encodeRecord, HEADER, MAX_RECORD, MIN_RECORD_BYTES, readHead, rewriteSegment, scanSegment, truncateSegment, type SpoolRecord } from "./spool-record.js";
+import { decodeAt, encodeRecord, HEADER, MAX_RECORD, type SpoolRecord } from "./spool-record.js";
+import { countIn, salvageSegments, type Range, type Segment } from "./spool-salvage.js";
 
 export type { SpoolRecord } from "./spool-record.js";
-
-interface Segment {
-  firstId: number;
-  file: string;
-  bytes: number;
-  count: number;
-  /** the highest id in the segment (firstId - 1 while empty) */
-  lastId: number;
-  /** ids within [firstId, lastId] lost to damage found at start: not in the file, never acked */
-  holes: Range[];
-}
-
-/** ids from..to, inclusive */
-type Range = [number, number];
-
-const countIn = (ranges: readonly Range[], from: number, to: number): number => ranges.reduce((n, [a, b]) => n + Math.max(0, Math.min(b, to) - Math.max(a, from) + 1), 0);
 
 interface Pos {
   seg: number; // index into segments
@@ -112,94 +97,22 @@ export class SpoolQueue {
     });
   }
 
-  /** Reads the queue back from disk, salvaging what is damaged. */
+  /** Reads the queue back from disk, salvaging what is damaged (spool-salvage.ts). */
   open(quarantineDir: string): QueueOpenReport {
-    const report: QueueOpenReport = { pending: 0, quarantined: [], tornTail: false, lost: 0 };
     const acked = this.ackedStore.load();
-    if (acked.problem !== undefined) report.quarantined.push(acked.problem);
     this.ackedId = acked.value?.ackedId ?? 0;
     this.ackedSaved = this.ackedId;
-    const names = readdirSync(this.dir)
-      .filter((n) => /^\d{16}\.seg$/.test(n))
-      .sort();
-    let maxId = this.ackedId;
-    /** the last id seen, across segments in order: a jump past it is a run of lost records */
-    let prev = this.ackedId;
-    const lose = (from: number, to: number, seg: Segment | null): void => {
-      const a = Math.max(from, this.ackedId + 1); // what was acknowledged is not lost
-      if (a > to) return;
-      this.missing.push([a, to]);
-      seg?.holes.push([a, to]);
-      report.lost += to - a + 1;
-    };
-    names.forEach((name, k) => {
-      const file = join(this.dir, name);
-      const firstId = Number(name.slice(0, 16));
-      const isNewest = k === names.length - 1;
-      // A file larger than a segment can grow is damage: read only that far (past 2 GiB it cannot
-      // be read whole: it threw, issue #54), the rest damage to its end, the file moved aside.
-      chmodSync(file, 0o600); // a file from before modes were set
-      const size = statSync(file).size;
-      const oversize = size > this.maxSegmentFileBytes ? size : null;
-      const buf = oversize === null ? readFileSync(file) : readHead(file, this.maxSegmentFileBytes);
-      const scan = scanSegment(buf, isNewest && oversize === null);
-      if (oversize !== null) {
-        if (scan.damagedTail === 0) scan.damage.push(`${oversize} bytes, past the ${this.maxSegmentFileBytes} a segment can hold: read to there only`);
-        else scan.damage[scan.damage.length - 1] += ` (the file is ${oversize} bytes, past the ${this.maxSegmentFileBytes} a segment can hold: read to there only)`;
-        scan.damagedTail = oversize - scan.end;
-      }
-      if (scan.torn) {
-        // a crash cut the last write short: keep what is whole (that record was never sent: a
-        // record is sent only once it is on file, so its id may be given out again)
-        report.tornTail = true;
-        truncateSegment(file, scan.end);
-      }
-      let bytes = scan.end;
-      if (scan.damage.length > 0) {
-        mkdirSync(quarantineDir, { recursive: true, mode: 0o700 });
-        const aside = join(quarantineDir, `${Date.now()}-${name}`);
-        if (oversize === null) copyFileSync(file, aside);
-        else renameSync(file, aside);
-        bytes = rewriteSegment(file, scan.records, this.dir);
-        report.quarantined.push(`${file}: ${scan.damage.join("; ")}; ${scan.records.length} intact records kept; the original ${oversize === null ? "copied" : "moved"} to ${aside}`);
-      }
-      const seg: Segment = { firstId, file, bytes, count: scan.records.length, lastId: firstId - 1, holes: [] };
-      for (const r of scan.records) {
-        // a jump in ids: below this segment's first id, the end of an earlier segment (or a whole
-        // file) was lost; from it on, records of this one
-        if (r.id > prev + 1) {
-          lose(prev + 1, Math.min(r.id, firstId) - 1, null);
-          lose(Math.max(prev + 1, firstId), r.id - 1, seg);
-        }
-        prev = Math.max(prev, r.id); // (an id not above the last is from an older layout: kept, no gap)
-        seg.lastId = Math.max(seg.lastId, r.id);
-      }
-      if (isNewest && prev < firstId - 1) {
-        // ids before the newest file's first that no file holds (a file gone missing)
-        lose(prev + 1, firstId - 1, null);
-        prev = firstId - 1;
-      }
-      if (isNewest && scan.damagedTail > 0) {
-        // the damage reached the end of the newest file: nothing says how many records it held,
-        // so as many ids as it could have held are skipped, and counted lost
-        const skip = Math.ceil(scan.damagedTail / MIN_RECORD_BYTES);
-        const from = Math.max(prev, firstId - 1) + 1;
-        lose(from, from + skip - 1, seg);
-        prev = from + skip - 1;
-        seg.lastId = Math.max(seg.lastId, prev);
-      }
-      maxId = Math.max(maxId, seg.lastId, firstId - 1);
-      this.segments.push(seg);
-    });
-    this.nextId = maxId + 1;
+    const found = salvageSegments(this.dir, quarantineDir, this.ackedId, this.maxSegmentFileBytes);
+    this.segments = found.segments;
+    this.missing.push(...found.missing);
+    this.nextId = found.maxId + 1;
     if (this.segments.length === 0) this.startSegment();
     else this.fd = openSync(this.segments[this.segments.length - 1].file, "a", 0o600);
-    this.lost += report.lost;
+    this.lost += found.lost;
     this.advanceAcked();
     this.releaseAcked();
     this.rewindToAcked();
-    report.pending = this.pendingCount();
-    return report;
+    return { pending: this.pendingCount(), quarantined: [...(acked.problem === undefined ? [] : [acked.problem]), ...found.quarantined], tornTail: found.tornTail, lost: found.lost };
   }
 
   /** Starts a new newest segment whose first record will be firstId. */

@@ -29,8 +29,8 @@ import { LogHistogram } from "../../lib/log-histogram.js";
 import { disableNagle, endOnProtocolError, guardPacketSize, HARD_PACKET_FACTOR, mqttConnectionOptions, redactUrl, watchBrokerSilence } from "../../lib/mqtt-connection.js";
 import type { AgentEvent, PodCommands, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
-import { packageVersion } from "../version.js";
 import { CommandService, type LocalCommands } from "./command-service.js";
+import { alarmsMessage, infoMessage, stateMessage } from "./retained.js";
 import { brokerUrls, type UplinkConfig } from "./schema.js";
 import { Spool, type SpoolClass } from "./spool.js";
 import { subscribeUntilGranted } from "./subscribe-until-granted.js";
@@ -99,15 +99,6 @@ export class Uplink {
     return this.base + name;
   }
 
-  /**
-   * The retained state. The Will is written at connect time and published by the broker at some
-   * later moment the pod cannot know: it carries no mode and no timestamp rather than stale ones.
-   */
-  private stateMessage(kind: "online" | "stopped" | "will"): string {
-    if (kind === "will") return JSON.stringify({ state: "offline", reason: "connection lost", mode: null, maintenance: null, since: this.since, timestamp: null });
-    return JSON.stringify({ state: kind === "online" ? "online" : "offline", ...(kind === "stopped" ? { reason: "stopped" } : {}), mode: this.agent.mode(), maintenance: this.agent.status().maintenance, since: this.since, timestamp: new Date().toISOString() });
-  }
-
   async start(): Promise<void> {
     const opened = this.spool.open();
     if (this.agent.identity.stateDir === undefined) this.log.warn("no state directory: the spool lives under the temporary directory and may not survive a reboot");
@@ -147,7 +138,7 @@ export class Uplink {
       clientId: this.c.clientId ?? `podwarden-${id.site}-${id.pod}`,
       reconnectPeriod: 0, // reconnects are ours: backoff with jitter, and the next broker
       clean: true,
-      will: { topic: this.topic("state"), payload: Buffer.from(this.stateMessage("will")), qos: 1, retain: true },
+      will: { topic: this.topic("state"), payload: Buffer.from(stateMessage("will", this.agent, this.since)), qos: 1, retain: true },
     });
     this.client = client;
     this.target = target;
@@ -185,7 +176,7 @@ export class Uplink {
       if (this.restateTimer !== null) clearTimeout(this.restateTimer);
       this.restateTimer = setTimeout(() => {
         this.restateTimer = null;
-        if (client === this.client && client.connected) this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
+        if (client === this.client && client.connected) this.publishNow(this.topic("state"), stateMessage("online", this.agent, this.since), { retain: true, qos: 1 });
       }, 2000 * this.c.keepaliveS);
     }
     // QoS 0: a command is acknowledged by its response, and its sender re-sends without one. At
@@ -247,37 +238,13 @@ export class Uplink {
   }
 
   private publishRetained(): void {
-    const id = this.agent.identity;
-    this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
-    this.publishNow(
-      this.topic("info"),
-      JSON.stringify({
-        version: packageVersion(),
-        configHash: id.configHash,
-        site: id.site,
-        pod: id.pod,
-        racks: id.racks,
-        capabilities: ["telemetry", "report-by-exception", "alarms", "events", "store-and-forward", ...(this.c.commands.enabled ? ["commands"] : [])],
-        commands: this.c.commands.enabled ? this.commands.names() : [],
-        protocolVersion: this.c.protocolVersion,
-      }),
-      { retain: true, qos: 1 },
-    );
+    this.publishNow(this.topic("state"), stateMessage("online", this.agent, this.since), { retain: true, qos: 1 });
+    this.publishNow(this.topic("info"), infoMessage(this.agent, this.c, this.commands.names()), { retain: true, qos: 1 });
     this.publishAlarms();
   }
 
   private publishAlarms(): void {
-    const alarms = this.agent.activeAlarms().map((x) => ({
-      id: x.id,
-      severity: x.severity,
-      message: x.message,
-      source: x.source,
-      latched: x.latched,
-      acknowledged: x.acknowledged,
-      suppressed: x.suppressed,
-      raisedAt: x.raisedAt,
-    }));
-    this.publishNow(this.topic("alarms"), JSON.stringify({ timestamp: new Date().toISOString(), alarms }), { retain: true, qos: 1 });
+    this.publishNow(this.topic("alarms"), alarmsMessage(this.agent), { retain: true, qos: 1 });
   }
 
   /** Spools a message, then sends what the spool holds. `content` gets seq and timestamp. */
@@ -366,7 +333,7 @@ export class Uplink {
     this.spoolAndSend("critical", "events", { ...e });
     // maintenance changes which alarms are suppressed: the retained list says so at once
     if (e.type.startsWith("alarm.") || e.type === "maintenance.changed") this.publishAlarms();
-    if (e.type === "mode.changed" || e.type === "maintenance.changed") this.publishNow(this.topic("state"), this.stateMessage("online"), { retain: true, qos: 1 });
+    if (e.type === "mode.changed" || e.type === "maintenance.changed") this.publishNow(this.topic("state"), stateMessage("online", this.agent, this.since), { retain: true, qos: 1 });
   }
 
   private publishTelemetry(): void {
@@ -414,7 +381,7 @@ export class Uplink {
     if (c !== null && c.connected) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 1000);
-        c.publish(this.topic("state"), this.stateMessage("stopped"), { retain: true, qos: 1 }, () => {
+        c.publish(this.topic("state"), stateMessage("stopped", this.agent, this.since), { retain: true, qos: 1 }, () => {
           clearTimeout(t);
           resolve();
         });
