@@ -32,6 +32,7 @@ export interface FleetArgs {
   batch?: string;
   window?: string;
   vars?: string;
+  ack?: boolean;
 }
 
 export async function fleetCli(sub: string | undefined, name: string | undefined, values: FleetArgs, log: (line: string) => void, file?: string): Promise<number> {
@@ -52,7 +53,7 @@ export async function fleetCli(sub: string | undefined, name: string | undefined
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);
     });
-    await fleetWatch({ ...common, share: values.share, consumers: whole(values.consumers, "--consumers", 1), sites: list(values.site), everyS: whole(values.every, "--every", 5), json: values.json === true, stop });
+    await fleetWatch({ ...common, share: values.share, consumers: whole(values.consumers, "--consumers", 1), sites: list(values.site), ack: values.ack === true, everyS: whole(values.every, "--every", 5), json: values.json === true, stop });
     return 0;
   }
   if (sub === "command") {

@@ -26,6 +26,7 @@ export function summaryLine(s: FleetStats, gaps: number): string {
     `telemetry ${te.received} (${te.open} open, ${te.lost} lost); ${s.unnumbered > 0 ? `unnumbered ${s.unnumbered}; ` : ""}alarms ${s.alarmEvents}; pods with gaps ${gaps}; ` +
     `messages per connection ${conns}${s.malformed + s.oversize > 0 ? `; dropped ${s.malformed} malformed, ${s.oversize} oversize` : ""}` +
     (s.sessionsLost > 0 ? `; broker lost the watch's session ${s.sessionsLost} times` : "") +
+    (s.acksSent > 0 ? `; acknowledgements sent ${s.acksSent}` : "") +
     (Object.values(s.configPushes).some((n) => n > 0) ? `; config pushes ${s.configPushes.trial} on trial, ${s.configPushes.applied} kept, ${s.configPushes.reverted} put back, ${s.configPushes.refused} refused` : "")
   );
 }

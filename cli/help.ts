@@ -67,8 +67,10 @@ usage:
   podwarden sparkplug-watch --url <broker> [--group <g>] [--node <n>]
                                                          print a Sparkplug B group's messages, decoded
   podwarden fleet watch --url <broker>[,<broker>...] [--share <group>] [--consumers <n>] [--site <s>[,<s>]]
-                        [--every <s>] [--json]           mission control's view of every pod: online/offline,
-                                                         events and telemetry counted by seq (gaps, losses)
+                        [--every <s>] [--json] [--ack]   mission control's view of every pod: online/offline,
+                                                         events and telemetry counted by seq (gaps, losses);
+                                                         --ack: each pod's events acknowledged by seq, for pods
+                                                         that hold them until then (uplink.consumerAck)
   podwarden fleet command <name> --url <broker> --pods <site/pod>[,...] --key <file> --key-id <id> [--params <json>]
                                                          sign and send a command to each pod, print each answer
   podwarden fleet config push <file> --url <broker> --pods <site/pod or pattern>[,...] --key <file> --key-id <id>
@@ -141,6 +143,8 @@ options:
       --url <url>         command, sparkplug-watch: the broker; fleet: the brokers (comma-separated, tried in turn)
       --share <group>     fleet watch: take the pods' data through this shared-subscription group ($share/<group>/...)
       --consumers <n>     fleet watch: connections opened in the group (default 1)
+      --ack               fleet watch: acknowledge each pod's events by seq on podwarden/<site>/<pod>/ack
+                          (uplink.consumerAck); one watch per share group: it acknowledges what its ledger holds
       --every <s>         fleet watch, fleet emulate: seconds between summary lines (default 5)
       --json              io, scan: JSON; fleet watch, fleet emulate: a JSON object per line instead of words
       --pods <list>       fleet command: the pods addressed, site/pod, comma-separated; fleet config push: also

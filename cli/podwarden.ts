@@ -113,6 +113,7 @@ async function main(argv: string[]): Promise<number> {
         batch: { type: "string" },
         window: { type: "string" },
         vars: { type: "string" },
+        ack: { type: "boolean" },
         html: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },

@@ -151,6 +151,19 @@ export class SeqLedger {
     return { received: s.received, duplicates: s.duplicates, highest: s.highest, upTo: s.upTo, open: s.openedAt.size, lost: s.lost, late: s.late };
   }
 
+  /**
+   * The highest number at or below which everything of the stream has arrived, none given up: what
+   * a consumer may acknowledge to the pod (uplink.consumerAck), which then forgets all of it. A
+   * number given up as lost holds the mark below it until it arrives late (a pod holding its
+   * events re-sends it). 0 for a stream not seen.
+   */
+  contiguous(pod: string, cls: StreamClass): number {
+    const s = this.peek(pod, cls);
+    let mark = s.upTo;
+    for (const k of s.givenUp) if (k <= mark) mark = k - 1;
+    return mark;
+  }
+
   /** The numbers missing below the highest seen (open or given up), at most `limit` of them. */
   missing(pod: string, cls: StreamClass, limit = 100): number[] {
     const s = this.peek(pod, cls);

@@ -44,6 +44,16 @@ export interface FleetWatchOptions {
   baseline?: "first-seen" | "one";
   /** reconnect delay, ms (default 500) */
   reconnectMs?: number;
+  /**
+   * acknowledge each pod's events by sequence on podwarden/<site>/<pod>/ack, for pods that hold
+   * them until then (uplink.consumerAck): {"events": n}, n the ledger's contiguous mark, after
+   * every events message, new or a copy (a pod re-sends when an acknowledgement is lost), at most
+   * once per pod every ackEveryMs. Needs the whole of each pod's events in this watch's ledger:
+   * one watch per share group (its --consumers connections share the ledger)
+   */
+  ack?: boolean;
+  /** default 200 */
+  ackEveryMs?: number;
 }
 
 export interface PodState {
@@ -98,6 +108,8 @@ export interface FleetStats {
   sessionsLost: number;
   /** the pods by the state of the last config pushed to them */
   configPushes: Record<PodPush["state"], number>;
+  /** acknowledgements of events sent to the pods (FleetWatchOptions.ack) */
+  acksSent: number;
 }
 
 const POD_ID = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
@@ -123,6 +135,27 @@ export class FleetWatch {
     this.maxBytes = o.maxMessageBytes ?? 1 << 20;
     this.ledger = new SeqLedger({ lossAfterMs: o.lossAfterMs ?? 30_000, baseline: o.baseline });
     this.expiry = setInterval(() => this.ledger.expire(Date.now()), 1000);
+    if (o.ack === true) this.acker = setInterval(() => this.sendAcks(), o.ackEveryMs ?? 200);
+  }
+
+  /** pods with events taken since their last acknowledgement */
+  private readonly ackDue = new Set<string>();
+  private acker: NodeJS.Timeout | undefined;
+  /** acknowledgements sent (FleetStats.acksSent) */
+  private acksSent = 0;
+
+  /** Each pod with events taken since: its contiguous mark, at QoS 0 (a lost one brings a re-send, and another). */
+  private sendAcks(): void {
+    const client = this.clients.find((c) => c.connected);
+    if (client === undefined) return;
+    for (const id of this.ackDue) {
+      const n = this.ledger.contiguous(id, "events");
+      if (n > 0) {
+        client.publish(`podwarden/${id}/ack`, JSON.stringify({ events: n }), { qos: 0 });
+        this.acksSent++;
+      }
+    }
+    this.ackDue.clear();
   }
 
   /** Opens the connections and subscribes; resolves once every connection has its subscriptions. */
@@ -223,7 +256,11 @@ export class FleetWatch {
       // a pod whose spool cannot be written sends live and unnumbered: taken, but no gap can be seen in it
       this.unnumbered++;
     } else if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1) return void this.malformed++;
-    else if (this.ledger.record(id, kind, seq, Date.now()) === "duplicate") return;
+    else {
+      const verdict = this.ledger.record(id, kind, seq, Date.now());
+      if (kind === "events" && this.acker !== undefined) this.ackDue.add(id);
+      if (verdict === "duplicate") return;
+    }
     if (kind === "events" && typeof b.type === "string" && b.type.startsWith("alarm.")) this.alarmEvents++;
     if (kind === "events" && b.type === "command.audit" && b.action === "config") this.onPush(id, b);
     for (const f of this.listeners) f(id, kind, b);
@@ -316,6 +353,7 @@ export class FleetWatch {
       oversize: this.oversize,
       sessionsLost: this.sessionsLost,
       configPushes: this.pushCounts(),
+      acksSent: this.acksSent,
     };
   }
 
@@ -329,6 +367,7 @@ export class FleetWatch {
 
   async stop(): Promise<void> {
     clearInterval(this.expiry);
+    clearInterval(this.acker);
     await Promise.all(this.clients.map((c) => c.endAsync(true).catch(() => undefined)));
   }
 }

@@ -11,18 +11,19 @@
 // answers their pings, and acknowledges nothing, so the pod gives it up after 3 x keepalive
 // without a PUBACK) and joined again; the whole cluster restarted. Alarms are raised on cue
 // between them. At the end, for every pod: every event (and every emulated pod's telemetry, sent
-// at QoS 1) counted by its sequence number at the watch, none missing but what the cluster had
-// acknowledged and then lost; the real pods' control ran throughout; signed commands are answered.
+// at QoS 1) counted by its sequence number at the watch; the real pods' control ran throughout;
+// signed commands are answered.
 //
 // What the cluster loses: NATS 2.9 acknowledges an MQTT QoS 1 publish once it has passed it on
 // inside the server, before JetStream has stored it (its server/README-MQTT.md, "Message"), so a
 // node that dies just after a PUBACK can take the message with it: seen here as a few telemetry
-// messages of the pods on the killed node, in one loaded run in six (2026-12-04). A pod has let
-// go of a message the broker acknowledged, as MQTT has it do; so the test tells a pod's loss from
-// the broker's by what was acknowledged: an emulated pod keeps the record (wasAcknowledged), and
-// the real pods are kept quiet, everything they said at the watch, each time a node dies, and
-// after the whole cluster's restart until the watch is back (a restarted cluster dropped what
-// came before its consumer did). (The bridged topology's fault, a killed bridge, is
+// messages of the pods on the killed node, in one loaded run in six (2026-12-04), and a restarted
+// cluster took publishes before the watch's consumer was back and dropped them (~200 events of a
+// real pod, one loaded run in four). The real pods hold their events until the watch acknowledges
+// them by sequence (uplink.consumerAck, `fleet watch --ack`), and talk at full rate through every
+// fault: none of their events may be missing, end to end. The emulated pods let go of a message on
+// its PUBACK, as MQTT has it; the test tells their loss from the cluster's by what was
+// acknowledged (wasAcknowledged). (The bridged topology's fault, a killed bridge, is
 // test/fleet-bridge.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePrivateKey } from "../agent/commands/signing.js";
@@ -56,7 +57,7 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
   it("loses no message of any pod that the cluster did not acknowledge, when a node is killed and restarted, cut off from its peers, or when the whole cluster dies and comes back", async () => {
     const urls = cluster.urls;
     const session = readSession("configs/fleet/demo-pod-session.json");
-    const w = await FleetWatch.start({ urls: rotated(urls, 2), protocolVersion: 4, consumers: 1, clientId: `fleet-mc-${process.pid}`, baseline: "one", lossAfterMs: 600_000, reconnectMs: 250 });
+    const w = await FleetWatch.start({ urls: rotated(urls, 2), protocolVersion: 4, consumers: 1, clientId: `fleet-mc-${process.pid}`, baseline: "one", lossAfterMs: 600_000, reconnectMs: 250, ack: true });
     const real: UplinkPod[] = [];
     const emulated = Array.from(
       { length: EMULATED },
@@ -79,31 +80,22 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
     );
     let probes = 0;
     let probe: NodeJS.Timeout | undefined;
-    let quiet = false;
-    // the real pods say nothing more until all they said is at the watch: a node may die then
-    // (and what the emulated pods had said of events by then: their rounds of alarms, judged below)
-    const quieten = async (before: string): Promise<void> => {
-      quiet = true;
-      const last = real.map((p) => p.uplink.stats().lastSeq.critical);
+    // what the emulated pods had said of events (their rounds of alarms, judged below) at the
+    // watch before a node dies; the real pods go on talking, at full rate
+    const settle = async (before: string): Promise<void> => {
       const lastEmulated = emulated.map((p) => p.stats().lastSeq.events);
-      await waitFor(
-        () =>
-          real.every((p, k) => p.uplink.stats().spoolDepth.critical === 0 && w.ledger.counts(`demo/fleet-${k}`, "events").upTo >= (last[k] ?? 0)) &&
-          emulated.every((p, k) => w.ledger.counts(p.id, "events").highest >= (lastEmulated[k] ?? 0)),
-        `the pods' events all at the watch before ${before}`,
-        30_000,
-        50,
-      );
+      await waitFor(() => emulated.every((p, k) => w.ledger.counts(p.id, "events").highest >= (lastEmulated[k] ?? 0)), `the emulated pods' events at the watch before ${before}`, 30_000, 50);
     };
     try {
       // backing off to 5 s as the emulated pods do, not to the default 30: a pod refused a few
       // times round the cluster while it healed from the partition waited 15-30 s a try, and two
       // such waits outlasted the 60 s it is given to send again (a fresh clone's CI, 2026-12-07)
-      for (const [k, sim] of sims.entries()) real.push(await startUplinkPod({ brokerUrl: urls[k] ?? "", protocolVersion: 4, sim, pod: `fleet-${k}`, uplink: { brokers: rotated(urls, k), keepaliveS: 2, reconnect: { baseMs: 200, maxMs: 5000 } } }));
+      // each holding its events until the watch acknowledges them (resent after 2 s without one)
+      for (const [k, sim] of sims.entries())
+        real.push(await startUplinkPod({ brokerUrl: urls[k] ?? "", protocolVersion: 4, sim, pod: `fleet-${k}`, uplink: { brokers: rotated(urls, k), keepaliveS: 2, reconnect: { baseMs: 200, maxMs: 5000 }, consumerAck: { enabled: true, resendAfterS: 2, maxResendS: 10 } } }));
       const [podA] = real;
       if (podA === undefined) throw new Error("no pod");
       probe = setInterval(() => {
-        if (quiet) return;
         probes++;
         for (const p of real) p.agent.audit({ action: "probe", by: "test", result: String(probes) });
       }, 50);
@@ -118,9 +110,8 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       // leaders for the MQTT streams, and the pod then goes on round its list to node 3 and stays
       // there while it works: either is a failover. (Waiting for node 2 alone, and then cutting
       // node 2 off, failed a run in three: the pod was on node 3, 2026-12-04.)
-      await quieten("node 1 dies");
+      await settle("node 1 dies");
       await cluster.kill(0);
-      quiet = false;
       // judged: that they move, not how fast (a loaded CI run took over 20 s once): the bench
       // measures the failover
       const live = (): boolean => podA.uplink.stats().connected && podA.uplink.stats().broker !== urls[0];
@@ -155,20 +146,17 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       // every node down at once (SIGKILL: the site's power lost), then up: the pods hold their
       // messages and send them when it is back
       const connects = real.map((p) => p.uplink.stats().connects);
-      await quieten("the cluster dies");
+      await settle("the cluster dies");
       await cluster.restartAll();
       await waitFor(() => real.every((p, k) => p.uplink.stats().connects > (connects[k] ?? 0) && p.uplink.stats().connected), "the real pods back on the restarted cluster", 60_000);
       await waitFor(() => emulated.every((p) => p.stats().connected), "every emulated pod back on the restarted cluster", 60_000, 100);
-      // the real pods quiet until the watch is back on its session: a restarted NATS 2.9 cluster
-      // took QoS 1 publishes before the watch's consumer was back and dropped them unstored (the
-      // MQTT stream keeps a message only for the consumers it knows: ~200 events of a real pod
-      // acknowledged and lost, in one loaded run in four, 2026-12-04); the emulated pods, whose
-      // acknowledgements are on record, go on through it
+      // a restarted NATS 2.9 cluster takes QoS 1 publishes before the watch's consumer is back and
+      // drops them unstored (the MQTT stream keeps a message only for the consumers it knows): the
+      // real pods talk through it, and send again what the watch has not acknowledged
       await waitFor(() => w.stats().connections.every((c) => c.connected), "the watch back on the restarted cluster", 60_000, 100);
       // and taking messages again (its subscriptions are restored after its CONNACK)
       const taken = w.stats().telemetry.received;
       await waitFor(() => w.stats().telemetry.received > taken + 50, "the watch taking the pods' telemetry again", 60_000, 100);
-      quiet = false;
       const backAt = probes;
       await waitFor(() => probes > backAt + 20, "events after the cluster is back", 30_000);
       for (const p of emulated) p.fault("alarm");
@@ -200,6 +188,7 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       expect(unanswered, "pods that never answered a signed command").toEqual([]);
 
       // every pod's every event, and every emulated pod's telemetry, at the watch by seq
+      // a real pod's events drained only once the watch has acknowledged every one of them
       await waitFor(() => real.every((p) => p.uplink.stats().spoolDepth.critical === 0) && emulated.every((p) => p.stats().queued === 0), "every pod's queue drained", 60_000, 100);
       const lastEvent = new Map<string, number>([...real.map((p, k) => [`demo/fleet-${k}`, p.uplink.stats().lastSeq.critical] as const), ...emulated.map((p) => [p.id, p.stats().lastSeq.events] as const)]);
       // caught up: each pod's last message in, and every one missing acknowledged by the cluster
@@ -214,13 +203,16 @@ describe("a fleet on a NATS cluster (MQTT 3.1.1, streams replicated on 3 nodes):
       await waitFor(caughtUp, "the watch caught up with every pod", 60_000, 100).catch(() => undefined);
       // a pod's own loss would be a message missing that the cluster never acknowledged
       expect(unacknowledged()).toEqual([]);
-      // the real pods were quiet whenever a node died: none of their events missing
+      // the real pods talked through every fault and held their events until acknowledged: none
+      // of their events missing, end to end, and the watch's mark at each pod's last
       expect(w.gaps("events").filter((g) => g.pod.startsWith("demo/"))).toEqual([]);
+      real.forEach((p, k) => expect(w.ledger.contiguous(`demo/fleet-${k}`, "events")).toBe(p.uplink.stats().lastSeq.critical));
+      expect(real.every((p) => (p.uplink.stats().consumerAck?.refused ?? -1) === 0)).toBe(true);
       const behind = [...lastEvent].filter(([id, last]) => w.ledger.counts(id, "events").highest < last).map(([id, last]) => `${id}: ${w.ledger.counts(id, "events").highest} of ${last}`);
       expect(behind).toEqual([]);
       // the watch kept its session throughout: what the cluster stored for it while it was away came
       expect(w.stats().sessionsLost).toBe(0);
-      // a real pod's telemetry is numbered and spooled too, and not quietened (one a second): once
+      // a real pod's telemetry is numbered and spooled too, and not held for acknowledgement (five a second): once
       // the watch holds everything up to what the pod had made, what it misses of it is at most
       // what the pod's spool dropped for room (the one loss the config allows, here none) and what
       // the cluster acknowledged as its node died, a second's worth each of the two deaths it saw

@@ -54,10 +54,10 @@ describe("the example per-pod ACL, with a real mosquitto", () => {
     expect(pod.uplink.stats().connected).toBe(true);
   });
 
-  it("stops a pod publishing into another pod's tree, or publishing requests, even to itself", async () => {
+  it("stops a pod publishing into another pod's tree, or publishing requests or acknowledgements, even to itself", async () => {
     const rogue = await mqtt.connectAsync(broker.url, { protocolVersion: 5, username: "pod-demo-pod-a", password: "secret-a", clientId: "rogue-a", reconnectPeriod: 0 });
     try {
-      for (const topic of ["podwarden/demo/pod-b/telemetry", "podwarden/demo/pod-b/state", "podwarden/demo/pod-a/request/setpoint", "podwarden/demo/pod-b/request/reset-leak", "podwarden/other/x/events"]) {
+      for (const topic of ["podwarden/demo/pod-b/telemetry", "podwarden/demo/pod-b/state", "podwarden/demo/pod-a/request/setpoint", "podwarden/demo/pod-b/request/reset-leak", "podwarden/demo/pod-a/ack", "podwarden/demo/pod-b/ack", "podwarden/other/x/events"]) {
         // MQTT 5: mosquitto answers a denied QoS 1 publish with "not authorized"
         await expect(rogue.publishAsync(topic, JSON.stringify({ forged: true }), { qos: 1 }), topic).rejects.toThrow(/not authori[sz]ed/i);
       }
@@ -66,6 +66,14 @@ describe("the example per-pod ACL, with a real mosquitto", () => {
     }
     await new Promise((r) => setTimeout(r, 300));
     expect(mc.messages.some((m) => m.body.forged === true)).toBe(false);
+    // mission control may acknowledge a pod's events (uplink.consumerAck), and nothing else of the pod's
+    const missionControl = await mqtt.connectAsync(broker.url, { protocolVersion: 5, username: "mission-control", password: "secret-mc", clientId: "mc-ack", reconnectPeriod: 0 });
+    try {
+      await missionControl.publishAsync("podwarden/demo/pod-a/ack", JSON.stringify({ events: 0 }), { qos: 1 });
+      await expect(missionControl.publishAsync("podwarden/demo/pod-a/events", JSON.stringify({ forged: true }), { qos: 1 })).rejects.toThrow(/not authori[sz]ed/i);
+    } finally {
+      await missionControl.endAsync(true);
+    }
   });
 
   it("refuses a wrong password, and an anonymous client", async () => {

@@ -40,7 +40,7 @@ export function uplinkMetrics(r: Registry, u: () => UplinkStats | null): void {
   });
   new Gauge({
     name: "podwarden_uplink_spool_depth",
-    help: "Spooled messages not yet acknowledged by the broker, by class",
+    help: "Spooled messages not yet acknowledged, by class: by the broker (PUBACK), or for the events with uplink.consumerAck by mission control",
     labelNames: ["class"],
     registers: [r],
     collect() {
@@ -92,6 +92,27 @@ export function uplinkMetrics(r: Registry, u: () => UplinkStats | null): void {
       if (s === null) return;
       if (Number.isFinite(s.ackUs.p50)) this.set({ quantile: "0.5" }, s.ackUs.p50 / 1e6);
       if (Number.isFinite(s.ackUs.p99)) this.set({ quantile: "0.99" }, s.ackUs.p99 / 1e6);
+    },
+  });
+  new Counter({
+    name: "podwarden_uplink_consumer_acks_total",
+    help: "Mission control's acknowledgements of the pod's events (uplink.consumerAck), by result: received; refused (not {\"events\": n}, or n past the last event made); dropped (over the size or uplink.consumerAck.maxPerS, unread)",
+    labelNames: ["result"],
+    registers: [r],
+    collect() {
+      this.reset();
+      const a = u()?.consumerAck;
+      if (a !== undefined) for (const k of ["received", "refused", "dropped"] as const) this.inc({ result: k }, a[k]);
+    },
+  });
+  new Counter({
+    name: "podwarden_uplink_event_resends_total",
+    help: "Times the events held for mission control's acknowledgement were sent again for want of one (uplink.consumerAck.resendAfterS)",
+    registers: [r],
+    collect() {
+      this.reset();
+      const a = u()?.consumerAck;
+      if (a !== undefined) this.inc(a.resends);
     },
   });
   new Counter({

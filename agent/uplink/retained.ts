@@ -23,7 +23,7 @@ export function infoMessage(pod: PodReader, c: UplinkConfig, commands: readonly 
     site: id.site,
     pod: id.pod,
     racks: id.racks,
-    capabilities: ["telemetry", "report-by-exception", "alarms", "events", "store-and-forward", ...(c.commands.enabled ? ["commands"] : [])],
+    capabilities: ["telemetry", "report-by-exception", "alarms", "events", "store-and-forward", ...(c.commands.enabled ? ["commands"] : []), ...(c.consumerAck.enabled ? ["consumer-ack"] : [])],
     commands: c.commands.enabled ? commands : [],
     protocolVersion: c.protocolVersion,
   });

@@ -3,6 +3,7 @@ import { BROKER_URL_PATTERN, mqttConnectionProperties, type MqttConnectionConfig
 import { int, num, obj, str } from "../../lib/schema-builders.js";
 import { ROLES, type Role } from "../commands/schema.js";
 import { SPARKPLUG_SCHEMA, type SparkplugConfig } from "./sparkplug/schema.js";
+import type { ConsumerAckConfig } from "./consumer-ack.js";
 
 export interface UplinkConfig extends Omit<MqttConnectionConfig, "url"> {
   /** one broker; or `brokers`, an ordered list (brokerUrls() gives the list either way) */
@@ -13,6 +14,7 @@ export interface UplinkConfig extends Omit<MqttConnectionConfig, "url"> {
   exception: { enabled: boolean; checkMs: number; defaultDeadband: number; deadbands: Record<string, number> };
   reconnect: { baseMs: number; maxMs: number };
   spool: { maxBytes: number; segmentBytes: number; fsyncMs: number; maxInflight: number };
+  consumerAck: ConsumerAckConfig;
   commands: {
     enabled: boolean;
     keys: { id: string; publicKey: string; roles: Role[] }[];
@@ -65,6 +67,20 @@ export const UPLINK_SCHEMA = {
         maxInflight: int(1, 65_535, 256, "QoS 1 messages in flight awaiting PUBACK: paces replay"),
       },
       "store-and-forward spool",
+    ),
+    consumerAck: obj(
+      {
+        enabled: {
+          type: "boolean",
+          default: false,
+          description:
+            "keep each event (the spool's critical class) until mission control's consumer acknowledges it by seq on <base>/ack ({\"events\": n}), not only until the broker's PUBACK: an event a broker acknowledged and then lost is sent again (docs/fleet.md, end-to-end delivery). Needs a consumer that acknowledges (podwarden fleet watch --ack): without one the events stay in the spool until its overflow policy drops them",
+        },
+        resendAfterS: int(1, 3600, 10, "every held event sent and answered by the broker, and no acknowledgement moving the mark for this long: they are sent again from the oldest, s"),
+        maxResendS: int(1, 86_400, 300, "the wait between resends doubles, up to this, s"),
+        maxPerS: int(1, 10_000, 50, "acknowledgements read per second, counted before anything is parsed; beyond it they are dropped unread and counted"),
+      },
+      "mission control's end-to-end acknowledgement of the pod's events",
     ),
     commands: obj(
       {

@@ -268,6 +268,42 @@ export class SpoolQueue {
     this.releaseAcked();
   }
 
+  /**
+   * The broker took a record that waits for mission control's own acknowledgement (the uplink's
+   * consumerAck): no longer in flight on this connection, and kept until ackThrough() covers it.
+   */
+  delivered(id: number): void {
+    this.inflight.delete(id);
+  }
+
+  /**
+   * Mission control's consumer has every record up to `n` (consumerAck): each is forgotten, sent
+   * or not, whatever the broker said of it. An `n` past the last id given out is refused (false):
+   * no consumer can have what the pod never made. An `n` at or below the mark changes nothing.
+   */
+  ackThrough(n: number): boolean {
+    if (n >= this.nextId) return false;
+    if (n <= this.ackedId) return true;
+    for (const id of this.inflight) if (id <= n) this.inflight.delete(id);
+    for (const id of this.ackedAhead) if (id <= n) this.ackedAhead.delete(id);
+    this.ackedId = n;
+    this.advanceAcked();
+    this.releaseAcked();
+    return true;
+  }
+
+  /** The acknowledged mark: every id at or below it is forgotten. */
+  get acked(): number {
+    return this.ackedId;
+  }
+
+  /** The oldest record not acknowledged has been sent and answered by the broker (false with none held). */
+  oldestDelivered(): boolean {
+    const oldest = this.ackedId + 1;
+    if (oldest >= this.nextId || this.inflight.has(oldest)) return false;
+    return (this.peek()?.id ?? this.nextId) > oldest;
+  }
+
   /** Moves the acknowledged mark over every id acknowledged or lost right after it. */
   private advanceAcked(): void {
     for (;;) {

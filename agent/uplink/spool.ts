@@ -44,6 +44,7 @@ export interface Taken {
 export class Spool {
   private readonly queues: Record<SpoolClass, SpoolQueue>;
   private readonly quarantineDir: string;
+  private readonly heldForConsumer = new Set<SpoolClass>();
 
   constructor(private readonly o: SpoolOptions) {
     this.queues = {
@@ -95,8 +96,38 @@ export class Spool {
     return undefined;
   }
 
+  /**
+   * The broker acknowledged a record (PUBACK). A class held for mission control's own
+   * acknowledgement (consumerAck) keeps it until ackThrough(); any other forgets it.
+   */
   ack(cls: SpoolClass, id: number): void {
-    this.queues[cls].ack(id);
+    if (this.heldForConsumer.has(cls)) this.queues[cls].delivered(id);
+    else this.queues[cls].ack(id);
+  }
+
+  /** Holds a class's records past their PUBACK, until mission control acknowledges them (consumer-ack.ts). */
+  holdForConsumer(cls: SpoolClass): void {
+    this.heldForConsumer.add(cls);
+  }
+
+  /** Mission control holds every record of the class up to `n`: false for an `n` the pod never gave out. */
+  ackThrough(cls: SpoolClass, n: number): boolean {
+    return this.queues[cls].ackThrough(n);
+  }
+
+  /** The class's acknowledged mark. */
+  acked(cls: SpoolClass): number {
+    return this.queues[cls].acked;
+  }
+
+  /** The class's oldest unacknowledged record has been sent and answered by the broker. */
+  oldestDelivered(cls: SpoolClass): boolean {
+    return this.queues[cls].oldestDelivered();
+  }
+
+  /** The class's unacknowledged records go again, from the oldest (the others' flight is untouched). */
+  rewindClass(cls: SpoolClass): void {
+    this.queues[cls].rewind();
   }
 
   /** The connection dropped: everything unacknowledged goes again, in order. */

@@ -1,5 +1,6 @@
 // What the uplink says of itself (its stats, in metrics and status), and where a pod's topics
 // live: the shapes the uplink's readers share, apart from the uplink's connection logic.
+import type { ConsumerAckStats } from "./consumer-ack.js";
 import type { SpoolClass } from "./spool.js";
 
 export const topicBase = (site: string, pod: string): string => `podwarden/${site}/${pod}/`;
@@ -26,5 +27,7 @@ export interface UplinkStats {
   commands: { accepted: number; rejected: number; suppressed: number; dropped: number; duplicates: number };
   /** the broker has acknowledged the subscription to signed commands on this connection: a command sent before then is not heard */
   commandsLive: boolean;
+  /** with uplink.consumerAck: mission control's acknowledgements of the events */
+  consumerAck?: ConsumerAckStats;
 }
 

@@ -5,6 +5,7 @@
 //   telemetry          QoS 1, periodic snapshots and report-by-exception, seq per message
 //   events             QoS 1: alarm transitions, mode changes, trips, command audit, seq per message
 //   request/<command>  subscribed: signed commands (commands/)
+//   ack                subscribed with uplink.consumerAck: mission control's {"events": n} (consumer-ack.ts)
 //   response/<command> QoS 1: the answers
 //
 // Telemetry and events are written to the on-disk spool first and removed only after their
@@ -30,6 +31,7 @@ import { disableNagle, endOnProtocolError, guardPacketSize, HARD_PACKET_FACTOR, 
 import type { AgentEvent, PodCommands, PodReader, ProblemReporter } from "../pod-api.js";
 import type { Logger } from "../log.js";
 import { CommandService, type LocalCommands } from "./command-service.js";
+import { ConsumerAck } from "./consumer-ack.js";
 import { alarmsMessage, infoMessage, stateMessage } from "./retained.js";
 import { brokerUrls, type UplinkConfig } from "./schema.js";
 import { Spool, type SpoolClass } from "./spool.js";
@@ -67,6 +69,9 @@ export class Uplink {
   private readonly backoff: Backoff;
   private readonly exceptions: ExceptionReporter;
   private readonly commands: CommandService;
+  /** mission control's own acknowledgement of the events, with uplink.consumerAck */
+  private readonly consumerAck: ConsumerAck | null;
+  private cancelAckSubscribe: () => void = () => undefined;
   private inflight = 0;
   /** publish -> PUBACK, µs: how fast the broker takes what the pod says */
   readonly ackLatency = new LogHistogram();
@@ -93,6 +98,7 @@ export class Uplink {
     this.brokers = new BrokerList(brokerUrls(c));
     this.exceptions = new ExceptionReporter(c.exception);
     this.commands = new CommandService(() => this.agent, c.commands, this.log, (topic, body, opts) => this.publishNow(topic, body, opts), local);
+    this.consumerAck = c.consumerAck.enabled ? new ConsumerAck(this.spool, c.consumerAck, (o, msg) => this.log.warn(o, msg)) : null;
   }
 
   topic(name: string): string {
@@ -116,6 +122,7 @@ export class Uplink {
     this.timers.push(setInterval(() => this.publishTelemetry(), this.c.telemetryMs));
     if (this.c.exception.enabled) this.timers.push(setInterval(() => this.publishExceptions(), this.c.exception.checkMs));
     if (this.c.spool.fsyncMs > 0) this.timers.push(setInterval(() => this.flushSpoolInBackground(), this.c.spool.fsyncMs));
+    if (this.consumerAck !== null) this.timers.push(setInterval(() => this.resendIfDue(), 1000));
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, Math.min(5000, this.c.connectTimeoutMs)); // an unreachable broker does not hold the agent up
       this.firstConnect = () => {
@@ -147,7 +154,7 @@ export class Uplink {
     endOnProtocolError(client, (err) => this.log.warn({ err: err.message, broker: redactUrl(target.url) }, "broker sent a packet that breaks the protocol: connection ended"));
     client.on("connect", () => this.onConnect(client));
     client.on("close", () => this.onClose(client));
-    client.on("message", (topic, payload, packet) => this.commands.handle(topic.slice(this.base.length), payload, packet));
+    client.on("message", (topic, payload, packet) => (this.consumerAck !== null && topic === this.topic("ack") ? this.consumerAck.handle(payload) : this.commands.handle(topic.slice(this.base.length), payload, packet)));
     this.stopSilenceWatch();
     this.stopSilenceWatch = watchBrokerSilence(client, this.c.keepaliveS, (ms, why) =>
       this.log.warn(
@@ -197,6 +204,8 @@ export class Uplink {
         },
         (o) => this.log.warn({ ...o, broker: redactUrl(this.target?.url ?? "") }, "broker refused the command subscription: asking again"),
       );
+    this.cancelAckSubscribe();
+    if (this.consumerAck !== null) this.cancelAckSubscribe = this.consumerAck.connected(client, this.topic("ack"));
     this.pump();
   }
 
@@ -205,6 +214,7 @@ export class Uplink {
     if (client !== this.client) return;
     this.commandsLive = false;
     this.cancelSubscribe();
+    this.cancelAckSubscribe();
     // what was in flight is sent again from the spool: keep mqtt.js from also resending it
     for (const id of Object.keys(client.outgoing)) client.removeOutgoingMessage(Number(id));
     this.inflight = 0;
@@ -329,6 +339,13 @@ export class Uplink {
     }
   }
 
+  /** Mission control has not acknowledged the held events for a while: they go again (consumer-ack.ts). */
+  private resendIfDue(): void {
+    if (this.client?.connected !== true || this.consumerAck?.due() !== true) return;
+    this.spool.rewindClass("critical");
+    this.pump();
+  }
+
   private onEvent(e: AgentEvent): void {
     this.spoolAndSend("critical", "events", { ...e });
     // maintenance changes which alarms are suppressed: the retained list says so at once
@@ -362,6 +379,7 @@ export class Uplink {
       lastAckAt: this.lastAckAtMs === null ? null : new Date(this.lastAckAtMs).toISOString(),
       commands: this.commands.stats(),
       commandsLive: this.commandsLive && this.client?.connected === true,
+      ...(this.consumerAck === null ? {} : { consumerAck: this.consumerAck.stats() }),
     };
   }
 
@@ -375,6 +393,7 @@ export class Uplink {
     this.reconnectTimer = null;
     if (this.restateTimer !== null) clearTimeout(this.restateTimer);
     this.cancelSubscribe();
+    this.cancelAckSubscribe();
     this.unsubscribe?.();
     this.commands.stop();
     const c = this.client;
