@@ -11,7 +11,7 @@ const OVERSIZED = {
 };
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "dist/", "build/", "coverage/", "hotpath-as/assembly/index.ts"] },
+  { ignores: ["node_modules/", "dist/", "build/", "coverage/", ".stryker-tmp/", "reports/", "hotpath-as/assembly/index.ts"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

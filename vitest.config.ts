@@ -36,6 +36,7 @@ const COMPUTE_ONLY = [
   "sparkplug-model",
   "state-manifest",
   "supervisor-alarms",
+  "supervisor-coolant-power",
   "supervisor-rules",
   "supply-control",
   "tick-window",
