@@ -72,19 +72,25 @@ export class SeqLedger {
     this.maxPending = o.maxPending ?? 100_000;
   }
 
-  private stream(pod: string, cls: StreamClass, firstSeq?: number): Stream {
+  private stream(pod: string, cls: StreamClass, firstSeq?: number, ackedBefore?: number): Stream {
     const key = `${pod}\n${cls}`;
     let s = this.streams.get(key);
     if (s === undefined) {
       this.streams.set(key, (s = newStream()));
-      if (firstSeq !== undefined && this.o.baseline !== "one") s.upTo = s.highest = firstSeq - 1;
+      // a pod holding its events for acknowledgement says what was acknowledged before: the
+      // stream starts there, not at the first number met (a live event can come before the
+      // held ones it is sending again, and the held ones are this consumer's to count)
+      if (firstSeq !== undefined && this.o.baseline !== "one") s.upTo = s.highest = ackedBefore !== undefined && ackedBefore < firstSeq ? ackedBefore : firstSeq - 1;
     }
     return s;
   }
 
-  /** One message's number (a positive integer), from pod `pod` ("site/pod"), taken at `nowMs`. */
-  record(pod: string, cls: StreamClass, seq: number, nowMs: number): Verdict {
-    const s = this.stream(pod, cls, seq);
+  /**
+   * One message's number (a positive integer), from pod `pod` ("site/pod"), taken at `nowMs`;
+   * `ackedBefore`: the pod's acknowledged mark when it sent it (uplink.consumerAck's `acked`).
+   */
+  record(pod: string, cls: StreamClass, seq: number, nowMs: number, ackedBefore?: number): Verdict {
+    const s = this.stream(pod, cls, seq, ackedBefore);
     if (s.givenUp.delete(seq)) {
       s.late++;
       s.lost--;

@@ -257,7 +257,8 @@ export class FleetWatch {
       this.unnumbered++;
     } else if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1) return void this.malformed++;
     else {
-      const verdict = this.ledger.record(id, kind, seq, Date.now());
+      const acked = b.acked;
+      const verdict = this.ledger.record(id, kind, seq, Date.now(), typeof acked === "number" && Number.isSafeInteger(acked) && acked >= 0 ? acked : undefined);
       if (kind === "events" && this.acker !== undefined) this.ackDue.add(id);
       if (verdict === "duplicate") return;
     }

@@ -319,7 +319,10 @@ export class Uplink {
         const { cls, record } = t;
         const historical = record.ts < this.connectedAtMs;
         // the body is JSON object text: the flag goes in before its closing brace
-        const body = `${record.body.slice(0, -1)},"historical":${historical}}`;
+        // with consumerAck an event also says what mission control has acknowledged so far: a
+        // consumer meeting the pod for the first time counts from there (fleet/seq-ledger.ts)
+        const acked = cls === "critical" && this.consumerAck !== null ? `,"acked":${this.spool.acked("critical")}` : "";
+        const body = `${record.body.slice(0, -1)},"historical":${historical}${acked}}`;
         this.inflight++;
         sent++;
         const sentAt = performance.now();
