@@ -130,6 +130,11 @@ export class FleetWatch {
   private sessionsLost = 0;
   private readonly maxBytes: number;
   private readonly listeners = new Set<(pod: string, cls: StreamClass | "state", body: Record<string, unknown>) => void>();
+  /** pods with events taken since their last acknowledgement (FleetWatchOptions.ack) */
+  private readonly ackDue = new Set<string>();
+  private acker: NodeJS.Timeout | undefined;
+  /** acknowledgements sent (FleetStats.acksSent) */
+  private acksSent = 0;
 
   private constructor(private readonly o: FleetWatchOptions) {
     this.maxBytes = o.maxMessageBytes ?? 1 << 20;
@@ -137,12 +142,6 @@ export class FleetWatch {
     this.expiry = setInterval(() => this.ledger.expire(Date.now()), 1000);
     if (o.ack === true) this.acker = setInterval(() => this.sendAcks(), o.ackEveryMs ?? 200);
   }
-
-  /** pods with events taken since their last acknowledgement */
-  private readonly ackDue = new Set<string>();
-  private acker: NodeJS.Timeout | undefined;
-  /** acknowledgements sent (FleetStats.acksSent) */
-  private acksSent = 0;
 
   /** Each pod with events taken since: its contiguous mark, at QoS 0 (a lost one brings a re-send, and another). */
   private sendAcks(): void {

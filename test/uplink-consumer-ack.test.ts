@@ -176,8 +176,17 @@ async function lossyBroker(lose: Set<number>): Promise<{ url: string; lost: numb
 describe("end to end: a broker that acknowledges events and loses them", () => {
   async function run(consumerAck: boolean, pod: string): Promise<{ p: UplinkPod; w: FleetWatch; lost: number[]; stop: () => Promise<void> }> {
     const broker = await lossyBroker(new Set([3, 4, 5, 9]));
-    const w = await FleetWatch.start({ urls: [broker.url], protocolVersion: 4, ack: consumerAck, ackEveryMs: 100, baseline: "one", lossAfterMs: 600_000, clientId: `ack-watch-${pod}` });
-    const p = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, pod, uplink: { consumerAck: { enabled: consumerAck, resendAfterS: 1, maxResendS: 2 } } });
+    let w: FleetWatch | undefined;
+    let p: UplinkPod;
+    try {
+      w = await FleetWatch.start({ urls: [broker.url], protocolVersion: 4, ack: consumerAck, ackEveryMs: 100, baseline: "one", lossAfterMs: 600_000, clientId: `ack-watch-${pod}` });
+      p = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, pod, uplink: { consumerAck: { enabled: consumerAck, resendAfterS: 1, maxResendS: 2 } } });
+    } catch (err) {
+      // what started is stopped, a failed start included
+      await w?.stop();
+      await broker.close();
+      throw err;
+    }
     for (let k = 1; k <= 12; k++) p.agent.audit({ action: "probe", by: "test", result: String(k) });
     return {
       p,
@@ -228,7 +237,10 @@ describe("end to end: a broker that acknowledges events and loses them", () => {
   it("holds the events while no consumer acknowledges them, and lets them go once one does", async () => {
     const pod = `${TEST_POD}-hold`;
     const broker = await lossyBroker(new Set());
-    const p = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, pod, uplink: { consumerAck: { enabled: true, resendAfterS: 1, maxResendS: 1 } } });
+    const p = await startUplinkPod({ brokerUrl: broker.url, protocolVersion: 4, pod, uplink: { consumerAck: { enabled: true, resendAfterS: 1, maxResendS: 1 } } }).catch(async (err: unknown) => {
+      await broker.close();
+      throw err;
+    });
     let w: FleetWatch | undefined;
     try {
       for (let k = 1; k <= 5; k++) p.agent.audit({ action: "probe", by: "test", result: String(k) });

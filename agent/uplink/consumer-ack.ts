@@ -53,6 +53,8 @@ export class ConsumerAck {
   private readonly rate: PerSecond;
   private lastProgressMs: number;
   private waitMs: number;
+  /** the acknowledged mark at the last pass (due()) or acknowledgement (handle()) */
+  private mark = -1;
   private readonly counts = { received: 0, refused: 0, dropped: 0, resends: 0 };
 
   constructor(
@@ -134,9 +136,6 @@ export class ConsumerAck {
     this.waitMs = Math.min(this.waitMs * 2, this.c.maxResendS * 1000);
     return true;
   }
-
-  /** the mark at the last pass */
-  private mark = -1;
 
   stats(): ConsumerAckStats {
     return { acked: this.spool.acked("critical"), ...this.counts };
